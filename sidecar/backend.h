@@ -1,0 +1,69 @@
+// What the daemon needs from PostgreSQL, as interfaces: the real libpq implementation is
+// pg_backend.{h,cpp}; tests use an in-memory model of the extension's contract.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/uuidv7.h"
+#include "status.h"
+
+namespace queen::sidecar {
+
+// What queen.resolve_partition returns (memoised for 30 s).
+struct PartitionMeta {
+    int64_t pid = -1;
+    int32_t window_s = 3600;
+    int64_t last_offset = -1;
+    int64_t txns_start = 0;
+};
+
+// One queen.log_txns row.
+struct TxnRow {
+    int64_t base = 0;
+    int64_t end = -1;         // inclusive
+    int64_t created_ms = 0;   // Unix ms
+    std::string hashes;       // 16 bytes per message, offset order
+};
+
+// The cache's two reads.
+class CacheLoader {
+public:
+    virtual ~CacheLoader() = default;
+    // Every log_txns row of pid created within the last window_s seconds (now() on the server),
+    // ascending by base_offset, plus the partition's last_offset, all from one snapshot.
+    virtual Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset, std::vector<TxnRow>* rows) = 0;
+    // The log_txns rows of pid whose base_offset lies in [lo, hi], ascending.
+    virtual Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) = 0;
+};
+
+// One segment of a push_segments call.
+struct SegmentIn {
+    int64_t pid = -1;
+    const std::string* hashes = nullptr;   // 16 x count bytes
+    const std::string* segment = nullptr;  // segment_codec blob
+    int64_t verified = -1;                 // p_verified
+};
+
+enum class EntryStatus : uint8_t { Queued = 0, Duplicate = 1 };
+
+// One answer row.
+struct EntryOut {
+    EntryStatus status = EntryStatus::Queued;
+    queen::Uuid id{};
+    int64_t offset = -1;
+};
+
+// Everything a flush worker does with its connection.
+class Backend : public CacheLoader {
+public:
+    // queen.resolve_partition(queue, partition).
+    virtual Status resolve_partition(std::string_view queue, std::string_view partition, PartitionMeta* out) = 0;
+    // One transaction pushing every segment (out[i] answers segs[i], one EntryOut per entry);
+    // returns only after COMMIT.
+    virtual Status push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) = 0;
+};
+
+}  // namespace queen::sidecar

@@ -1,0 +1,526 @@
+// The block cache (see block_cache.h for the validity rule and the locking protocol).
+#include "block_cache.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+
+namespace queen::sidecar {
+
+namespace {
+constexpr int64_t kEntryOverheadBytes = static_cast<int64_t>(256);  // entry + map node + handle
+constexpr int64_t kBlockOverheadBytes = 48;
+}  // namespace
+
+// Configuration is copied; the clock must outlive the cache.
+BlockCache::BlockCache(const CacheConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {}
+
+BlockCache::~BlockCache() = default;
+
+// Count a verdict and report it.
+void BlockCache::count(Verdict v, Verdict* why) noexcept {
+    verdicts_[static_cast<int>(v)].fetch_add(1, std::memory_order_relaxed);
+    if (why) *why = v;
+}
+
+// The handle for pid, or null (shared map lock only).
+BlockCache::EntryPtr BlockCache::find(int64_t pid) const {
+    std::shared_lock<std::shared_mutex> lk(map_mu_);
+    auto it = map_.find(pid);
+    return it == map_.end() ? nullptr : it->second;
+}
+
+// The handle for pid, created empty on first contact.
+BlockCache::EntryPtr BlockCache::find_or_create(int64_t pid) {
+    if (EntryPtr e = find(pid)) return e;
+    std::unique_lock<std::shared_mutex> lk(map_mu_);
+    EntryPtr& slot = map_[pid];
+    if (!slot) {
+        slot = std::make_shared<Entry>();
+        slot->bytes = kEntryOverheadBytes;
+        total_bytes_ += kEntryOverheadBytes;
+    }
+    return slot;
+}
+
+// Erase pid from the map if it still maps to e.
+void BlockCache::remove_from_map(int64_t pid, const Entry* e) {
+    std::unique_lock<std::shared_mutex> lk(map_mu_);
+    auto it = map_.find(pid);
+    if (it != map_.end() && it->second.get() == e) map_.erase(it);
+}
+
+// The main path: build, expire, top up, check membership, vouch.
+int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes, std::size_t n,
+                                 CacheLoader& loader, Verdict* why) {
+    if (!cfg_.enabled || meta.window_s <= 0) {
+        count(Verdict::Disabled, why);
+        return -1;
+    }
+    const int64_t pid = meta.pid;
+    const int64_t now_mono = clock_.mono_ms();
+    for (int attempt = 0; attempt < 3; attempt++) {
+        EntryPtr e = find_or_create(pid);
+        std::unique_lock<std::mutex> lk(e->mu);
+        if (e->evicted) continue;  // lost a race with eviction: take the fresh handle
+        e->last_used.store(now_mono, std::memory_order_relaxed);
+        // A window change invalidates the expiry bookkeeping: sticky until a rebuild succeeds.
+        if (e->built && e->window_s != meta.window_s) e->force_rebuild = true;
+        if (!e->built || e->force_rebuild) {
+            if (!admit_full_build(pid, *e, now_mono)) {
+                count(Verdict::Suppressed, why);
+                return -1;
+            }
+            if (!full_build(pid, *e, meta.window_s, loader)) {
+                count(Verdict::LoadFailed, why);
+                return -1;
+            }
+        }
+        expire(*e, clock_.wall_ms());
+        if (!e->gaps.empty() && !top_up(pid, *e, loader)) {
+            bool rebuilt = e->force_rebuild && admit_full_build(pid, *e, now_mono) &&
+                           full_build(pid, *e, meta.window_s, loader);
+            if (!rebuilt) {
+                count(Verdict::Gap, why);
+                return -1;
+            }
+        }
+        for (std::size_t i = 0; i < n; i++) {
+            if (e->filter.maybe_contains(hashes[i]) && contains(*e, hashes[i])) {
+                count(Verdict::LocalHit, why);
+                return -1;
+            }
+        }
+        count(Verdict::Vouch, why);
+        return e->verified_upto;
+    }
+    count(Verdict::LoadFailed, why);
+    return -1;
+}
+
+// The fit test with hysteresis, LRU eviction and the cooldown. Brand-new partitions (no
+// footprint hint) estimate an empty window and are always admitted.
+bool BlockCache::admit_full_build(int64_t pid, Entry& e, int64_t now_mono) {
+    const int64_t est = footprint_hint(pid);
+    const int64_t until = cooldown_until(pid);
+    if (est <= 0 && until == 0) {
+        set_suppressed(e, false);
+        return true;
+    }
+    if (until > now_mono) {
+        set_suppressed(e, true);
+        return false;
+    }
+    const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+    if (evict_until_fits(pid, e.bytes, est, limit, now_mono)) {
+        set_suppressed(e, false);
+        return true;
+    }
+    set_cooldown(pid, now_mono + cfg_.cooldown_ms);
+    clear_data(e);  // whatever it held is about to be rebuilt anyway: give it back
+    e.built = false;
+    reaccount(e);
+    set_suppressed(e, true);
+    warn_pressure(now_mono, pid);
+    return false;
+}
+
+// Full-window hydration (window + skew slack) from one snapshot.
+bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader& loader) {
+    std::vector<TxnRow> rows;
+    int64_t last = -1;
+    const int64_t slack_s = (cfg_.skew_slack_ms + 999) / 1000;
+    Status s = loader.load_window(pid, static_cast<int64_t>(window_s) + slack_s, &last, &rows);
+    if (!s.is_ok()) return false;
+    clear_data(e);
+    e.built = false;
+    int64_t max_end = last;
+    for (const TxnRow& r : rows) {
+        if (r.end < r.base || r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
+            clear_data(e);
+            reaccount(e);
+            return false;
+        }
+        const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
+        for (int64_t i = 0; i <= r.end - r.base; i++) append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+        max_end = std::max(max_end, r.end);
+    }
+    e.built = true;
+    e.force_rebuild = false;
+    e.gaps.clear();
+    e.window_s = window_s;
+    e.verified_upto = max_end;
+    e.hydrated_from = rows.empty() ? max_end : rows.front().base - 1;
+    maybe_rebuild_filter(e);
+    reaccount(e);
+    set_footprint_hint(pid, e.bytes);
+    hydrations_++;
+    return true;
+}
+
+// Read back exactly the rows of every outstanding gap; they must be contiguous.
+bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
+    while (!e.gaps.empty()) {
+        auto [lo, hi] = e.gaps.front();
+        std::vector<TxnRow> rows;
+        Status s = loader.load_range(pid, lo, hi, &rows);
+        if (!s.is_ok()) return false;
+        int64_t expect = lo;
+        for (const TxnRow& r : rows) {
+            if (r.base != expect || r.end < r.base ||
+                r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
+                e.force_rebuild = true;
+                return false;
+            }
+            expect = r.end + 1;
+        }
+        if (expect != hi + 1) {
+            e.force_rebuild = true;
+            return false;
+        }
+        for (const TxnRow& r : rows) {
+            const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
+            for (int64_t i = 0; i <= r.end - r.base; i++) append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+        }
+        e.gaps.erase(e.gaps.begin());
+        topups_++;
+    }
+    maybe_rebuild_filter(e);
+    reaccount(e);
+    return true;
+}
+
+// A commit: contiguous -> append and advance; gap -> record it (and still append ours);
+// overlap -> full rebuild.
+void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n) {
+    if (!cfg_.enabled || n == 0) return;
+    EntryPtr e = find(pid);
+    if (!e) return;
+    {
+        std::lock_guard<std::mutex> lk(e->mu);
+        if (e->evicted || !e->built || e->force_rebuild) return;
+        if (base <= e->verified_upto) {
+            e->force_rebuild = true;  // impossible under a monotone allocator: be defensive
+            return;
+        }
+        if (base > e->verified_upto + 1) {
+            e->gaps.emplace_back(e->verified_upto + 1, base - 1);
+            if (e->gaps.size() > cfg_.max_gaps) {
+                e->force_rebuild = true;
+                return;
+            }
+        }
+        const int64_t now_wall = clock_.wall_ms();
+        for (std::size_t i = 0; i < n; i++) append_hash(*e, survivors[i], base + static_cast<int64_t>(i), now_wall);
+        e->verified_upto = base + static_cast<int64_t>(n) - 1;
+        maybe_rebuild_filter(*e);
+        reaccount(*e);
+    }
+    if (total_bytes_.load() > cfg_.budget_bytes) {
+        const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+        (void)evict_until_fits(pid, 0, 0, limit, clock_.mono_ms());
+    }
+}
+
+// Append to the hot buffer, sealing it the moment it is full (a no-copy hand-off).
+void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms) {
+    if (e.hot.size() >= kBlockHashes) seal_hot(e, false);
+    if (e.hot.size() == e.hot.capacity())
+        e.hot.reserve(std::min(kBlockHashes, std::max<std::size_t>(16, e.hot.capacity() * 2)));
+    e.hot.push_back(h);
+    if (offset > e.hot_max_offset) e.hot_max_offset = offset;
+    if (created_ms > e.hot_max_created_ms) e.hot_max_created_ms = created_ms;
+    e.filter.add(h);
+    e.resident++;
+    total_hashes_++;
+}
+
+// Sort the hot buffer into an immutable block. A partial seal (idle entries) merges into the
+// newest block when both fit in one block, so slow partitions do not collect tiny blocks.
+void BlockCache::seal_hot(Entry& e, bool partial) {
+    if (e.hot.empty()) return;
+    std::sort(e.hot.begin(), e.hot.end());
+    if (partial && !e.blocks.empty() && e.blocks.back().h.size() + e.hot.size() <= kBlockHashes) {
+        Block& last = e.blocks.back();
+        std::vector<queen::Hash128> merged;
+        merged.reserve(last.h.size() + e.hot.size());
+        std::merge(last.h.begin(), last.h.end(), e.hot.begin(), e.hot.end(), std::back_inserter(merged));
+        last.h.swap(merged);
+        last.max_offset = std::max(last.max_offset, e.hot_max_offset);
+        last.max_created_ms = std::max(last.max_created_ms, e.hot_max_created_ms);
+    } else {
+        if (partial) e.hot.shrink_to_fit();
+        Block b;
+        b.h.swap(e.hot);
+        b.max_offset = e.hot_max_offset;
+        b.max_created_ms = e.hot_max_created_ms;
+        e.blocks.push_back(std::move(b));
+    }
+    std::vector<queen::Hash128>().swap(e.hot);
+    e.hot_max_offset = -1;
+    e.hot_max_created_ms = 0;
+}
+
+// Drop front blocks whose newest row is older than window + slack; raise hydrated_from to
+// each dropped block's highest offset. An all-stale hot buffer behind no blocks goes too.
+void BlockCache::expire(Entry& e, int64_t now_wall) {
+    if (!e.built) return;
+    const int64_t cutoff = now_wall - static_cast<int64_t>(e.window_s) * 1000 - cfg_.skew_slack_ms;
+    bool dropped = false;
+    while (!e.blocks.empty() && e.blocks.front().max_created_ms < cutoff) {
+        Block& b = e.blocks.front();
+        e.hydrated_from = std::max(e.hydrated_from, b.max_offset);
+        e.resident -= b.h.size();
+        total_hashes_ -= static_cast<int64_t>(b.h.size());
+        e.blocks.pop_front();
+        dropped = true;
+    }
+    if (e.blocks.empty() && !e.hot.empty() && e.hot_max_created_ms < cutoff) {
+        e.hydrated_from = std::max(e.hydrated_from, e.hot_max_offset);
+        e.resident -= e.hot.size();
+        total_hashes_ -= static_cast<int64_t>(e.hot.size());
+        std::vector<queen::Hash128>().swap(e.hot);
+        e.hot_max_offset = -1;
+        e.hot_max_created_ms = 0;
+        dropped = true;
+    }
+    if (e.hydrated_from > e.verified_upto) e.hydrated_from = e.verified_upto;
+    if (dropped) {
+        maybe_rebuild_filter(e);
+        reaccount(e);
+    }
+}
+
+// Exact membership: linear scan of the hot buffer, binary search of every block.
+bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
+    for (const auto& x : e.hot)
+        if (x == h) return true;
+    for (const Block& b : e.blocks)
+        if (std::binary_search(b.h.begin(), b.h.end(), h)) return true;
+    return false;
+}
+
+// Forget every hash (flags are the caller's business).
+void BlockCache::clear_data(Entry& e) {
+    total_hashes_ -= static_cast<int64_t>(e.resident);
+    e.resident = 0;
+    e.blocks.clear();
+    std::vector<queen::Hash128>().swap(e.hot);
+    e.hot_max_offset = -1;
+    e.hot_max_created_ms = 0;
+    e.filter.clear();
+    e.gaps.clear();
+}
+
+// Keep the filter within about 1.25-1.6 bytes per resident hash and never saturated.
+void BlockCache::maybe_rebuild_filter(Entry& e) {
+    const std::size_t r = e.resident;
+    if (r == 0) {
+        if (e.filter.capacity()) e.filter.clear();
+        return;
+    }
+    const std::size_t cap = e.filter.capacity();
+    const bool saturated = cap == 0 || e.filter.inserted() > cap;
+    const bool oversized = cap > std::max<std::size_t>(64, r * 8 / 5) + 63;
+    if (!saturated && !oversized) return;
+    e.filter.reset(std::max<std::size_t>(64, r * 5 / 4));
+    for (const auto& h : e.hot) e.filter.add(h);
+    for (const Block& b : e.blocks)
+        for (const auto& h : b.h) e.filter.add(h);
+}
+
+// Recompute this entry's bytes and move the difference into the total.
+void BlockCache::reaccount(Entry& e) {
+    int64_t bytes = 0;
+    if (!e.evicted) {
+        bytes = kEntryOverheadBytes + static_cast<int64_t>(e.hot.capacity() * kHashBytes + e.filter.bytes());
+        for (const Block& b : e.blocks) bytes += kBlockOverheadBytes + static_cast<int64_t>(b.h.capacity() * kHashBytes);
+    }
+    total_bytes_ += bytes - e.bytes;
+    e.bytes = bytes;
+}
+
+// Maintain the suppressed-partitions gauge.
+void BlockCache::set_suppressed(Entry& e, bool on) {
+    if (e.suppressed == on) return;
+    e.suppressed = on;
+    suppressed_ += on ? 1 : -1;
+}
+
+// LRU eviction, never of `except` nor of anything used within recent_use_ms; victims are
+// only try_locked (see the locking protocol).
+bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit, int64_t now_mono) {
+    auto fits = [&] { return total_bytes_.load() - own + need <= limit; };
+    if (fits()) return true;
+    struct Cand {
+        int64_t used;
+        int64_t pid;
+        EntryPtr e;
+    };
+    std::vector<Cand> cands;
+    {
+        std::shared_lock<std::shared_mutex> lk(map_mu_);
+        cands.reserve(map_.size());
+        for (const auto& [pid, e] : map_)
+            if (pid != except) cands.push_back({e->last_used.load(std::memory_order_relaxed), pid, e});
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.used < b.used; });
+    for (Cand& c : cands) {
+        if (now_mono - c.used < cfg_.recent_use_ms) break;
+        if (!c.e->mu.try_lock()) continue;
+        int64_t freed = 0;
+        if (!c.e->evicted) {
+            freed = c.e->bytes;
+            clear_data(*c.e);
+            c.e->built = false;
+            c.e->evicted = true;
+            set_suppressed(*c.e, false);
+            reaccount(*c.e);
+        }
+        c.e->mu.unlock();
+        remove_from_map(c.pid, c.e.get());
+        if (freed > kEntryOverheadBytes) {
+            set_footprint_hint(c.pid, freed);
+            evictions_++;
+        }
+        if (fits()) return true;
+    }
+    return fits();
+}
+
+// Last measured footprint of pid (0 = none known).
+int64_t BlockCache::footprint_hint(int64_t pid) const {
+    std::lock_guard<std::mutex> lk(aux_mu_);
+    auto it = footprint_.find(pid);
+    return it == footprint_.end() ? 0 : it->second;
+}
+
+// Remember pid's footprint (soft-capped map).
+void BlockCache::set_footprint_hint(int64_t pid, int64_t bytes) {
+    std::lock_guard<std::mutex> lk(aux_mu_);
+    footprint_[pid] = bytes;
+    if (footprint_.size() > cfg_.aux_soft_cap) prune_aux_locked(clock_.mono_ms());
+}
+
+// pid's cooldown deadline (0 = none).
+int64_t BlockCache::cooldown_until(int64_t pid) const {
+    std::lock_guard<std::mutex> lk(aux_mu_);
+    auto it = cooldown_.find(pid);
+    return it == cooldown_.end() ? 0 : it->second;
+}
+
+// Start pid's cooldown (soft-capped map).
+void BlockCache::set_cooldown(int64_t pid, int64_t until) {
+    std::lock_guard<std::mutex> lk(aux_mu_);
+    cooldown_[pid] = until;
+    if (cooldown_.size() > cfg_.aux_soft_cap) prune_aux_locked(clock_.mono_ms());
+}
+
+// Past the soft cap: drop expired cooldowns, then arbitrary entries down to 90% of the cap.
+// Losing a hint or a cooldown only costs a re-measured estimate.
+void BlockCache::prune_aux_locked(int64_t now_mono) {
+    const std::size_t target = cfg_.aux_soft_cap - cfg_.aux_soft_cap / 10;
+    if (cooldown_.size() > cfg_.aux_soft_cap) {
+        for (auto it = cooldown_.begin(); it != cooldown_.end();)
+            it = it->second <= now_mono ? cooldown_.erase(it) : std::next(it);
+        while (cooldown_.size() > target) cooldown_.erase(cooldown_.begin());
+    }
+    if (footprint_.size() > cfg_.aux_soft_cap)
+        while (footprint_.size() > target) footprint_.erase(footprint_.begin());
+}
+
+// One warning per warn_interval process-wide.
+void BlockCache::warn_pressure(int64_t now_mono, int64_t pid) {
+    int64_t last = last_warning_mono_.load();
+    if (now_mono - last < cfg_.warn_interval_ms) return;
+    if (!last_warning_mono_.compare_exchange_strong(last, now_mono)) return;
+    warnings_++;
+    std::fprintf(stderr,
+                 "queen-sidecar: WARNING dedup cache at its memory budget (%lld MiB): partition %lld suppressed "
+                 "(answers -1 for %lld s); %lld partitions suppressed\n",
+                 static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
+                 static_cast<long long>(cfg_.cooldown_ms / 1000), static_cast<long long>(suppressed_.load()));
+}
+
+// Idle upkeep; see the header.
+void BlockCache::sweep() {
+    const int64_t now_mono = clock_.mono_ms();
+    const int64_t now_wall = clock_.wall_ms();
+    std::vector<std::pair<int64_t, EntryPtr>> all;
+    {
+        std::shared_lock<std::shared_mutex> lk(map_mu_);
+        all.reserve(map_.size());
+        for (const auto& kv : map_) all.push_back(kv);
+    }
+    for (auto& [pid, e] : all) {
+        if (!e->mu.try_lock()) continue;
+        bool drop = false;
+        if (!e->evicted) {
+            const int64_t idle = now_mono - e->last_used.load(std::memory_order_relaxed);
+            if (idle >= cfg_.idle_seal_ms) {
+                seal_hot(*e, true);
+                expire(*e, now_wall);
+                maybe_rebuild_filter(*e);
+                reaccount(*e);
+            }
+            if (idle >= cfg_.idle_drop_ms && e->resident == 0) {
+                drop = true;
+                clear_data(*e);
+                e->built = false;
+                e->evicted = true;
+                set_suppressed(*e, false);
+                reaccount(*e);
+            }
+        }
+        e->mu.unlock();
+        if (drop) remove_from_map(pid, e.get());
+    }
+    {
+        std::lock_guard<std::mutex> lk(aux_mu_);
+        prune_aux_locked(now_mono);
+    }
+    if (total_bytes_.load() > cfg_.budget_bytes) {
+        const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+        (void)evict_until_fits(-1, 0, 0, limit, now_mono);
+    }
+}
+
+// A consistent snapshot of one entry.
+EntryInfo BlockCache::inspect(int64_t pid) const {
+    EntryInfo info;
+    EntryPtr e = find(pid);
+    if (!e) return info;
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (e->evicted) return info;
+    info.present = true;
+    info.built = e->built;
+    info.suppressed = e->suppressed;
+    info.force_rebuild = e->force_rebuild;
+    info.window_s = e->window_s;
+    info.hydrated_from = e->hydrated_from;
+    info.verified_upto = e->verified_upto;
+    info.blocks = e->blocks.size();
+    info.hot = e->hot.size();
+    info.hot_capacity = e->hot.capacity();
+    info.resident = e->resident;
+    info.gaps = e->gaps.size();
+    info.bytes = e->bytes;
+    for (const Block& b : e->blocks)
+        info.largest_block_bytes = std::max(info.largest_block_bytes, b.h.capacity() * kHashBytes);
+    info.largest_block_bytes = std::max(info.largest_block_bytes, e->hot.capacity() * kHashBytes);
+    return info;
+}
+
+// Number of entries in the map.
+std::size_t BlockCache::entries() const {
+    std::shared_lock<std::shared_mutex> lk(map_mu_);
+    return map_.size();
+}
+
+// Size of the auxiliary maps together.
+std::size_t BlockCache::aux_entries() const {
+    std::lock_guard<std::mutex> lk(aux_mu_);
+    return cooldown_.size() + footprint_.size();
+}
+
+}  // namespace queen::sidecar

@@ -1,0 +1,196 @@
+// The per-partition block cache. Its only load-bearing output is p_verified: "none of these
+// hashes occurs at or below this offset within the window". -1 ("probe everything") is always
+// sound, and PostgreSQL decides every verdict either way.
+//
+// Validity rule: an entry vouches only when it knows every in-window hash in
+// (hydrated_from, verified_upto] and hydrated_from is at or below the window start.
+//   - entries are born complete: a full-window hydration (window + 5 s skew slack);
+//   - a commit at base B == verified_upto + 1 appends and advances; B > verified_upto + 1 is an
+//     interleave gap: answer -1 until the gap's rows are read back (top-up, contiguity checked);
+//     B <= verified_upto is an overlap: full rebuild;
+//   - hashes live in sorted immutable 4096-hash blocks plus one hot buffer sealed at capacity;
+//     expiry drops whole front blocks whose newest row is past the window (+ slack) and raises
+//     hydrated_from; no refcounts (a hash lives independently in each block containing it);
+//   - a local hit never decides: it returns -1 so SQL runs the full probe;
+//   - a front filter (front_filter.h) answers most "absent" checks with one cache line.
+//
+// Locking protocol. map_mu_ (reader-writer) guards map_; each Entry has its own mutex `mu`;
+// aux_mu_ guards the auxiliary maps (cooldowns, footprint hints). Order:
+//   entry.mu (own)  ->  try_lock of another entry.mu (eviction only, never blocking)
+//                   ->  map_mu_  ->  aux_mu_
+// The common path takes map_mu_ shared only to find or insert the handle, releases it, then
+// works under the entry mutex. No thread ever blocks on an entry mutex while holding map_mu_
+// or aux_mu_, and a second entry mutex is only ever try_locked, so no cycle can form.
+// Concurrent use of one partition's entry is rare by construction: the flusher runs a
+// partition single-flight; only eviction and the idle sweeper (both try_lock) touch others.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.h"
+#include "clock.h"
+#include "core/hash.h"
+#include "front_filter.h"
+
+namespace queen::sidecar {
+
+struct CacheConfig {
+    bool enabled = true;
+    int64_t budget_bytes = int64_t(512) << 20;
+    int64_t skew_slack_ms = 5000;       // added on the safe side of every window comparison
+    int64_t cooldown_ms = 30000;        // a suppressed partition is not re-tested before this
+    int64_t recent_use_ms = 5000;       // an entry used this recently is never evicted
+    int64_t warn_interval_ms = 60000;   // one memory-pressure warning per minute
+    std::size_t aux_soft_cap = 100000;  // cooldown / footprint-hint maps are pruned beyond this
+    int64_t idle_seal_ms = 10000;       // sweep: idle entries get their hot buffer sealed + expired
+    int64_t idle_drop_ms = 60000;       // sweep: idle entries with nothing resident are dropped
+    std::size_t max_gaps = 16;          // more outstanding gaps than this: full rebuild
+    double fit_ratio = 0.9;             // admission headroom
+};
+
+inline constexpr std::size_t kBlockHashes = 4096;  // 64 KiB blocks
+
+// Why p_verified was what it was (metrics and tests).
+enum class Verdict : uint8_t {
+    Vouch = 0,        // p_verified = verified_upto
+    Disabled,         // cache off or dedup window 0
+    Suppressed,       // memory pressure: the partition failed the fit test / is cooling down
+    LocalHit,         // a hash is resident: route to the full probe
+    Gap,              // interleave gap not yet topped up
+    LoadFailed,       // hydration or top-up could not be read
+    kCount
+};
+
+// A snapshot of one entry (tests, debugging).
+struct EntryInfo {
+    bool present = false;
+    bool built = false;
+    bool suppressed = false;
+    bool force_rebuild = false;
+    int32_t window_s = 0;
+    int64_t hydrated_from = -1;
+    int64_t verified_upto = -1;
+    std::size_t blocks = 0;
+    std::size_t hot = 0;
+    std::size_t hot_capacity = 0;
+    std::size_t resident = 0;
+    std::size_t gaps = 0;
+    int64_t bytes = 0;
+    std::size_t largest_block_bytes = 0;
+};
+
+class BlockCache {
+public:
+    BlockCache(const CacheConfig& cfg, const Clock& clock);
+    ~BlockCache();
+    BlockCache(const BlockCache&) = delete;
+    BlockCache& operator=(const BlockCache&) = delete;
+
+    // p_verified for a flush of n hashes into meta.pid (hydrating, topping up and expiring on
+    // the way via loader). *why (optional) says why. Never fails: -1 is the fallback.
+    int64_t verified_for(const PartitionMeta& meta, const queen::Hash128* hashes, std::size_t n,
+                         CacheLoader& loader, Verdict* why = nullptr);
+
+    // A committed push of pid allocated [base, base + n - 1] to these survivors, in order.
+    void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n);
+
+    // Periodic upkeep: seal and expire idle entries, drop empty idle ones, prune aux maps,
+    // enforce the budget.
+    void sweep();
+
+    EntryInfo inspect(int64_t pid) const;
+    int64_t resident_bytes() const noexcept { return total_bytes_.load(); }
+    int64_t resident_hashes() const noexcept { return total_hashes_.load(); }
+    int64_t suppressed_partitions() const noexcept { return suppressed_.load(); }
+    std::size_t entries() const;
+    std::size_t aux_entries() const;
+    uint64_t verdict_count(Verdict v) const noexcept { return verdicts_[static_cast<int>(v)].load(); }
+    uint64_t warnings() const noexcept { return warnings_.load(); }
+    uint64_t evictions() const noexcept { return evictions_.load(); }
+    uint64_t topups() const noexcept { return topups_.load(); }
+    uint64_t hydrations() const noexcept { return hydrations_.load(); }
+    const CacheConfig& config() const noexcept { return cfg_; }
+
+private:
+    struct Block {
+        std::vector<queen::Hash128> h;  // sorted
+        int64_t max_offset = -1;
+        int64_t max_created_ms = 0;
+    };
+    struct Entry {
+        std::mutex mu;
+        std::atomic<int64_t> last_used{0};  // mono ms
+        // guarded by mu
+        bool evicted = false;
+        bool built = false;
+        bool force_rebuild = false;
+        bool suppressed = false;
+        int32_t window_s = 0;
+        int64_t hydrated_from = -1;
+        int64_t verified_upto = -1;
+        std::vector<std::pair<int64_t, int64_t>> gaps;
+        std::deque<Block> blocks;
+        std::vector<queen::Hash128> hot;
+        int64_t hot_max_offset = -1;
+        int64_t hot_max_created_ms = 0;
+        FrontFilter filter;
+        std::size_t resident = 0;
+        int64_t bytes = 0;  // what this entry contributes to total_bytes_
+    };
+    using EntryPtr = std::shared_ptr<Entry>;
+
+    EntryPtr find(int64_t pid) const;
+    EntryPtr find_or_create(int64_t pid);
+    void count(Verdict v, Verdict* why) noexcept;
+
+    // All of the below run with e.mu held.
+    bool admit_full_build(int64_t pid, Entry& e, int64_t now_mono);
+    bool full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader& loader);
+    bool top_up(int64_t pid, Entry& e, CacheLoader& loader);
+    void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms);
+    void seal_hot(Entry& e, bool partial);
+    void expire(Entry& e, int64_t now_wall);
+    bool contains(const Entry& e, const queen::Hash128& h) const;
+    void clear_data(Entry& e);
+    void maybe_rebuild_filter(Entry& e);
+    void reaccount(Entry& e);
+    void set_suppressed(Entry& e, bool on);
+
+    // Evict least-recently-used entries (never `except`, never recently used ones) until
+    // total - own + need fits under limit. Returns whether it fits.
+    bool evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit, int64_t now_mono);
+    void remove_from_map(int64_t pid, const Entry* e);
+
+    int64_t footprint_hint(int64_t pid) const;
+    void set_footprint_hint(int64_t pid, int64_t bytes);
+    int64_t cooldown_until(int64_t pid) const;
+    void set_cooldown(int64_t pid, int64_t until);
+    void prune_aux_locked(int64_t now_mono);
+    void warn_pressure(int64_t now_mono, int64_t pid);
+
+    CacheConfig cfg_;
+    const Clock& clock_;
+    mutable std::shared_mutex map_mu_;
+    std::unordered_map<int64_t, EntryPtr> map_;
+    mutable std::mutex aux_mu_;
+    std::unordered_map<int64_t, int64_t> cooldown_;   // pid -> mono ms deadline
+    std::unordered_map<int64_t, int64_t> footprint_;  // pid -> last measured bytes
+    std::atomic<int64_t> total_bytes_{0};
+    std::atomic<int64_t> total_hashes_{0};
+    std::atomic<int64_t> suppressed_{0};
+    std::atomic<int64_t> last_warning_mono_{INT64_MIN / 2};
+    std::atomic<uint64_t> warnings_{0};
+    std::atomic<uint64_t> evictions_{0};
+    std::atomic<uint64_t> topups_{0};
+    std::atomic<uint64_t> hydrations_{0};
+    std::atomic<uint64_t> verdicts_[static_cast<int>(Verdict::kCount)]{};
+};
+
+}  // namespace queen::sidecar

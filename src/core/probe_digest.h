@@ -1,0 +1,107 @@
+// The extension's per-backend probe cache ("digest"): what one backend has already read of a
+// partition's queen.log_txns rows, so a later push reads only the rows committed since.
+//
+// Soundness contract (the glue in src/pg/push_path.cpp keeps it):
+//   * every hash stored at an offset <= verified_upto() whose row is (or may later be) inside
+//     the window has been ingested; rows older than the hydration cutoff can never re-enter
+//     the window, so they need not be;
+//   * only rows read back from the table under the partition row lock, committed by other
+//     transactions, are ingested: never this backend's own uncommitted writes;
+//   * lookup() is a hint. A miss proves absence; a hit (a shared 8-byte prefix) names the
+//     smallest offset seen, which the caller confirms against the stored row.
+// Memory is bounded by DigestCache's budget (least recently used partitions go first).
+#pragma once
+#include "firewall.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "hash.h"
+
+namespace queen {
+
+class PartitionDigest {
+public:
+    explicit PartitionDigest(int32_t window_s) : window_s_(window_s) {}
+
+    int32_t window() const noexcept { return window_s_; }
+    int64_t verified_upto() const noexcept { return verified_upto_; }
+    void set_verified_upto(int64_t v) noexcept { verified_upto_ = v; }
+
+    // Remember the hashes of one stored row (count hashes from base_offset, created at
+    // created_us, any monotone microsecond clock).
+    void ingest(int64_t base_offset, const uint8_t* blob, std::size_t count, int64_t created_us);
+
+    // Smallest offset seen for a hash with h's 8-byte prefix, or -1.
+    int64_t lookup(const Hash128& h) const noexcept;
+
+    // Hashes remembered, and how many of them came from rows created before cutoff_us.
+    std::size_t hashes() const noexcept { return used_; }
+    std::size_t stale_hashes(int64_t cutoff_us) noexcept;
+    // True when more than half of what is remembered has left the window: time to re-read.
+    bool wants_rebuild(int64_t cutoff_us) noexcept;
+
+    // Approximate resident bytes.
+    std::size_t bytes() const noexcept;
+
+private:
+    struct Slot {
+        uint64_t key;
+        int64_t offset;  // -1: empty
+    };
+    void grow();
+
+    int32_t window_s_;
+    int64_t verified_upto_ = -1;
+    std::vector<Slot> slots_;
+    std::size_t used_ = 0;
+    std::deque<std::pair<int64_t, uint32_t>> rows_;  // (created_us, count) in ingest order
+    std::size_t stale_ = 0;
+};
+
+// All digests of one backend, with a byte budget and least-recently-used eviction.
+class DigestCache {
+public:
+    explicit DigestCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
+
+    // The digest of a partition, or nullptr; marks it used.
+    PartitionDigest* find(int64_t partition_id) noexcept;
+    // A fresh, empty digest for a partition (replacing any old one).
+    PartitionDigest* install(int64_t partition_id, int32_t window_s);
+    void erase(int64_t partition_id) noexcept;
+    void clear() noexcept;
+
+    // Clear everything when the storage epoch (e.g. the log table's identity) changes.
+    void set_epoch(uint64_t epoch) noexcept;
+    void set_budget(std::size_t budget_bytes) noexcept { budget_ = budget_bytes; }
+
+    // Evict least recently used digests (never `keep`) until within budget; drop `keep` too
+    // if it alone is over budget. Returns how many were evicted.
+    std::size_t enforce_budget(int64_t keep) noexcept;
+
+    std::size_t bytes() const noexcept;
+    std::size_t size() const noexcept { return map_.size(); }
+
+    // Partitions this backend wrote in its current transaction (tag: the transaction). Their
+    // newer rows are not committed yet, so they must not be learned until a later transaction.
+    void mark_dirty(int64_t partition_id, uint64_t tag);
+    bool is_dirty(int64_t partition_id, uint64_t tag) const noexcept;
+
+private:
+    struct Entry {
+        std::unique_ptr<PartitionDigest> digest;
+        uint64_t last_use;
+    };
+    std::unordered_map<int64_t, Entry> map_;
+    std::size_t budget_;
+    uint64_t epoch_ = 0;
+    uint64_t clock_ = 0;
+    std::vector<int64_t> dirty_;
+    uint64_t dirty_tag_ = 0;
+};
+
+}  // namespace queen

@@ -1,0 +1,80 @@
+// Shared PostgreSQL glue: include core headers first, then this file (it pulls in postgres.h).
+//
+// The C++/PostgreSQL boundary, as every file of src/pg keeps it:
+//   * PostgreSQL reports errors by longjmp. A function that calls PostgreSQL keeps no C++
+//     object with a destructor alive across such a call: it uses palloc'd memory, plain structs
+//     and raw pointers only.
+//   * Core C++ that can throw (allocation in the probe digest) runs inside cxx_capture(), which
+//     never throws: the caller checks the captured error once it is back in plain code and
+//     raises it with cxx_raise(), after every catch block has been left.
+//   * No exception ever reaches PostgreSQL, and no ERROR ever unwinds over a live C++ object.
+#pragma once
+
+#include <cstring>
+#include <exception>
+#include <new>
+
+extern "C" {
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+}
+
+namespace queen_pg {
+
+// An error captured from C++ code, raised later from plain code.
+struct CxxError {
+    bool failed = false;
+    bool out_of_memory = false;
+    char message[256] = {0};
+};
+
+// Run f, capturing any exception into err. Never throws.
+template <typename F>
+inline void cxx_capture(CxxError& err, F&& f) noexcept {
+    try {
+        f();
+    } catch (const std::bad_alloc&) {
+        err.failed = true;
+        err.out_of_memory = true;
+        strlcpy(err.message, "out of memory in queen's C++ core", sizeof err.message);
+    } catch (const std::exception& e) {
+        err.failed = true;
+        strlcpy(err.message, e.what(), sizeof err.message);
+    } catch (...) {
+        err.failed = true;
+        strlcpy(err.message, "unknown C++ exception", sizeof err.message);
+    }
+}
+
+// Raise a captured error as a PostgreSQL ERROR (no-op when nothing failed).
+void cxx_raise(const CxxError& err);
+
+// Oids of queen's storage, looked up by name for this call (cheap syscache lookups).
+struct Storage {
+    Oid log_txns;
+    Oid log_txns_pkey;
+    Oid log_segments;
+    Oid log_segments_pkey;
+};
+void storage_lookup(Storage* out);
+
+// Prepare a statement once per backend and keep the plan (plancache revalidates it).
+SPIPlanPtr spi_plan(SPIPlanPtr* slot, const char* sql, int nargs, Oid* types);
+
+// Errors with SQLSTATE 22023 (invalid_parameter_value).
+#define QUEEN_BAD_INPUT(...) \
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg(__VA_ARGS__)))
+
+// Backend settings (src/pg/module.cpp).
+extern bool guc_probe_cache;
+extern int guc_probe_cache_mb;
+
+}  // namespace queen_pg

@@ -1,0 +1,102 @@
+// Index range scans over queen's log tables, keyed by the (partition_id, base_offset) primary
+// keys. Callers pass a registered snapshot taken after they locked the partition row, so the
+// rows committed by the pusher they waited for are visible (see push_path.cpp).
+#include "pg/log_scan.h"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "storage/lockdefs.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+}
+
+namespace queen_pg {
+
+// Column numbers of the two tables (sql/queen.sql fixes the order).
+static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kTxnHashes = 5,
+                        kSegData = 6;
+
+// Open relations and position an ascending scan after `after`.
+void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
+                    Snapshot snapshot) {
+    ScanKeyData keys[2];
+    s->segments = segments;
+    s->detoasted = nullptr;
+    s->partition_id = partition_id;
+    s->heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
+    s->index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+    s->slot = table_slot_create(s->heap, nullptr);
+    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+}
+
+// Deform the current slot into a LogRow.
+static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, LogRow* row) {
+    bool isnull;
+    row->base_offset = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+    row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
+    row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
+    Datum d = slot_getattr(slot, segments ? kSegData : kTxnHashes, &isnull);
+    if (*detoasted != nullptr) {
+        pfree(*detoasted);
+        *detoasted = nullptr;
+    }
+    bytea* b = DatumGetByteaPP(d);
+    if (reinterpret_cast<Pointer>(b) != DatumGetPointer(d)) *detoasted = b;
+    row->blob = reinterpret_cast<const uint8*>(VARDATA_ANY(b));
+    row->blob_len = VARSIZE_ANY_EXHDR(b);
+}
+
+// Step the scan.
+bool log_scan_next(LogScan* s, LogRow* row) {
+    if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
+    slot_to_row(s->slot, s->segments, &s->detoasted, row);
+    return true;
+}
+
+// Release everything the scan holds.
+void log_scan_end(LogScan* s) {
+    if (s->detoasted != nullptr) pfree(s->detoasted);
+    index_endscan(s->scan);
+    ExecDropSingleTupleTableSlot(s->slot);
+    index_close(s->index, AccessShareLock);
+    table_close(s->heap, AccessShareLock);
+}
+
+// Backward scan from `offset` to the row that starts at or below it.
+bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                Snapshot snapshot, LogRow* row) {
+    ScanKeyData keys[2];
+    Relation heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
+    Relation index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    bool found = false;
+    if (index_getnext_slot(scan, BackwardScanDirection, slot)) {
+        bytea* detoasted = nullptr;
+        slot_to_row(slot, segments, &detoasted, row);
+        if (row->end_offset >= offset) {
+            found = true;
+            if (detoasted == nullptr) {  // copy out of the buffer before the slot goes away
+                uint8* copy = static_cast<uint8*>(palloc(row->blob_len + 1));
+                memcpy(copy, row->blob, row->blob_len);
+                row->blob = copy;
+            }
+        } else if (detoasted != nullptr) {
+            pfree(detoasted);
+        }
+    }
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
+    return found;
+}
+
+}  // namespace queen_pg

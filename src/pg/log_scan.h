@@ -1,0 +1,51 @@
+// Direct index scans of queen.log_txns and queen.log_segments (no SPI, no planner): the probe
+// reads exactly the key range it names, so its cost never depends on a cached plan's guess.
+#pragma once
+#include "pg/glue.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "executor/tuptable.h"
+#include "utils/snapmgr.h"
+#include "utils/snapshot.h"
+}
+
+namespace queen_pg {
+
+// One log_txns (or log_segments) row as the scans hand it out. `blob` points into a
+// detoasted copy valid until the next call on the scan.
+struct LogRow {
+    int64 base_offset;
+    int64 end_offset;
+    TimestampTz created_at;
+    const uint8* blob;  // hashes (log_txns) or segment data (log_segments)
+    Size blob_len;
+};
+
+// An open range scan of one partition's rows with base_offset > after, ascending.
+struct LogScan {
+    Relation heap;
+    Relation index;
+    IndexScanDesc scan;
+    TupleTableSlot* slot;
+    bool segments;  // log_segments (data in column 6) rather than log_txns (hashes in column 5)
+    bytea* detoasted;
+    int64 partition_id;
+};
+
+// Begin a scan of (partition_id, base_offset > after) under the given snapshot.
+void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
+                    Snapshot snapshot);
+// The next row, or false at the end.
+bool log_scan_next(LogScan* s, LogRow* row);
+// Close the scan and its relations.
+void log_scan_end(LogScan* s);
+
+// The row whose span holds `offset` (base_offset <= offset <= end_offset), copying its blob
+// into the current memory context. False when no row holds it.
+bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                Snapshot snapshot, LogRow* row);
+
+}  // namespace queen_pg

@@ -1,0 +1,162 @@
+// The binary path: queen.push_segment (one partition) and queen.push_segments (several, one
+// transaction). The caller sends an encoded segment and its hashes; both are checked before
+// anything is locked: a wrong hash from a client can never change a verdict.
+//
+// Locks: push_segments locks every named partition row in ascending id order before the
+// first write (the global order shared with queen.transaction and queen.run_retention), then
+// pushes in input order; push_locked() re-locking a row it already holds is a no-op.
+#include "core/hash.h"
+#include "core/segment_codec.h"
+#include "pg/push_path.h"
+
+extern "C" {
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+PG_FUNCTION_INFO_V1(queen_push_segment_v1);
+PG_FUNCTION_INFO_V1(queen_push_segments_v1);
+}
+
+namespace queen_pg {
+
+// Decode and check one segment against its hash blob; `what` names it in errors.
+static void decode_segment(bytea* segment, bytea* hashes, const char* what, PushBatch* b) {
+    const uint8* data = reinterpret_cast<const uint8*>(VARDATA_ANY(segment));
+    Size len = VARSIZE_ANY_EXHDR(segment);
+    queen::SegmentReader reader(data, len);
+    if (reader.error() != nullptr) QUEEN_BAD_INPUT("%s: %s", what, reader.error());
+    uint32 count = reader.count();
+    Size hlen = VARSIZE_ANY_EXHDR(hashes);
+    if (hlen % queen::kHashBytes != 0)
+        QUEEN_BAD_INPUT("%s: hash blob length %zu is not a multiple of 16", what, (size_t) hlen);
+    if (hlen != (Size) count * queen::kHashBytes)
+        QUEEN_BAD_INPUT("%s: hash blob holds %zu hashes but the segment has %u messages", what,
+                        (size_t) (hlen / queen::kHashBytes), count);
+    if ((Size) count > MaxAllocSize / sizeof(queen::MessageView))
+        QUEEN_BAD_INPUT("%s: too many messages", what);
+    b->n = (int) count;
+    b->msgs = static_cast<queen::MessageView*>(palloc0(sizeof(queen::MessageView) * Max(count, 1)));
+    b->hashes = static_cast<queen::Hash128*>(palloc(sizeof(queen::Hash128) * Max(count, 1)));
+    b->segment = data;
+    b->segment_len = len;
+    const uint8* given = reinterpret_cast<const uint8*>(VARDATA_ANY(hashes));
+    for (uint32 i = 0; i < count; i++) {
+        if (!reader.next(&b->msgs[i])) QUEEN_BAD_INPUT("%s: %s", what, reader.error());
+        const char* why = queen::validate_txn_id(b->msgs[i].txn);
+        if (why != nullptr) QUEEN_BAD_INPUT("%s: message %u: %s", what, i, why);
+        b->hashes[i] = queen::txn_hash(b->msgs[i].txn);
+        if (memcmp(b->hashes[i].b, given + (Size) i * queen::kHashBytes, queen::kHashBytes) != 0)
+            QUEEN_BAD_INPUT("%s: hash %u does not match its transactionId", what, i);
+    }
+    if (!reader.at_clean_end()) QUEEN_BAD_INPUT("%s: trailing bytes after the last message", what);
+}
+
+// Emit one answer row: (seg?, idx, status, message_id, message_offset).
+static void put_answer(ReturnSetInfo* rsinfo, int seg, int idx, const PushAnswer* a) {
+    Datum values[5];
+    bool nulls[5] = {false, false, false, false, false};
+    int k = 0;
+    pg_uuid_t* id = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
+    memcpy(id->data, a->id.b, UUID_LEN);
+    if (seg >= 0) values[k++] = Int32GetDatum(seg);
+    values[k++] = Int32GetDatum(idx);
+    values[k++] = CStringGetTextDatum(verdict_status(a->kind));
+    values[k++] = UUIDPGetDatum(id);
+    values[k++] = Int64GetDatum(a->offset);
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+// Order partition ids for locking.
+static int cmp_int64(const void* a, const void* b) {
+    int64 x = *static_cast<const int64*>(a), y = *static_cast<const int64*>(b);
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// Deconstruct a one-dimensional array argument (NULL elements reported to the caller).
+static int array_elems(ArrayType* arr, Oid elemtype, Datum** elems, bool** nulls) {
+    int16 typlen;
+    bool typbyval;
+    char typalign;
+    int n;
+    if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("arrays must be one-dimensional");
+    get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+    deconstruct_array(arr, elemtype, typlen, typbyval, typalign, elems, nulls, &n);
+    return n;
+}
+
+}  // namespace queen_pg
+
+using namespace queen_pg;
+
+// queen.push_segment(partition_id, hashes, segment, verified).
+extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+        QUEEN_BAD_INPUT("partition id, hashes and segment must not be NULL");
+    int64 pid = PG_GETARG_INT64(0);
+    int64 verified = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3);
+    if (verified < -1) QUEEN_BAD_INPUT("p_verified must be -1 or an offset");
+    PushBatch b;
+    decode_segment(PG_GETARG_BYTEA_PP(2), PG_GETARG_BYTEA_PP(1), "segment", &b);
+
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    Storage st;
+    storage_lookup(&st);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+    PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(b.n, 1)));
+    if (b.n == 0) {
+        PartitionState ps;
+        partition_lock(pid, &ps);  // an empty segment still names an existing partition
+    } else {
+        push_locked(&st, pid, &b, verified, ans);
+    }
+    for (int i = 0; i < b.n; i++) put_answer(rsinfo, -1, i, &ans[i]);
+    SPI_finish();
+    return (Datum) 0;
+}
+
+// queen.push_segments(partition_ids[], hashes[], segments[], verified[]).
+extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+        QUEEN_BAD_INPUT("partition ids, hashes and segments must not be NULL");
+    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr;
+    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr;
+    int n = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT8OID, &pids_d, &pids_n);
+    if (array_elems(PG_GETARG_ARRAYTYPE_P(1), BYTEAOID, &hashes_d, &hashes_n) != n ||
+        array_elems(PG_GETARG_ARRAYTYPE_P(2), BYTEAOID, &segs_d, &segs_n) != n ||
+        (!PG_ARGISNULL(3) && array_elems(PG_GETARG_ARRAYTYPE_P(3), INT8OID, &ver_d, &ver_n) != n))
+        QUEEN_BAD_INPUT("partition ids, hashes, segments and verified must have the same length");
+
+    PushBatch* batches = static_cast<PushBatch*>(palloc(sizeof(PushBatch) * Max(n, 1)));
+    int64* sorted = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
+    for (int s = 0; s < n; s++) {
+        if (pids_n[s] || hashes_n[s] || segs_n[s]) QUEEN_BAD_INPUT("element %d is NULL", s);
+        if (ver_d != nullptr && !ver_n[s] && DatumGetInt64(ver_d[s]) < -1)
+            QUEEN_BAD_INPUT("element %d: verified must be -1 or an offset", s);
+        char what[32];
+        snprintf(what, sizeof what, "segment %d", s);
+        decode_segment(DatumGetByteaPP(segs_d[s]), DatumGetByteaPP(hashes_d[s]), what, &batches[s]);
+        sorted[s] = DatumGetInt64(pids_d[s]);
+    }
+    qsort(sorted, (size_t) n, sizeof(int64), cmp_int64);
+    for (int s = 1; s < n; s++)
+        if (sorted[s] == sorted[s - 1])
+            QUEEN_BAD_INPUT("partition id " INT64_FORMAT " appears twice", sorted[s]);
+
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    Storage st;
+    storage_lookup(&st);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+    for (int s = 0; s < n; s++) {  // the global lock order: ascending ids
+        PartitionState ps;
+        partition_lock(sorted[s], &ps);
+    }
+    for (int s = 0; s < n; s++) {
+        int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
+        PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(batches[s].n, 1)));
+        if (batches[s].n > 0) push_locked(&st, DatumGetInt64(pids_d[s]), &batches[s], verified, ans);
+        for (int i = 0; i < batches[s].n; i++) put_answer(rsinfo, s, i, &ans[i]);
+    }
+    SPI_finish();
+    return (Datum) 0;
+}

@@ -1,0 +1,372 @@
+// The push path: lock the partition row, probe, allocate offsets for survivors, write.
+//
+// Locking protocol
+//   1. The partition's queen.log_partitions row is locked FOR UPDATE first and held until the
+//      transaction ends. Every writer of the partition's log (push, push_segment(s),
+//      transaction, run_retention) takes this lock before touching log_txns or log_segments,
+//      so it serializes all writes of one partition: nobody can commit rows into the span we
+//      probe between our probe and our allocation. Different partitions never contend.
+//   2. Callers that lock several partitions take them in ascending id order (push_segments,
+//      transaction, run_retention): one global order, so no two of them can deadlock.
+//   3. Only after the lock is held do we take the snapshot the probe reads with
+//      (CommandCounterIncrement + GetTransactionSnapshot). In READ COMMITTED that snapshot is
+//      new, so a pusher that waited for the lock sees every row the previous holder
+//      committed. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent push
+//      updated after our snapshot fails with 40001 (retry the transaction): a stale snapshot
+//      can never produce a verdict.
+//   4. A duplicate writes nothing: no allocator bump, no segment, no log_txns row; the
+//      survivors of a partially duplicate segment are written in the same call.
+//
+// The per-backend probe cache (core/probe_digest.h) only narrows what is read. It learns only
+// rows read back under the lock that other transactions committed (never this backend's own
+// writes of the current transaction), a miss proves absence below its watermark, and every
+// hit is confirmed against the stored row, else the full-window probe decides.
+#include "core/probe_digest.h"
+#include "pg/push_path.h"
+#include "pg/log_scan.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "storage/proc.h"
+}
+
+namespace queen_pg {
+
+static queen::DigestCache* backend_cache = nullptr;
+static LocalTransactionId poisoned_lxid = InvalidLocalTransactionId;
+static ProbeCacheStats cache_stats = {0, 0, 0, 0};
+static SPIPlanPtr plan_lock_row, plan_set_last, plan_insert_segment, plan_insert_txns;
+
+// Lock the partition row and read its allocator state and its queue's window.
+void partition_lock(int64 partition_id, PartitionState* out) {
+    Oid types[1] = {INT8OID};
+    SPIPlanPtr plan = spi_plan(&plan_lock_row,
+        "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds"
+        "  FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id"
+        " WHERE p.id = $1 FOR UPDATE OF p", 1, types);
+    Datum args[1] = {Int64GetDatum(partition_id)};
+    int rc = SPI_execute_plan(plan, args, nullptr, false, 1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "queen: locking partition failed: %d", rc);
+    if (SPI_processed == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
+    HeapTuple tup = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool isnull;
+    out->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+    out->txns_start = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+    out->log_start = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+    out->window = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+}
+
+// Everything one probe needs, in one place.
+struct ProbeCtx {
+    const Storage* st;
+    int64 pid;
+    const PartitionState* ps;
+    int64 floor;  // positions at or below are vouched for or purged
+    TimestampTz win_start;
+    TimestampTz cutoff;  // win_start minus 5 s of skew slack: older rows never count again
+    Snapshot snap;
+    const queen::ProbeIndex* index;
+    const queen::Hash128* hashes;
+    const int32* leader;
+    int n;
+    int64* best;
+};
+
+// Hash count of a stored row, rejecting a corrupt blob.
+static Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
+    if (row->blob_len % queen::kHashBytes != 0 ||
+        row->blob_len / queen::kHashBytes != (Size) (row->end_offset - row->base_offset + 1))
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
+                               ") has %zu hash bytes for its span", c->pid, row->base_offset,
+                               (size_t) row->blob_len)));
+    return row->blob_len / queen::kHashBytes;
+}
+
+// The authoritative full-window probe: every row holding an offset above the floor.
+static void probe_full(ProbeCtx* c) {
+    LogRow row;
+    LogScan scan;
+    // the row straddling the floor, if one starts at or below it
+    if (log_row_at(c->st, false, c->pid, c->floor + 1, c->snap, &row) && row.base_offset <= c->floor &&
+        row.created_at >= c->win_start) {
+        Size count = row_hash_count(c, &row);
+        queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
+    }
+    log_scan_begin(&scan, c->st, false, c->pid, c->floor, c->snap);
+    while (log_scan_next(&scan, &row)) {
+        cache_stats.rows_read++;
+        if (row.created_at < c->win_start) continue;
+        Size count = row_hash_count(c, &row);
+        queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
+    }
+    log_scan_end(&scan);
+}
+
+// Create the backend cache on first use.
+static queen::DigestCache* cache_get(CxxError* err) {
+    if (backend_cache == nullptr)
+        cxx_capture(*err, [&] { backend_cache = new queen::DigestCache(0); });
+    return backend_cache;
+}
+
+// Read rows above `after`: probe the in-window ones and, when `learn`, feed them to the
+// digest. Returns false if the digest could not take them (then it was dropped).
+static bool scan_and_learn(ProbeCtx* c, queen::PartitionDigest* d, int64 after, bool learn,
+                           CxxError* err) {
+    LogRow row;
+    LogScan scan;
+    log_scan_begin(&scan, c->st, false, c->pid, after, c->snap);
+    while (log_scan_next(&scan, &row)) {
+        cache_stats.rows_read++;
+        Size count = row_hash_count(c, &row);
+        if (row.created_at >= c->win_start)
+            queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
+        if (learn && row.created_at >= c->cutoff && !err->failed)
+            cxx_capture(*err, [&] { d->ingest(row.base_offset, row.blob, count, row.created_at); });
+    }
+    log_scan_end(&scan);
+    return !err->failed;
+}
+
+// Confirm a digest hit at `cand` for leader i against the stored row. True when the stored
+// row is in the window and holds exactly this hash at that offset.
+static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
+    LogRow row;
+    if (cand <= c->floor) return false;
+    if (!log_row_at(c->st, false, c->pid, cand, c->snap, &row)) return false;
+    bool ok = row.created_at >= c->win_start &&
+              (Size) (cand - row.base_offset) < row.blob_len / queen::kHashBytes &&
+              memcmp(row.blob + (cand - row.base_offset) * queen::kHashBytes, c->hashes[i].b,
+                     queen::kHashBytes) == 0;
+    pfree(const_cast<uint8*>(row.blob));
+    return ok;
+}
+
+// The probe through this backend's digest. Returns false when the full probe must decide
+// (then best[] is reset to "no match").
+static bool probe_with_digest(ProbeCtx* c) {
+    if (poisoned_lxid != InvalidLocalTransactionId && poisoned_lxid == MyProc->lxid) return false;
+    CxxError err;
+    queen::DigestCache* cache = cache_get(&err);
+    cxx_raise(err);
+    uint64 tag = (uint64) MyProc->lxid;
+    cache->set_epoch((uint64) c->st->log_txns);
+    cache->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
+    bool dirty = cache->is_dirty(c->pid, tag);
+    queen::PartitionDigest* d = cache->find(c->pid);
+    if (d != nullptr && (d->window() != c->ps->window || d->verified_upto() > c->ps->last_offset ||
+                         d->wants_rebuild(c->cutoff))) {
+        cache->erase(c->pid);
+        d = nullptr;
+    }
+    if (d == nullptr) {
+        if (dirty) return false;  // our own uncommitted rows are there: do not learn now
+        cxx_capture(err, [&] { d = cache->install(c->pid, c->ps->window); });
+        cxx_raise(err);
+        // hydration: every retained row, so the digest is born complete
+        bool ok = scan_and_learn(c, d, c->ps->txns_start - 1, true, &err);
+        if (ok) d->set_verified_upto(c->ps->last_offset);
+        else cache->erase(c->pid);
+        cache->enforce_budget(c->pid);
+        return true;  // the scan read every row: best[] is already authoritative
+    }
+    int64 known = d->verified_upto();
+    bool ok = scan_and_learn(c, d, known, !dirty, &err);
+    if (!ok) {
+        cache->erase(c->pid);
+        d = nullptr;
+    } else if (!dirty) {
+        d->set_verified_upto(c->ps->last_offset);
+    }
+    bool decided = true;
+    if (d != nullptr) {
+        for (int i = 0; i < c->n && decided; i++) {
+            if (c->leader[i] != i) continue;
+            int64 cand = d->lookup(c->hashes[i]);
+            if (cand < 0 || cand > known) continue;  // absent at or below the watermark
+            cache_stats.hits++;
+            if (confirm_hit(c, i, cand)) {
+                c->best[i] = cand;  // below every offset the gap scan could have found
+                cache_stats.confirmed++;
+            } else {
+                decided = false;
+            }
+        }
+    } else {
+        decided = false;
+    }
+    cache->enforce_budget(c->pid);
+    if (!decided) {
+        cache_stats.fallbacks++;
+        for (int i = 0; i < c->n; i++) c->best[i] = -1;
+    }
+    return decided;
+}
+
+// Read the message id stored at `offset` (zero UUID when its segment is gone).
+static void original_id(const Storage* st, int64 pid, const PartitionState* ps, int64 offset,
+                        Snapshot snap, LogRow* seg, bool* have_seg, queen::Uuid* out) {
+    memset(out->b, 0, sizeof out->b);
+    if (offset < ps->log_start) return;
+    if (!*have_seg || offset < seg->base_offset || offset > seg->end_offset) {
+        if (*have_seg) pfree(const_cast<uint8*>(seg->blob));
+        *have_seg = log_row_at(st, true, pid, offset, snap, seg);
+        if (!*have_seg) return;
+    }
+    queen::SegmentReader reader(seg->blob, seg->blob_len);
+    queen::MessageView m;
+    int64 at = seg->base_offset;
+    while (reader.next(&m)) {
+        if (at == offset) {
+            *out = m.id;
+            return;
+        }
+        at++;
+    }
+    ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                    errmsg("queen.log_segments row (" INT64_FORMAT ", " INT64_FORMAT
+                           ") does not hold offset " INT64_FORMAT,
+                           pid, seg->base_offset, offset)));
+}
+
+// A bytea of the given size, uninitialized.
+static bytea* new_bytea(Size len) {
+    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + len));
+    SET_VARSIZE(b, VARHDRSZ + len);
+    return b;
+}
+
+// Write the survivors: bump the allocator, insert one segment row and one log_txns row.
+static void write_survivors(const Storage* st, int64 pid, const PartitionState* ps,
+                            const PushBatch* b, const queen::ItemVerdict* v, int survivors,
+                            TimestampTz now) {
+    int64 base = ps->last_offset + 1, end = ps->last_offset + survivors;
+    bytea* seg;
+    if (survivors == b->n && b->segment != nullptr) {
+        seg = new_bytea(b->segment_len);
+        memcpy(VARDATA(seg), b->segment, b->segment_len);
+    } else {
+        Size len = queen::kSegmentHeaderBytes;
+        for (int i = 0; i < b->n; i++)
+            if (v[i].kind == queen::VerdictKind::Queued)
+                len += queen::segment_entry_size(b->msgs[i].txn.size(), b->msgs[i].payload.size());
+        seg = new_bytea(len);
+        uint8* p = reinterpret_cast<uint8*>(VARDATA(seg));
+        p = queen::segment_write_header(p, (uint32_t) survivors);
+        for (int i = 0; i < b->n; i++)
+            if (v[i].kind == queen::VerdictKind::Queued) p = queen::segment_write_entry(p, b->msgs[i]);
+    }
+    bytea* hashes = new_bytea((Size) survivors * queen::kHashBytes);
+    uint8* h = reinterpret_cast<uint8*>(VARDATA(hashes));
+    for (int i = 0; i < b->n; i++)
+        if (v[i].kind == queen::VerdictKind::Queued) {
+            memcpy(h, b->hashes[i].b, queen::kHashBytes);
+            h += queen::kHashBytes;
+        }
+
+    Oid t_set[2] = {INT8OID, INT8OID};
+    Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
+    if (SPI_execute_plan(spi_plan(&plan_set_last,
+                             "UPDATE queen.log_partitions SET last_offset = $2 WHERE id = $1", 2,
+                             t_set),
+                         a_set, nullptr, false, 0) != SPI_OK_UPDATE)
+        elog(ERROR, "queen: allocator update failed");
+
+    Oid t_seg[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+    Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_segment,
+                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
+                             " created_at, message_count, data) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_seg),
+                         a_seg, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: segment insert failed");
+
+    Oid t_txn[5] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID};
+    Datum a_txn[5] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), PointerGetDatum(hashes)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_txns,
+                             "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
+                             " created_at, hashes) VALUES ($1, $2, $3, $4, $5)",
+                             5, t_txn),
+                         a_txn, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: log_txns insert failed");
+    pfree(seg);
+    pfree(hashes);
+}
+
+// Lock, probe, decide, write. See the protocol at the top of this file.
+void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verified,
+                 PushAnswer* answers) {
+    PartitionState ps;
+    partition_lock(pid, &ps);
+    TimestampTz now = GetCurrentTimestamp();
+    int n = b->n;
+    if (n == 0) return;
+
+    int32* leader = static_cast<int32*>(palloc(sizeof(int32) * n));
+    Size nslots = queen::ProbeIndex::slots_for((Size) n);
+    int32* slots = static_cast<int32*>(palloc(sizeof(int32) * nslots));
+    queen::ProbeIndex index;  // plain data: no destructor, safe across ERROR
+    index.build(b->hashes, (Size) n, slots, nslots, leader);
+    int64* best = static_cast<int64*>(palloc(sizeof(int64) * n));
+    for (int i = 0; i < n; i++) best[i] = -1;
+
+    int64 floor = Max(verified, ps.txns_start - 1);
+    Snapshot snap = nullptr;
+    if (ps.window > 0 && ps.last_offset > floor) {
+        CommandCounterIncrement();
+        snap = RegisterSnapshot(GetTransactionSnapshot());
+        ProbeCtx c = {st, pid, &ps, floor, now - (TimestampTz) ps.window * USECS_PER_SEC,
+                      now - ((TimestampTz) ps.window + 5) * USECS_PER_SEC, snap, &index,
+                      b->hashes, leader, n, best};
+        // A caller's vouch already narrows the span; the digest helps when nobody vouched.
+        bool vouched = verified > ps.txns_start - 1;
+        if (vouched || !guc_probe_cache || !probe_with_digest(&c)) probe_full(&c);
+    }
+
+    queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * n));
+    int survivors = (int) queen::plan_verdicts((Size) n, leader, best, ps.last_offset, v);
+
+    LogRow seg;
+    bool have_seg = false;
+    for (int i = 0; i < n; i++) {
+        answers[i].kind = v[i].kind;
+        answers[i].offset = v[i].offset;
+        if (v[i].kind == queen::VerdictKind::Queued)
+            answers[i].id = b->msgs[i].id;
+        else if (leader[i] != i)
+            answers[i].id = answers[leader[i]].id;
+        else
+            original_id(st, pid, &ps, v[i].offset, snap, &seg, &have_seg, &answers[i].id);
+    }
+    if (snap != nullptr) UnregisterSnapshot(snap);
+
+    if (survivors > 0) {
+        write_survivors(st, pid, &ps, b, v, survivors, now);
+        // Remember that this transaction wrote the partition, so no later push of it learns
+        // these rows before they commit. If even that fails, shun the cache until it ends.
+        CxxError err;
+        queen::DigestCache* cache = cache_get(&err);
+        if (cache != nullptr)
+            cxx_capture(err, [&] { cache->mark_dirty(pid, (uint64) MyProc->lxid); });
+        if (err.failed) poisoned_lxid = MyProc->lxid;
+    }
+    pfree(leader);
+    pfree(slots);
+    pfree(best);
+    pfree(v);
+}
+
+// Report the cache counters.
+void probe_cache_stats(ProbeCacheStats* out, int* partitions, int64* bytes) {
+    *out = cache_stats;
+    *partitions = backend_cache ? (int) backend_cache->size() : 0;
+    *bytes = backend_cache ? (int64) backend_cache->bytes() : 0;
+}
+
+}  // namespace queen_pg

@@ -1,0 +1,55 @@
+// The one row-locked append every write path goes through (queen.push, push_segment(s)).
+#pragma once
+#include "core/probe.h"
+#include "core/segment_codec.h"
+#include "pg/glue.h"
+
+namespace queen_pg {
+
+// One call's messages, in palloc'd arrays.
+struct PushBatch {
+    int n;
+    queen::MessageView* msgs;
+    queen::Hash128* hashes;
+    const uint8* segment;  // the caller's encoded blob (binary path), reused when all survive
+    Size segment_len;
+};
+
+// One item's answer.
+struct PushAnswer {
+    queen::VerdictKind kind;
+    int64 offset;
+    queen::Uuid id;
+};
+
+// The locked partition row.
+struct PartitionState {
+    int64 last_offset;
+    int64 txns_start;
+    int64 log_start;
+    int32 window;
+};
+
+// SELECT ... FOR UPDATE the partition row (42704 when it does not exist). SPI must be connected.
+void partition_lock(int64 partition_id, PartitionState* out);
+
+// Lock, probe, allocate and write one segment; answers[] gets one entry per message.
+// `verified` is the caller's vouch (-1: none). SPI must be connected.
+void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, int64 verified,
+                 PushAnswer* answers);
+
+// Text of a status.
+inline const char* verdict_status(queen::VerdictKind k) {
+    return k == queen::VerdictKind::Queued ? "queued" : "duplicate";
+}
+
+// Counters of the per-backend probe cache (queen.probe_cache_stats()).
+struct ProbeCacheStats {
+    int64 hits;
+    int64 confirmed;
+    int64 fallbacks;
+    int64 rows_read;
+};
+void probe_cache_stats(ProbeCacheStats* out, int* partitions, int64* bytes);
+
+}  // namespace queen_pg

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -478,7 +479,7 @@ private:
                 const std::string& seg = sb.finish();
                 int64_t verified = -1;
                 if (opt_.variant == Variant::SegVouch)
-                    verified = lowest_orig == INT64_MAX ? p.last : lowest_orig - 1;
+                    verified = lowest_orig == INT64_MAX ? p.last : std::max<int64_t>(-1, lowest_orig - 1);
                 uint64_t be_id = to_be64(static_cast<uint64_t>(p.id));
                 uint64_t be_ver = to_be64(static_cast<uint64_t>(verified));
                 const char* vals[4] = {reinterpret_cast<const char*>(&be_id), hashes.data(), seg.data(),

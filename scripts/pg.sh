@@ -34,12 +34,13 @@ die() {
 # True when we are root (then the server runs as postgres).
 is_root() { [[ $(id -u) -eq 0 ]]; }
 
-# Run a command as the server's user, from / so the cwd is always accessible.
+# Run a command as the server's user, from / so the cwd is always accessible. The lock fd 9 is
+# closed for it: a postmaster inheriting it would hold the lock for its whole life.
 as_pg() {
     if is_root; then
-        (cd / && runuser -u postgres -- "$@")
+        (cd / && runuser -u postgres -- "$@") 9>&-
     else
-        (cd / && "$@")
+        (cd / && "$@") 9>&-
     fi
 }
 
@@ -187,7 +188,7 @@ EOF
 
 # Start the server (init first when needed); retry another port when the chosen one is taken.
 cmd_start() {
-    local pid tried="" port attempt recreated=0
+    local pid tried="" port attempt recreated=0 logsize newlog
     if pid=$(running_pid); then
         say "already running (pid $pid, port $(running_port), data $DATA)"
         return 0
@@ -206,17 +207,20 @@ cmd_start() {
     for attempt in 1 2 3 4 5; do
         port=$(choose_port "$tried")
         write_settings "$port"
+        logsize=$(stat -c %s "$DATA/server.log" 2>/dev/null || echo 0)
         if as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 start >/dev/null; then
             say "PostgreSQL $PG_MAJOR running: port $port, socket in $DATA ($DATA_REASON)"
             return 0
         fi
-        if grep -q -E 'could not (bind|create listen)|Address already in use' "$DATA/server.log" &&
-            [[ -z ${QUEEN_PGPORT:-} ]]; then
+        # Judge this attempt by its own part of the log only.
+        newlog=$(tail -c +$((logsize + 1)) "$DATA/server.log" 2>/dev/null || true)
+        if grep -q -E 'could not bind|could not create any TCP/IP sockets' <<<"$newlog"; then
+            [[ -z ${QUEEN_PGPORT:-} ]] || die "port $port (QUEEN_PGPORT) is already in use"
             say "port $port is taken; trying another"
             tried="$tried $port"
             continue
         fi
-        tail -n 30 "$DATA/server.log" >&2 || true
+        printf '%s\n' "$newlog" | tail -n 30 >&2
         if ((recreated == 0)); then
             say "start failed; recreating the data folder once"
             recreated=1

@@ -1,6 +1,8 @@
 // The declarative settings table and its loader.
 #include "settings.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 

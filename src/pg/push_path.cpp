@@ -165,6 +165,10 @@ static bool probe_with_digest(ProbeCtx* c) {
     }
     if (d == nullptr) {
         if (dirty) return false;  // our own uncommitted rows are there: do not learn now
+        // A partition whose window alone would not fit the budget is never hydrated: it
+        // would only evict everyone else and then itself (about 32 bytes a hash).
+        double estimate = (double) (c->ps->last_offset - c->ps->txns_start + 1) * 32.0;
+        if (estimate > (double) guc_probe_cache_mb * 1024.0 * 1024.0) return false;
         cxx_capture(err, [&] { d = cache->install(c->pid, c->ps->window); });
         cxx_raise(err);
         // hydration: every retained row, so the digest is born complete

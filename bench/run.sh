@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# queen's benchmark (issue 2): messages/s of plain INSERT, INSERT ... ON CONFLICT DO NOTHING, a
+# PL/pgSQL probe-then-allocate push (bench/sql/plref.sql), queen.push and the binary path
+# queen.push_segment (full-window probe and vouched), interleaved in rounds, for an empty/small
+# window and with 100k and 1M hashes already in each partition's window. A measurement, not a
+# test: it prints medians and ratios and writes bench/results/RESULTS.md plus the raw CSV.
+#
+#   bash bench/run.sh            full run (~25 min on 2 cores)
+#   bash bench/run.sh --quick    smoke run (~5 min; smaller windows; writes RESULTS-quick.md)
+#   bash bench/run.sh --help     every option
+#
+# Needs these Debian 12 packages (this script installs nothing): postgresql-15 (server, initdb),
+# postgresql-client-15 (psql), postgresql-server-dev-15 and make (to build queen), libpq-dev and
+# libxxhash-dev and g++ (the load client), python3 (the report), util-linux (runuser).
+# It builds and installs the extension from this checkout (`make -j2 && make install`, skip with
+# --no-build), starts its own PostgreSQL 15 in bench/tmp/pg (unix socket only, run as the
+# postgres user when started as root), and stops it at the end (--keep leaves it running).
+set -euo pipefail
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(dirname "$BENCH_DIR")
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
+OUT=$BENCH_DIR/results
+
+# ---- parameters (see --help) ----
+ROUNDS=5 DURATION=8 WARMUP=2 CLIENTS=8 BATCH=100 DUPS=10 VOUCH_DUPS=0 PAYLOAD=256
+BASE_PARTS=100 BASE_WINDOW=60 LARGE_WINDOW=3600
+W100K_PARTS=100 W100K_HASHES=100000 W1M_PARTS=16 W1M_HASHES=1000000
+SCENARIOS="base,empty,w100k,w1m"
+VARIANTS="plain,onconflict,plref,push,seg_full,seg_vouch"
+PORT=55434 SYNC_COMMIT=off SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0
+
+# Print the options.
+usage() {
+    cat <<EOF
+usage: bash bench/run.sh [options]
+  --quick                 2 rounds x 3 s, w100k on 16 and w1m on 8 partitions, RESULTS-quick.md
+  --rounds N              rounds of interleaved variants per scenario ($ROUNDS)
+  --duration S            timed seconds per measurement ($DURATION)
+  --warmup S              untimed seconds before it, same connections ($WARMUP)
+  --clients N             client connections ($CLIENTS)
+  --scenarios LIST        of base,empty,w100k,w1m ($SCENARIOS)
+  --variants LIST         of plain,onconflict,plref,push,seg_full,seg_vouch ($VARIANTS)
+  --w1m-partitions N      partitions in the 1M-hash and empty scenarios ($W1M_PARTS)
+  --w100k-partitions N    partitions in the 100k-hash scenario ($W100K_PARTS)
+  --vouch-dups N          repeats per seg_vouch batch ($VOUCH_DUPS; its vouch is then below them)
+  --sync-commit on|off    synchronous_commit of the bench server ($SYNC_COMMIT)
+  --shared-buffers SIZE   shared_buffers of the bench server ($SHARED_BUFFERS)
+  --port N                port number of the bench server's unix socket ($PORT)
+  --no-build              do not run make / make install for the extension
+  --keep                  leave the bench server running at the end
+EOF
+}
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1 ;;
+        --rounds) ROUNDS=$2; shift ;;
+        --duration) DURATION=$2; shift ;;
+        --warmup) WARMUP=$2; shift ;;
+        --clients) CLIENTS=$2; shift ;;
+        --scenarios) SCENARIOS=$2; shift ;;
+        --variants) VARIANTS=$2; shift ;;
+        --w1m-partitions) W1M_PARTS=$2; shift ;;
+        --w100k-partitions) W100K_PARTS=$2; shift ;;
+        --vouch-dups) VOUCH_DUPS=$2; shift ;;
+        --sync-commit) SYNC_COMMIT=$2; shift ;;
+        --shared-buffers) SHARED_BUFFERS=$2; shift ;;
+        --port) PORT=$2; shift ;;
+        --no-build) BUILD=0 ;;
+        --keep) KEEP=1 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
+    esac
+    shift
+done
+if [ "$QUICK" = 1 ]; then
+    ROUNDS=2 DURATION=3 WARMUP=1 W100K_PARTS=16 W1M_PARTS=8
+fi
+
+STAMP=$(date -u +%Y%m%d-%H%M%S)
+SUFFIX=""; [ "$QUICK" = 1 ] && SUFFIX="-quick"
+RAW=$OUT/raw$SUFFIX-$STAMP.csv
+RESULTS=$OUT/RESULTS$SUFFIX.md
+PGROOT=$TMP/pg
+PGDATA=$PGROOT/data
+SOCK=$PGROOT/sock
+CLIENT=$TMP/queenbench
+CONN="host=$SOCK port=$PORT dbname=bench user=postgres application_name=queenbench"
+
+# Log a line with the time.
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# Run a command as the postgres user when we are root (PostgreSQL refuses to run as root).
+as_pg() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# psql against the bench database, quiet, stopping at the first error; extra args pass through.
+q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d bench "$@"; }
+
+# Stop the bench server (called on exit unless --keep).
+stop_server() {
+    if [ -f "$PGDATA/postmaster.pid" ]; then
+        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
+    fi
+}
+
+# ---- 1. the load client and the extension ----
+mkdir -p "$TMP" "$OUT"
+log "building the load client"
+g++ -O2 -std=c++17 -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
+    "$BENCH_DIR/queenbench.cpp" "$REPO/src/core/hash.cpp" "$REPO/src/core/segment_codec.cpp" \
+    "$REPO/src/core/uuidv7.cpp" -lpq -lxxhash -pthread -o "$CLIENT"
+
+if [ "$BUILD" = 1 ]; then
+    log "building and installing the extension (make -j2 && make install)"
+    if ! (cd "$REPO" && make -j2 >"$TMP/make.log" 2>&1 && make install >>"$TMP/make.log" 2>&1); then
+        log "WARNING: the extension did not build or install (see $TMP/make.log); queen variants will be skipped"
+    fi
+fi
+
+# ---- 2. a throwaway PostgreSQL ----
+if [ -f "$PGDATA/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
+    echo "run.sh: a bench server is already running in $PGDATA (another run?); stop it first" >&2
+    exit 1
+fi
+rm -rf "$PGROOT"
+mkdir -p "$PGROOT" "$SOCK"
+[ "$(id -u)" = 0 ] && chown -R postgres: "$PGROOT"
+log "initdb in $PGDATA"
+as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$TMP/initdb.log" 2>&1
+cat >>"$PGDATA/postgresql.conf" <<EOF
+# bench/run.sh
+listen_addresses = ''
+unix_socket_directories = '$SOCK'
+port = $PORT
+max_connections = 40
+shared_buffers = $SHARED_BUFFERS
+work_mem = 16MB
+maintenance_work_mem = 512MB
+synchronous_commit = $SYNC_COMMIT
+max_wal_size = 16GB
+min_wal_size = 2GB
+checkpoint_timeout = 30min
+log_min_messages = warning
+log_checkpoints = on
+EOF
+[ "$KEEP" = 1 ] || trap stop_server EXIT
+as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGROOT/postgres.log" -w start >/dev/null
+psql -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
+
+# ---- 3. schemas: queen (when it installs), bench, plref ----
+HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0
+if q -c "CREATE EXTENSION queen" 2>"$TMP/create-extension.log"; then
+    HAVE_QUEEN=1
+    has() { [ "$(q -c "SELECT to_regprocedure('$1') IS NOT NULL")" = t ]; }
+    has 'queen.push(text,text,jsonb)' && HAVE_PUSH=1
+    has 'queen.push_segment(bigint,bytea,bytea,bigint)' && has 'queen.resolve_partition(text,text)' && HAVE_SEG=1
+    has 'queen.txn_hash(text)' && has 'queen.log_unnest_hashes(bytea)' && HAVE_HASHFN=1
+    has 'queen.configure(text,jsonb)' || { HAVE_PUSH=0; HAVE_SEG=0; }
+else
+    log "WARNING: CREATE EXTENSION queen failed: $(head -c 300 "$TMP/create-extension.log")"
+fi
+q -f "$BENCH_DIR/sql/setup.sql"
+if [ "$HAVE_HASHFN" = 1 ]; then
+    HASHFN=queen.txn_hash UNNESTFN=queen.log_unnest_hashes
+else
+    HASHFN=plref.standin_txn_hash UNNESTFN=plref.standin_unnest_hashes
+    log "WARNING: queen.txn_hash/log_unnest_hashes missing: plref uses md5 stand-ins"
+fi
+sed -e "s/@TXN_HASH@/$HASHFN/g" -e "s/@UNNEST_HASHES@/$UNNESTFN/g" "$BENCH_DIR/sql/plref.sql" | q -f -
+
+for w in "$BASE_WINDOW" "$LARGE_WINDOW"; do
+    q -c "SELECT plref.configure('bench_w$w', $w)" >/dev/null
+    if [ "$HAVE_PUSH$HAVE_SEG" != 00 ]; then
+        q -c "SELECT queen.configure('bench_w$w', '{\"dedupWindowSeconds\": $w}')" >/dev/null
+    fi
+done
+
+MAXHASH=0
+for s in ${SCENARIOS//,/ }; do
+    case $s in w100k) [ "$W100K_HASHES" -gt "$MAXHASH" ] && MAXHASH=$W100K_HASHES ;;
+               w1m) [ "$W1M_HASHES" -gt "$MAXHASH" ] && MAXHASH=$W1M_HASHES ;; esac
+done
+if [ "$MAXHASH" -gt 0 ]; then
+    log "making the pool of prefill hash blobs ($MAXHASH hashes)"
+    q -c "SELECT bench.make_hash_blobs($MAXHASH)" >/dev/null
+fi
+
+# ---- 4. what this run measures ----
+# Keep the variants that can run: queen's only when their functions exist.
+runnable() {
+    case $1 in
+        push) [ "$HAVE_PUSH" = 1 ] ;;
+        seg_full|seg_vouch) [ "$HAVE_SEG" = 1 ] ;;
+        plain|onconflict|plref) true ;;
+        *) echo "run.sh: unknown variant $1" >&2; exit 1 ;;
+    esac
+}
+# Variants of one scenario: the base runs all; the large windows skip ON CONFLICT (it has no window).
+scenario_variants() {
+    local out=()
+    for v in ${VARIANTS//,/ }; do
+        runnable "$v" || continue
+        [ "$1" != base ] && [ "$v" = onconflict ] && continue
+        out+=("$v")
+    done
+    echo "${out[@]}"
+}
+# "partitions window prefill" of a scenario.
+scenario_shape() {
+    case $1 in
+        base) echo "$BASE_PARTS $BASE_WINDOW 0" ;;
+        empty) echo "$W1M_PARTS $LARGE_WINDOW 0" ;;
+        w100k) echo "$W100K_PARTS $LARGE_WINDOW $W100K_HASHES" ;;
+        w1m) echo "$W1M_PARTS $LARGE_WINDOW $W1M_HASHES" ;;
+        *) echo "run.sh: unknown scenario $1" >&2; exit 1 ;;
+    esac
+}
+# Which tables a variant writes: none (baselines), plref or queen.
+kind_of() {
+    case $1 in plain|onconflict) echo base ;; plref) echo plref ;; *) echo queen ;; esac
+}
+
+# Empty every table the variants wrote (between measurements; each measurement uses fresh
+# partitions, so this only keeps table sizes equal from one measurement to the next).
+cleanup() {
+    q -c "TRUNCATE bench.plain_msgs, bench.oc_msgs, plref.log_segments, plref.log_txns" >/dev/null
+    if [ "$HAVE_QUEEN" = 1 ]; then
+        if ! q -c "TRUNCATE queen.log_segments, queen.log_txns" >/dev/null 2>"$TMP/truncate.log"; then
+            q -c "DELETE FROM queen.log_segments" -c "DELETE FROM queen.log_txns" -c "VACUUM queen.log_segments, queen.log_txns" >/dev/null
+        fi
+    fi
+}
+
+{
+    echo "stamp=$STAMP"
+    echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "quick=$QUICK"
+    echo "nproc=$(nproc)"
+    echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+    echo "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+    echo "pg_version=$(q -c 'SHOW server_version')"
+    echo "queen_version=$(q -c "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname='queen'), 'not installed')")"
+    echo "git=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo 'no commit')$(cd "$REPO" && [ -n "$(git status --porcelain -- src sql 2>/dev/null)" ] && echo ' (src/ or sql/ modified)')"
+    echo "settings=shared_buffers=$SHARED_BUFFERS synchronous_commit=$SYNC_COMMIT work_mem=16MB max_wal_size=16GB checkpoint_timeout=30min fsync=on autovacuum=on"
+    echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "clients=$CLIENTS"
+    echo "batch=$BATCH"; echo "dups=$DUPS"; echo "vouch_dups=$VOUCH_DUPS"; echo "payload=$PAYLOAD"
+    echo "plref_hash=$HASHFN / $UNNESTFN"
+    for s in ${SCENARIOS//,/ }; do echo "scenario_$s=$(scenario_shape "$s") | $(scenario_variants "$s")"; done
+    echo "skipped=$(for v in ${VARIANTS//,/ }; do runnable "$v" || printf '%s ' "$v"; done)"
+} >"$RAW.meta"
+
+echo "scenario,round,measurement,window_s,prefill,window_end,$("$CLIENT" --header),error" >"$RAW"
+
+# ---- 5. the measurements ----
+M=0
+# One measurement: fresh partitions, prefill, checkpoint, the client, window size, cleanup.
+measure() {
+    local scen=$1 round=$2 v=$3 parts=$4 window=$5 prefill=$6
+    M=$((M + 1))
+    local prefix="m$M-" kind queue="bench_w$window" dups=$DUPS line err="" wend=""
+    kind=$(kind_of "$v")
+    [ "$v" = seg_vouch ] && dups=$VOUCH_DUPS
+    if [ "$prefill" -gt 0 ]; then
+        case $kind in
+            queen) q -c "SELECT bench.prefill_queen('$queue', '$prefix', $parts, $prefill)" \
+                     -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions" >/dev/null ;;
+            plref) q -c "SELECT bench.prefill_plref('$queue', '$prefix', $parts, $prefill)" \
+                     -c "VACUUM ANALYZE plref.log_txns, plref.log_partitions" >/dev/null ;;
+        esac
+    fi
+    q -c "CHECKPOINT" >/dev/null
+    if line=$("$CLIENT" --conninfo "$CONN" --variant "$v" --clients "$CLIENTS" --partitions "$parts" \
+            --prefix "$prefix" --part-base "$((M * 10000))" --queue "$queue" --batch "$BATCH" \
+            --dups "$dups" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" --duration "$DURATION" \
+            --seed "$M" 2>"$TMP/client.err"); then
+        :
+    else
+        err=$(tr '\n,' '  ' <"$TMP/client.err" | head -c 300)
+        line="$v,$CLIENTS,$parts,$BATCH,$dups,,,,,,,,,,,"
+        log "  ERROR in $v: $err"
+    fi
+    case $kind in
+        queen|plref) wend=$(q -c "SELECT bench.window_size('$kind', '$prefix')" 2>/dev/null || echo "") ;;
+    esac
+    echo "$scen,$round,$M,$window,$prefill,$wend,$line,$err" >>"$RAW"
+    cleanup
+    local rate
+    rate=$(echo "$line" | cut -d, -f9)
+    log "  $scen r$round $(printf '%-10s' "$v") ${rate:-error} msg/s${wend:+  (window now ~$wend hashes/partition)}"
+}
+
+START=$(date +%s)
+for scen in ${SCENARIOS//,/ }; do
+    read -r parts window prefill <<<"$(scenario_shape "$scen")"
+    read -r -a vs <<<"$(scenario_variants "$scen")"
+    log "scenario $scen: $parts partitions, window ${window}s, $prefill hashes prefilled; variants: ${vs[*]}"
+    for ((r = 1; r <= ROUNDS; r++)); do
+        n=${#vs[@]}
+        for ((i = 0; i < n; i++)); do
+            measure "$scen" "$r" "${vs[$(((i + r - 1) % n))]}" "$parts" "$window" "$prefill"
+        done
+    done
+done
+log "measurements done in $(( $(date +%s) - START )) s"
+
+# ---- 6. the report ----
+python3 "$BENCH_DIR/report.py" "$RAW" "$RESULTS"
+log "wrote $RESULTS and $RAW"

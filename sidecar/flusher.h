@@ -1,0 +1,137 @@
+// Dedup layer 2 and the fusion flush: every partition is flushed single-flight; items that
+// arrive while a partition's flush is in flight wait and go together in its next segment
+// (first-wins on the 16-byte hash inside it; followers inherit the leader's final answer).
+// Ready partitions are fused into one push_segments call (one transaction, one round trip).
+//
+// Locking protocol. mu_ guards parts_, ready_, pending counts and the stop flag; memo_mu_ guards
+// the metadata memo; a PushJob's err_mu guards its error text. Order: mu_ and memo_mu_ are
+// never held together; neither is held while calling the Backend or the BlockCache (those run
+// with no Flusher lock held); err_mu is a leaf. A job's answers[i] is written only by the
+// worker that flushed item i, and read only after the job's remaining counter reached zero
+// (acquire/release on that counter orders the writes before the reads).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend.h"
+#include "block_cache.h"
+#include "clock.h"
+#include "metrics.h"
+#include "push_request.h"
+#include "status.h"
+
+namespace queen::sidecar {
+
+// One item's final answer.
+struct ItemAnswer {
+    EntryStatus status = EntryStatus::Queued;
+    queen::Uuid id{};
+    int64_t offset = -1;
+    bool failed = false;
+};
+
+// One push request in flight.
+struct PushJob {
+    PushRequest req;
+    std::vector<ItemAnswer> answers;
+    std::atomic<int64_t> remaining{0};
+    std::mutex err_mu;
+    Status error;  // the first failure (guarded by err_mu)
+    // Called exactly once, on whichever thread answers the last leader.
+    std::function<void(PushJob&)> done;
+    std::shared_ptr<PushJob> self;  // keeps the job alive while items are queued
+
+    // Record a failure of item i.
+    void fail(std::size_t i, const Status& s);
+};
+
+struct FlusherConfig {
+    int64_t max_segment_items = 10000;
+    int64_t max_flush_partitions = 64;
+    int64_t max_pending_items = 1000000;
+    int64_t meta_ttl_ms = 30000;
+    std::size_t memo_soft_cap = 100000;
+};
+
+class Flusher {
+public:
+    // One worker per backend; the flusher owns them. cache may be disabled but not null.
+    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends, BlockCache& cache,
+            Metrics& metrics, const Clock& clock);
+    ~Flusher();
+
+    // Start the worker threads.
+    void start();
+    // Let the workers finish everything queued, then join them.
+    void stop();
+
+    // Queue a parsed, layer-1-marked job. job->done runs once every item is answered (maybe on
+    // this thread when nothing needs a flush, or when the job is refused: Busy/Unavailable).
+    void submit(std::shared_ptr<PushJob> job);
+
+    // Run one queued batch on the calling thread with backend b (tests drive the flusher
+    // deterministically with this instead of start()). Returns false when nothing was ready.
+    bool run_once(Backend& b);
+
+    // Run fn on a worker's connection (the non-push endpoints). fn runs on a worker thread.
+    void run_sql(std::function<void(Backend&)> fn);
+
+    int64_t pending_items() const;
+
+    // Forget memoised metadata (tests, or after a partition vanished).
+    void forget_meta();
+
+private:
+    struct Pending {
+        PushJob* job;
+        uint32_t idx;
+    };
+    struct PartQueue {
+        std::string key;  // queue \x1f partition
+        std::string queue, partition;
+        std::vector<Pending> pending;
+        bool in_flight = false;
+        bool queued = false;
+    };
+    struct MemoEntry {
+        PartitionMeta meta;
+        int64_t fetched_mono = 0;
+    };
+
+    void worker_loop(Backend* b);
+    // Take up to max_flush_partitions ready partitions (mu_ held by caller).
+    void take_batch_locked(std::vector<PartQueue*>* parts, std::vector<std::vector<Pending>>* items);
+    void process(Backend& b, const std::vector<PartQueue*>& parts, std::vector<std::vector<Pending>>& items);
+    void release(const std::vector<PartQueue*>& parts);
+    Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);
+    void finish_item(PushJob* job);
+
+    FlusherConfig cfg_;
+    std::vector<std::unique_ptr<Backend>> backends_;
+    BlockCache& cache_;
+    Metrics& metrics_;
+    const Clock& clock_;
+
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::unordered_map<std::string, std::unique_ptr<PartQueue>> parts_;
+    std::deque<PartQueue*> ready_;
+    std::deque<std::function<void(Backend&)>> sql_jobs_;
+    int64_t pending_ = 0;
+    bool stopping_ = false;
+    std::vector<std::thread> threads_;
+
+    std::mutex memo_mu_;
+    std::unordered_map<std::string, MemoEntry> memo_;
+};
+
+}  // namespace queen::sidecar

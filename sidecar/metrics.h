@@ -1,0 +1,59 @@
+// Process-wide counters and histograms, rendered as Prometheus text by render_metrics().
+// Everything is a relaxed atomic: no locks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace queen::sidecar {
+
+class BlockCache;
+
+// A fixed-bucket histogram (upper bounds in the unit of the metric).
+class Histogram {
+public:
+    static constexpr int kBuckets = 14;
+    explicit Histogram(const double (&bounds)[kBuckets]);
+    // Record one observation.
+    void observe(double v) noexcept;
+    // Append "name_bucket{le=...} n" lines, _sum and _count.
+    void render(std::string* out, const char* name, const char* help) const;
+
+private:
+    double bounds_[kBuckets];
+    std::atomic<uint64_t> counts_[kBuckets + 1]{};
+    std::atomic<uint64_t> sum_micros_{0};  // sum * 1e6, so fractional units survive
+    std::atomic<uint64_t> count_{0};
+};
+
+enum class Endpoint : int { Push = 0, Configure, Ack, AckBatch, Pop, Transaction, Health, Metrics, Other, kCount };
+
+struct Metrics {
+    Metrics();
+    std::atomic<uint64_t> requests[static_cast<int>(Endpoint::kCount)][6]{};  // by endpoint, by class 1xx..5xx
+    std::atomic<uint64_t> messages_queued{0};
+    std::atomic<uint64_t> messages_duplicate{0};
+    std::atomic<uint64_t> messages_layer1_duplicate{0};
+    std::atomic<uint64_t> messages_layer2_duplicate{0};
+    std::atomic<uint64_t> messages_failed{0};
+    std::atomic<uint64_t> flushes{0};
+    std::atomic<uint64_t> sql_calls{0};
+    std::atomic<uint64_t> sql_errors{0};
+    std::atomic<uint64_t> pg_connects{0};
+    std::atomic<uint64_t> pg_connect_failures{0};
+    std::atomic<int64_t> pending_items{0};
+    std::atomic<int64_t> inflight_requests{0};
+    std::atomic<int> pg_up{0};
+    Histogram flush_messages;     // messages per segment
+    Histogram flush_partitions;   // segments per SQL call
+    Histogram sql_seconds;        // latency of each SQL call
+
+    // Count a finished request.
+    void count_request(Endpoint ep, int http_status) noexcept;
+};
+
+// The Prometheus exposition (cache may be null).
+std::string render_metrics(const Metrics& m, const BlockCache* cache);
+
+}  // namespace queen::sidecar

@@ -1,0 +1,407 @@
+// libpq implementation of the Backend (see pg_backend.h).
+#include "pg_backend.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace queen::sidecar {
+
+namespace {
+
+constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016, kByteaArray = 1001;
+
+struct StmtDef {
+    const char* name;
+    const char* sql;
+    int nparams;
+    Oid types[5];
+};
+
+// Every statement the daemon runs. Casts pin the result types for binary decoding.
+const StmtDef kStmts[] = {
+    {"queen_resolve",
+     "SELECT partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
+     "FROM queen.resolve_partition($1, $2)",
+     2, {kText, kText}},
+    {"queen_push1",
+     "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
+     "FROM queen.push_segment($1, $2, $3, $4)",
+     4, {kInt8, kBytea, kBytea, kInt8}},
+    {"queen_pushN",
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
+     "FROM queen.push_segments($1, $2, $3, $4)",
+     4, {kInt8Array, kByteaArray, kByteaArray, kInt8Array}},
+    {"queen_window",
+     "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
+     "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
+     "FROM queen.log_partitions p LEFT JOIN queen.log_txns t ON t.partition_id = p.id "
+     "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY t.base_offset",
+     2, {kInt8, kInt8}},
+    {"queen_range",
+     "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * 1000)::int8, "
+     "hashes FROM queen.log_txns WHERE partition_id = $1 AND base_offset >= $2 AND base_offset <= $3 "
+     "ORDER BY base_offset",
+     3, {kInt8, kInt8, kInt8}},
+    {"queen_configure", "SELECT queen.configure($1, $2::jsonb)::text", 2, {kText, kText}},
+    {"queen_ack", "SELECT queen.ack($1, $2, $3, $4)::text", 4, {kText, kText, kText, kText}},
+    {"queen_committed", "SELECT queen.committed_offset($1, $2, $3)::int8", 3, {kText, kText, kText}},
+    {"queen_read",
+     "SELECT message_offset::int8, message_id::text, transaction_id::text, payload::text, "
+     "floor(extract(epoch FROM created_at) * 1000)::int8 FROM queen.read($1, $2, $3::int8, $4::int4)",
+     4, {kText, kText, kText, kText}},
+    {"queen_txn", "SELECT queen.transaction($1::jsonb)::text", 1, {kText}},
+    {"queen_names",
+     "SELECT q.name, p.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1",
+     1, {kInt8}},
+};
+
+// Monotonic milliseconds.
+int64_t mono_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Big-endian encoders/decoders for binary parameters and results.
+void put_be64(std::string* out, int64_t v) {
+    uint64_t u = static_cast<uint64_t>(v);
+    for (int i = 7; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
+}
+void put_be32(std::string* out, int32_t v) {
+    uint32_t u = static_cast<uint32_t>(v);
+    for (int i = 3; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
+}
+int64_t get_be64(const char* p) {
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
+    return static_cast<int64_t>(u);
+}
+int32_t get_be32(const char* p) {
+    uint32_t u = 0;
+    for (int i = 0; i < 4; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
+    return static_cast<int32_t>(u);
+}
+
+// A one-dimensional binary array header for n elements of type elem.
+std::string array_header(Oid elem, int32_t n) {
+    std::string a;
+    put_be32(&a, 1);  // ndim
+    put_be32(&a, 0);  // no nulls
+    put_be32(&a, static_cast<int32_t>(elem));
+    put_be32(&a, n);  // dimension
+    put_be32(&a, 1);  // lower bound
+    return a;
+}
+
+// Binary int8 column value (checks the length).
+bool col_int8(PGresult* r, int row, int col, int64_t* out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8) return false;
+    *out = get_be64(PQgetvalue(r, row, col));
+    return true;
+}
+
+// Binary int4 column value.
+bool col_int4(PGresult* r, int row, int col, int32_t* out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 4) return false;
+    *out = get_be32(PQgetvalue(r, row, col));
+    return true;
+}
+
+// Decode (base, end, created_ms, hashes) rows starting at column 1.
+Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
+    const int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        if (PQgetisnull(r, i, 1)) continue;  // the LEFT JOIN found no rows
+        TxnRow t;
+        if (!col_int8(r, i, 1, &t.base) || !col_int8(r, i, 2, &t.end) || !col_int8(r, i, 3, &t.created_ms) ||
+            PQgetisnull(r, i, 4))
+            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+        t.hashes.assign(PQgetvalue(r, i, 4), static_cast<std::size_t>(PQgetlength(r, i, 4)));
+        rows->push_back(std::move(t));
+    }
+    return Status::ok();
+}
+
+// RAII for PGresult.
+struct ResultGuard {
+    PGresult* r = nullptr;
+    ~ResultGuard() {
+        if (r) PQclear(r);
+    }
+};
+
+}  // namespace
+
+PgBackend::PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics)
+    : conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s), metrics_(metrics) {}
+
+PgBackend::~PgBackend() { disconnect(); }
+
+// Close the connection and forget what was prepared on it.
+void PgBackend::disconnect() {
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+    for (bool& p : prepared_) p = false;
+}
+
+// Connect with a timeout; after a failure, fail fast for half a second instead of stalling
+// every flush on connect attempts.
+Status PgBackend::ensure_connected() {
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return Status::ok();
+    disconnect();
+    const int64_t now = mono_ms();
+    if (now - last_failure_mono_ < 500) return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
+    const std::string timeout = std::to_string(connect_timeout_s_);
+    const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
+    const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar", nullptr};
+    conn_ = PQconnectdbParams(keys, vals, 1);
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+        std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+        disconnect();
+        last_failure_mono_ = now;
+        if (metrics_) {
+            metrics_->pg_connect_failures++;
+            metrics_->pg_up = 0;
+        }
+        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
+    }
+    if (metrics_) metrics_->pg_connects++;
+    return Status::ok();
+}
+
+// Map a failed result to a Status kind by SQLSTATE (a broken connection is Unavailable).
+Status PgBackend::error_status(PGresult* res, const char* what) {
+    if (metrics_) metrics_->sql_errors++;
+    std::string msg = res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "no connection");
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    std::string state = st ? st : "";
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
+        state == "53300") {
+        disconnect();
+        last_failure_mono_ = mono_ms();
+        if (metrics_) metrics_->pg_up = 0;
+        return Status(StatusCode::Unavailable, std::string(what) + ": PostgreSQL unavailable: " + msg, state);
+    }
+    if (state == "22023" || state == "22P02" || state == "22001") return Status(StatusCode::BadRequest, msg, state);
+    if (state == "42704") return Status(StatusCode::NotFound, msg, state);
+    if (state == "23505") return Status(StatusCode::Conflict, msg, state);
+    return Status(StatusCode::Internal, std::string(what) + ": " + msg, state);
+}
+
+// Prepare on first use, then execute with binary results.
+Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths, const int* formats,
+                       PGresult** out) {
+    *out = nullptr;
+    Status c = ensure_connected();
+    if (!c.is_ok()) return c;
+    const StmtDef& def = kStmts[st];
+    if (!prepared_[st]) {
+        ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
+        if (PQresultStatus(g.r) != PGRES_COMMAND_OK) return error_status(g.r, def.name);
+        prepared_[st] = true;
+    }
+    if (metrics_) metrics_->sql_calls++;
+    PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        Status s = error_status(r, def.name);
+        if (r) PQclear(r);
+        return s;
+    }
+    if (metrics_) metrics_->pg_up = 1;
+    *out = r;
+    return Status::ok();
+}
+
+// queen.resolve_partition.
+Status PgBackend::resolve_partition(std::string_view queue, std::string_view partition, PartitionMeta* out) {
+    std::string q(queue), p(partition);
+    const char* v[] = {q.c_str(), p.c_str()};
+    int len[] = {0, 0}, fmt[] = {0, 0};
+    ResultGuard g;
+    Status s = exec(kResolve, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    int32_t w = 0;
+    if (PQntuples(g.r) != 1 || !col_int8(g.r, 0, 0, &out->pid) || !col_int4(g.r, 0, 1, &w) ||
+        !col_int8(g.r, 0, 2, &out->last_offset) || !col_int8(g.r, 0, 3, &out->txns_start))
+        return Status(StatusCode::Internal, "resolve_partition returned an unexpected row");
+    out->window_s = w;
+    return Status::ok();
+}
+
+// One segment: push_segment; several: push_segments (one transaction either way; the
+// statement runs in autocommit, so its result arrives only after COMMIT).
+Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
+    out->assign(segs.size(), {});
+    ResultGuard g;
+    Status s;
+    if (segs.size() == 1) {
+        std::string pid, ver;
+        put_be64(&pid, segs[0].pid);
+        put_be64(&ver, segs[0].verified);
+        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data()};
+        int len[] = {8, static_cast<int>(segs[0].hashes->size()), static_cast<int>(segs[0].segment->size()), 8};
+        int fmt[] = {1, 1, 1, 1};
+        s = exec(kPush1, 4, v, len, fmt, &g.r);
+    } else {
+        const int32_t n = static_cast<int32_t>(segs.size());
+        std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
+        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n);
+        for (const SegmentIn& sg : segs) {
+            put_be32(&pids, 8);
+            put_be64(&pids, sg.pid);
+            put_be32(&vers, 8);
+            put_be64(&vers, sg.verified);
+            put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
+            hashes.append(*sg.hashes);
+            put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
+            blobs.append(*sg.segment);
+        }
+        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data()};
+        int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()), static_cast<int>(blobs.size()),
+                     static_cast<int>(vers.size())};
+        int fmt[] = {1, 1, 1, 1};
+        s = exec(kPushN, 4, v, len, fmt, &g.r);
+    }
+    if (!s.is_ok()) return s;
+    // Rows come one per entry in entry order; sort by (seg, idx) defensively and place them
+    // in sequence, so the numbering base of idx does not matter.
+    struct Row {
+        int32_t seg, idx;
+        EntryOut e;
+    };
+    const int rows = PQntuples(g.r);
+    std::vector<Row> all;
+    all.reserve(rows);
+    for (int i = 0; i < rows; i++) {
+        Row r{};
+        if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
+            r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) || PQgetlength(g.r, i, 3) != 16 ||
+            !col_int8(g.r, i, 4, &r.e.offset))
+            return Status(StatusCode::Internal, "push_segment returned an unexpected row");
+        r.e.status = std::strcmp(PQgetvalue(g.r, i, 2), "queued") == 0 ? EntryStatus::Queued : EntryStatus::Duplicate;
+        std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
+        all.push_back(r);
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Row& a, const Row& b) { return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx; });
+    for (const Row& r : all) (*out)[r.seg].push_back(r.e);
+    return Status::ok();
+}
+
+// The full-window read (one statement, one snapshot).
+Status PgBackend::load_window(int64_t pid, int64_t window_s, int64_t* last_offset, std::vector<TxnRow>* rows) {
+    std::string a, b;
+    put_be64(&a, pid);
+    put_be64(&b, window_s);
+    const char* v[] = {a.data(), b.data()};
+    int len[] = {8, 8}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kWindow, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) < 1 || !col_int8(g.r, 0, 0, last_offset))
+        return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
+    return txn_rows(g.r, rows);
+}
+
+// The gap top-up read.
+Status PgBackend::load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) {
+    std::string a, b, c;
+    put_be64(&a, pid);
+    put_be64(&b, lo);
+    put_be64(&c, hi);
+    const char* v[] = {a.data(), b.data(), c.data()};
+    int len[] = {8, 8, 8}, fmt[] = {1, 1, 1};
+    ResultGuard g;
+    Status s = exec(kRange, 3, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    return txn_rows(g.r, rows);
+}
+
+// queen.configure -> its jsonb as text.
+Status PgBackend::configure(const std::string& queue, const std::string& options_json, std::string* result_json) {
+    const char* v[] = {queue.c_str(), options_json.c_str()};
+    int len[] = {0, 0}, fmt[] = {0, 0};
+    ResultGuard g;
+    Status s = exec(kConfigure, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0) : "null");
+    return Status::ok();
+}
+
+// queen.ack -> whether a message was acked.
+Status PgBackend::ack(const std::string& queue, const std::string& partition, const std::string& txn,
+                      const std::string& group, bool* acked) {
+    const char* v[] = {queue.c_str(), partition.c_str(), txn.c_str(), group.c_str()};
+    int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kAck, 4, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    *acked = PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) && PQgetvalue(g.r, 0, 0)[0] == 't';
+    return Status::ok();
+}
+
+// queen.committed_offset.
+Status PgBackend::committed_offset(const std::string& queue, const std::string& partition, const std::string& group,
+                                   int64_t* out) {
+    const char* v[] = {queue.c_str(), partition.c_str(), group.c_str()};
+    int len[] = {0, 0, 0}, fmt[] = {0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kCommitted, 3, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) != 1 || !col_int8(g.r, 0, 0, out)) *out = -1;
+    return Status::ok();
+}
+
+// queen.read.
+Status PgBackend::read(const std::string& queue, const std::string& partition, int64_t from, int64_t limit,
+                       std::vector<ReadRow>* out) {
+    std::string f = std::to_string(from), l = std::to_string(limit);
+    const char* v[] = {queue.c_str(), partition.c_str(), f.c_str(), l.c_str()};
+    int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kRead, 4, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    const int n = PQntuples(g.r);
+    for (int i = 0; i < n; i++) {
+        ReadRow r;
+        if (!col_int8(g.r, i, 0, &r.offset)) return Status(StatusCode::Internal, "read returned an unexpected row");
+        r.id = PQgetvalue(g.r, i, 1);
+        r.txn = PQgetvalue(g.r, i, 2);
+        r.payload = PQgetisnull(g.r, i, 3) ? "null" : PQgetvalue(g.r, i, 3);
+        if (!col_int8(g.r, i, 4, &r.created_ms)) r.created_ms = 0;
+        out->push_back(std::move(r));
+    }
+    return Status::ok();
+}
+
+// queen.transaction -> its jsonb as text.
+Status PgBackend::transaction(const std::string& ops_json, std::string* result_json) {
+    const char* v[] = {ops_json.c_str()};
+    int len[] = {0}, fmt[] = {0};
+    ResultGuard g;
+    Status s = exec(kTxn, 1, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0) : "null");
+    return Status::ok();
+}
+
+// Names of a partition id (ack by partitionId).
+Status PgBackend::partition_names(int64_t pid, std::string* queue, std::string* partition) {
+    std::string a;
+    put_be64(&a, pid);
+    const char* v[] = {a.data()};
+    int len[] = {8}, fmt[] = {1};
+    ResultGuard g;
+    Status s = exec(kNames, 1, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) != 1) return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
+    *queue = PQgetvalue(g.r, 0, 0);
+    *partition = PQgetvalue(g.r, 0, 1);
+    return Status::ok();
+}
+
+}  // namespace queen::sidecar

@@ -17,6 +17,7 @@
 //   plref       SELECT * FROM plref.push(queue, partition, items jsonb)   (PL/pgSQL reference)
 //   push        SELECT * FROM queen.push(queue, partition, items jsonb)
 //   seg_full    SELECT * FROM queen.push_segment(id, hashes, segment, -1) (binary params)
+//               (run.sh decides the session's queen.probe_cache through --conninfo options)
 //   seg_vouch   the same with p_verified = this client's exact last offset of the partition
 //               (a vouch is only sound for hashes never pushed at or below it: with --dups > 0
 //               it vouches min(original offset of the repeats) - 1 instead)
@@ -51,13 +52,15 @@ using Clock = std::chrono::steady_clock;
 
 const char* const kCsvHeader =
     "variant,clients,partitions,batch,dups,pushes,messages,seconds,msgs_per_s,p50_ms,p99_ms,"
-    "dups_expected,dups_seen,verdict_errors,client_cpu_pct,machine_busy_pct";
+    "dups_expected,dups_seen,verdict_errors,client_cpu_pct,machine_busy_pct,"
+    "cache_hits,cache_confirmed,cache_fallbacks,cache_rows_read";
 
 enum class Variant { Plain, OnConflict, PlRef, Push, SegFull, SegVouch };
 
 struct Options {
     std::string conninfo = "dbname=bench";
     std::string variant_name = "plain";
+    std::string label;          // name printed in the CSV (default: the variant)
     Variant variant = Variant::Plain;
     int clients = 8;
     int partitions = 100;
@@ -80,7 +83,7 @@ struct Options {
                  "usage: queenbench --variant plain|onconflict|plref|push|seg_full|seg_vouch\n"
                  "  [--conninfo STR] [--clients N] [--partitions N] [--prefix STR] [--part-base N]\n"
                  "  [--queue STR] [--batch N] [--dups N] [--payload-bytes N] [--warmup S]\n"
-                 "  [--duration S] [--seed N] [--header]\n");
+                 "  [--duration S] [--seed N] [--label STR] [--header]\n");
     std::exit(1);
 }
 
@@ -97,6 +100,7 @@ Options parse_args(int argc, char** argv) {
         std::string v = argv[++i];
         if (a == "--conninfo") o.conninfo = v;
         else if (a == "--variant") o.variant_name = v;
+        else if (a == "--label") o.label = v;
         else if (a == "--clients") o.clients = std::stoi(v);
         else if (a == "--partitions") o.partitions = std::stoi(v);
         else if (a == "--prefix") o.prefix = v;
@@ -121,6 +125,7 @@ Options parse_args(int argc, char** argv) {
             found = true;
         }
     if (!found) usage("unknown variant");
+    if (o.label.empty()) o.label = o.variant_name;
     if (o.clients < 1 || o.partitions < o.clients) usage("need 1 <= clients <= partitions");
     if (o.batch < 1 || o.dups < 0 || o.dups >= o.batch) usage("need 0 <= dups < batch");
     if (o.payload_bytes < 64) usage("payload-bytes must be >= 64");
@@ -193,6 +198,9 @@ struct Shared {
     std::mutex mu;
     // Totals over the timed part, merged by the threads at the end.
     uint64_t pushes = 0, dups_expected = 0, dups_seen = 0, verdict_errors = 0;
+    // queen.probe_cache_stats() deltas over the timed part (push variant only).
+    bool have_cache = false;
+    uint64_t cache[4] = {0, 0, 0, 0};
     std::vector<double> latencies_ms;
     std::string error;
 };
@@ -213,9 +221,14 @@ public:
         sh_.ready++;
         while (!sh_.go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::size_t next = 0;
+        bool want_cache = opt_.variant == Variant::Push, cache_started = false;
+        uint64_t cache0[4] = {0, 0, 0, 0}, cache1[4] = {0, 0, 0, 0};
         while (!sh_.failed.load()) {
             auto now = Clock::now();
             if (now >= sh_.t_end) break;
+            if (want_cache && !cache_started && now >= sh_.t_meas) {
+                want_cache = cache_started = read_cache_stats(cache0);
+            }
             Part& p = parts_[next++ % parts_.size()];
             auto t0 = Clock::now();
             PushStats st;
@@ -229,7 +242,12 @@ public:
                 lat_.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
             }
         }
+        bool cache_done = cache_started && !sh_.failed.load() && read_cache_stats(cache1);
         std::lock_guard<std::mutex> g(sh_.mu);
+        if (cache_done) {
+            sh_.have_cache = true;
+            for (int i = 0; i < 4; i++) sh_.cache[i] += cache1[i] - cache0[i];
+        }
         sh_.pushes += pushes_;
         sh_.dups_expected += dups_expected_;
         sh_.dups_seen += dups_seen_;
@@ -245,6 +263,15 @@ private:
     struct PushStats {
         uint64_t expected = 0, seen = 0, errors = 0;
     };
+
+    // hits, confirmed, fallbacks, rows_read of queen.probe_cache_stats(); false if unavailable.
+    bool read_cache_stats(uint64_t out[4]) {
+        PGresult* r = PQexec(conn_, "SELECT hits, confirmed, fallbacks, rows_read FROM queen.probe_cache_stats()");
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        for (int i = 0; ok && i < 4; i++) out[i] = std::strtoull(PQgetvalue(r, 0, i), nullptr, 10);
+        PQclear(r);
+        return ok;
+    }
 
     // Record a database error and stop every thread.
     void fail(const std::string& what, PGresult* r) {
@@ -576,9 +603,17 @@ int main(int argc, char** argv) {
     double ncpu = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
     double client_pct = 100.0 * (cpu1 - cpu0) / secs / ncpu;
     double p50 = quantile(sh.latencies_ms, 0.5), p99 = quantile(sh.latencies_ms, 0.99);
+    std::string cache = ",,,";
+    if (sh.have_cache) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64, sh.cache[0], sh.cache[1],
+                      sh.cache[2], sh.cache[3]);
+        cache = buf;
+    }
     std::printf("%s,%d,%d,%d,%d,%" PRIu64 ",%" PRIu64 ",%.2f,%.0f,%.2f,%.2f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-                ",%.1f,%.1f\n",
-                o.variant_name.c_str(), o.clients, o.partitions, o.batch, o.dups, sh.pushes, msgs, secs,
-                msgs / secs, p50, p99, sh.dups_expected, sh.dups_seen, sh.verdict_errors, client_pct, busy);
+                ",%.1f,%.1f,%s\n",
+                o.label.c_str(), o.clients, o.partitions, o.batch, o.dups, sh.pushes, msgs, secs,
+                msgs / secs, p50, p99, sh.dups_expected, sh.dups_seen, sh.verdict_errors, client_pct, busy,
+                cache.c_str());
     return 0;
 }

@@ -14,10 +14,12 @@ NAMES = {
     "onconflict": "INSERT ... ON CONFLICT DO NOTHING",
     "plref": "PL/pgSQL probe-then-allocate (plref.push)",
     "push": "queen.push (jsonb)",
-    "seg_full": "queen.push_segment, p_verified = -1",
+    "push_nocache": "queen.push, probe cache off",
+    "seg_full": "queen.push_segment, p_verified = -1 (cache off)",
+    "seg_cached": "queen.push_segment, p_verified = -1, cache on",
     "seg_vouch": "queen.push_segment, vouched",
 }
-ORDER = ["plain", "onconflict", "plref", "push", "seg_full", "seg_vouch"]
+ORDER = ["plain", "onconflict", "plref", "push", "push_nocache", "seg_full", "seg_cached", "seg_vouch"]
 SCEN_ORDER = ["base", "empty", "w100k", "w1m"]
 
 
@@ -211,11 +213,19 @@ def render(rows, meta, raw_name):
                 "-" if t.col_median(s, v, "p50_ms") is None else f"{t.col_median(s, v, 'p50_ms'):.1f}",
                 "-" if t.col_median(s, v, "p99_ms") is None else f"{t.col_median(s, v, 'p99_ms'):.1f}",
                 "-" if wend is None else f"{wend:,.0f}",
-                f"{seen}/{exp}" if exp else ("-" if v == "plain" else f"{seen}/0"),
-                t.col_sum(s, v, "verdict_errors") + (len(errs) and 0)))
+                "-" if v == "plain" else f"{seen}/{exp}",
+                t.col_sum(s, v, "verdict_errors")))
             for e in errs[:2]:
                 L.append(f"| ERROR ({v}) | {e[:200]} | | | | | | | | | |")
         L.append("")
+        pushes = t.col_sum(s, "push", "pushes")
+        if pushes and any(r.get("cache_rows_read") for r in t.cells.get((s, "push"), [])):
+            L.append("queen.push probe cache over the timed parts (`queen.probe_cache_stats()`): "
+                     f"{t.col_sum(s, 'push', 'cache_hits') / pushes:.1f} hits, "
+                     f"{t.col_sum(s, 'push', 'cache_confirmed') / pushes:.1f} confirmed, "
+                     f"{t.col_sum(s, 'push', 'cache_fallbacks') / pushes:.2f} fallbacks to the full probe and "
+                     f"{t.col_sum(s, 'push', 'cache_rows_read') / pushes:,.1f} log_txns rows read per push.")
+            L.append("")
 
     if any(s in scens for s in ("w100k", "w1m")):
         L.append("## Window size effect")
@@ -253,8 +263,12 @@ def render(rows, meta, raw_name):
     L.append("- **push**: `SELECT * FROM queen.push(queue, partition, items jsonb)`, the items sent as one "
              "jsonb text parameter.")
     L.append("- **seg_full**: `SELECT * FROM queen.push_segment(partition_id, hashes, segment, -1)`, all "
-             "four parameters binary; the client builds the segment (src/core/segment_codec.h) and the "
-             "xxh3 hashes itself, ids are client UUIDv7s.")
+             "four parameters binary, in sessions with `queen.probe_cache = off` so every push really "
+             "probes the whole window (with the cache on, -1 calls are narrowed by it like queen.push); "
+             "the client builds the segment (src/core/segment_codec.h) and the xxh3 hashes itself, ids "
+             "are client UUIDv7s.")
+    L.append("- **push_nocache / seg_cached** (extras, only when asked for): queen.push with the probe "
+             "cache off; push_segment -1 with the cache on.")
     L.append("- **seg_vouch**: the same with `p_verified` = the client's last known offset of the "
              "partition, exact because a partition is pushed by one client only (no race; a vouch from "
              "`SELECT last_offset` before the call would also be sound for fresh hashes, only wider). "

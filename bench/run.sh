@@ -29,7 +29,7 @@ BASE_PARTS=100 BASE_WINDOW=60 LARGE_WINDOW=3600
 W100K_PARTS=100 W100K_HASHES=100000 W1M_PARTS=16 W1M_HASHES=1000000
 SCENARIOS="base,empty,w100k,w1m"
 VARIANTS="plain,onconflict,plref,push,seg_full,seg_vouch"
-PORT=55434 SYNC_COMMIT=off SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0
+PORT=55434 SYNC_COMMIT=off JIT=off SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0
 
 # Print the options.
 usage() {
@@ -41,12 +41,16 @@ usage: bash bench/run.sh [options]
   --warmup S              untimed seconds before it, same connections ($WARMUP)
   --clients N             client connections ($CLIENTS)
   --scenarios LIST        of base,empty,w100k,w1m ($SCENARIOS)
-  --variants LIST         of plain,onconflict,plref,push,seg_full,seg_vouch ($VARIANTS)
+  --variants LIST         of plain,onconflict,plref,push,seg_full,seg_vouch ($VARIANTS),
+                          extras: push_nocache (queen.push, probe cache off), seg_cached
+                          (push_segment -1 with the probe cache on)
   --w1m-partitions N      partitions in the 1M-hash and empty scenarios ($W1M_PARTS)
   --w100k-partitions N    partitions in the 100k-hash scenario ($W100K_PARTS)
   --vouch-dups N          repeats per seg_vouch batch ($VOUCH_DUPS; its vouch is then below them)
   --sync-commit on|off    synchronous_commit of the bench server ($SYNC_COMMIT)
   --shared-buffers SIZE   shared_buffers of the bench server ($SHARED_BUFFERS)
+  --jit on|off            jit of the bench server ($JIT; on adds ~10-20 ms of LLVM compile to
+                          every PL/pgSQL probe above jit_above_cost, a handicap for plref only)
   --port N                port number of the bench server's unix socket ($PORT)
   --no-build              do not run make / make install for the extension
   --keep                  leave the bench server running at the end
@@ -67,6 +71,7 @@ while [ $# -gt 0 ]; do
         --vouch-dups) VOUCH_DUPS=$2; shift ;;
         --sync-commit) SYNC_COMMIT=$2; shift ;;
         --shared-buffers) SHARED_BUFFERS=$2; shift ;;
+        --jit) JIT=$2; shift ;;
         --port) PORT=$2; shift ;;
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
@@ -141,6 +146,7 @@ shared_buffers = $SHARED_BUFFERS
 work_mem = 16MB
 maintenance_work_mem = 512MB
 synchronous_commit = $SYNC_COMMIT
+jit = $JIT
 max_wal_size = 16GB
 min_wal_size = 2GB
 checkpoint_timeout = 30min
@@ -193,8 +199,8 @@ fi
 # Keep the variants that can run: queen's only when their functions exist.
 runnable() {
     case $1 in
-        push) [ "$HAVE_PUSH" = 1 ] ;;
-        seg_full|seg_vouch) [ "$HAVE_SEG" = 1 ] ;;
+        push|push_nocache) [ "$HAVE_PUSH" = 1 ] ;;
+        seg_full|seg_vouch|seg_cached) [ "$HAVE_SEG" = 1 ] ;;
         plain|onconflict|plref) true ;;
         *) echo "run.sh: unknown variant $1" >&2; exit 1 ;;
     esac
@@ -245,7 +251,7 @@ cleanup() {
     echo "pg_version=$(q -c 'SHOW server_version')"
     echo "queen_version=$(q -c "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname='queen'), 'not installed')")"
     echo "git=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo 'no commit')$(cd "$REPO" && [ -n "$(git status --porcelain -- src sql 2>/dev/null)" ] && echo ' (src/ or sql/ modified)')"
-    echo "settings=shared_buffers=$SHARED_BUFFERS synchronous_commit=$SYNC_COMMIT work_mem=16MB max_wal_size=16GB checkpoint_timeout=30min fsync=on autovacuum=on"
+    echo "settings=shared_buffers=$SHARED_BUFFERS synchronous_commit=$SYNC_COMMIT jit=$JIT work_mem=16MB max_wal_size=16GB checkpoint_timeout=30min fsync=on autovacuum=on"
     echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "clients=$CLIENTS"
     echo "batch=$BATCH"; echo "dups=$DUPS"; echo "vouch_dups=$VOUCH_DUPS"; echo "payload=$PAYLOAD"
     echo "plref_hash=$HASHFN / $UNNESTFN"
@@ -262,8 +268,15 @@ measure() {
     local scen=$1 round=$2 v=$3 parts=$4 window=$5 prefill=$6
     M=$((M + 1))
     local prefix="m$M-" kind queue="bench_w$window" dups=$DUPS line err="" wend=""
+    local cv=$v conn=$CONN
     kind=$(kind_of "$v")
     [ "$v" = seg_vouch ] && dups=$VOUCH_DUPS
+    # seg_full measures the probe itself: the per-backend probe cache would narrow it.
+    case $v in
+        seg_full) conn="$CONN options='-c queen.probe_cache=off'" ;;
+        push_nocache) cv=push conn="$CONN options='-c queen.probe_cache=off'" ;;
+        seg_cached) cv=seg_full ;;
+    esac
     if [ "$prefill" -gt 0 ]; then
         case $kind in
             queen) q -c "SELECT bench.prefill_queen('$queue', '$prefix', $parts, $prefill)" \
@@ -273,14 +286,14 @@ measure() {
         esac
     fi
     q -c "CHECKPOINT" >/dev/null
-    if line=$("$CLIENT" --conninfo "$CONN" --variant "$v" --clients "$CLIENTS" --partitions "$parts" \
+    if line=$("$CLIENT" --conninfo "$conn" --variant "$cv" --label "$v" --clients "$CLIENTS" --partitions "$parts" \
             --prefix "$prefix" --part-base "$((M * 10000))" --queue "$queue" --batch "$BATCH" \
             --dups "$dups" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" --duration "$DURATION" \
             --seed "$M" 2>"$TMP/client.err"); then
         :
     else
         err=$(tr '\n,' '  ' <"$TMP/client.err" | head -c 300)
-        line="$v,$CLIENTS,$parts,$BATCH,$dups,,,,,,,,,,,"
+        line="$v,$CLIENTS,$parts,$BATCH,$dups,,,,,,,,,,,,,,,"
         log "  ERROR in $v: $err"
     fi
     case $kind in

@@ -58,7 +58,7 @@ resolve_pgdata() {
     if [[ -n ${QUEEN_PGDATA:-} ]]; then
         DATA=$(realpath -m "$QUEEN_PGDATA")
         DATA_REASON="QUEEN_PGDATA"
-        return
+        return 0
     fi
     DATA=$ROOT/.pgdata
     DATA_REASON="in the checkout"
@@ -67,7 +67,7 @@ resolve_pgdata() {
     elif ((${#DATA} > MAX_DATA_PATH)); then
         DATA_REASON="the checkout path is too long for a unix socket, so /tmp is used"
     else
-        return
+        return 0
     fi
     local sum
     sum=$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)
@@ -188,7 +188,7 @@ EOF
 
 # Start the server (init first when needed); retry another port when the chosen one is taken.
 cmd_start() {
-    local pid tried="" port attempt recreated=0 logsize newlog
+    local pid tried="" port attempt recreated=0 logsize newlog ctl_out
     if pid=$(running_pid); then
         say "already running (pid $pid, port $(running_port), data $DATA)"
         return 0
@@ -208,7 +208,7 @@ cmd_start() {
         port=$(choose_port "$tried")
         write_settings "$port"
         logsize=$(stat -c %s "$DATA/server.log" 2>/dev/null || echo 0)
-        if as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 start >/dev/null; then
+        if ctl_out=$(as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 start 2>&1); then
             say "PostgreSQL $PG_MAJOR running: port $port, socket in $DATA ($DATA_REASON)"
             return 0
         fi
@@ -220,7 +220,7 @@ cmd_start() {
             tried="$tried $port"
             continue
         fi
-        printf '%s\n' "$newlog" | tail -n 30 >&2
+        printf '%s\n' "$ctl_out" "$newlog" | tail -n 30 >&2
         if ((recreated == 0)); then
             say "start failed; recreating the data folder once"
             recreated=1

@@ -101,7 +101,9 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
 // The fit test with hysteresis, LRU eviction and the cooldown. Brand-new partitions (no
 // footprint hint) estimate an empty window and are always admitted.
 bool BlockCache::admit_full_build(int64_t pid, Entry& e, int64_t now_mono) {
-    const int64_t est = footprint_hint(pid);
+    // The estimate: the last measured footprint, or what the entry holds right now.
+    const int64_t held = e.bytes > kEntryOverheadBytes ? e.bytes : 0;
+    const int64_t est = std::max(footprint_hint(pid), held);
     const int64_t until = cooldown_until(pid);
     if (est <= 0 && until == 0) {
         set_suppressed(e, false);

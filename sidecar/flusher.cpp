@@ -324,6 +324,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
         si.hashes = &sg.hash_blob;
         si.segment = &sg.segment;
         si.verified = cache_.verified_for(sg.meta, sg.hashes.data(), sg.hashes.size(), b);
+        si.window_s = sg.meta.window_s;
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }

@@ -11,13 +11,13 @@ namespace queen::sidecar {
 
 namespace {
 
-constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016, kByteaArray = 1001;
+constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016, kByteaArray = 1001, kInt4Array = 1007;
 
 struct StmtDef {
     const char* name;
     const char* sql;
     int nparams;
-    Oid types[5];
+    Oid types[6];
 };
 
 // Every statement the daemon runs. Casts pin the result types for binary decoding.
@@ -26,14 +26,24 @@ const StmtDef kStmts[] = {
      "SELECT partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
      "FROM queen.resolve_partition($1, $2)",
      2, {kText, kText}},
+    // A vouch was computed under the memoised window ($5); if /configure has since grown the
+    // window, rows the cache expired may be back in it, so the vouch is dropped to -1 in the
+    // same statement. (The remaining race, a configure committing between this snapshot and
+    // the partition lock, needs the extension to check the window under the lock.)
     {"queen_push1",
      "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
-     "FROM queen.push_segment($1, $2, $3, $4)",
-     4, {kInt8, kBytea, kBytea, kInt8}},
+     "FROM queen.push_segment($1, $2, $3, CASE WHEN $4 >= 0 AND (SELECT q.dedup_window_seconds "
+     "FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1) <= $5 "
+     "THEN $4 ELSE -1 END)",
+     5, {kInt8, kBytea, kBytea, kInt8, kInt4}},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
-     "FROM queen.push_segments($1, $2, $3, $4)",
-     4, {kInt8Array, kByteaArray, kByteaArray, kInt8Array}},
+     "FROM queen.push_segments($1, $2, $3, ARRAY(SELECT CASE WHEN v.ver >= 0 AND "
+     "q.dedup_window_seconds <= v.win THEN v.ver ELSE -1 END "
+     "FROM unnest($1::int8[], $4::int8[], $5::int4[]) WITH ORDINALITY AS v(pid, ver, win, ord) "
+     "LEFT JOIN queen.log_partitions p ON p.id = v.pid LEFT JOIN queen.queues q ON q.id = p.queue_id "
+     "ORDER BY v.ord))",
+     5, {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
@@ -181,8 +191,7 @@ Status PgBackend::error_status(PGresult* res, const char* what) {
     std::string state = st ? st : "";
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
         state == "53300") {
-        disconnect();
-        last_failure_mono_ = mono_ms();
+        disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;
         return Status(StatusCode::Unavailable, std::string(what) + ": PostgreSQL unavailable: " + msg, state);
     }
@@ -239,32 +248,35 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<
     ResultGuard g;
     Status s;
     if (segs.size() == 1) {
-        std::string pid, ver;
+        std::string pid, ver, win;
         put_be64(&pid, segs[0].pid);
         put_be64(&ver, segs[0].verified);
-        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data()};
-        int len[] = {8, static_cast<int>(segs[0].hashes->size()), static_cast<int>(segs[0].segment->size()), 8};
-        int fmt[] = {1, 1, 1, 1};
-        s = exec(kPush1, 4, v, len, fmt, &g.r);
+        put_be32(&win, segs[0].window_s);
+        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(), win.data()};
+        int len[] = {8, static_cast<int>(segs[0].hashes->size()), static_cast<int>(segs[0].segment->size()), 8, 4};
+        int fmt[] = {1, 1, 1, 1, 1};
+        s = exec(kPush1, 5, v, len, fmt, &g.r);
     } else {
         const int32_t n = static_cast<int32_t>(segs.size());
         std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
-        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n);
+        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n), wins = array_header(kInt4, n);
         for (const SegmentIn& sg : segs) {
             put_be32(&pids, 8);
             put_be64(&pids, sg.pid);
             put_be32(&vers, 8);
             put_be64(&vers, sg.verified);
+            put_be32(&wins, 4);
+            put_be32(&wins, sg.window_s);
             put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
             hashes.append(*sg.hashes);
             put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
             blobs.append(*sg.segment);
         }
-        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data()};
+        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data()};
         int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()), static_cast<int>(blobs.size()),
-                     static_cast<int>(vers.size())};
-        int fmt[] = {1, 1, 1, 1};
-        s = exec(kPushN, 4, v, len, fmt, &g.r);
+                     static_cast<int>(vers.size()), static_cast<int>(wins.size())};
+        int fmt[] = {1, 1, 1, 1, 1};
+        s = exec(kPushN, 5, v, len, fmt, &g.r);
     }
     if (!s.is_ok()) return s;
     // Rows come one per entry in entry order; sort by (seg, idx) defensively and place them

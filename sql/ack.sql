@@ -41,7 +41,7 @@ SELECT queen.ack('ack_q', 'p', 'a', 'g1') AS g1_ack_a;
 SELECT queen.committed_offset('ack_q', 'p', 'g1') AS committed_g1,
        queen.committed_offset('ack_q', 'p', '__QUEUE_MODE__') AS committed_queue_mode,
        queen.committed_offset('ack_q', 'p', 'never') AS committed_unseen_group;
--- Groups only record positions in the documented tables.
+-- The positions live in queen.consumer_groups.
 SELECT group_name, committed_offset FROM queen.consumer_groups
 WHERE partition_id = (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
                       WHERE q.name = 'ack_q' AND lp.name = 'p')

@@ -68,6 +68,10 @@ SELECT pg_temp.push_error('bad_q', 'p',
     jsonb_build_array(jsonb_build_object('transactionId', 'a' || convert_from('\xc285'::bytea, 'UTF8') || 'b',
                                          'payload', 1))) AS txn_c1_nel;
 
+-- Empty queue or partition names.
+SELECT pg_temp.push_error('', 'p', '[{"transactionId":"a","payload":1}]') AS empty_queue_name;
+SELECT pg_temp.push_error('bad_q', '', '[{"transactionId":"a","payload":1}]') AS empty_partition_name;
+
 -- Nothing above wrote anything.
 SELECT * FROM pg_temp.state('bad_q', 'p');
 SELECT array_agg(transaction_id) AS stored FROM queen.read('bad_q', 'p', 0, 100);

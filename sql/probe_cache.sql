@@ -15,20 +15,26 @@ SHOW queen.probe_cache;
 CREATE TEMP TABLE answers(q text, step int, idx int, status text, transaction_id text,
                           message_offset bigint, id_matches_log boolean);
 
+CREATE TEMP TABLE last_push(index int, status text, message_id uuid, transaction_id text,
+                            message_offset bigint);
 -- Record one push's answers: id_matches_log says the answered id is the one the log holds at
--- the answered offset (true for queued and for duplicates of a readable original).
+-- the answered offset (true for queued and for duplicates of a readable original). The log is
+-- read in a later statement, whose snapshot sees what the push wrote.
 CREATE PROCEDURE pg_temp.push_and_record(q text, step int, items jsonb) LANGUAGE plpgsql AS $$
 BEGIN
+    DELETE FROM last_push;
+    INSERT INTO last_push SELECT * FROM queen.push(q, 'p', items);
     INSERT INTO answers
     SELECT q, step, p.index, p.status, p.transaction_id, p.message_offset,
            p.message_id = (SELECT r.message_id FROM queen.read(q, 'p', p.message_offset, 1) r
                            WHERE r.message_offset = p.message_offset)
-    FROM queen.push(q, 'p', items) p;
+    FROM last_push p;
 END $$;
 
 CREATE PROCEDURE pg_temp.workload(q text) LANGUAGE plpgsql AS $$
 DECLARE
     i int;
+    items jsonb;
 BEGIN
     -- 1..3: new, partial duplicates, repeats inside one call whose first is itself a duplicate.
     CALL pg_temp.push_and_record(q, 1, '[{"transactionId":"a","payload":1},{"transactionId":"b","payload":2},{"transactionId":"c","payload":3}]');
@@ -80,18 +86,28 @@ BEGIN
     COMMIT;
     -- 13: volume: 40 pushes of 10, each repeating some earlier transactionIds.
     FOR i IN 0..39 LOOP
-        CALL pg_temp.push_and_record(q, 100 + i,
-            (SELECT jsonb_agg(jsonb_build_object('transactionId', 'v' || ((i * 10 + k) * 7 % 300), 'payload', k) ORDER BY k)
-             FROM generate_series(0, 9) k));
+        items := (SELECT jsonb_agg(jsonb_build_object('transactionId', 'v' || ((i * 10 + k) * 7 % 300), 'payload', k) ORDER BY k)
+                  FROM generate_series(0, 9) k);
+        CALL pg_temp.push_and_record(q, 100 + i, items);
         COMMIT;
     END LOOP;
 END $$;
 
+CREATE TEMP TABLE stats AS SELECT 'start' AS at, * FROM queen.probe_cache_stats();
 SET queen.probe_cache = off;
 CALL pg_temp.workload('pc_off');
+INSERT INTO stats SELECT 'off', * FROM queen.probe_cache_stats();
 SET queen.probe_cache = on;
 CALL pg_temp.workload('pc_on');
+INSERT INTO stats SELECT 'on', * FROM queen.probe_cache_stats();
 RESET queen.probe_cache;
+
+-- The cache was really off in the first run (no digest consulted) and really used in the
+-- second (its hits were confirmed against the stored rows).
+SELECT b.at AS run, b.hits - a.hits > 0 AS had_hits, b.confirmed - a.confirmed > 0 AS had_confirmed_hits,
+       b.partitions > 0 AS partitions_cached
+FROM stats a JOIN stats b ON (a.at, b.at) IN (('start', 'off'), ('off', 'on'))
+ORDER BY b.at DESC;
 
 -- The reference run (cache off), steps 1..12.
 SELECT step, idx, status, transaction_id, message_offset, id_matches_log

@@ -87,7 +87,9 @@ SELECT * FROM pg_temp.state('push_q', 'p0');
 -- Repeats inside one call whose first occurrence is itself a duplicate of a stored message:
 -- both answer the stored original's id and offset (0); the new item takes offset 5.
 SELECT p.index, p.status, p.transaction_id, p.message_offset,
-       p.message_id = (SELECT message_id FROM first_push WHERE transaction_id = 'a') AS original_id
+       CASE WHEN p.status = 'duplicate'
+            THEN p.message_id = (SELECT message_id FROM first_push WHERE transaction_id = 'a')
+       END AS original_id
 FROM queen.push('push_q', 'p0',
     '[{"transactionId":"a","payload":1},
       {"transactionId":"a","payload":2},
@@ -111,8 +113,11 @@ SELECT base_offset, end_offset, octet_length(hashes) AS hash_bytes,
        hashes = queen.txn_hash('g') || queen.txn_hash('h') AS survivors_only
 FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'p0') AND base_offset = 6;
 
--- A call that is only duplicates writes nothing (no empty segment row).
-SELECT status, message_offset FROM queen.push('push_q', 'p0', '[{"transactionId":"g","payload":0}]');
+-- A call that is only duplicates writes nothing (no empty segment row); the original's id is
+-- read back from the survivors-only segment written above.
+SELECT status, message_offset,
+       message_id = (SELECT message_id FROM queen.read('push_q', 'p0', 6, 1)) AS original_id
+FROM queen.push('push_q', 'p0', '[{"transactionId":"g","payload":0}]');
 SELECT * FROM pg_temp.state('push_q', 'p0');
 
 -- An item without transactionId takes its message id's text as transactionId ...
@@ -170,3 +175,36 @@ FROM queen.push('push_q', 'big',
      FROM generate_series(0, 999) i))
 GROUP BY status ORDER BY status;
 SELECT * FROM pg_temp.state('push_q', 'big');
+
+-- Many repeats inside one call: 1000 items over 100 transactionIds. The first 100 are queued
+-- at offsets 0..99; every later item follows its first occurrence (offset index % 100, same id).
+CREATE TEMP TABLE repeats AS
+SELECT * FROM queen.push('push_q', 'repeats',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'rep-' || (i % 100), 'payload', i) ORDER BY i)
+     FROM generate_series(0, 999) i));
+SELECT status, count(*) AS n, bool_and(message_offset = index % 100) AS offset_of_first
+FROM repeats GROUP BY status ORDER BY status;
+SELECT bool_and(r.message_id = f.message_id) AS id_of_first
+FROM repeats r JOIN repeats f ON f.index = r.index % 100;
+SELECT * FROM pg_temp.state('push_q', 'repeats');
+
+-- A segment too big to stay inline (3000 messages: 48,000 bytes of hashes, stored out of
+-- line): re-pushing it finds every message, with the probe cache on and off.
+SELECT count(*) AS queued FROM queen.push('push_q', 'huge',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'huge-' || i, 'payload', i) ORDER BY i)
+     FROM generate_series(0, 2999) i));
+SELECT octet_length(hashes) AS hash_bytes FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'huge');
+SELECT status, count(*) AS n, bool_and(message_offset = index) AS offset_is_index
+FROM queen.push('push_q', 'huge',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'huge-' || i, 'payload', i) ORDER BY i)
+     FROM generate_series(0, 2999) i))
+GROUP BY status;
+SET queen.probe_cache = off;
+-- (this time in reverse order)
+SELECT status, count(*) AS n, bool_and(message_offset = 2999 - index) AS offset_is_reversed_index
+FROM queen.push('push_q', 'huge',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'huge-' || i, 'payload', i) ORDER BY i DESC)
+     FROM generate_series(0, 2999) i))
+GROUP BY status;
+RESET queen.probe_cache;
+SELECT * FROM pg_temp.state('push_q', 'huge');

@@ -25,6 +25,13 @@ CREATE FUNCTION pg_temp.test_segment(ids uuid[], txns text[], payloads text[]) R
                                        convert_to(payloads[i], 'UTF8'),
                                        ''::bytea ORDER BY i)
                      FROM generate_subscripts(ids, 1) AS i), ''::bytea) $$;
+-- A one-entry segment with any content type and raw payload bytes.
+CREATE FUNCTION pg_temp.test_segment_raw(id uuid, ctype int, txn text, payload bytea) RETURNS bytea
+    LANGUAGE sql AS $$
+    SELECT '\x5153010001000000'::bytea || decode(replace(id::text, '-', ''), 'hex') ||
+           decode(lpad(to_hex(ctype), 2, '0'), 'hex') ||
+           pg_temp.u32le(octet_length(convert_to(txn, 'UTF8'))) || convert_to(txn, 'UTF8') ||
+           pg_temp.u32le(octet_length(payload)) || payload $$;
 -- The hashes of some transactionIds, concatenated.
 CREATE FUNCTION pg_temp.test_hashes(txns text[]) RETURNS bytea LANGUAGE sql AS $$
     SELECT coalesce(string_agg(queen.txn_hash(t), ''::bytea ORDER BY i), ''::bytea)
@@ -159,6 +166,10 @@ SELECT label, pg_temp.sqlstate_of(q) AS sqlstate FROM (VALUES
      format('SELECT * FROM queen.push_segment(%s, pg_temp.test_hashes(ARRAY[E''a\x01b'']), pg_temp.test_segment(ARRAY[pg_temp.mid(34)], ARRAY[E''a\x01b''], ARRAY[''1'']), -1)', :pid)),
     ('transactionId of 65,536 bytes',
      format('SELECT * FROM queen.push_segment(%s, pg_temp.test_hashes(ARRAY[repeat(''y'', 65536)]), pg_temp.test_segment(ARRAY[pg_temp.mid(35)], ARRAY[repeat(''y'', 65536)], ARRAY[''1'']), -1)', :pid)),
+    ('JSON entry whose payload is not JSON',
+     format('SELECT * FROM queen.push_segment(%s, queen.txn_hash(''bad-json''), pg_temp.test_segment_raw(pg_temp.mid(36), 1, ''bad-json'', convert_to(''not json'', ''UTF8'')), -1)', :pid)),
+    ('text entry that is not UTF-8',
+     format('SELECT * FROM queen.push_segment(%s, queen.txn_hash(''bad-text''), pg_temp.test_segment_raw(pg_temp.mid(37), 2, ''bad-text'', ''\xc328''::bytea), -1)', :pid)),
     ('unknown partition id',
      format('SELECT * FROM queen.push_segment(%s, pg_temp.test_hashes(ARRAY[''e1'',''e2'',''e3'']), %s, -1)', 9223372036854775807, :'seg3')),
     ('negative partition id',
@@ -169,6 +180,17 @@ SELECT * FROM pg_temp.state(:pid);
 SELECT * FROM queen.push_segment(:pid, pg_temp.test_hashes(ARRAY['e1', 'e2', 'e3']), :seg3, -1);
 
 ------------------------------------------------------------------------------------------
+-- Content types: text (2) and octets (3) are stored as sent and read back as JSON strings
+-- (text as itself, octets as their hex form).
+------------------------------------------------------------------------------------------
+SELECT partition_id AS pct FROM queen.resolve_partition('seg_q', 'types') \gset
+SELECT * FROM queen.push_segment(:pct, queen.txn_hash('t-text'),
+    pg_temp.test_segment_raw(pg_temp.mid(38), 2, 't-text', convert_to('plain text', 'UTF8')), -1);
+SELECT * FROM queen.push_segment(:pct, queen.txn_hash('t-octets'),
+    pg_temp.test_segment_raw(pg_temp.mid(39), 3, 't-octets', '\xff00'::bytea), -1);
+SELECT message_offset, message_id, transaction_id, payload FROM queen.read('seg_q', 'types', 0, 10);
+
+------------------------------------------------------------------------------------------
 -- Window 0 on the binary path: no probe, the hashes are still written.
 ------------------------------------------------------------------------------------------
 SELECT queen.configure('seg_off', '{"dedupWindowSeconds": 0}') IS NOT NULL AS configured;
@@ -177,7 +199,9 @@ SELECT dedup_window_seconds FROM queen.resolve_partition('seg_off', 'p');
 SELECT * FROM pg_temp.seg(:poff, ARRAY[41], ARRAY['o1'], -1);
 SELECT * FROM pg_temp.seg(:poff, ARRAY[42], ARRAY['o1'], -1);
 SELECT * FROM pg_temp.state(:poff);
-SELECT queen.ack('seg_off', 'p', 'o1') AS acked, queen.committed_offset('seg_off', 'p') AS committed;
+-- An ack resolves to the earliest occurrence (offset 0).
+SELECT queen.ack('seg_off', 'p', 'o1') AS acked;
+SELECT queen.committed_offset('seg_off', 'p') AS committed;
 
 ------------------------------------------------------------------------------------------
 -- push_segments: several partitions in one call. seg is the 0-based input position; answers

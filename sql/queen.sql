@@ -3,8 +3,11 @@
 \echo Use "CREATE EXTENSION queen" to load this file. \quit
 
 -- Locking protocol (shared by every write path; see src/pg/push_path.cpp):
---   * a push takes its partition's queen.log_partitions row lock (FOR UPDATE) before probing
---     and holds it until commit: the row lock is the partition's write serializer;
+--   * a push takes its partition's queen.log_partitions row lock (FOR NO KEY UPDATE) before
+--     probing and holds it until commit: the row lock is the partition's write serializer.
+--     NO KEY UPDATE (the allocator update never changes a key) still excludes every other
+--     pusher, but not the KEY SHARE lock a foreign-key check of consumer_groups takes, so an
+--     ack never waits on a push;
 --   * anything that locks several partitions (push_segments, transaction, run_retention) takes
 --     them in ascending id order, the single global order, so two of them cannot deadlock;
 --   * acks lock only their consumer group row, after any partition locks their caller holds.
@@ -228,7 +231,7 @@ BEGIN
         v_by := v_val #>> '{}';
     END IF;
 
-    SELECT dedup_window_seconds INTO v_old FROM queen.queues WHERE name = p_queue FOR UPDATE;
+    SELECT dedup_window_seconds INTO v_old FROM queen.queues WHERE name = p_queue FOR NO KEY UPDATE;
     IF FOUND THEN
         IF NOT (v_opts ? 'dedupWindowSeconds') AND v_old <> 3600 THEN
             RAISE NOTICE 'queue "%": dedupWindowSeconds was % and is reset to the default 3600', p_queue, v_old
@@ -376,7 +379,7 @@ BEGIN
     END LOOP;
     -- 2. the one global lock order: ascending partition id
     FOR v_pid IN SELECT DISTINCT u FROM unnest(v_pids) u ORDER BY u LOOP
-        PERFORM 1 FROM queen.log_partitions WHERE id = v_pid FOR UPDATE;
+        PERFORM 1 FROM queen.log_partitions WHERE id = v_pid FOR NO KEY UPDATE;
     END LOOP;
     -- 3. apply in order
     v_i := 0;
@@ -413,7 +416,7 @@ $$;
 
 -- Delete segments older than retention_seconds (when set) and log_txns rows older than the
 -- dedup window, oldest first, at most p_max_rows rows in all, each partition under its row
--- lock (taken in ascending id order). With a window of 0 the hashes stay until their segment
+-- lock (taken in ascending id order; partitions with nothing eligible are not locked). With a window of 0 the hashes stay until their segment
 -- is deleted, so acks keep resolving. Returns counts.
 CREATE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
@@ -439,7 +442,22 @@ BEGIN
          ORDER BY p.id
     LOOP
         EXIT WHEN v_left <= 0;
-        PERFORM 1 FROM queen.log_partitions WHERE id = v_part.id FOR UPDATE;
+        -- skip (without locking) a partition whose oldest rows are not yet eligible
+        CONTINUE WHEN NOT (
+            (v_part.retention_seconds IS NOT NULL AND EXISTS (
+                SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
+                                WHERE s.partition_id = v_part.id
+                                ORDER BY s.base_offset LIMIT 1) o
+                 WHERE o.created_at < v_now - make_interval(secs => v_part.retention_seconds)))
+            OR EXISTS (
+                SELECT 1 FROM (SELECT t.created_at, t.end_offset FROM queen.log_txns t
+                                WHERE t.partition_id = v_part.id
+                                ORDER BY t.base_offset LIMIT 1) o
+                 WHERE CASE WHEN v_part.dedup_window_seconds > 0
+                            THEN o.created_at < v_now - make_interval(secs => v_part.dedup_window_seconds)
+                            ELSE o.end_offset < (SELECT lp.log_start FROM queen.log_partitions lp
+                                                  WHERE lp.id = v_part.id) END));
+        PERFORM 1 FROM queen.log_partitions WHERE id = v_part.id FOR NO KEY UPDATE;
         v_parts := v_parts + 1;
         -- segments: the oldest prefix older than retention
         IF v_part.retention_seconds IS NOT NULL THEN

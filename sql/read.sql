@@ -27,7 +27,8 @@ SELECT r.message_offset, r.transaction_id, r.payload, jsonb_typeof(r.payload) AS
        r.message_id = p.message_id AS same_id,
        r.created_at IS NOT NULL AND r.created_at <= now() AS created_ok
 FROM queen.read('read_q', 'p', 0, 100) r
-LEFT JOIN pushed p ON p.message_offset = r.message_offset AND p.status = 'queued';
+LEFT JOIN pushed p ON p.message_offset = r.message_offset AND p.status = 'queued'
+ORDER BY r.message_offset;
 
 -- Rows come back in offset order without an ORDER BY (checked, not assumed).
 SELECT array_agg(message_offset) AS offsets FROM queen.read('read_q', 'p', 0, 100);

@@ -21,11 +21,24 @@ CREATE FUNCTION pg_temp.state(q text, p text)
 
 -- In order: a push, then an ack of the message it just pushed (same transaction), then a
 -- push to another queue (created on first contact).
-SELECT jsonb_typeof(queen.transaction('{"operations":[
+CREATE TEMP TABLE tx1 AS SELECT queen.transaction('{"operations":[
     {"type":"push","queue":"tx_q","partition":"p","items":[
         {"transactionId":"t1","payload":1},{"transactionId":"t2","payload":2}]},
     {"type":"ack","queue":"tx_q","partition":"p","transactionId":"t1"},
-    {"type":"push","queue":"tx_q2","partition":"p","items":[{"transactionId":"t1","payload":3}]}]}')) AS answer;
+    {"type":"push","queue":"tx_q2","partition":"p","items":[{"transactionId":"t1","payload":3}]}]}') AS answer;
+-- The answer: one result per operation, in order (ids compared with the log, not printed).
+SELECT jsonb_typeof(answer) AS answer_type FROM tx1;
+SELECT o.n - 1 AS op, o.r ->> 'type' AS type, o.r -> 'acked' AS acked,
+       (SELECT jsonb_agg(jsonb_build_object('status', i ->> 'status', 'offset', i -> 'offset',
+                                            'transaction_id', i ->> 'transaction_id')
+                         ORDER BY (i ->> 'index')::int)
+        FROM jsonb_array_elements(o.r -> 'items') i) AS items,
+       (SELECT bool_and((i ->> 'message_id')::uuid =
+                        (SELECT message_id FROM queen.read(CASE o.n WHEN 1 THEN 'tx_q' ELSE 'tx_q2' END, 'p',
+                                                           (i ->> 'offset')::bigint, 1)))
+        FROM jsonb_array_elements(o.r -> 'items') i) AS ids_match_log
+FROM tx1, jsonb_array_elements(tx1.answer -> 'results') WITH ORDINALITY AS o(r, n)
+ORDER BY o.n;
 SELECT * FROM pg_temp.state('tx_q', 'p');
 SELECT * FROM pg_temp.state('tx_q2', 'p');
 SELECT queen.committed_offset('tx_q', 'p') AS committed;

@@ -50,7 +50,8 @@ CREATE TABLE plref.log_txns (
     created_at   timestamptz NOT NULL,
     hashes       bytea  NOT NULL,
     PRIMARY KEY (partition_id, base_offset)
-);
+) WITH (toast_tuple_target = 8160);
+ALTER TABLE plref.log_txns ALTER COLUMN hashes SET STORAGE MAIN;  -- as queen.log_txns
 
 -- Stand-in for queen.txn_hash until the extension exists: md5 is also 16 bytes.
 CREATE FUNCTION plref.standin_txn_hash(text) RETURNS bytea

@@ -10,6 +10,8 @@
 #include "pg/push_path.h"
 
 extern "C" {
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 PG_FUNCTION_INFO_V1(queen_push_segment_v1);
@@ -17,6 +19,23 @@ PG_FUNCTION_INFO_V1(queen_push_segments_v1);
 }
 
 namespace queen_pg {
+
+// Reject a payload that could not be read back: JSON must parse (as jsonb will on read),
+// text must be valid in the database encoding; octets are anything.
+static void check_payload(const queen::MessageView* m, const char* what, uint32 i) {
+    const char* data = m->payload.data();
+    int len = (int) m->payload.size();
+    if (m->type == queen::ContentType::Octet) return;
+    if (!pg_verifymbstr(data, len, true))
+        QUEEN_BAD_INPUT("%s: message %u: payload is not valid in the database encoding", what, i);
+    if (m->type != queen::ContentType::Json) return;
+    JsonLexContext* lex = makeJsonLexContextCstringLen(const_cast<char*>(data), len,
+                                                       GetDatabaseEncoding(), true);
+    JsonParseErrorType r = pg_parse_json(lex, &nullSemAction);
+    if (r != JSON_SUCCESS)
+        QUEEN_BAD_INPUT("%s: message %u: payload is not valid JSON: %s", what, i,
+                        json_errdetail(r, lex));
+}
 
 // Decode and check one segment against its hash blob; `what` names it in errors.
 static void decode_segment(bytea* segment, bytea* hashes, const char* what, PushBatch* b) {
@@ -43,6 +62,10 @@ static void decode_segment(bytea* segment, bytea* hashes, const char* what, Push
         if (!reader.next(&b->msgs[i])) QUEEN_BAD_INPUT("%s: %s", what, reader.error());
         const char* why = queen::validate_txn_id(b->msgs[i].txn);
         if (why != nullptr) QUEEN_BAD_INPUT("%s: message %u: %s", what, i, why);
+        if (!pg_verifymbstr(b->msgs[i].txn.data(), (int) b->msgs[i].txn.size(), true))
+            QUEEN_BAD_INPUT("%s: message %u: transactionId is not valid in the database encoding",
+                            what, i);
+        check_payload(&b->msgs[i], what, i);
         b->hashes[i] = queen::txn_hash(b->msgs[i].txn);
         if (memcmp(b->hashes[i].b, given + (Size) i * queen::kHashBytes, queen::kHashBytes) != 0)
             QUEEN_BAD_INPUT("%s: hash %u does not match its transactionId", what, i);

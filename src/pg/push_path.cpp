@@ -1,7 +1,9 @@
 // The push path: lock the partition row, probe, allocate offsets for survivors, write.
 //
 // Locking protocol
-//   1. The partition's queen.log_partitions row is locked FOR UPDATE first and held until the
+//   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE first (the
+//      allocator update changes no key, and this strength leaves foreign-key checks of
+//      consumer_groups alone, so acks never queue behind pushes) and held until the
 //      transaction ends. Every writer of the partition's log (push, push_segment(s),
 //      transaction, run_retention) takes this lock before touching log_txns or log_segments,
 //      so it serializes all writes of one partition: nobody can commit rows into the span we
@@ -43,7 +45,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
     SPIPlanPtr plan = spi_plan(&plan_lock_row,
         "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds"
         "  FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id"
-        " WHERE p.id = $1 FOR UPDATE OF p", 1, types);
+        " WHERE p.id = $1 FOR NO KEY UPDATE OF p", 1, types);
     Datum args[1] = {Int64GetDatum(partition_id)};
     int rc = SPI_execute_plan(plan, args, nullptr, false, 1);
     if (rc != SPI_OK_SELECT) elog(ERROR, "queen: locking partition failed: %d", rc);

@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# Run every test of queen and end with one plain line: `N passed, N failed`.
+#
+# Stages: install deps, build (make -j2), make install, start the throwaway PostgreSQL
+# (scripts/pg.sh), pg_regress over sql/*.sql and the isolation specs (make installcheck), every
+# GoogleTest runner build/*-tests, every executable tests/integration/*.sh, stop PostgreSQL.
+# Each pg_regress/isolation test, each GoogleTest test and each integration script counts as
+# one test; a stage that breaks (build error, server that will not start, a crashed runner)
+# counts as one failure. Exit status is non-zero when anything failed.
+#
+#   QUEEN_SKIP_DEPS=1   do not run scripts/install-deps.sh
+#   logs: build/test-logs/
+set -uo pipefail # no -e: every stage runs and is counted
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+LOGS=$ROOT/build/test-logs
+PASSED=0
+FAILED=0
+FAILURES=()
+PG_STARTED=0
+export GTEST_COLOR=no
+
+# Count n passed tests.
+add_passed() { PASSED=$((PASSED + $1)); }
+
+# Count one failed test (or broken stage) under a name.
+add_failed() {
+    FAILED=$((FAILED + 1))
+    FAILURES+=("$1")
+}
+
+# Print a stage banner.
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+# Run a command with a time limit, output to the console and to a log; returns its exit code.
+run_logged() {
+    local log=$1 limit=$2
+    shift 2
+    timeout -k 10 "$limit" "$@" </dev/null 2>&1 | tee "$log"
+    return "${PIPESTATUS[0]}"
+}
+
+# Print at most n lines of a file, saying where the rest is.
+show_file() {
+    local file=$1 n=${2:-400} total
+    [[ -s $file ]] || return 0
+    total=$(wc -l <"$file")
+    echo "---- $file ----"
+    head -n "$n" "$file"
+    ((total > n)) && echo "---- ($((total - n)) more lines in $file) ----"
+    return 0
+}
+
+# Parse a pg_regress / pg_isolation_regress log: prints "P <passed count>" then "F <name>" for
+# each failed test. Handles PG15's `test name ... ok|FAILED|failed (ignored)` (and the indented
+# parallel-group form) and the TAP-style `ok N - name` / `not ok N - name` of PG16+.
+parse_regress() {
+    awk '
+        /^(test |     )[^ ]+ +\.\.\. +(ok|failed \(ignored\))( |$)/ { p++; next }
+        /^(test |     )[^ ]+ +\.\.\. +FAILED/ { sub(/^test +/, ""); sub(/^ +/, ""); fails[++f] = $1; next }
+        /^ok [0-9]+ +[-+] /                    { p++; next }
+        /^not ok [0-9]+ +[-+] /                { fails[++f] = $5; next }
+        END { printf "P %d\n", p; for (i = 1; i <= f; i++) printf "F %s\n", fails[i] }' "$1"
+}
+
+# Parse a GoogleTest runner's log: prints "P <passed>", "N <failed count>" (-1 when no summary
+# was printed, e.g. the runner crashed) and "F <name>" for each failed test listed.
+parse_gtest() {
+    awk '
+        /^\[       OK \] /                                  { ok++ }
+        /^\[  PASSED  \] [0-9]+ tests?\./                   { p = $4; seen = 1 }
+        /^\[  FAILED  \] [0-9]+ tests?, listed below:/      { f = $4; listing = 1; next }
+        listing && /^\[  FAILED  \] /                        { sub(/^\[  FAILED  \] /, ""); names[++n] = $0 }
+        END {
+            if (!seen) { p = ok; f = -1 }
+            printf "P %d\nN %d\n", p, f
+            for (i = 1; i <= n; i++) printf "F %s\n", names[i]
+        }' "$1"
+}
+
+# Stage: system packages.
+stage_deps() {
+    banner "install dependencies"
+    if ! run_logged "$LOGS/deps.log" 1800 bash scripts/install-deps.sh; then
+        add_failed "stage: install dependencies"
+    fi
+}
+
+# Stage: build everything (keep going past errors so independent parts still get tested).
+stage_build() {
+    banner "build: make -j2"
+    if ! run_logged "$LOGS/build.log" 2400 make -k -j2; then
+        add_failed "stage: build (see $LOGS/build.log)"
+        return 1
+    fi
+}
+
+# Stage: install the extension into the system PostgreSQL 15.
+stage_install() {
+    banner "make install"
+    if ! run_logged "$LOGS/install.log" 600 make install; then
+        add_failed "stage: make install"
+        return 1
+    fi
+}
+
+# Stage: start the throwaway server and export its connection settings.
+stage_pg_start() {
+    banner "start PostgreSQL (scripts/pg.sh start)"
+    if bash scripts/pg.sh status >/dev/null 2>&1; then
+        echo "already running; reusing it (it stays running afterwards)"
+    elif bash scripts/pg.sh start </dev/null; then
+        PG_STARTED=1
+    else
+        add_failed "stage: start PostgreSQL"
+        return 1
+    fi
+    local envline
+    envline=$(bash scripts/pg.sh env) || {
+        add_failed "stage: PostgreSQL connection settings"
+        return 1
+    }
+    eval "$envline"
+    echo "PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATABASE=$PGDATABASE"
+}
+
+# Stop the server if this run started it (idempotent; used by the exit trap too).
+stop_pg() {
+    if ((PG_STARTED)); then
+        PG_STARTED=0
+        bash scripts/pg.sh stop </dev/null 2>&1 || echo "warning: scripts/pg.sh stop failed"
+    fi
+}
+
+# Run one pg_regress suite through `make installcheck`; the other suite's list is emptied.
+# $1 = label, $2 = make variable to empty, $3 = folder holding regression.diffs.
+run_regress_suite() {
+    local label=$1 empty_var=$2 outdir=$3 log=$LOGS/$1.log rc p f kind rest
+    banner "make installcheck: $label"
+    rm -f "$outdir/regression.diffs"
+    run_logged "$log" 1200 make installcheck "$empty_var="
+    rc=$?
+    p=0
+    f=0
+    while read -r kind rest; do
+        case $kind in
+            P) p=$rest ;;
+            F)
+                f=$((f + 1))
+                add_failed "$label: $rest"
+                ;;
+        esac
+    done < <(parse_regress "$log")
+    add_passed "$p"
+    if ((f > 0)) || ((rc != 0)); then
+        show_file "$outdir/regression.diffs" 600
+    fi
+    if ((rc != 0 && f == 0)); then
+        add_failed "stage: $label harness (make installcheck exited $rc)"
+        show_file "$outdir/log/postmaster.log" 50
+    fi
+    echo "$label: $p passed, $f failed"
+}
+
+# Stage: pg_regress over sql/*.sql, then the isolation specs.
+stage_installcheck() {
+    run_regress_suite regress ISOLATION "$ROOT"
+    run_regress_suite isolation REGRESS "$ROOT/output_iso"
+}
+
+# Stage: every GoogleTest runner build/*-tests.
+stage_gtest() {
+    local t name log rc p f i kind rest found=0
+    local -a names
+    banner "GoogleTest runners"
+    for t in "$ROOT"/build/*-tests; do
+        [[ -f $t && -x $t ]] || continue
+        found=1
+        name=$(basename "$t")
+        log=$LOGS/$name.log
+        echo "---- $name ----"
+        run_logged "$log" 900 "$t"
+        rc=$?
+        p=0
+        f=-1
+        names=()
+        while read -r kind rest; do
+            case $kind in
+                P) p=$rest ;;
+                N) f=$rest ;;
+                F) names+=("$rest") ;;
+            esac
+        done < <(parse_gtest "$log")
+        add_passed "$p"
+        if ((f < 0)); then
+            add_failed "$name: no summary, exit $rc (crashed or timed out)"
+        else
+            for ((i = 0; i < f; i++)); do add_failed "$name: ${names[i]:-a test}"; done
+            if ((rc != 0 && f == 0)); then
+                add_failed "$name: exit $rc with no failed test"
+            fi
+        fi
+    done
+    if ((!found)); then
+        add_failed "stage: no GoogleTest runner build/*-tests was built"
+    fi
+}
+
+# Stage: every executable tests/integration/*.sh, one test each; output shown on failure.
+stage_integration() {
+    local s name log rc start
+    banner "integration scripts"
+    for s in "$ROOT"/tests/integration/*.sh; do
+        [[ -f $s ]] || continue
+        name=$(basename "$s")
+        if [[ ! -x $s ]]; then
+            echo "skip $name (not executable)"
+            continue
+        fi
+        log=$LOGS/integration-$name.log
+        start=$SECONDS
+        QUEEN_ROOT=$ROOT QUEEN_BUILD=$ROOT/build timeout -k 10 900 "$s" </dev/null >"$log" 2>&1
+        rc=$?
+        if ((rc == 0)); then
+            add_passed 1
+            echo "ok     $name ($((SECONDS - start)) s)"
+        else
+            add_failed "integration: $name (exit $rc)"
+            echo "FAILED $name (exit $rc, $((SECONDS - start)) s)"
+            show_file "$log" 400
+        fi
+    done
+}
+
+# Stop the server and print the summary; the last line is `N passed, N failed`.
+finish() {
+    stop_pg
+    banner "summary"
+    local f
+    if ((PASSED + FAILED == 0)); then
+        add_failed "no test ran"
+    fi
+    for f in "${FAILURES[@]}"; do echo "failed: $f"; done
+    echo "$PASSED passed, $FAILED failed"
+    ((FAILED == 0))
+}
+
+main() {
+    mkdir -p "$LOGS"
+    trap 'stop_pg >/dev/null 2>&1' EXIT
+    trap 'echo "interrupted"; stop_pg; exit 130' INT TERM
+    local built=1 installed=1 pg_up=1
+    stage_deps
+    stage_build || built=0
+    stage_install || installed=0
+    stage_pg_start || pg_up=0
+    if ((installed && pg_up)); then
+        stage_installcheck
+    else
+        echo "skipping make installcheck (install or server failed; counted above)"
+    fi
+    stage_gtest
+    if ((pg_up)); then
+        stage_integration
+    else
+        echo "skipping integration scripts (no server; counted above)"
+    fi
+    ((built)) || echo "note: the build failed; tests above ran against whatever did build"
+    finish
+}
+
+main "$@"

@@ -1,0 +1,371 @@
+// HTTP routes (see api.h).
+#include "api.h"
+
+#include <simdjson.h>
+
+#include <memory>
+
+#include "json_writer.h"
+#include "pg_backend.h"
+
+namespace queen::sidecar {
+
+namespace {
+
+// An error response.
+HttpResponse error_response(const Status& s, int64_t index = -1) {
+    HttpResponse r;
+    r.status = http_code(s.code());
+    r.body = json_error_body(s.message(), index);
+    return r;
+}
+
+// A thread's generator of message ids.
+queen::UuidV7Generator& thread_uuid_gen() {
+    thread_local queen::UuidV7Generator gen;
+    return gen;
+}
+
+// A thread's JSON parser for the small non-push bodies.
+simdjson::dom::parser& small_parser() {
+    thread_local simdjson::dom::parser p;
+    return p;
+}
+
+// Read a string field of obj into out ("" when absent); false when present but not a string.
+bool get_string(simdjson::dom::object obj, const char* key, std::string* out, bool* present = nullptr) {
+    auto f = obj[key];
+    if (present) *present = !f.error();
+    if (f.error()) return true;
+    std::string_view sv;
+    if (f.get(sv)) return false;
+    out->assign(sv);
+    return true;
+}
+
+// Run fn against the PostgreSQL backend, or answer 501 when the flusher runs on something else.
+void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> fn) {
+    flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
+        auto* pg = dynamic_cast<PgBackend*>(&b);
+        if (!pg) {
+            reply(error_response(Status(StatusCode::Internal, "no PostgreSQL backend")));
+            return;
+        }
+        reply(fn(*pg));
+    });
+}
+
+// Split "a=1&b=2" and find key (decoded); false when absent.
+bool query_param(const std::string& query, const std::string& key, std::string* out) {
+    std::size_t pos = 0;
+    while (pos <= query.size()) {
+        std::size_t amp = query.find('&', pos);
+        if (amp == std::string::npos) amp = query.size();
+        std::string part = query.substr(pos, amp - pos);
+        std::size_t eq = part.find('=');
+        std::string k = part.substr(0, eq);
+        if (k == key) return url_decode(eq == std::string::npos ? "" : part.substr(eq + 1), out);
+        pos = amp + 1;
+    }
+    return false;
+}
+
+// A non-negative decimal; false otherwise.
+bool parse_int(const std::string& s, int64_t* out) {
+    if (s.empty() || s.size() > 18) return false;
+    int64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+}
+
+}  // namespace
+
+// %XX decoding.
+bool url_decode(const std::string& in, std::string* out) {
+    out->clear();
+    for (std::size_t i = 0; i < in.size(); i++) {
+        if (in[i] != '%') {
+            out->push_back(in[i]);
+            continue;
+        }
+        if (i + 2 >= in.size()) return false;
+        auto hex = [](char c) {
+            return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        };
+        int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+        if (hi < 0 || lo < 0) return false;
+        out->push_back(static_cast<char>(hi << 4 | lo));
+        i += 2;
+    }
+    return true;
+}
+
+Api::Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics)
+    : flusher_(flusher), cache_(cache), metrics_(metrics) {
+    limits_.max_items = settings.max_items;
+    limits_.max_payload_bytes = settings.max_payload_bytes;
+}
+
+// Route by method and path.
+void Api::handle(HttpRequest&& req, Reply reply) {
+    std::string path = req.target, query;
+    std::size_t qm = path.find('?');
+    if (qm != std::string::npos) {
+        query = path.substr(qm + 1);
+        path.resize(qm);
+    }
+    auto counted = [this, reply = std::move(reply)](Endpoint ep) {
+        return [this, reply, ep](HttpResponse r) {
+            metrics_.count_request(ep, r.status);
+            reply(std::move(r));
+        };
+    };
+    if (req.method == "POST" && path == "/api/v1/push") return push(std::move(req), counted(Endpoint::Push));
+    if (req.method == "POST" && path == "/api/v1/configure") return configure(std::move(req), counted(Endpoint::Configure));
+    if (req.method == "POST" && path == "/api/v1/ack") return ack(std::move(req), counted(Endpoint::Ack), false);
+    if (req.method == "POST" && path == "/api/v1/ack/batch") return ack(std::move(req), counted(Endpoint::AckBatch), true);
+    if (req.method == "POST" && path == "/api/v1/transaction")
+        return transaction(std::move(req), counted(Endpoint::Transaction));
+    if (req.method == "GET" && path == "/health") {
+        HttpResponse r;
+        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") + (metrics_.pg_up.load() ? "up" : "unknown") + "\"}";
+        return counted(Endpoint::Health)(std::move(r));
+    }
+    if (req.method == "GET" && path == "/metrics") {
+        HttpResponse r;
+        r.content_type = "text/plain; version=0.0.4";
+        r.body = render_metrics(metrics_, &cache_);
+        return counted(Endpoint::Metrics)(std::move(r));
+    }
+    const std::string pop_prefix = "/api/v1/pop/queue/";
+    if (req.method == "GET" && path.rfind(pop_prefix, 0) == 0) {
+        std::string rest = path.substr(pop_prefix.size());
+        std::size_t mid = rest.find("/partition/");
+        std::string q, p;
+        if (mid != std::string::npos && url_decode(rest.substr(0, mid), &q) &&
+            url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
+            return pop(q, p, query, counted(Endpoint::Pop));
+    }
+    counted(Endpoint::Other)(error_response(Status(StatusCode::NotFound, "no route for " + req.method + " " + path)));
+}
+
+// Parse, layer 1, hand to the flusher; answer when every item has its final answer.
+void Api::push(HttpRequest&& req, Reply reply) {
+    auto job = std::make_shared<PushJob>();
+    int64_t bad = -1;
+    Status s = parse_push_body(req.body, limits_, thread_uuid_gen(), &job->req, &bad);
+    if (!s.is_ok()) return reply(error_response(s, bad));
+    apply_layer1(&job->req);
+    job->done = [reply = std::move(reply)](PushJob& j) { reply(push_response(j)); };
+    flusher_.submit(std::move(job));
+}
+
+// 201 + one object per item in input order, or the first failure.
+HttpResponse push_response(PushJob& job) {
+    HttpResponse r;
+    {
+        std::lock_guard<std::mutex> lk(job.err_mu);
+        if (!job.error.is_ok()) return error_response(job.error);
+    }
+    r.status = 201;
+    std::string& out = r.body;
+    out.reserve(job.req.items.size() * 200 + 2);
+    out.push_back('[');
+    char idbuf[37];
+    for (std::size_t i = 0; i < job.req.items.size(); i++) {
+        const PushItem& it = job.req.items[i];
+        const ItemAnswer& a = job.answers[i];
+        if (i) out.push_back(',');
+        out += "{\"index\":";
+        json_append_int(&out, static_cast<int64_t>(i));
+        out += ",\"message_id\":\"";
+        queen::uuid_to_text(a.id, idbuf);
+        out.append(idbuf, 36);
+        out += "\",\"transaction_id\":";
+        json_append_string(&out, it.txn);
+        out += ",\"queueName\":";
+        json_append_string(&out, it.queue);
+        out += ",\"partition\":";
+        json_append_string(&out, it.partition);
+        out += ",\"offset\":";
+        json_append_int(&out, a.offset);
+        out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}" : ",\"status\":\"duplicate\"}";
+    }
+    out.push_back(']');
+    return r;
+}
+
+// {queue, options:{...}} -> queen.configure; the memo is dropped so the change is seen at once.
+void Api::configure(HttpRequest&& req, Reply reply) {
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    std::string queue, options = "{}";
+    if (!get_string(obj, "queue", &queue) || queue.empty() || validate_name(queue))
+        return reply(error_response(Status(StatusCode::BadRequest, "queue is missing or invalid")));
+    auto o = obj["options"];
+    if (!o.error()) {
+        if (!o.is_object()) return reply(error_response(Status(StatusCode::BadRequest, "options must be an object")));
+        options = simdjson::minify(o.value_unsafe());
+    }
+    Flusher* fl = &flusher_;
+    with_pg(flusher_, std::move(reply), [queue, options, fl](PgBackend& pg) {
+        std::string result;
+        Status s = pg.configure(queue, options, &result);
+        if (!s.is_ok()) return error_response(s);
+        fl->forget_meta();
+        HttpResponse r;
+        r.body = result;
+        return r;
+    });
+}
+
+// One ack or a batch: {transactionId, queue+partition | partitionId, consumerGroup?, status?}.
+void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
+    struct One {
+        std::string txn, queue, partition, group, status;
+        int64_t pid = -1;
+    };
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    std::string default_group = "__QUEUE_MODE__";
+    if (!get_string(obj, "consumerGroup", &default_group))
+        return reply(error_response(Status(StatusCode::BadRequest, "consumerGroup must be a string")));
+    std::vector<One> acks;
+    auto read_one = [&](simdjson::dom::object o, int64_t idx) -> Status {
+        One a;
+        a.group = default_group;
+        bool has_txn = false;
+        if (!get_string(o, "transactionId", &a.txn, &has_txn) || !has_txn)
+            return Status(StatusCode::BadRequest, "transactionId is missing" + (idx >= 0 ? " in item " + std::to_string(idx) : ""));
+        if (!get_string(o, "queue", &a.queue) || !get_string(o, "partition", &a.partition) ||
+            !get_string(o, "consumerGroup", &a.group) || !get_string(o, "status", &a.status))
+            return Status(StatusCode::BadRequest, "queue, partition, consumerGroup and status must be strings");
+        int64_t pid;
+        if (!o["partitionId"].get(pid)) a.pid = pid;
+        if (a.partition.empty() && a.pid < 0) a.partition = "Default";
+        if (a.queue.empty() && a.pid < 0)
+            return Status(StatusCode::BadRequest, "an ack needs queue (+ partition) or partitionId");
+        if (!a.status.empty() && a.status != "completed")
+            return Status(StatusCode::BadRequest, "only status \"completed\" is supported");
+        acks.push_back(std::move(a));
+        return Status::ok();
+    };
+    if (batch) {
+        simdjson::dom::array arr;
+        if (obj["acknowledgments"].get(arr))
+            return reply(error_response(Status(StatusCode::BadRequest, "acknowledgments must be an array")));
+        int64_t idx = 0;
+        for (simdjson::dom::element el : arr) {
+            simdjson::dom::object o;
+            if (el.get(o)) return reply(error_response(Status(StatusCode::BadRequest, "acknowledgment must be an object"), idx));
+            Status s = read_one(o, idx);
+            if (!s.is_ok()) return reply(error_response(s, idx));
+            idx++;
+        }
+    } else {
+        Status s = read_one(obj, -1);
+        if (!s.is_ok()) return reply(error_response(s));
+    }
+    with_pg(flusher_, std::move(reply), [acks = std::move(acks), batch](PgBackend& pg) mutable {
+        std::string body = batch ? "{\"results\":[" : "";
+        for (std::size_t i = 0; i < acks.size(); i++) {
+            One& a = acks[i];
+            if (a.queue.empty() || a.partition.empty()) {
+                Status s = pg.partition_names(a.pid, &a.queue, &a.partition);
+                if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
+            }
+            bool acked = false;
+            Status s = pg.ack(a.queue, a.partition, a.txn, a.group, &acked);
+            if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
+            if (i) body += ",";
+            body += "{\"transactionId\":";
+            json_append_string(&body, a.txn);
+            body += acked ? ",\"success\":true}" : ",\"success\":false}";
+        }
+        if (batch) body += "]}";
+        HttpResponse r;
+        r.body = std::move(body);
+        return r;
+    });
+}
+
+// Read after the group's committed position (or from `from`).
+void Api::pop(const std::string& queue, const std::string& partition, const std::string& query, Reply reply) {
+    std::string v, group = "__QUEUE_MODE__";
+    int64_t batch = 1, from = -1;
+    if (query_param(query, "batch", &v) && (!parse_int(v, &batch) || batch < 1 || batch > 10000))
+        return reply(error_response(Status(StatusCode::BadRequest, "batch must be 1..10000")));
+    if (query_param(query, "from", &v) && !parse_int(v, &from))
+        return reply(error_response(Status(StatusCode::BadRequest, "from must be a non-negative offset")));
+    query_param(query, "consumerGroup", &group);
+    if (group.empty()) group = "__QUEUE_MODE__";
+    with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](PgBackend& pg) {
+        int64_t start = from;
+        if (start < 0) {
+            int64_t committed = -1;
+            Status s = pg.committed_offset(queue, partition, group, &committed);
+            if (!s.is_ok()) return error_response(s);
+            start = committed + 1;
+        }
+        std::vector<ReadRow> rows;
+        Status s = pg.read(queue, partition, start, batch, &rows);
+        if (!s.is_ok()) return error_response(s);
+        HttpResponse r;
+        std::string& b = r.body;
+        b = "{\"messages\":[";
+        for (std::size_t i = 0; i < rows.size(); i++) {
+            if (i) b += ",";
+            b += "{\"id\":";
+            json_append_string(&b, rows[i].id);
+            b += ",\"transactionId\":";
+            json_append_string(&b, rows[i].txn);
+            b += ",\"queue\":";
+            json_append_string(&b, queue);
+            b += ",\"partition\":";
+            json_append_string(&b, partition);
+            b += ",\"offset\":";
+            json_append_int(&b, rows[i].offset);
+            b += ",\"createdAt\":";
+            json_append_int(&b, rows[i].created_ms);
+            b += ",\"data\":";
+            b += rows[i].payload;
+            b += "}";
+        }
+        b += "]}";
+        return r;
+    });
+}
+
+// {operations:[...]} -> queen.transaction; a duplicate push rolls everything back.
+void Api::transaction(HttpRequest&& req, Reply reply) {
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    simdjson::dom::array ops;
+    if (obj["operations"].get(ops))
+        return reply(error_response(Status(StatusCode::BadRequest, "operations must be an array")));
+    std::string ops_json = simdjson::minify(obj);  // queen.transaction takes {"operations": [...]}
+    with_pg(flusher_, std::move(reply), [ops_json](PgBackend& pg) {
+        std::string result;
+        Status s = pg.transaction(ops_json, &result);
+        HttpResponse r;
+        if (s.code() == StatusCode::Conflict) {
+            r.body = "{\"success\":false,\"reason\":\"duplicate\"}";
+            return r;
+        }
+        if (!s.is_ok()) return error_response(s);
+        r.body = "{\"success\":true,\"result\":" + result + "}";
+        return r;
+    });
+}
+
+}  // namespace queen::sidecar

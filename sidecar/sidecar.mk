@@ -1,0 +1,46 @@
+# The sidecar daemon, its GoogleTest runner and its fuzz target. Included by the top-level
+# Makefile, which defines BUILD, HOST_CXX, HOST_FLAGS and $(BUILD)/libqueencore.a.
+#   make build/queen-sidecar build/queen-sidecar-tests    (never more than -j2 here)
+#   make sidecar-fuzz                                      (clang + libFuzzer)
+SIDECAR_SRCS     = $(filter-out sidecar/main.cpp,$(wildcard sidecar/*.cpp))
+SIDECAR_OBJS     = $(patsubst sidecar/%.cpp,$(BUILD)/sidecar/%.o,$(SIDECAR_SRCS))
+SIDECAR_HDRS     = $(wildcard sidecar/*.h) $(wildcard src/core/*.h)
+SIDECAR_TEST_SRCS = $(wildcard tests/sidecar/*.cpp)
+SIDECAR_TEST_OBJS = $(patsubst tests/sidecar/%.cpp,$(BUILD)/tests/sidecar/%.o,$(SIDECAR_TEST_SRCS))
+SIDECAR_CXXFLAGS = $(HOST_FLAGS) -Isidecar -I$(shell $(PG_CONFIG) --includedir) -pthread
+SIDECAR_LIBS     = -lpq -lsimdjson -lxxhash -lpthread
+
+$(BUILD)/sidecar/%.o: sidecar/%.cpp $(SIDECAR_HDRS)
+	@mkdir -p $(dir $@)
+	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -c $< -o $@
+
+$(BUILD)/libqueensidecar.a: $(SIDECAR_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/queen-sidecar: $(BUILD)/sidecar/main.o $(BUILD)/libqueensidecar.a $(BUILD)/libqueencore.a
+	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -o $@ $^ $(SIDECAR_LIBS)
+
+$(BUILD)/tests/sidecar/%.o: tests/sidecar/%.cpp $(SIDECAR_HDRS) $(wildcard tests/sidecar/*.h)
+	@mkdir -p $(dir $@)
+	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -Itests/sidecar -c $< -o $@
+
+$(BUILD)/queen-sidecar-tests: $(SIDECAR_TEST_OBJS) $(BUILD)/libqueensidecar.a $(BUILD)/libqueencore.a
+	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -o $@ $^ -lgtest -lgtest_main $(SIDECAR_LIBS)
+
+all: $(BUILD)/queen-sidecar $(BUILD)/queen-sidecar-tests
+
+.PHONY: install-sidecar sidecar-fuzz
+install: install-sidecar
+install-sidecar: $(BUILD)/queen-sidecar
+	install -d '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)'
+	install -m 755 $(BUILD)/queen-sidecar '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)/queen-sidecar'
+
+# libFuzzer target for request parsing (clang only; not part of `all`).
+FUZZ_CXX ?= clang++
+$(BUILD)/fuzz/push_request_fuzz: tests/fuzz/push_request_fuzz.cpp sidecar/push_request.cpp sidecar/json_writer.cpp sidecar/api.h $(SIDECAR_HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Isidecar -o $@ \
+	    tests/fuzz/push_request_fuzz.cpp sidecar/push_request.cpp sidecar/json_writer.cpp \
+	    src/core/hash.cpp src/core/uuidv7.cpp src/core/segment_codec.cpp -lsimdjson -lxxhash
+sidecar-fuzz: $(BUILD)/fuzz/push_request_fuzz
+	$(BUILD)/fuzz/push_request_fuzz -max_total_time=$${FUZZ_SECONDS:-60} tests/fuzz/corpus

@@ -1,0 +1,232 @@
+// An in-memory model of the extension's contract for the sidecar's tests: resolve_partition,
+// push_segments (probe in (GREATEST(p_verified, txns_start - 1), last_offset] within the window,
+// first-wins, contiguous offsets for survivors, one log_txns row per segment), the cache's two
+// reads, retention and window changes. It also runs the full-window probe beside every narrowed
+// one and counts any disagreement: a vouch that would have let a duplicate in.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "clock.h"
+#include "core/hash.h"
+#include "core/segment_codec.h"
+
+namespace queen::sidecar::testing {
+
+class FakeStore {
+public:
+    explicit FakeStore(const Clock& clock) : clock_(clock) {}
+
+    struct Part {
+        int64_t id = 0;
+        int32_t window_s = 3600;
+        int64_t last = -1;
+        int64_t txns_start = 0;
+        std::vector<TxnRow> txns;               // ascending base
+        std::map<int64_t, queen::Uuid> ids;     // offset -> message id
+    };
+
+    // Find or create.
+    Part& part(const std::string& q, const std::string& p) {
+        std::string key = q + '\x1f' + p;
+        auto it = by_name_.find(key);
+        if (it != by_name_.end()) return parts_[it->second];
+        int64_t id = static_cast<int64_t>(parts_.size()) + 100;
+        by_name_[key] = id;
+        Part& np = parts_[id];
+        np.id = id;
+        auto w = windows_.find(q);
+        if (w != windows_.end()) np.window_s = w->second;
+        return np;
+    }
+
+    Status resolve(std::string_view q, std::string_view p, PartitionMeta* out) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (down) return Status(StatusCode::Unavailable, "down");
+        calls_resolve++;
+        Part& pt = part(std::string(q), std::string(p));
+        out->pid = pt.id;
+        out->window_s = pt.window_s;
+        out->last_offset = pt.last;
+        out->txns_start = pt.txns_start;
+        return Status::ok();
+    }
+
+    // Earliest in-window offset of h with offset > from (the probe), or -1.
+    int64_t probe(const Part& pt, const queen::Hash128& h, int64_t from, int64_t now) const {
+        if (pt.window_s <= 0) return -1;
+        int64_t best = -1;
+        for (const TxnRow& r : pt.txns) {
+            if (r.end <= from || r.created_ms < now - int64_t(pt.window_s) * 1000) continue;
+            for (int64_t i = 0; i <= r.end - r.base; i++) {
+                if (std::memcmp(r.hashes.data() + i * 16, h.b, 16) == 0) {
+                    int64_t off = r.base + i;
+                    if (off > from && (best < 0 || off < best)) best = off;
+                }
+            }
+        }
+        return best;
+    }
+
+    Status push(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (down) return Status(StatusCode::Unavailable, "down");
+        out->assign(segs.size(), {});
+        const int64_t now = clock_.wall_ms();
+        for (std::size_t s = 0; s < segs.size(); s++) {
+            Part& pt = parts_.at(segs[s].pid);
+            queen::SegmentReader rd(reinterpret_cast<const uint8_t*>(segs[s].segment->data()), segs[s].segment->size());
+            std::vector<queen::MessageView> msgs;
+            queen::MessageView mv;
+            while (rd.next(&mv)) msgs.push_back(mv);
+            if (!rd.at_clean_end() || segs[s].hashes->size() != msgs.size() * 16)
+                return Status(StatusCode::BadRequest, "bad segment");
+            // Like the sidecar's statement: a vouch made under a smaller window is dropped.
+            const int64_t verified = pt.window_s > segs[s].window_s ? -1 : segs[s].verified;
+            const int64_t from = std::max(verified, pt.txns_start - 1);
+            if (verified >= 0) vouched_pushes++;
+            TxnRow row;
+            row.base = pt.last + 1;
+            row.created_ms = now;
+            std::map<std::string, std::size_t> first;  // hash -> index in this call
+            auto& res = (*out)[s];
+            for (std::size_t i = 0; i < msgs.size(); i++) {
+                queen::Hash128 h = queen::hash_at(reinterpret_cast<const uint8_t*>(segs[s].hashes->data()), i);
+                if (h != queen::txn_hash(msgs[i].txn)) return Status(StatusCode::BadRequest, "hash mismatch");
+                EntryOut e;
+                int64_t off = probe(pt, h, from, now);
+                int64_t full = probe(pt, h, pt.txns_start - 1, now);
+                if (off != full) unsound_vouches++;
+                std::string key(reinterpret_cast<const char*>(h.b), 16);
+                auto f = first.find(key);
+                if (off >= 0) {
+                    e.status = EntryStatus::Duplicate;
+                    e.offset = off;
+                    e.id = pt.ids.count(off) ? pt.ids[off] : queen::Uuid{};
+                } else if (f != first.end()) {
+                    e = res[f->second];
+                    e.status = EntryStatus::Duplicate;
+                } else {
+                    first[key] = i;
+                    e.status = EntryStatus::Queued;
+                    e.offset = ++pt.last;
+                    e.id = msgs[i].id;
+                    pt.ids[e.offset] = e.id;
+                    row.hashes.append(reinterpret_cast<const char*>(h.b), 16);
+                }
+                res.push_back(e);
+            }
+            if (!row.hashes.empty()) {
+                row.end = pt.last;
+                pt.txns.push_back(row);
+            }
+        }
+        return Status::ok();
+    }
+
+    Status load_window(int64_t pid, int64_t window_s, int64_t* last, std::vector<TxnRow>* rows) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (down || fail_loads) return Status(StatusCode::Unavailable, "down");
+        calls_window++;
+        const Part& pt = parts_.at(pid);
+        *last = pt.last;
+        const int64_t now = clock_.wall_ms();
+        for (const TxnRow& r : pt.txns)
+            if (r.created_ms >= now - window_s * 1000) rows->push_back(r);
+        return Status::ok();
+    }
+
+    Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (down || fail_loads || fail_ranges) return Status(StatusCode::Unavailable, "down");
+        calls_range++;
+        range_rows_read_last = 0;
+        const Part& pt = parts_.at(pid);
+        for (const TxnRow& r : pt.txns)
+            if (r.base >= lo && r.base <= hi) {
+                rows->push_back(r);
+                range_rows_read_last++;
+            }
+        return Status::ok();
+    }
+
+    // Purge log_txns rows created before cutoff_ms (advancing txns_start), like run_retention.
+    void retention(int64_t cutoff_ms) {
+        std::lock_guard<std::mutex> lk(mu_);
+        for (auto& [id, pt] : parts_) {
+            while (!pt.txns.empty() && pt.txns.front().created_ms < cutoff_ms) {
+                pt.txns_start = pt.txns.front().end + 1;
+                pt.txns.erase(pt.txns.begin());
+            }
+        }
+    }
+
+    // /configure's window for queue q (every partition of it).
+    void set_window(const std::string& q, int32_t w) {
+        std::lock_guard<std::mutex> lk(mu_);
+        windows_[q] = w;
+        for (auto& [key, id] : by_name_)
+            if (key.compare(0, q.size() + 1, q + '\x1f') == 0) parts_[id].window_s = w;
+    }
+
+    // Append a raw row as if another writer pushed it (hashes of txns), returning its base.
+    int64_t external_push(int64_t pid, const std::vector<std::string>& txns) {
+        std::lock_guard<std::mutex> lk(mu_);
+        Part& pt = parts_.at(pid);
+        TxnRow r;
+        r.base = pt.last + 1;
+        r.created_ms = clock_.wall_ms();
+        for (const auto& t : txns) {
+            queen::Hash128 h = queen::txn_hash(t);
+            r.hashes.append(reinterpret_cast<const char*>(h.b), 16);
+            pt.ids[++pt.last] = queen::Uuid{};
+        }
+        r.end = pt.last;
+        pt.txns.push_back(r);
+        return r.base;
+    }
+
+    Part& by_id(int64_t id) { return parts_.at(id); }
+
+    bool down = false;
+    bool fail_loads = false;
+    bool fail_ranges = false;
+    int calls_resolve = 0, calls_window = 0, calls_range = 0;
+    int64_t range_rows_read_last = 0;
+    int64_t unsound_vouches = 0;
+    int64_t vouched_pushes = 0;
+
+private:
+    const Clock& clock_;
+    std::mutex mu_;
+    std::map<int64_t, Part> parts_;
+    std::map<std::string, int64_t> by_name_;
+    std::map<std::string, int32_t> windows_;
+};
+
+// A Backend over a FakeStore.
+class FakeBackend final : public Backend {
+public:
+    explicit FakeBackend(FakeStore& s) : s_(s) {}
+    Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {
+        return s_.resolve(q, p, out);
+    }
+    Status push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) override {
+        return s_.push(segs, out);
+    }
+    Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
+        return s_.load_window(pid, w, last, rows);
+    }
+    Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override {
+        return s_.load_range(pid, lo, hi, rows);
+    }
+
+private:
+    FakeStore& s_;
+};
+
+}  // namespace queen::sidecar::testing

@@ -1,0 +1,552 @@
+// The block cache, one test per property of the specification (queen-deduplication.md,
+// "The broker cache", "How the hashes are stored", "Under memory pressure") plus the
+// improvements of issue 3 (gap top-up, idle partitions, front filter, <= 18 bytes per hash).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "block_cache.h"
+#include "core/segment_codec.h"
+#include "fake_store.h"
+
+namespace queen::sidecar {
+namespace {
+
+using testing::FakeBackend;
+using testing::FakeStore;
+
+// A little world: a clock, a store, a backend and a cache with a config.
+struct World {
+    explicit World(CacheConfig cfg = CacheConfig()) : store(clock), backend(store), cache(cfg, clock) {}
+    ManualClock clock;
+    FakeStore store;
+    FakeBackend backend;
+    BlockCache cache;
+    queen::UuidV7Generator gen{42};
+
+    PartitionMeta meta(const std::string& q = "q", const std::string& p = "p") {
+        PartitionMeta m;
+        EXPECT_TRUE(store.resolve(q, p, &m).is_ok());
+        return m;
+    }
+
+    // The sidecar's flush of txns (assumed distinct): ask the cache, push, feed back.
+    // Returns the statuses; *verified gets p_verified.
+    std::vector<EntryOut> flush(const PartitionMeta& m, const std::vector<std::string>& txns,
+                                int64_t* verified = nullptr, Verdict* why = nullptr) {
+        std::vector<queen::Hash128> hs;
+        queen::SegmentBuilder b;
+        std::string blob;
+        for (const auto& t : txns) {
+            hs.push_back(queen::txn_hash(t));
+            blob.append(reinterpret_cast<const char*>(hs.back().b), 16);
+            b.add(queen::MessageView{gen.next(clock.wall_ms()), queen::ContentType::Json, t, "{}"});
+        }
+        std::string seg = b.finish();
+        int64_t v = cache.verified_for(m, hs.data(), hs.size(), backend, why);
+        if (verified) *verified = v;
+        std::vector<std::vector<EntryOut>> out;
+        SegmentIn in{m.pid, &blob, &seg, v, m.window_s};
+        EXPECT_TRUE(store.push({in}, &out).is_ok());
+        std::vector<queen::Hash128> surv;
+        int64_t base = -1;
+        for (std::size_t i = 0; i < out[0].size(); i++)
+            if (out[0][i].status == EntryStatus::Queued) {
+                if (base < 0) base = out[0][i].offset;
+                surv.push_back(hs[i]);
+            }
+        if (!surv.empty()) cache.on_commit(m.pid, base, surv.data(), surv.size());
+        return out[0];
+    }
+};
+
+// n distinct transaction ids with a prefix.
+std::vector<std::string> txns(const std::string& prefix, int n, int start = 0) {
+    std::vector<std::string> v;
+    for (int i = start; i < start + n; i++) v.push_back(prefix + std::to_string(i));
+    return v;
+}
+
+TEST(BlockCache, EntriesAreBornCompleteByFullWindowHydration) {
+    World w;
+    auto m = w.meta();
+    w.store.external_push(m.pid, txns("old", 10));
+    int64_t v = 0;
+    Verdict why;
+    auto out = w.flush(m, txns("new", 5), &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(v, 9);  // hydration read the partition's last_offset and every in-window row
+    EXPECT_EQ(w.store.calls_window, 1);
+    EntryInfo info = w.cache.inspect(m.pid);
+    EXPECT_TRUE(info.built);
+    EXPECT_EQ(info.resident, 15u);
+    EXPECT_EQ(info.verified_upto, 14);
+    // A hash from the hydrated rows is known: a re-push routes to the full probe.
+    out = w.flush(m, {"old3"}, &v, &why);
+    EXPECT_EQ(why, Verdict::LocalHit);
+    EXPECT_EQ(v, -1);
+    EXPECT_EQ(out[0].status, EntryStatus::Duplicate);
+    EXPECT_EQ(out[0].offset, 3);
+}
+
+TEST(BlockCache, HydrationAddsFiveSecondsOfSkewSlack) {
+    World w;
+    w.store.set_window("q", 60);
+    auto m = w.meta();
+    w.store.external_push(m.pid, {"edge"});  // created at t0
+    w.clock.advance(63000);                   // 63 s later: outside the 60 s window, inside +5 s slack
+    w.store.external_push(m.pid, {"fresh"});
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"edge"}, &v, &why);
+    EXPECT_EQ(why, Verdict::LocalHit) << "the slack row must have been hydrated";
+    World w2;
+    w2.store.set_window("q", 60);
+    auto m2 = w2.meta();
+    w2.store.external_push(m2.pid, {"edge"});
+    w2.clock.advance(66000);  // beyond window + slack: not read
+    w2.flush(m2, {"other"}, &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w2.cache.inspect(m2.pid).resident, 1u);  // only "other"
+}
+
+TEST(BlockCache, ContiguousCommitAppendsAndAdvances) {
+    World w;
+    auto m = w.meta();
+    int64_t v;
+    w.flush(m, txns("a", 3), &v);
+    EXPECT_EQ(v, -1 + 0);  // born complete on an empty partition: vouches -1 == last_offset
+    w.flush(m, txns("b", 4), &v);
+    EXPECT_EQ(v, 2);
+    EntryInfo info = w.cache.inspect(m.pid);
+    EXPECT_EQ(info.verified_upto, 6);
+    EXPECT_EQ(info.resident, 7u);
+    EXPECT_EQ(info.gaps, 0u);
+    EXPECT_EQ(w.store.calls_range, 0);
+}
+
+TEST(BlockCache, InterleaveGapAnswersMinusOneUntilToppedUp) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, txns("a", 3));
+    w.store.external_push(m.pid, txns("other", 2));  // another sidecar interleaves: offsets 3..4
+    w.flush(m, txns("b", 2));                         // commits at base 5 > verified_upto + 1
+    EXPECT_EQ(w.cache.inspect(m.pid).gaps, 1u);
+    w.store.fail_ranges = true;  // the top-up cannot be read yet
+    int64_t v;
+    Verdict why;
+    w.flush(m, txns("c", 1), &v, &why);
+    EXPECT_EQ(v, -1);
+    EXPECT_EQ(why, Verdict::Gap);
+    w.store.fail_ranges = false;
+    w.flush(m, txns("d", 1), &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(v, 7);
+    EXPECT_EQ(w.cache.inspect(m.pid).gaps, 0u);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+TEST(BlockCache, GapTopUpReadsOnlyTheGapRows) {
+    World w;
+    auto m = w.meta();
+    for (int i = 0; i < 20; i++) w.flush(m, txns("a" + std::to_string(i), 5));
+    const int windows_before = w.store.calls_window;
+    w.store.external_push(m.pid, txns("x", 3));
+    w.flush(m, txns("b", 2));
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"other-1"}, &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w.store.calls_window, windows_before) << "no full rebuild";
+    EXPECT_EQ(w.store.calls_range, 1);
+    EXPECT_EQ(w.store.range_rows_read_last, 1) << "only the interleaved row";
+    // And the topped-up hashes are known.
+    w.flush(m, {"x1"}, &v, &why);
+    EXPECT_EQ(why, Verdict::LocalHit);
+}
+
+TEST(BlockCache, NonContiguousTopUpFallsBackToFullRebuild) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, txns("a", 3));
+    w.store.external_push(m.pid, txns("x", 2));
+    w.flush(m, txns("b", 1));
+    // Retention purges the gap's row: the top-up is not contiguous -> full rebuild, still sound.
+    w.clock.advance(10);
+    w.store.retention(w.clock.wall_ms() + 1);
+    const int before = w.store.calls_window;
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"c"}, &v, &why);
+    EXPECT_EQ(w.store.calls_window, before + 1);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+TEST(BlockCache, OverlapForcesFullRebuild) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, txns("a", 5));
+    queen::Hash128 h = queen::txn_hash("zzz");
+    w.cache.on_commit(m.pid, 2, &h, 1);  // base <= verified_upto: impossible, be defensive
+    EXPECT_TRUE(w.cache.inspect(m.pid).force_rebuild);
+    const int before = w.store.calls_window;
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"b"}, &v, &why);
+    EXPECT_EQ(w.store.calls_window, before + 1);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_FALSE(w.cache.inspect(m.pid).force_rebuild);
+}
+
+TEST(BlockCache, LocalHitOnlyRoutesTheSegmentToTheFullProbe) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, {"t1", "t2"});
+    int64_t v;
+    Verdict why;
+    auto out = w.flush(m, {"new", "t2"}, &v, &why);
+    EXPECT_EQ(v, -1);
+    EXPECT_EQ(why, Verdict::LocalHit);
+    // SQL decided: the new one is queued, the old one is a duplicate of offset 1.
+    EXPECT_EQ(out[0].status, EntryStatus::Queued);
+    EXPECT_EQ(out[1].status, EntryStatus::Duplicate);
+    EXPECT_EQ(out[1].offset, 1);
+    // The entry kept vouching state: the next clean flush vouches again.
+    w.flush(m, {"fresh"}, &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(v, 2);
+}
+
+TEST(BlockCache, SortedImmutableBlocksWithHotBufferSealedAtCapacity) {
+    World w;
+    auto m = w.meta();
+    for (int i = 0; i < 41; i++) w.flush(m, txns("b" + std::to_string(i) + "-", 100));
+    EntryInfo info = w.cache.inspect(m.pid);
+    EXPECT_EQ(info.resident, 4100u);
+    EXPECT_EQ(info.blocks, 1u);
+    EXPECT_EQ(info.hot, 4u);
+    EXPECT_EQ(info.largest_block_bytes, 65536u) << "the largest allocation is one 64 KiB block";
+    for (int i = 41; i < 200; i++) w.flush(m, txns("b" + std::to_string(i) + "-", 100));
+    info = w.cache.inspect(m.pid);
+    EXPECT_EQ(info.blocks, 20000u / 4096u);
+    EXPECT_LE(info.largest_block_bytes, 65536u);
+    EXPECT_EQ(info.hot_capacity & (info.hot_capacity - 1), 0u) << "hot buffer grows by doubling";
+}
+
+TEST(BlockCache, BlockGranularExpiryRaisesHydratedFrom) {
+    CacheConfig cfg;
+    World w(cfg);
+    w.store.set_window("q", 10);
+    auto m = w.meta();
+    for (int i = 0; i < 41; i++) w.flush(m, txns("e" + std::to_string(i) + "-", 100));  // block 0 sealed: 0..4095
+    w.clock.advance(8000);
+    w.flush(m, {"middle"});  // the hot buffer now holds 4 old hashes and a newer one
+    w.clock.advance(8000);   // block 0 is past the 10 s window + 5 s slack; the hot buffer is not
+    w.flush(m, {"later"});
+    EntryInfo info = w.cache.inspect(m.pid);
+    EXPECT_EQ(info.blocks, 0u);
+    EXPECT_EQ(info.hydrated_from, 4095) << "raised to the dropped block's highest offset";
+    EXPECT_EQ(info.resident, 6u);  // the hot buffer stays whole, stale members included
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+TEST(BlockCache, NoRefcountsCrossBlockDuplicateStaysKnown) {
+    World w;
+    w.store.set_window("q", 100);
+    auto m = w.meta();
+    // The same hash in two blocks (possible after a window change or across brokers).
+    queen::Hash128 h = queen::txn_hash("twice");
+    for (int i = 0; i < 4095; i++) w.flush(m, {"f" + std::to_string(i)});
+    int64_t vu = w.cache.inspect(m.pid).verified_upto;
+    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // seals block 1 containing "twice"
+    w.clock.advance(60000);
+    for (int i = 0; i < 4095; i++) w.flush(m, {"g" + std::to_string(i)});
+    vu = w.cache.inspect(m.pid).verified_upto;
+    w.store.external_push(m.pid, {});  // keep the store's allocator aligned with the fake commits
+    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // and block 2
+    w.clock.advance(50000);                   // block 1 is now stale, block 2 is not
+    w.cache.sweep();
+    int64_t v;
+    Verdict why;
+    std::vector<queen::Hash128> one{h};
+    v = w.cache.verified_for(m, one.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::LocalHit) << "still known through its last containing block";
+    EXPECT_EQ(v, -1);
+}
+
+TEST(BlockCache, MetadataWindowChangeForcesStickyRehydration) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, txns("a", 3));
+    m.window_s = 7200;  // /configure changed the window (seen through the memo)
+    w.store.fail_loads = true;
+    int64_t v;
+    Verdict why;
+    std::vector<queen::Hash128> hs{queen::txn_hash("x")};
+    v = w.cache.verified_for(m, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(v, -1);
+    EXPECT_EQ(why, Verdict::LoadFailed);
+    EXPECT_TRUE(w.cache.inspect(m.pid).force_rebuild);
+    // Still forced even though the window now "matches" nothing new: sticky until success.
+    v = w.cache.verified_for(m, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::LoadFailed);
+    w.store.fail_loads = false;
+    v = w.cache.verified_for(m, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w.cache.inspect(m.pid).window_s, 7200);
+    EXPECT_FALSE(w.cache.inspect(m.pid).force_rebuild);
+}
+
+TEST(BlockCache, DisabledCacheAlwaysAnswersMinusOne) {
+    CacheConfig cfg;
+    cfg.enabled = false;
+    World w(cfg);
+    auto m = w.meta();
+    int64_t v;
+    Verdict why;
+    for (int i = 0; i < 3; i++) {
+        w.flush(m, txns("a" + std::to_string(i), 3), &v, &why);
+        EXPECT_EQ(v, -1);
+        EXPECT_EQ(why, Verdict::Disabled);
+    }
+    EXPECT_EQ(w.cache.entries(), 0u);
+    EXPECT_EQ(w.store.calls_window, 0);
+}
+
+TEST(BlockCache, WindowZeroNeverHydrates) {
+    World w;
+    w.store.set_window("q", 0);
+    auto m = w.meta();
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"a"}, &v, &why);
+    EXPECT_EQ(why, Verdict::Disabled);
+    EXPECT_EQ(w.store.calls_window, 0);
+}
+
+// Fill partitions p0..p(n-1) with `per` hashes each, touching them at increasing times.
+void fill(World& w, int n, int per, int64_t step_ms) {
+    for (int i = 0; i < n; i++) {
+        auto m = w.meta("q", "p" + std::to_string(i));
+        w.flush(m, txns("p" + std::to_string(i) + "-", per));
+        w.clock.advance(step_ms);
+    }
+}
+
+TEST(BlockCache, MemoryBudgetEvictsLeastRecentlyUsed) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 600 * 1024;
+    World w(cfg);
+    fill(w, 8, 4096, 6000);  // ~66 KiB each; the budget holds about 8
+    auto big = w.meta("q", "big");
+    w.flush(big, txns("big-", 4096 * 2));  // grows past the budget: LRU (p0...) evicted
+    EXPECT_LE(w.cache.resident_bytes(), cfg.budget_bytes);
+    EXPECT_FALSE(w.cache.inspect(w.meta("q", "p0").pid).present);
+    EXPECT_TRUE(w.cache.inspect(w.meta("q", "p7").pid).present);
+    EXPECT_GT(w.cache.evictions(), 0u);
+}
+
+TEST(BlockCache, FitTestKeepsTenPercentHeadroom) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 1000 * 1024;
+    World w(cfg);
+    fill(w, 4, 4096 * 3, 0);  // 4 x ~197 KiB = ~790 KiB, all recently used
+    // p0 is evicted by nobody (recent), then forced to rebuild: its own bytes do not count.
+    auto m0 = w.meta("q", "p0");
+    EXPECT_TRUE(w.cache.inspect(m0.pid).present);
+    // A fifth partition with a known big footprint cannot fit under 90% with recent users around.
+    auto m5 = w.meta("q", "p5");
+    w.flush(m5, txns("p5-", 4096 * 3));  // brand new: admitted (empty estimate), measures itself
+    EXPECT_LE(w.cache.resident_bytes(), cfg.budget_bytes + 300 * 1024);
+    m5.window_s = 7000;  // force a rebuild of p5 with its now-known footprint
+    std::vector<queen::Hash128> hs{queen::txn_hash("zz")};
+    Verdict why;
+    w.cache.verified_for(m5, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Suppressed) << "total - own + estimate > 90% of the cap";
+    EXPECT_EQ(w.cache.suppressed_partitions(), 1);
+}
+
+TEST(BlockCache, RecentUseGuardNeverEvictsPartitionsUsedWithinFiveSeconds) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 400 * 1024;
+    World w(cfg);
+    fill(w, 4, 4096, 1000);  // all used within the last 5 s
+    auto m0 = w.meta("q", "p0");
+    EXPECT_TRUE(w.cache.inspect(m0.pid).present);
+    auto x = w.meta("q", "x");
+    w.flush(x, txns("x-", 4096 * 3));
+    x.window_s = 100;  // force x to re-admit with its footprint
+    std::vector<queen::Hash128> hs{queen::txn_hash("zz")};
+    Verdict why;
+    w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Suppressed) << "the newcomer is suppressed instead";
+    for (int i = 0; i < 4; i++) EXPECT_TRUE(w.cache.inspect(w.meta("q", "p" + std::to_string(i)).pid).present);
+    // Once they are idle past the guard, the newcomer may evict them (after its cooldown).
+    w.clock.advance(31000);
+    w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w.cache.suppressed_partitions(), 0);
+}
+
+TEST(BlockCache, SuppressedPartitionServesThirtySecondCooldown) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 400 * 1024;
+    World w(cfg);
+    fill(w, 4, 4096, 0);
+    auto x = w.meta("q", "x");
+    w.flush(x, txns("x-", 4096 * 3));
+    x.window_s = 100;
+    std::vector<queen::Hash128> hs{queen::txn_hash("zz")};
+    Verdict why;
+    w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    ASSERT_EQ(why, Verdict::Suppressed);
+    const int loads = w.store.calls_window;
+    w.clock.advance(10000);  // others now idle past the guard, but the cooldown is not over
+    w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Suppressed);
+    EXPECT_EQ(w.store.calls_window, loads) << "not re-tested during the cooldown";
+    w.clock.advance(20001);
+    w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+}
+
+TEST(BlockCache, OneWarningPerMinuteAndSuppressedGauge) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 300 * 1024;
+    World w(cfg);
+    fill(w, 3, 4096, 0);
+    std::vector<queen::Hash128> hs{queen::txn_hash("zz")};
+    Verdict why;
+    for (int i = 0; i < 5; i++) {
+        auto x = w.meta("q", "x" + std::to_string(i));
+        w.flush(x, txns("x" + std::to_string(i) + "-", 4096 * 2));
+        x.window_s = 100;
+        w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
+    }
+    EXPECT_GE(w.cache.suppressed_partitions(), 2);
+    EXPECT_EQ(w.cache.warnings(), 1u);
+    w.clock.advance(61000);
+    auto y = w.meta("q", "y");
+    w.flush(y, txns("y-", 4096 * 3));
+    // make everything recent again so y cannot evict
+    for (int i = 0; i < 3; i++) w.flush(w.meta("q", "p" + std::to_string(i)), {"touch" + std::to_string(i)});
+    y.window_s = 100;
+    w.cache.verified_for(y, hs.data(), 1, w.backend, &why);
+    if (why == Verdict::Suppressed) EXPECT_EQ(w.cache.warnings(), 2u);
+}
+
+TEST(BlockCache, BrandNewPartitionsAreNeverSuppressedOnFirstContact) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 200 * 1024;
+    World w(cfg);
+    fill(w, 3, 4096, 0);  // over 90% and all recent
+    Verdict why;
+    auto n = w.meta("q", "new");
+    int64_t v;
+    w.flush(n, {"first"}, &v, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+}
+
+TEST(BlockCache, AuxiliaryMapsAreSoftCapped) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 64 * 1024;
+    cfg.aux_soft_cap = 1000;
+    World w(cfg);
+    // Churn through many partition names; each one leaves a footprint hint when evicted.
+    for (int i = 0; i < 5000; i++) {
+        auto m = w.meta("q", "c" + std::to_string(i));
+        w.flush(m, txns("c" + std::to_string(i) + "-", 64));
+        w.clock.advance(6000);
+    }
+    w.cache.sweep();
+    EXPECT_LE(w.cache.aux_entries(), 2 * cfg.aux_soft_cap);
+}
+
+TEST(BlockCache, IdlePartitionsDoNotPinMemory) {
+    CacheConfig cfg;
+    cfg.idle_seal_ms = 10000;
+    cfg.idle_drop_ms = 60000;
+    World w(cfg);
+    w.store.set_window("q", 30);
+    for (int i = 0; i < 200; i++) w.flush(w.meta("q", "idle" + std::to_string(i)), {"one", "two", "three"});
+    EXPECT_EQ(w.cache.entries(), 200u);
+    const int64_t busy = w.cache.resident_bytes();
+    w.clock.advance(11000);
+    w.cache.sweep();  // hot buffers sealed into exact-size blocks
+    EXPECT_LT(w.cache.resident_bytes(), busy);
+    EXPECT_EQ(w.cache.inspect(w.meta("q", "idle0").pid).hot, 0u);
+    w.clock.advance(60000);  // past the window + slack and idle for over a minute
+    w.cache.sweep();
+    EXPECT_EQ(w.cache.resident_hashes(), 0);
+    EXPECT_EQ(w.cache.entries(), 0u);
+    EXPECT_EQ(w.cache.resident_bytes(), 0);
+}
+
+TEST(BlockCache, FrontFilterHasNoFalseNegativesAndFewFalsePositives) {
+    FrontFilter f;
+    f.reset(100000);
+    for (int i = 0; i < 100000; i++) f.add(queen::txn_hash("in" + std::to_string(i)));
+    for (int i = 0; i < 100000; i++) ASSERT_TRUE(f.maybe_contains(queen::txn_hash("in" + std::to_string(i))));
+    int fp = 0;
+    for (int i = 0; i < 100000; i++) fp += f.maybe_contains(queen::txn_hash("out" + std::to_string(i)));
+    EXPECT_LT(fp, 5000) << "false-positive rate under 5% at one byte per hash";
+    EXPECT_LE(f.bytes(), 100000u + 64u);
+}
+
+TEST(BlockCache, MemoryAtMostEighteenBytesPerResidentHash) {
+    World w;
+    auto m = w.meta();
+    std::vector<queen::Hash128> hs;
+    // One million hashes through the commit path (cheaper than the fake store's probe).
+    w.flush(m, {"seed"});
+    int64_t base = 1;
+    for (int batch = 0; batch < 10000; batch++) {
+        hs.clear();
+        for (int i = 0; i < 100; i++) hs.push_back(queen::txn_hash("m" + std::to_string(batch * 100 + i)));
+        w.cache.on_commit(m.pid, base, hs.data(), hs.size());
+        base += 100;
+    }
+    EntryInfo info = w.cache.inspect(m.pid);
+    ASSERT_EQ(info.resident, 1000001u);
+    double per = static_cast<double>(w.cache.resident_bytes()) / static_cast<double>(info.resident);
+    EXPECT_LE(per, 18.0) << per << " bytes per resident hash";
+}
+
+TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
+    CacheConfig cfg;
+    cfg.budget_bytes = 2 << 20;
+    cfg.recent_use_ms = 0;
+    World w(cfg);
+    std::vector<PartitionMeta> metas;
+    for (int i = 0; i < 16; i++) metas.push_back(w.meta("q", "c" + std::to_string(i)));
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; t++) {
+        threads.emplace_back([&, t] {
+            int64_t next[16];
+            for (auto& n : next) n = 0;
+            for (int round = 0; round < 3000; round++) {
+                int k = (round * 4 + t) % 16;
+                if (k % 4 != t) continue;  // each partition is single-flight: one thread owns it
+                std::vector<queen::Hash128> hs{queen::txn_hash(std::to_string(t) + ":" + std::to_string(round))};
+                w.cache.verified_for(metas[k], hs.data(), 1, w.backend);
+                w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1);
+                next[k] = w.cache.inspect(metas[k].pid).verified_upto + 1;
+            }
+        });
+    }
+    threads.emplace_back([&] {
+        while (!stop) {
+            w.cache.sweep();
+            std::this_thread::yield();
+        }
+    });
+    for (int t = 0; t < 4; t++) threads[t].join();
+    stop = true;
+    threads.back().join();
+    EXPECT_GE(w.cache.resident_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace queen::sidecar

@@ -1,0 +1,122 @@
+// Push body parsing, validation and the answer shape.
+#include <gtest/gtest.h>
+
+#include "api.h"
+#include "push_request.h"
+#include "settings.h"
+
+namespace queen::sidecar {
+namespace {
+
+Status parse(const std::string& body, PushRequest* out, int64_t* bad, ParseLimits lim = ParseLimits()) {
+    queen::UuidV7Generator gen(9);
+    return parse_push_body(body, lim, gen, out, bad);
+}
+
+TEST(PushRequest, ParsesItemsWithDefaults) {
+    PushRequest r;
+    int64_t bad;
+    ASSERT_TRUE(parse(R"({"items":[{"queue":"q","payload":{"a": [1, 2]},"transactionId":"t"},{"queue":"q","partition":"p","payload":null}]})", &r, &bad).is_ok());
+    ASSERT_EQ(r.items.size(), 2u);
+    EXPECT_EQ(r.items[0].partition, "Default");
+    EXPECT_EQ(r.items[0].payload, "{\"a\":[1,2]}");
+    EXPECT_EQ(r.items[0].hash, queen::txn_hash("t"));
+    EXPECT_EQ(r.items[1].txn, queen::uuid_to_string(r.items[1].id)) << "generated id's text is the transactionId";
+    EXPECT_EQ(r.items[1].payload, "null");
+}
+
+TEST(PushRequest, EmptyItemsIsFine) {
+    PushRequest r;
+    int64_t bad;
+    EXPECT_TRUE(parse(R"({"items":[]})", &r, &bad).is_ok());
+    EXPECT_TRUE(r.items.empty());
+}
+
+TEST(PushRequest, BadInputNamesTheItem) {
+    PushRequest r;
+    int64_t bad;
+    Status s = parse("{not json", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    EXPECT_EQ(bad, -1);
+    s = parse(R"({"items":[{"queue":"q","payload":1},{"payload":1}]})", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    EXPECT_EQ(bad, 1);
+    EXPECT_NE(s.message().find("queue"), std::string::npos);
+    std::string long_txn(65536, 'x');
+    s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + long_txn + "\"}]}", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    EXPECT_EQ(bad, 0);
+    s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":"a\u0001b"}]})", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":5}]})", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    s = parse(R"({"items":[{"queue":"q\u001fx","payload":1}]})", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest) << "names may not hold the layer-1 separator";
+    s = parse(R"({"items":{}})", &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    std::string max_txn(65535, 'y');
+    EXPECT_TRUE(parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + max_txn + "\"}]}", &r, &bad).is_ok());
+}
+
+TEST(PushRequest, ItemAndPayloadLimitsAre413) {
+    PushRequest r;
+    int64_t bad;
+    ParseLimits lim;
+    lim.max_items = 2;
+    lim.max_payload_bytes = 10;
+    EXPECT_EQ(parse(R"({"items":[{"queue":"q","payload":1},{"queue":"q","payload":1},{"queue":"q","payload":1}]})", &r,
+                    &bad, lim).code(),
+              StatusCode::TooLarge);
+    EXPECT_EQ(parse(R"({"items":[{"queue":"q","payload":"0123456789abc"}]})", &r, &bad, lim).code(), StatusCode::TooLarge);
+}
+
+TEST(PushRequest, Layer1KeyIsQueuePartitionTransactionId) {
+    PushRequest r;
+    int64_t bad;
+    ASSERT_TRUE(parse(R"({"items":[{"queue":"q","payload":1,"transactionId":"a"},
+        {"queue":"q","partition":"Default","payload":2,"transactionId":"a"},
+        {"queue":"q","partition":"x","payload":3,"transactionId":"a"},
+        {"queue":"r","payload":4,"transactionId":"a"}]})", &r, &bad).is_ok());
+    apply_layer1(&r);
+    EXPECT_EQ(r.items[0].leader, -1);
+    EXPECT_EQ(r.items[1].leader, 0);
+    EXPECT_EQ(r.items[2].leader, -1);
+    EXPECT_EQ(r.items[3].leader, -1);
+}
+
+TEST(PushRequest, AnswerShapeFollowsTheWire) {
+    PushJob job;
+    int64_t bad;
+    ASSERT_TRUE(parse(R"({"items":[{"queue":"q\"x","payload":1,"transactionId":"t"}]})", &job.req, &bad).is_ok());
+    job.answers.resize(1);
+    job.answers[0].offset = 7;
+    job.answers[0].id = job.req.items[0].id;
+    HttpResponse r = push_response(job);
+    EXPECT_EQ(r.status, 201);
+    EXPECT_EQ(r.body, "[{\"index\":0,\"message_id\":\"" + queen::uuid_to_string(job.req.items[0].id) +
+                          "\",\"transaction_id\":\"t\",\"queueName\":\"q\\\"x\",\"partition\":\"Default\","
+                          "\"offset\":7,\"status\":\"queued\"}]");
+}
+
+TEST(Settings, FlagsOverrideEnvironmentAndLimitsAreChecked) {
+    setenv("QUEEN_LISTEN", "127.0.0.1:7000", 1);
+    setenv("QUEEN_DEDUP_CACHE", "0", 1);
+    Settings st;
+    bool help;
+    const char* argv1[] = {"x", "--pool-size", "2", "--listen=127.0.0.1:7001"};
+    ASSERT_TRUE(load_settings(4, const_cast<char**>(argv1), &st, &help).is_ok());
+    EXPECT_EQ(st.listen, "127.0.0.1:7001");
+    EXPECT_EQ(st.dedup_cache, 0);
+    EXPECT_EQ(st.pool_size, 2);
+    EXPECT_EQ(st.dedup_cache_mb, 512);
+    Settings st2;
+    const char* argv2[] = {"x", "--pool-size", "0"};
+    EXPECT_FALSE(load_settings(3, const_cast<char**>(argv2), &st2, &help).is_ok());
+    const char* argv3[] = {"x", "--nope", "1"};
+    EXPECT_FALSE(load_settings(3, const_cast<char**>(argv3), &st2, &help).is_ok());
+    unsetenv("QUEEN_LISTEN");
+    unsetenv("QUEEN_DEDUP_CACHE");
+}
+
+}  // namespace
+}  // namespace queen::sidecar

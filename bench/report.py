@@ -171,12 +171,17 @@ def render(rows, meta, raw_name):
              f"{meta.get('warmup', '?')} s warm-up + {meta.get('duration', '?')} s timed per measurement, "
              "fresh partitions per measurement")
     L.append(f"- PL/pgSQL reference hashes with: {meta.get('plref_hash', '?')}")
+    L.append(f"- {meta.get('segment_storage', '')}")
     if meta.get("skipped", "").strip():
         L.append(f"- **skipped (functions missing in the extension)**: {meta['skipped'].strip()}")
     L.append(f"- raw data: `{raw_name}`")
     L.append("")
     L.append("messages/s = messages offered (repeats included) / timed seconds; median over rounds. "
-             "Ratios are ratios of medians; 'per round' ranges pair variants of the same round.")
+             "Ratios are ratios of medians; 'per round' ranges pair variants of the same round. "
+             "'window at end': offsets allocated per partition when the measurement ended (prefill "
+             "plus what it pushed). 'client CPU' is the load client's share of all cores, 'machine "
+             "busy' the share of all cores busy during the timed part (anything above client + "
+             "PostgreSQL is other work on the machine).")
     L.append("")
 
     L.append("## Targets (issue 2)")
@@ -196,8 +201,8 @@ def render(rows, meta, raw_name):
         L.append(f"## {scenario_title(s, meta)}")
         L.append("")
         L.append("| variant | median msg/s | min | max | vs plain | vs ON CONFLICT | p50 ms | p99 ms | "
-                 "window at end | repeats caught | verdict errors |")
-        L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+                 "window at end | repeats caught | verdict errors | client CPU | machine busy |")
+        L.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for v in ORDER:
             if (s, v) not in t.cells:
                 continue
@@ -205,7 +210,8 @@ def render(rows, meta, raw_name):
             wend = t.col_median(s, v, "window_end")
             exp, seen = t.col_sum(s, v, "dups_expected"), t.col_sum(s, v, "dups_seen")
             errs = t.errors(s, v)
-            L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            cpu, busy = t.col_median(s, v, "client_cpu_pct"), t.col_median(s, v, "machine_busy_pct")
+            L.append("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                 NAMES[v], fmt_rate(t.median(s, v)), fmt_rate(min(rs) if rs else None),
                 fmt_rate(max(rs) if rs else None),
                 fmt_ratio(t.ratio(s, v, s, "plain")),
@@ -214,9 +220,10 @@ def render(rows, meta, raw_name):
                 "-" if t.col_median(s, v, "p99_ms") is None else f"{t.col_median(s, v, 'p99_ms'):.1f}",
                 "-" if wend is None else f"{wend:,.0f}",
                 "-" if v == "plain" else f"{seen}/{exp}",
-                t.col_sum(s, v, "verdict_errors")))
+                t.col_sum(s, v, "verdict_errors"),
+                "-" if cpu is None else f"{cpu:.0f}%", "-" if busy is None else f"{busy:.0f}%"))
             for e in errs[:2]:
-                L.append(f"| ERROR ({v}) | {e[:200]} | | | | | | | | | |")
+                L.append(f"| ERROR ({v}) | {e[:200]} | | | | | | | | | | | |")
         L.append("")
         pushes = t.col_sum(s, "push", "pushes")
         if pushes and any(r.get("cache_rows_read") for r in t.cells.get((s, "push"), [])):

@@ -177,6 +177,15 @@ else
     log "WARNING: queen.txn_hash/log_unnest_hashes missing: plref uses md5 stand-ins"
 fi
 sed -e "s/@TXN_HASH@/$HASHFN/g" -e "s/@UNNEST_HASHES@/$UNNESTFN/g" "$BENCH_DIR/sql/plref.sql" | q -f -
+# Same shape: plref's segment column gets the storage and compression queen's has.
+if [ "$HAVE_QUEEN" = 1 ]; then
+    read -r QSTORAGE QCOMP <<<"$(q -F ' ' -c "SELECT attstorage, coalesce(nullif(attcompression, ''), '-')
+        FROM pg_attribute WHERE attrelid = 'queen.log_segments'::regclass AND attname = 'data'")"
+    case $QSTORAGE in e) q -c "ALTER TABLE plref.log_segments ALTER COLUMN data SET STORAGE EXTERNAL" ;;
+                      m) q -c "ALTER TABLE plref.log_segments ALTER COLUMN data SET STORAGE MAIN" ;; esac
+    case $QCOMP in l) q -c "ALTER TABLE plref.log_segments ALTER COLUMN data SET COMPRESSION lz4" ;;
+                   p) q -c "ALTER TABLE plref.log_segments ALTER COLUMN data SET COMPRESSION pglz" ;; esac
+fi
 
 for w in "$BASE_WINDOW" "$LARGE_WINDOW"; do
     q -c "SELECT plref.configure('bench_w$w', $w)" >/dev/null
@@ -255,6 +264,7 @@ cleanup() {
     echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "clients=$CLIENTS"
     echo "batch=$BATCH"; echo "dups=$DUPS"; echo "vouch_dups=$VOUCH_DUPS"; echo "payload=$PAYLOAD"
     echo "plref_hash=$HASHFN / $UNNESTFN"
+    echo "segment_storage=queen.log_segments.data storage ${QSTORAGE:-?} compression ${QCOMP:-?} (plref mirrors it; - = default_toast_compression, pglz)"
     for s in ${SCENARIOS//,/ }; do echo "scenario_$s=$(scenario_shape "$s") | $(scenario_variants "$s")"; done
     echo "skipped=$(for v in ${VARIANTS//,/ }; do runnable "$v" || printf '%s ' "$v"; done)"
 } >"$RAW.meta"

@@ -33,7 +33,8 @@ simdjson::dom::parser& small_parser() {
 }
 
 // Read a string field of obj into out ("" when absent); false when present but not a string.
-bool get_string(simdjson::dom::object obj, const char* key, std::string* out, bool* present = nullptr) {
+bool get_string(simdjson::dom::object obj, const char* key, std::string* out,
+                bool* present = nullptr) {
     auto f = obj[key];
     if (present) *present = !f.error();
     if (f.error()) return true;
@@ -94,7 +95,10 @@ bool url_decode(const std::string& in, std::string* out) {
         }
         if (i + 2 >= in.size()) return false;
         auto hex = [](char c) {
-            return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            return c >= '0' && c <= '9'   ? c - '0'
+                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                          : -1;
         };
         int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
         if (hi < 0 || lo < 0) return false;
@@ -124,15 +128,20 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             reply(std::move(r));
         };
     };
-    if (req.method == "POST" && path == "/api/v1/push") return push(std::move(req), counted(Endpoint::Push));
-    if (req.method == "POST" && path == "/api/v1/configure") return configure(std::move(req), counted(Endpoint::Configure));
-    if (req.method == "POST" && path == "/api/v1/ack") return ack(std::move(req), counted(Endpoint::Ack), false);
-    if (req.method == "POST" && path == "/api/v1/ack/batch") return ack(std::move(req), counted(Endpoint::AckBatch), true);
+    if (req.method == "POST" && path == "/api/v1/push")
+        return push(std::move(req), counted(Endpoint::Push));
+    if (req.method == "POST" && path == "/api/v1/configure")
+        return configure(std::move(req), counted(Endpoint::Configure));
+    if (req.method == "POST" && path == "/api/v1/ack")
+        return ack(std::move(req), counted(Endpoint::Ack), false);
+    if (req.method == "POST" && path == "/api/v1/ack/batch")
+        return ack(std::move(req), counted(Endpoint::AckBatch), true);
     if (req.method == "POST" && path == "/api/v1/transaction")
         return transaction(std::move(req), counted(Endpoint::Transaction));
     if (req.method == "GET" && path == "/health") {
         HttpResponse r;
-        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") + (metrics_.pg_up.load() ? "up" : "unknown") + "\"}";
+        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") +
+                 (metrics_.pg_up.load() ? "up" : "unknown") + "\"}";
         return counted(Endpoint::Health)(std::move(r));
     }
     if (req.method == "GET" && path == "/metrics") {
@@ -150,7 +159,8 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
             return pop(q, p, query, counted(Endpoint::Pop));
     }
-    counted(Endpoint::Other)(error_response(Status(StatusCode::NotFound, "no route for " + req.method + " " + path)));
+    counted(Endpoint::Other)(
+        error_response(Status(StatusCode::NotFound, "no route for " + req.method + " " + path)));
 }
 
 // Parse, layer 1, hand to the flusher; answer when every item has its final answer.
@@ -193,7 +203,8 @@ HttpResponse push_response(PushJob& job) {
         json_append_string(&out, it.partition);
         out += ",\"offset\":";
         json_append_int(&out, a.offset);
-        out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}" : ",\"status\":\"duplicate\"}";
+        out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}"
+                                               : ",\"status\":\"duplicate\"}";
     }
     out.push_back(']');
     return r;
@@ -210,7 +221,9 @@ void Api::configure(HttpRequest&& req, Reply reply) {
         return reply(error_response(Status(StatusCode::BadRequest, "queue is missing or invalid")));
     auto o = obj["options"];
     if (!o.error()) {
-        if (!o.is_object()) return reply(error_response(Status(StatusCode::BadRequest, "options must be an object")));
+        if (!o.is_object())
+            return reply(
+                error_response(Status(StatusCode::BadRequest, "options must be an object")));
         options = simdjson::minify(o.value_unsafe());
     }
     Flusher* fl = &flusher_;
@@ -237,22 +250,27 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
         return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
     std::string default_group = "__QUEUE_MODE__";
     if (!get_string(obj, "consumerGroup", &default_group))
-        return reply(error_response(Status(StatusCode::BadRequest, "consumerGroup must be a string")));
+        return reply(
+            error_response(Status(StatusCode::BadRequest, "consumerGroup must be a string")));
     std::vector<One> acks;
     auto read_one = [&](simdjson::dom::object o, int64_t idx) -> Status {
         One a;
         a.group = default_group;
         bool has_txn = false;
         if (!get_string(o, "transactionId", &a.txn, &has_txn) || !has_txn)
-            return Status(StatusCode::BadRequest, "transactionId is missing" + (idx >= 0 ? " in item " + std::to_string(idx) : ""));
+            return Status(
+                StatusCode::BadRequest,
+                "transactionId is missing" + (idx >= 0 ? " in item " + std::to_string(idx) : ""));
         if (!get_string(o, "queue", &a.queue) || !get_string(o, "partition", &a.partition) ||
             !get_string(o, "consumerGroup", &a.group) || !get_string(o, "status", &a.status))
-            return Status(StatusCode::BadRequest, "queue, partition, consumerGroup and status must be strings");
+            return Status(StatusCode::BadRequest,
+                          "queue, partition, consumerGroup and status must be strings");
         int64_t pid;
         if (!o["partitionId"].get(pid)) a.pid = pid;
         if (a.partition.empty() && a.pid < 0) a.partition = "Default";
         if (a.queue.empty() && a.pid < 0)
-            return Status(StatusCode::BadRequest, "an ack needs queue (+ partition) or partitionId");
+            return Status(StatusCode::BadRequest,
+                          "an ack needs queue (+ partition) or partitionId");
         if (!a.status.empty() && a.status != "completed")
             return Status(StatusCode::BadRequest, "only status \"completed\" is supported");
         acks.push_back(std::move(a));
@@ -261,11 +279,14 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
     if (batch) {
         simdjson::dom::array arr;
         if (obj["acknowledgments"].get(arr))
-            return reply(error_response(Status(StatusCode::BadRequest, "acknowledgments must be an array")));
+            return reply(
+                error_response(Status(StatusCode::BadRequest, "acknowledgments must be an array")));
         int64_t idx = 0;
         for (simdjson::dom::element el : arr) {
             simdjson::dom::object o;
-            if (el.get(o)) return reply(error_response(Status(StatusCode::BadRequest, "acknowledgment must be an object"), idx));
+            if (el.get(o))
+                return reply(error_response(
+                    Status(StatusCode::BadRequest, "acknowledgment must be an object"), idx));
             Status s = read_one(o, idx);
             if (!s.is_ok()) return reply(error_response(s, idx));
             idx++;
@@ -298,13 +319,15 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
 }
 
 // Read after the group's committed position (or from `from`).
-void Api::pop(const std::string& queue, const std::string& partition, const std::string& query, Reply reply) {
+void Api::pop(const std::string& queue, const std::string& partition, const std::string& query,
+              Reply reply) {
     std::string v, group = "__QUEUE_MODE__";
     int64_t batch = 1, from = -1;
     if (query_param(query, "batch", &v) && (!parse_int(v, &batch) || batch < 1 || batch > 10000))
         return reply(error_response(Status(StatusCode::BadRequest, "batch must be 1..10000")));
     if (query_param(query, "from", &v) && !parse_int(v, &from))
-        return reply(error_response(Status(StatusCode::BadRequest, "from must be a non-negative offset")));
+        return reply(
+            error_response(Status(StatusCode::BadRequest, "from must be a non-negative offset")));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
     with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](PgBackend& pg) {

@@ -38,7 +38,8 @@ private:
     void push(HttpRequest&& req, Reply reply);
     void configure(HttpRequest&& req, Reply reply);
     void ack(HttpRequest&& req, Reply reply, bool batch);
-    void pop(const std::string& queue, const std::string& partition, const std::string& query, Reply reply);
+    void pop(const std::string& queue, const std::string& partition, const std::string& query,
+             Reply reply);
     void transaction(HttpRequest&& req, Reply reply);
 
     ParseLimits limits_;

@@ -23,9 +23,9 @@ struct PartitionMeta {
 // One queen.log_txns row.
 struct TxnRow {
     int64_t base = 0;
-    int64_t end = -1;         // inclusive
-    int64_t created_ms = 0;   // Unix ms
-    std::string hashes;       // 16 bytes per message, offset order
+    int64_t end = -1;        // inclusive
+    int64_t created_ms = 0;  // Unix ms
+    std::string hashes;      // 16 bytes per message, offset order
 };
 
 // The cache's two reads.
@@ -34,7 +34,8 @@ public:
     virtual ~CacheLoader() = default;
     // Every log_txns row of pid created within the last window_s seconds (now() on the server),
     // ascending by base_offset, plus the partition's last_offset, all from one snapshot.
-    virtual Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset, std::vector<TxnRow>* rows) = 0;
+    virtual Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                               std::vector<TxnRow>* rows) = 0;
     // The log_txns rows of pid whose base_offset lies in [lo, hi], ascending.
     virtual Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) = 0;
 };
@@ -61,10 +62,12 @@ struct EntryOut {
 class Backend : public CacheLoader {
 public:
     // queen.resolve_partition(queue, partition).
-    virtual Status resolve_partition(std::string_view queue, std::string_view partition, PartitionMeta* out) = 0;
+    virtual Status resolve_partition(std::string_view queue, std::string_view partition,
+                                     PartitionMeta* out) = 0;
     // One transaction pushing every segment (out[i] answers segs[i], one EntryOut per entry);
     // returns only after COMMIT.
-    virtual Status push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) = 0;
+    virtual Status push_segments(const std::vector<SegmentIn>& segs,
+                                 std::vector<std::vector<EntryOut>>* out) = 0;
 };
 
 }  // namespace queen::sidecar

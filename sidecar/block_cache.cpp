@@ -51,8 +51,8 @@ void BlockCache::remove_from_map(int64_t pid, const Entry* e) {
 }
 
 // The main path: build, expire, top up, check membership, vouch.
-int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes, std::size_t n,
-                                 CacheLoader& loader, Verdict* why) {
+int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes,
+                                 std::size_t n, CacheLoader& loader, Verdict* why) {
     if (!cfg_.enabled || meta.window_s <= 0) {
         count(Verdict::Disabled, why);
         return -1;
@@ -113,7 +113,8 @@ bool BlockCache::admit_full_build(int64_t pid, Entry& e, int64_t now_mono) {
         set_suppressed(e, true);
         return false;
     }
-    const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+    const int64_t limit =
+        static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
     if (evict_until_fits(pid, e.bytes, est, limit, now_mono)) {
         set_suppressed(e, false);
         return true;
@@ -138,13 +139,15 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
     e.built = false;
     int64_t max_end = last;
     for (const TxnRow& r : rows) {
-        if (r.end < r.base || r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
+        if (r.end < r.base ||
+            r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
             clear_data(e);
             reaccount(e);
             return false;
         }
         const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
-        for (int64_t i = 0; i <= r.end - r.base; i++) append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+        for (int64_t i = 0; i <= r.end - r.base; i++)
+            append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
         max_end = std::max(max_end, r.end);
     }
     e.built = true;
@@ -182,7 +185,8 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
         }
         for (const TxnRow& r : rows) {
             const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
-            for (int64_t i = 0; i <= r.end - r.base; i++) append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+            for (int64_t i = 0; i <= r.end - r.base; i++)
+                append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
         }
         e.gaps.erase(e.gaps.begin());
         topups_++;
@@ -194,7 +198,8 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
 
 // A commit: contiguous -> append and advance; gap -> record it (and still append ours);
 // overlap -> full rebuild.
-void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n) {
+void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors,
+                           std::size_t n) {
     if (!cfg_.enabled || n == 0) return;
     EntryPtr e = find(pid);
     if (!e) return;
@@ -213,19 +218,22 @@ void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* surv
             }
         }
         const int64_t now_wall = clock_.wall_ms();
-        for (std::size_t i = 0; i < n; i++) append_hash(*e, survivors[i], base + static_cast<int64_t>(i), now_wall);
+        for (std::size_t i = 0; i < n; i++)
+            append_hash(*e, survivors[i], base + static_cast<int64_t>(i), now_wall);
         e->verified_upto = base + static_cast<int64_t>(n) - 1;
         maybe_rebuild_filter(*e);
         reaccount(*e);
     }
     if (total_bytes_.load() > cfg_.budget_bytes) {
-        const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+        const int64_t limit =
+            static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
         (void)evict_until_fits(pid, 0, 0, limit, clock_.mono_ms());
     }
 }
 
 // Append to the hot buffer, sealing it the moment it is full (a no-copy hand-off).
-void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms) {
+void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
+                             int64_t created_ms) {
     if (e.hot.size() >= kBlockHashes) seal_hot(e, false);
     if (e.hot.size() == e.hot.capacity())
         e.hot.reserve(std::min(kBlockHashes, std::max<std::size_t>(16, e.hot.capacity() * 2)));
@@ -246,7 +254,8 @@ void BlockCache::seal_hot(Entry& e, bool partial) {
         Block& last = e.blocks.back();
         std::vector<queen::Hash128> merged;
         merged.reserve(last.h.size() + e.hot.size());
-        std::merge(last.h.begin(), last.h.end(), e.hot.begin(), e.hot.end(), std::back_inserter(merged));
+        std::merge(last.h.begin(), last.h.end(), e.hot.begin(), e.hot.end(),
+                   std::back_inserter(merged));
         last.h.swap(merged);
         last.max_offset = std::max(last.max_offset, e.hot_max_offset);
         last.max_created_ms = std::max(last.max_created_ms, e.hot_max_created_ms);
@@ -335,8 +344,10 @@ void BlockCache::maybe_rebuild_filter(Entry& e) {
 void BlockCache::reaccount(Entry& e) {
     int64_t bytes = 0;
     if (!e.evicted) {
-        bytes = kEntryOverheadBytes + static_cast<int64_t>(e.hot.capacity() * kHashBytes + e.filter.bytes());
-        for (const Block& b : e.blocks) bytes += kBlockOverheadBytes + static_cast<int64_t>(b.h.capacity() * kHashBytes);
+        bytes = kEntryOverheadBytes +
+                static_cast<int64_t>(e.hot.capacity() * kHashBytes + e.filter.bytes());
+        for (const Block& b : e.blocks)
+            bytes += kBlockOverheadBytes + static_cast<int64_t>(b.h.capacity() * kHashBytes);
     }
     total_bytes_ += bytes - e.bytes;
     e.bytes = bytes;
@@ -351,7 +362,8 @@ void BlockCache::set_suppressed(Entry& e, bool on) {
 
 // LRU eviction, never of `except` nor of anything used within recent_use_ms; victims are
 // only try_locked (see the locking protocol).
-bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit, int64_t now_mono) {
+bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit,
+                                  int64_t now_mono) {
     auto fits = [&] { return total_bytes_.load() - own + need <= limit; };
     if (fits()) return true;
     struct Cand {
@@ -364,9 +376,11 @@ bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int
         std::shared_lock<std::shared_mutex> lk(map_mu_);
         cands.reserve(map_.size());
         for (const auto& [pid, e] : map_)
-            if (pid != except) cands.push_back({e->last_used.load(std::memory_order_relaxed), pid, e});
+            if (pid != except)
+                cands.push_back({e->last_used.load(std::memory_order_relaxed), pid, e});
     }
-    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.used < b.used; });
+    std::sort(cands.begin(), cands.end(),
+              [](const Cand& a, const Cand& b) { return a.used < b.used; });
     for (Cand& c : cands) {
         if (now_mono - c.used < cfg_.recent_use_ms) break;
         if (!c.e->mu.try_lock()) continue;
@@ -438,10 +452,12 @@ void BlockCache::warn_pressure(int64_t now_mono, int64_t pid) {
     if (!last_warning_mono_.compare_exchange_strong(last, now_mono)) return;
     warnings_++;
     std::fprintf(stderr,
-                 "queen-sidecar: WARNING dedup cache at its memory budget (%lld MiB): partition %lld suppressed "
+                 "queen-sidecar: WARNING dedup cache at its memory budget (%lld MiB): partition "
+                 "%lld suppressed "
                  "(answers -1 for %lld s); %lld partitions suppressed\n",
                  static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
-                 static_cast<long long>(cfg_.cooldown_ms / 1000), static_cast<long long>(suppressed_.load()));
+                 static_cast<long long>(cfg_.cooldown_ms / 1000),
+                 static_cast<long long>(suppressed_.load()));
 }
 
 // Idle upkeep; see the header.
@@ -482,7 +498,8 @@ void BlockCache::sweep() {
         prune_aux_locked(now_mono);
     }
     if (total_bytes_.load() > cfg_.budget_bytes) {
-        const int64_t limit = static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
+        const int64_t limit =
+            static_cast<int64_t>(static_cast<double>(cfg_.budget_bytes) * cfg_.fit_ratio);
         (void)evict_until_fits(-1, 0, 0, limit, now_mono);
     }
 }

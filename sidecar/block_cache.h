@@ -59,12 +59,12 @@ inline constexpr std::size_t kBlockHashes = 4096;  // 64 KiB blocks
 
 // Why p_verified was what it was (metrics and tests).
 enum class Verdict : uint8_t {
-    Vouch = 0,        // p_verified = verified_upto
-    Disabled,         // cache off or dedup window 0
-    Suppressed,       // memory pressure: the partition failed the fit test / is cooling down
-    LocalHit,         // a hash is resident: route to the full probe
-    Gap,              // interleave gap not yet topped up
-    LoadFailed,       // hydration or top-up could not be read
+    Vouch = 0,   // p_verified = verified_upto
+    Disabled,    // cache off or dedup window 0
+    Suppressed,  // memory pressure: the partition failed the fit test / is cooling down
+    LocalHit,    // a hash is resident: route to the full probe
+    Gap,         // interleave gap not yet topped up
+    LoadFailed,  // hydration or top-up could not be read
     kCount
 };
 
@@ -111,7 +111,9 @@ public:
     int64_t suppressed_partitions() const noexcept { return suppressed_.load(); }
     std::size_t entries() const;
     std::size_t aux_entries() const;
-    uint64_t verdict_count(Verdict v) const noexcept { return verdicts_[static_cast<int>(v)].load(); }
+    uint64_t verdict_count(Verdict v) const noexcept {
+        return verdicts_[static_cast<int>(v)].load();
+    }
     uint64_t warnings() const noexcept { return warnings_.load(); }
     uint64_t evictions() const noexcept { return evictions_.load(); }
     uint64_t topups() const noexcept { return topups_.load(); }
@@ -165,7 +167,8 @@ private:
 
     // Evict least-recently-used entries (never `except`, never recently used ones) until
     // total - own + need fits under limit. Returns whether it fits.
-    bool evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit, int64_t now_mono);
+    bool evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit,
+                          int64_t now_mono);
     void remove_from_map(int64_t pid, const Entry* e);
 
     int64_t footprint_hint(int64_t pid) const;

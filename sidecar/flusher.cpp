@@ -10,7 +10,9 @@ namespace queen::sidecar {
 namespace {
 // Hash of a Hash128 for unordered containers: its first 8 bytes are already uniform.
 struct HashOfHash {
-    std::size_t operator()(const queen::Hash128& h) const noexcept { return static_cast<std::size_t>(h.prefix()); }
+    std::size_t operator()(const queen::Hash128& h) const noexcept {
+        return static_cast<std::size_t>(h.prefix());
+    }
 };
 
 // The flusher's partition key.
@@ -30,8 +32,8 @@ void PushJob::fail(std::size_t i, const Status& s) {
     if (error.is_ok()) error = s;
 }
 
-Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends, BlockCache& cache,
-                 Metrics& metrics, const Clock& clock)
+Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+                 BlockCache& cache, Metrics& metrics, const Clock& clock)
     : cfg_(cfg), backends_(std::move(backends)), cache_(cache), metrics_(metrics), clock_(clock) {}
 
 Flusher::~Flusher() { stop(); }
@@ -138,7 +140,8 @@ void Flusher::run_sql(std::function<void(Backend&)> fn) {
 }
 
 // Pop ready partitions and move out their pending items (at most one segment's worth each).
-void Flusher::take_batch_locked(std::vector<PartQueue*>* parts, std::vector<std::vector<Pending>>* items) {
+void Flusher::take_batch_locked(std::vector<PartQueue*>* parts,
+                                std::vector<std::vector<Pending>>* items) {
     while (!ready_.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions) {
         PartQueue* pq = ready_.front();
         ready_.pop_front();
@@ -183,7 +186,9 @@ void Flusher::worker_loop(Backend* b) {
         std::function<void(Backend&)> fn;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return !ready_.empty() || !sql_jobs_.empty() || (stopping_ && parts_.empty()); });
+            cv_.wait(lk, [&] {
+                return !ready_.empty() || !sql_jobs_.empty() || (stopping_ && parts_.empty());
+            });
             if (!sql_jobs_.empty()) {
                 fn = std::move(sql_jobs_.front());
                 sql_jobs_.pop_front();
@@ -266,13 +271,15 @@ void Flusher::finish_item(PushJob* job) {
 
 // Build one segment per partition (layer 2), ask the cache for p_verified, push them all in
 // one call, feed commits back to the cache, answer every item.
-void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vector<std::vector<Pending>>& items) {
+void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
+                      std::vector<std::vector<Pending>>& items) {
     struct Seg {
         std::size_t part;
         PartitionMeta meta;
-        std::vector<std::size_t> leader_of;   // for each pending item: its leader's position in leaders
-        std::vector<uint8_t> is_leader;       // for each pending item: first with its hash
-        std::vector<queen::Hash128> hashes;   // leaders' hashes
+        std::vector<std::size_t>
+            leader_of;                   // for each pending item: its leader's position in leaders
+        std::vector<uint8_t> is_leader;  // for each pending item: first with its hash
+        std::vector<queen::Hash128> hashes;  // leaders' hashes
         std::string hash_blob;
         std::string segment;
     };
@@ -312,7 +319,8 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
             builder.add(queen::MessageView{it.id, queen::ContentType::Json, it.txn, it.payload});
         }
         sg.segment = builder.finish();
-        sg.hash_blob.assign(reinterpret_cast<const char*>(sg.hashes.data()), sg.hashes.size() * kHashBytes);
+        sg.hash_blob.assign(reinterpret_cast<const char*>(sg.hashes.data()),
+                            sg.hashes.size() * kHashBytes);
         segs.push_back(std::move(sg));
     }
     if (segs.empty()) return;
@@ -332,7 +340,8 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
     std::vector<std::vector<EntryOut>> out;
     auto t0 = std::chrono::steady_clock::now();
     Status s = b.push_segments(in, &out);
-    metrics_.sql_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    metrics_.sql_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();
     if (s.is_ok() && out.size() != segs.size())
         s = Status(StatusCode::Internal, "push_segments returned the wrong number of segments");
@@ -345,7 +354,8 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
         Seg& sg = segs[i];
         const auto& rows = out[i];
         if (rows.size() != sg.hashes.size()) {
-            fail_part(sg.part, Status(StatusCode::Internal, "push_segments returned the wrong number of rows"));
+            fail_part(sg.part, Status(StatusCode::Internal,
+                                      "push_segments returned the wrong number of rows"));
             continue;
         }
         // Survivors got contiguous offsets from the segment's base B: feed the cache.
@@ -354,11 +364,14 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
         bool contiguous = true;
         for (std::size_t k = 0; k < rows.size(); k++) {
             if (rows[k].status != EntryStatus::Queued) continue;
-            if (base < 0) base = rows[k].offset;
-            else if (rows[k].offset != base + static_cast<int64_t>(survivors.size())) contiguous = false;
+            if (base < 0)
+                base = rows[k].offset;
+            else if (rows[k].offset != base + static_cast<int64_t>(survivors.size()))
+                contiguous = false;
             survivors.push_back(sg.hashes[k]);
         }
-        if (!survivors.empty() && contiguous) cache_.on_commit(sg.meta.pid, base, survivors.data(), survivors.size());
+        if (!survivors.empty() && contiguous)
+            cache_.on_commit(sg.meta.pid, base, survivors.data(), survivors.size());
         const auto& pend = items[sg.part];
         for (std::size_t k = 0; k < pend.size(); k++) {
             const std::size_t l = sg.leader_of[k];
@@ -367,8 +380,10 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts, std::vec
             a.id = r.id;
             a.offset = r.offset;
             a.status = sg.is_leader[k] ? r.status : EntryStatus::Duplicate;
-            if (a.status == EntryStatus::Queued) metrics_.messages_queued++;
-            else metrics_.messages_duplicate++;
+            if (a.status == EntryStatus::Queued)
+                metrics_.messages_queued++;
+            else
+                metrics_.messages_duplicate++;
             finish_item(pend[k].job);
         }
     }

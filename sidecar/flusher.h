@@ -65,8 +65,8 @@ struct FlusherConfig {
 class Flusher {
 public:
     // One worker per backend; the flusher owns them. cache may be disabled but not null.
-    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends, BlockCache& cache,
-            Metrics& metrics, const Clock& clock);
+    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+            BlockCache& cache, Metrics& metrics, const Clock& clock);
     ~Flusher();
 
     // Start the worker threads.
@@ -109,8 +109,10 @@ private:
 
     void worker_loop(Backend* b);
     // Take up to max_flush_partitions ready partitions (mu_ held by caller).
-    void take_batch_locked(std::vector<PartQueue*>* parts, std::vector<std::vector<Pending>>* items);
-    void process(Backend& b, const std::vector<PartQueue*>& parts, std::vector<std::vector<Pending>>& items);
+    void take_batch_locked(std::vector<PartQueue*>* parts,
+                           std::vector<std::vector<Pending>>* items);
+    void process(Backend& b, const std::vector<PartQueue*>& parts,
+                 std::vector<std::vector<Pending>>& items);
     void release(const std::vector<PartQueue*>& parts);
     Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);
     void finish_item(PushJob* job);

@@ -36,7 +36,8 @@ void FrontFilter::clear() {
 
 // Multiply-shift range reduction of the first 8 bytes.
 std::size_t FrontFilter::line_of(const queen::Hash128& h) const noexcept {
-    return static_cast<std::size_t>((static_cast<unsigned __int128>(h.prefix()) * lines_) >> 64) * kWordsPerLine;
+    return static_cast<std::size_t>((static_cast<unsigned __int128>(h.prefix()) * lines_) >> 64) *
+           kWordsPerLine;
 }
 
 // Set four bits in h's line.

@@ -39,62 +39,74 @@ private:
         parser_->body_limit(static_cast<uint64_t>(srv_.body_limit()));
         parser_->header_limit(64 * 1024);
         stream_.expires_after(kIdleTimeout);
-        http::async_read(stream_, buf_, *parser_,
-                         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+        http::async_read(
+            stream_, buf_, *parser_,
+            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
     }
 
     // Dispatch the request, or answer/close on a read error.
     void on_read(beast::error_code ec) {
-        if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || ec == beast::error::timeout)
+        if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+            ec == beast::error::timeout)
             return close();
         srv_.add_inflight(1);
         if (ec == http::error::body_limit) {
             srv_.metrics().count_request(Endpoint::Other, 413);
-            return write(HttpResponse{413, json_error_body("request body is larger than " +
-                                                           std::to_string(srv_.body_limit()) + " bytes")},
-                         11, false);
+            return write(
+                HttpResponse{413, json_error_body("request body is larger than " +
+                                                  std::to_string(srv_.body_limit()) + " bytes")},
+                11, false);
         }
         if (ec) {
-            if (ec == http::error::partial_message || ec == asio::error::eof || ec == asio::error::connection_reset) {
+            if (ec == http::error::partial_message || ec == asio::error::eof ||
+                ec == asio::error::connection_reset) {
                 srv_.add_inflight(-1);
                 return close();
             }
             srv_.metrics().count_request(Endpoint::Other, 400);
-            return write(HttpResponse{400, json_error_body("malformed HTTP request: " + ec.message())}, 11, false);
+            return write(
+                HttpResponse{400, json_error_body("malformed HTTP request: " + ec.message())}, 11,
+                false);
         }
         http::request<http::string_body> req = parser_->release();
         const bool keep = req.keep_alive();
         const unsigned version = req.version();
         if (srv_.draining()) {
-            return write(HttpResponse{503, json_error_body("the sidecar is shutting down")}, version, false);
+            return write(HttpResponse{503, json_error_body("the sidecar is shutting down")},
+                         version, false);
         }
         HttpRequest r;
         r.method = std::string(req.method_string());
         r.target = std::string(req.target());
         r.body = std::move(req.body());
         stream_.expires_never();
-        srv_.api().handle(std::move(r), [self = shared_from_this(), keep, version](HttpResponse resp) {
-            asio::post(self->stream_.get_executor(), [self, keep, version, resp = std::move(resp)]() mutable {
-                self->write(std::move(resp), version, keep);
-            });
-        });
+        srv_.api().handle(std::move(r),
+                          [self = shared_from_this(), keep, version](HttpResponse resp) {
+                              asio::post(self->stream_.get_executor(),
+                                         [self, keep, version, resp = std::move(resp)]() mutable {
+                                             self->write(std::move(resp), version, keep);
+                                         });
+                          });
     }
 
     // Send one answer; then read the next request or close.
     void write(HttpResponse resp, unsigned version, bool keep) {
         keep = keep && !srv_.draining();
-        auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(resp.status), version);
+        auto res = std::make_shared<http::response<http::string_body>>(
+            static_cast<http::status>(resp.status), version);
         res->set(http::field::server, "queen-sidecar");
         res->set(http::field::content_type, resp.content_type);
         res->keep_alive(keep);
         res->body() = std::move(resp.body);
         res->prepare_payload();
         stream_.expires_after(kIdleTimeout);
-        http::async_write(stream_, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
-            self->srv_.add_inflight(-1);
-            if (ec || !keep) return self->close();
-            self->read();
-        });
+        http::async_write(
+            stream_, *res,
+            [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
+                self->srv_.add_inflight(-1);
+                if (ec || !keep) return self->close();
+                self->read();
+            });
     }
 
     // Half-close politely.
@@ -118,13 +130,16 @@ HttpServer::HttpServer(asio::io_context& ioc, Api& api, Metrics& metrics, int64_
 Status HttpServer::listen(const std::string& host, uint16_t port, uint16_t* bound_port) {
     beast::error_code ec;
     auto addr = asio::ip::make_address(host, ec);
-    if (ec) return Status(StatusCode::BadRequest, "bad listen address " + host + ": " + ec.message());
+    if (ec)
+        return Status(StatusCode::BadRequest, "bad listen address " + host + ": " + ec.message());
     tcp::endpoint ep(addr, port);
     acceptor_.open(ep.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(ep, ec);
     if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return Status(StatusCode::Unavailable, "cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+    if (ec)
+        return Status(StatusCode::Unavailable, "cannot listen on " + host + ":" +
+                                                   std::to_string(port) + ": " + ec.message());
     *bound_port = acceptor_.local_endpoint(ec).port();
     return Status::ok();
 }

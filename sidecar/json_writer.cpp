@@ -16,11 +16,21 @@ void json_append_string(std::string* out, std::string_view s) {
         out->append(s.data() + run, i - run);
         run = i + 1;
         switch (c) {
-            case '"': out->append("\\\""); break;
-            case '\\': out->append("\\\\"); break;
-            case '\n': out->append("\\n"); break;
-            case '\r': out->append("\\r"); break;
-            case '\t': out->append("\\t"); break;
+            case '"':
+                out->append("\\\"");
+                break;
+            case '\\':
+                out->append("\\\\");
+                break;
+            case '\n':
+                out->append("\\n");
+                break;
+            case '\r':
+                out->append("\\r");
+                break;
+            case '\t':
+                out->append("\\t");
+                break;
             default:
                 out->append("\\u00");
                 out->push_back(hex[c >> 4]);

@@ -1,13 +1,12 @@
 // queen-sidecar: settings, wiring, the ready line, signals and the staged shutdown
 // (SIGTERM/SIGINT: stop accepting, finish in-flight requests and flushes, answer, exit 0).
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <csignal>
 #include <cstdio>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "api.h"
 #include "block_cache.h"
@@ -45,11 +44,15 @@ int main(int argc, char** argv) {
     BlockCache cache(cc, clock);
     std::vector<std::unique_ptr<Backend>> backends;
     for (int64_t i = 0; i < st.pool_size; i++) {
-        auto pg = std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+        auto pg =
+            std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
         if (i == 0) {
             Status c = pg->ensure_connected();
-            if (!c.is_ok()) std::fprintf(stderr, "queen-sidecar: warning: %s (will retry per request)\n", c.message().c_str());
-            else metrics.pg_up = 1;
+            if (!c.is_ok())
+                std::fprintf(stderr, "queen-sidecar: warning: %s (will retry per request)\n",
+                             c.message().c_str());
+            else
+                metrics.pg_up = 1;
         }
         backends.push_back(std::move(pg));
     }
@@ -111,9 +114,10 @@ int main(int argc, char** argv) {
         poll_drain();
     });
 
-    std::fprintf(stderr, "queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)\n", host.c_str(),
-                 static_cast<unsigned>(bound), static_cast<long long>(st.pool_size), cc.enabled ? "on" : "off",
-                 static_cast<long long>(st.dedup_cache_mb));
+    std::fprintf(stderr,
+                 "queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)\n",
+                 host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
+                 cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
     std::fflush(stderr);
 
     std::vector<std::thread> threads;

@@ -8,10 +8,12 @@
 namespace queen::sidecar {
 
 namespace {
-const double kCountBounds[Histogram::kBuckets] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 100000};
-const double kSecondBounds[Histogram::kBuckets] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                   0.025,  0.05,    0.1,    0.25,  0.5,    1,     5};
-const char* kEndpointNames[] = {"push", "configure", "ack", "ack_batch", "pop", "transaction", "health", "metrics", "other"};
+const double kCountBounds[Histogram::kBuckets] = {1,   2,   5,    10,   20,   50,    100,
+                                                  200, 500, 1000, 2000, 5000, 10000, 100000};
+const double kSecondBounds[Histogram::kBuckets] = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+const char* kEndpointNames[] = {"push",        "configure", "ack",     "ack_batch", "pop",
+                                "transaction", "health",    "metrics", "other"};
 
 // Append one "name value" sample with optional labels.
 void sample(std::string* out, const char* name, const char* labels, double v) {
@@ -51,15 +53,19 @@ void Histogram::render(std::string* out, const char* name, const char* help) con
     for (int i = 0; i <= kBuckets; i++) {
         cum += counts_[i].load(std::memory_order_relaxed);
         char label[48];
-        if (i < kBuckets) std::snprintf(label, sizeof label, "le=\"%g\"", bounds_[i]);
-        else std::snprintf(label, sizeof label, "le=\"+Inf\"");
+        if (i < kBuckets)
+            std::snprintf(label, sizeof label, "le=\"%g\"", bounds_[i]);
+        else
+            std::snprintf(label, sizeof label, "le=\"+Inf\"");
         sample(out, bucket.c_str(), label, static_cast<double>(cum));
     }
     sample(out, (std::string(name) + "_sum").c_str(), nullptr, sum_micros_.load() / 1e6);
-    sample(out, (std::string(name) + "_count").c_str(), nullptr, static_cast<double>(count_.load()));
+    sample(out, (std::string(name) + "_count").c_str(), nullptr,
+           static_cast<double>(count_.load()));
 }
 
-Metrics::Metrics() : flush_messages(kCountBounds), flush_partitions(kCountBounds), sql_seconds(kSecondBounds) {}
+Metrics::Metrics()
+    : flush_messages(kCountBounds), flush_partitions(kCountBounds), sql_seconds(kSecondBounds) {}
 
 // Requests by endpoint and status class.
 void Metrics::count_request(Endpoint ep, int http_status) noexcept {
@@ -72,60 +78,80 @@ void Metrics::count_request(Endpoint ep, int http_status) noexcept {
 std::string render_metrics(const Metrics& m, const BlockCache* cache) {
     std::string out;
     out.reserve(8192);
-    header(&out, "queen_sidecar_requests_total", "counter", "HTTP requests by endpoint and status class");
+    header(&out, "queen_sidecar_requests_total", "counter",
+           "HTTP requests by endpoint and status class");
     for (int e = 0; e < static_cast<int>(Endpoint::kCount); e++)
         for (int c = 1; c <= 5; c++) {
             uint64_t v = m.requests[e][c].load();
             if (!v) continue;
             char labels[96];
-            std::snprintf(labels, sizeof labels, "endpoint=\"%s\",code=\"%dxx\"", kEndpointNames[e], c);
+            std::snprintf(labels, sizeof labels, "endpoint=\"%s\",code=\"%dxx\"", kEndpointNames[e],
+                          c);
             sample(&out, "queen_sidecar_requests_total", labels, static_cast<double>(v));
         }
     header(&out, "queen_sidecar_messages_total", "counter", "pushed messages by final status");
     sample(&out, "queen_sidecar_messages_total", "status=\"queued\"", m.messages_queued.load());
-    sample(&out, "queen_sidecar_messages_total", "status=\"duplicate\"", m.messages_duplicate.load());
+    sample(&out, "queen_sidecar_messages_total", "status=\"duplicate\"",
+           m.messages_duplicate.load());
     sample(&out, "queen_sidecar_messages_total", "status=\"error\"", m.messages_failed.load());
-    header(&out, "queen_sidecar_local_duplicates_total", "counter", "duplicates caught before SQL, by layer");
-    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"1\"", m.messages_layer1_duplicate.load());
-    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"2\"", m.messages_layer2_duplicate.load());
+    header(&out, "queen_sidecar_local_duplicates_total", "counter",
+           "duplicates caught before SQL, by layer");
+    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"1\"",
+           m.messages_layer1_duplicate.load());
+    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"2\"",
+           m.messages_layer2_duplicate.load());
     header(&out, "queen_sidecar_flushes_total", "counter", "segments flushed");
     sample(&out, "queen_sidecar_flushes_total", nullptr, m.flushes.load());
     header(&out, "queen_sidecar_sql_calls_total", "counter", "SQL statements run");
     sample(&out, "queen_sidecar_sql_calls_total", nullptr, m.sql_calls.load());
     header(&out, "queen_sidecar_sql_errors_total", "counter", "SQL statements that failed");
     sample(&out, "queen_sidecar_sql_errors_total", nullptr, m.sql_errors.load());
-    header(&out, "queen_sidecar_pg_connects_total", "counter", "PostgreSQL connections opened / failed");
+    header(&out, "queen_sidecar_pg_connects_total", "counter",
+           "PostgreSQL connections opened / failed");
     sample(&out, "queen_sidecar_pg_connects_total", "result=\"ok\"", m.pg_connects.load());
-    sample(&out, "queen_sidecar_pg_connects_total", "result=\"failed\"", m.pg_connect_failures.load());
+    sample(&out, "queen_sidecar_pg_connects_total", "result=\"failed\"",
+           m.pg_connect_failures.load());
     header(&out, "queen_sidecar_pg_up", "gauge", "1 when the last PostgreSQL call succeeded");
     sample(&out, "queen_sidecar_pg_up", nullptr, m.pg_up.load());
     header(&out, "queen_sidecar_pending_items", "gauge", "items waiting for a flush");
-    sample(&out, "queen_sidecar_pending_items", nullptr, static_cast<double>(m.pending_items.load()));
+    sample(&out, "queen_sidecar_pending_items", nullptr,
+           static_cast<double>(m.pending_items.load()));
     header(&out, "queen_sidecar_inflight_requests", "gauge", "requests being served");
-    sample(&out, "queen_sidecar_inflight_requests", nullptr, static_cast<double>(m.inflight_requests.load()));
+    sample(&out, "queen_sidecar_inflight_requests", nullptr,
+           static_cast<double>(m.inflight_requests.load()));
     m.flush_messages.render(&out, "queen_sidecar_flush_messages", "messages per flushed segment");
     m.flush_partitions.render(&out, "queen_sidecar_flush_partitions", "segments per push SQL call");
     m.sql_seconds.render(&out, "queen_sidecar_sql_seconds", "SQL call latency");
     if (cache) {
-        static const char* names[] = {"vouch", "disabled", "suppressed", "local_hit", "gap", "load_failed"};
+        static const char* names[] = {"vouch",     "disabled", "suppressed",
+                                      "local_hit", "gap",      "load_failed"};
         header(&out, "queen_sidecar_cache_verdicts_total", "counter",
                "p_verified answers: vouch, or the reason for -1");
         for (int v = 0; v < static_cast<int>(Verdict::kCount); v++) {
             char labels[48];
             std::snprintf(labels, sizeof labels, "verdict=\"%s\"", names[v]);
-            sample(&out, "queen_sidecar_cache_verdicts_total", labels, cache->verdict_count(static_cast<Verdict>(v)));
+            sample(&out, "queen_sidecar_cache_verdicts_total", labels,
+                   cache->verdict_count(static_cast<Verdict>(v)));
         }
-        header(&out, "queen_sidecar_cache_resident_bytes", "gauge", "bytes held by the block cache");
-        sample(&out, "queen_sidecar_cache_resident_bytes", nullptr, static_cast<double>(cache->resident_bytes()));
-        header(&out, "queen_sidecar_cache_resident_hashes", "gauge", "hashes held by the block cache");
-        sample(&out, "queen_sidecar_cache_resident_hashes", nullptr, static_cast<double>(cache->resident_hashes()));
+        header(&out, "queen_sidecar_cache_resident_bytes", "gauge",
+               "bytes held by the block cache");
+        sample(&out, "queen_sidecar_cache_resident_bytes", nullptr,
+               static_cast<double>(cache->resident_bytes()));
+        header(&out, "queen_sidecar_cache_resident_hashes", "gauge",
+               "hashes held by the block cache");
+        sample(&out, "queen_sidecar_cache_resident_hashes", nullptr,
+               static_cast<double>(cache->resident_hashes()));
         header(&out, "queen_sidecar_cache_partitions", "gauge", "partitions with a cache entry");
-        sample(&out, "queen_sidecar_cache_partitions", nullptr, static_cast<double>(cache->entries()));
-        header(&out, "queen_sidecar_cache_suppressed_partitions", "gauge", "partitions suppressed by memory pressure");
+        sample(&out, "queen_sidecar_cache_partitions", nullptr,
+               static_cast<double>(cache->entries()));
+        header(&out, "queen_sidecar_cache_suppressed_partitions", "gauge",
+               "partitions suppressed by memory pressure");
         sample(&out, "queen_sidecar_cache_suppressed_partitions", nullptr,
                static_cast<double>(cache->suppressed_partitions()));
-        header(&out, "queen_sidecar_cache_events_total", "counter", "hydrations, top-ups, evictions, warnings");
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"hydration\"", cache->hydrations());
+        header(&out, "queen_sidecar_cache_events_total", "counter",
+               "hydrations, top-ups, evictions, warnings");
+        sample(&out, "queen_sidecar_cache_events_total", "event=\"hydration\"",
+               cache->hydrations());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"topup\"", cache->topups());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"eviction\"", cache->evictions());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"warning\"", cache->warnings());

@@ -27,11 +27,23 @@ private:
     std::atomic<uint64_t> count_{0};
 };
 
-enum class Endpoint : int { Push = 0, Configure, Ack, AckBatch, Pop, Transaction, Health, Metrics, Other, kCount };
+enum class Endpoint : int {
+    Push = 0,
+    Configure,
+    Ack,
+    AckBatch,
+    Pop,
+    Transaction,
+    Health,
+    Metrics,
+    Other,
+    kCount
+};
 
 struct Metrics {
     Metrics();
-    std::atomic<uint64_t> requests[static_cast<int>(Endpoint::kCount)][6]{};  // by endpoint, by class 1xx..5xx
+    std::atomic<uint64_t> requests[static_cast<int>(Endpoint::kCount)]
+                                  [6]{};  // by endpoint, by class 1xx..5xx
     std::atomic<uint64_t> messages_queued{0};
     std::atomic<uint64_t> messages_duplicate{0};
     std::atomic<uint64_t> messages_layer1_duplicate{0};
@@ -45,9 +57,9 @@ struct Metrics {
     std::atomic<int64_t> pending_items{0};
     std::atomic<int64_t> inflight_requests{0};
     std::atomic<int> pg_up{0};
-    Histogram flush_messages;     // messages per segment
-    Histogram flush_partitions;   // segments per SQL call
-    Histogram sql_seconds;        // latency of each SQL call
+    Histogram flush_messages;    // messages per segment
+    Histogram flush_partitions;  // segments per SQL call
+    Histogram sql_seconds;       // latency of each SQL call
 
     // Count a finished request.
     void count_request(Endpoint ep, int http_status) noexcept;

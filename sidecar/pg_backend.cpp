@@ -11,7 +11,8 @@ namespace queen::sidecar {
 
 namespace {
 
-constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016, kByteaArray = 1001, kInt4Array = 1007;
+constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016,
+              kByteaArray = 1001, kInt4Array = 1007;
 
 struct StmtDef {
     const char* name;
@@ -25,7 +26,8 @@ const StmtDef kStmts[] = {
     {"queen_resolve",
      "SELECT partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
      "FROM queen.resolve_partition($1, $2)",
-     2, {kText, kText}},
+     2,
+     {kText, kText}},
     // A vouch was computed under the memoised window ($5); if /configure has since grown the
     // window, rows the cache expired may be back in it, so the vouch is dropped to -1 in the
     // same statement. (The remaining race, a configure committing between this snapshot and
@@ -35,37 +37,52 @@ const StmtDef kStmts[] = {
      "FROM queen.push_segment($1, $2, $3, CASE WHEN $4 >= 0 AND (SELECT q.dedup_window_seconds "
      "FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1) <= $5 "
      "THEN $4 ELSE -1 END)",
-     5, {kInt8, kBytea, kBytea, kInt8, kInt4}},
+     5,
+     {kInt8, kBytea, kBytea, kInt8, kInt4}},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
      "FROM queen.push_segments($1, $2, $3, ARRAY(SELECT CASE WHEN v.ver >= 0 AND "
      "q.dedup_window_seconds <= v.win THEN v.ver ELSE -1 END "
      "FROM unnest($1::int8[], $4::int8[], $5::int4[]) WITH ORDINALITY AS v(pid, ver, win, ord) "
-     "LEFT JOIN queen.log_partitions p ON p.id = v.pid LEFT JOIN queen.queues q ON q.id = p.queue_id "
+     "LEFT JOIN queen.log_partitions p ON p.id = v.pid LEFT JOIN queen.queues q ON q.id = "
+     "p.queue_id "
      "ORDER BY v.ord))",
-     5, {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
+     5,
+     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
      "FROM queen.log_partitions p LEFT JOIN queen.log_txns t ON t.partition_id = p.id "
-     "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY t.base_offset",
-     2, {kInt8, kInt8}},
+     "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY "
+     "t.base_offset",
+     2,
+     {kInt8, kInt8}},
     {"queen_range",
-     "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * 1000)::int8, "
-     "hashes FROM queen.log_txns WHERE partition_id = $1 AND base_offset >= $2 AND base_offset <= $3 "
+     "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * "
+     "1000)::int8, "
+     "hashes FROM queen.log_txns WHERE partition_id = $1 AND base_offset >= $2 AND base_offset <= "
+     "$3 "
      "ORDER BY base_offset",
-     3, {kInt8, kInt8, kInt8}},
+     3,
+     {kInt8, kInt8, kInt8}},
     {"queen_configure", "SELECT queen.configure($1, $2::jsonb)::text", 2, {kText, kText}},
     {"queen_ack", "SELECT queen.ack($1, $2, $3, $4)::text", 4, {kText, kText, kText, kText}},
-    {"queen_committed", "SELECT queen.committed_offset($1, $2, $3)::int8", 3, {kText, kText, kText}},
+    {"queen_committed",
+     "SELECT queen.committed_offset($1, $2, $3)::int8",
+     3,
+     {kText, kText, kText}},
     {"queen_read",
      "SELECT message_offset::int8, message_id::text, transaction_id::text, payload::text, "
-     "floor(extract(epoch FROM created_at) * 1000)::int8 FROM queen.read($1, $2, $3::int8, $4::int4)",
-     4, {kText, kText, kText, kText}},
+     "floor(extract(epoch FROM created_at) * 1000)::int8 FROM queen.read($1, $2, $3::int8, "
+     "$4::int4)",
+     4,
+     {kText, kText, kText, kText}},
     {"queen_txn", "SELECT queen.transaction($1::jsonb)::text", 1, {kText}},
     {"queen_names",
-     "SELECT q.name, p.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1",
-     1, {kInt8}},
+     "SELECT q.name, p.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id "
+     "WHERE p.id = $1",
+     1,
+     {kInt8}},
 };
 
 // Monotonic milliseconds.
@@ -125,8 +142,8 @@ Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
     for (int i = 0; i < n; i++) {
         if (PQgetisnull(r, i, 1)) continue;  // the LEFT JOIN found no rows
         TxnRow t;
-        if (!col_int8(r, i, 1, &t.base) || !col_int8(r, i, 2, &t.end) || !col_int8(r, i, 3, &t.created_ms) ||
-            PQgetisnull(r, i, 4))
+        if (!col_int8(r, i, 1, &t.base) || !col_int8(r, i, 2, &t.end) ||
+            !col_int8(r, i, 3, &t.created_ms) || PQgetisnull(r, i, 4))
             return Status(StatusCode::Internal, "unexpected log_txns row shape");
         t.hashes.assign(PQgetvalue(r, i, 4), static_cast<std::size_t>(PQgetlength(r, i, 4)));
         rows->push_back(std::move(t));
@@ -162,7 +179,8 @@ Status PgBackend::ensure_connected() {
     if (conn_ && PQstatus(conn_) == CONNECTION_OK) return Status::ok();
     disconnect();
     const int64_t now = mono_ms();
-    if (now - last_failure_mono_ < 500) return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
+    if (now - last_failure_mono_ < 500)
+        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
     const std::string timeout = std::to_string(connect_timeout_s_);
     const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
     const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar", nullptr};
@@ -185,25 +203,28 @@ Status PgBackend::ensure_connected() {
 // Map a failed result to a Status kind by SQLSTATE (a broken connection is Unavailable).
 Status PgBackend::error_status(PGresult* res, const char* what) {
     if (metrics_) metrics_->sql_errors++;
-    std::string msg = res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "no connection");
+    std::string msg =
+        res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "no connection");
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     std::string state = st ? st : "";
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 ||
-        state == "53300") {
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 ||
+        state.rfind("57P", 0) == 0 || state == "53300") {
         disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;
-        return Status(StatusCode::Unavailable, std::string(what) + ": PostgreSQL unavailable: " + msg, state);
+        return Status(StatusCode::Unavailable,
+                      std::string(what) + ": PostgreSQL unavailable: " + msg, state);
     }
-    if (state == "22023" || state == "22P02" || state == "22001") return Status(StatusCode::BadRequest, msg, state);
+    if (state == "22023" || state == "22P02" || state == "22001")
+        return Status(StatusCode::BadRequest, msg, state);
     if (state == "42704") return Status(StatusCode::NotFound, msg, state);
     if (state == "23505") return Status(StatusCode::Conflict, msg, state);
     return Status(StatusCode::Internal, std::string(what) + ": " + msg, state);
 }
 
 // Prepare on first use, then execute with binary results.
-Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths, const int* formats,
-                       PGresult** out) {
+Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths,
+                       const int* formats, PGresult** out) {
     *out = nullptr;
     Status c = ensure_connected();
     if (!c.is_ok()) return c;
@@ -226,7 +247,8 @@ Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const in
 }
 
 // queen.resolve_partition.
-Status PgBackend::resolve_partition(std::string_view queue, std::string_view partition, PartitionMeta* out) {
+Status PgBackend::resolve_partition(std::string_view queue, std::string_view partition,
+                                    PartitionMeta* out) {
     std::string q(queue), p(partition);
     const char* v[] = {q.c_str(), p.c_str()};
     int len[] = {0, 0}, fmt[] = {0, 0};
@@ -243,7 +265,8 @@ Status PgBackend::resolve_partition(std::string_view queue, std::string_view par
 
 // One segment: push_segment; several: push_segments (one transaction either way; the
 // statement runs in autocommit, so its result arrives only after COMMIT).
-Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
+Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
+                                std::vector<std::vector<EntryOut>>* out) {
     out->assign(segs.size(), {});
     ResultGuard g;
     Status s;
@@ -252,14 +275,17 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<
         put_be64(&pid, segs[0].pid);
         put_be64(&ver, segs[0].verified);
         put_be32(&win, segs[0].window_s);
-        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(), win.data()};
-        int len[] = {8, static_cast<int>(segs[0].hashes->size()), static_cast<int>(segs[0].segment->size()), 8, 4};
+        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(),
+                           win.data()};
+        int len[] = {8, static_cast<int>(segs[0].hashes->size()),
+                     static_cast<int>(segs[0].segment->size()), 8, 4};
         int fmt[] = {1, 1, 1, 1, 1};
         s = exec(kPush1, 5, v, len, fmt, &g.r);
     } else {
         const int32_t n = static_cast<int32_t>(segs.size());
         std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
-        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n), wins = array_header(kInt4, n);
+        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
+                    wins = array_header(kInt4, n);
         for (const SegmentIn& sg : segs) {
             put_be32(&pids, 8);
             put_be64(&pids, sg.pid);
@@ -273,8 +299,9 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<
             blobs.append(*sg.segment);
         }
         const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data()};
-        int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()), static_cast<int>(blobs.size()),
-                     static_cast<int>(vers.size()), static_cast<int>(wins.size())};
+        int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()),
+                     static_cast<int>(blobs.size()), static_cast<int>(vers.size()),
+                     static_cast<int>(wins.size())};
         int fmt[] = {1, 1, 1, 1, 1};
         s = exec(kPushN, 5, v, len, fmt, &g.r);
     }
@@ -291,21 +318,24 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs, std::vector<
     for (int i = 0; i < rows; i++) {
         Row r{};
         if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
-            r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) || PQgetlength(g.r, i, 3) != 16 ||
-            !col_int8(g.r, i, 4, &r.e.offset))
+            r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) ||
+            PQgetlength(g.r, i, 3) != 16 || !col_int8(g.r, i, 4, &r.e.offset))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
-        r.e.status = std::strcmp(PQgetvalue(g.r, i, 2), "queued") == 0 ? EntryStatus::Queued : EntryStatus::Duplicate;
+        r.e.status = std::strcmp(PQgetvalue(g.r, i, 2), "queued") == 0 ? EntryStatus::Queued
+                                                                       : EntryStatus::Duplicate;
         std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
         all.push_back(r);
     }
-    std::stable_sort(all.begin(), all.end(),
-                     [](const Row& a, const Row& b) { return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx; });
+    std::stable_sort(all.begin(), all.end(), [](const Row& a, const Row& b) {
+        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
+    });
     for (const Row& r : all) (*out)[r.seg].push_back(r.e);
     return Status::ok();
 }
 
 // The full-window read (one statement, one snapshot).
-Status PgBackend::load_window(int64_t pid, int64_t window_s, int64_t* last_offset, std::vector<TxnRow>* rows) {
+Status PgBackend::load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                              std::vector<TxnRow>* rows) {
     std::string a, b;
     put_be64(&a, pid);
     put_be64(&b, window_s);
@@ -334,19 +364,21 @@ Status PgBackend::load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<Tx
 }
 
 // queen.configure -> its jsonb as text.
-Status PgBackend::configure(const std::string& queue, const std::string& options_json, std::string* result_json) {
+Status PgBackend::configure(const std::string& queue, const std::string& options_json,
+                            std::string* result_json) {
     const char* v[] = {queue.c_str(), options_json.c_str()};
     int len[] = {0, 0}, fmt[] = {0, 0};
     ResultGuard g;
     Status s = exec(kConfigure, 2, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
-    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0) : "null");
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0)
+                                                                       : "null");
     return Status::ok();
 }
 
 // queen.ack -> whether a message was acked.
-Status PgBackend::ack(const std::string& queue, const std::string& partition, const std::string& txn,
-                      const std::string& group, bool* acked) {
+Status PgBackend::ack(const std::string& queue, const std::string& partition,
+                      const std::string& txn, const std::string& group, bool* acked) {
     const char* v[] = {queue.c_str(), partition.c_str(), txn.c_str(), group.c_str()};
     int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
     ResultGuard g;
@@ -357,8 +389,8 @@ Status PgBackend::ack(const std::string& queue, const std::string& partition, co
 }
 
 // queen.committed_offset.
-Status PgBackend::committed_offset(const std::string& queue, const std::string& partition, const std::string& group,
-                                   int64_t* out) {
+Status PgBackend::committed_offset(const std::string& queue, const std::string& partition,
+                                   const std::string& group, int64_t* out) {
     const char* v[] = {queue.c_str(), partition.c_str(), group.c_str()};
     int len[] = {0, 0, 0}, fmt[] = {0, 0, 0};
     ResultGuard g;
@@ -369,8 +401,8 @@ Status PgBackend::committed_offset(const std::string& queue, const std::string& 
 }
 
 // queen.read.
-Status PgBackend::read(const std::string& queue, const std::string& partition, int64_t from, int64_t limit,
-                       std::vector<ReadRow>* out) {
+Status PgBackend::read(const std::string& queue, const std::string& partition, int64_t from,
+                       int64_t limit, std::vector<ReadRow>* out) {
     std::string f = std::to_string(from), l = std::to_string(limit);
     const char* v[] = {queue.c_str(), partition.c_str(), f.c_str(), l.c_str()};
     int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
@@ -380,7 +412,8 @@ Status PgBackend::read(const std::string& queue, const std::string& partition, i
     const int n = PQntuples(g.r);
     for (int i = 0; i < n; i++) {
         ReadRow r;
-        if (!col_int8(g.r, i, 0, &r.offset)) return Status(StatusCode::Internal, "read returned an unexpected row");
+        if (!col_int8(g.r, i, 0, &r.offset))
+            return Status(StatusCode::Internal, "read returned an unexpected row");
         r.id = PQgetvalue(g.r, i, 1);
         r.txn = PQgetvalue(g.r, i, 2);
         r.payload = PQgetisnull(g.r, i, 3) ? "null" : PQgetvalue(g.r, i, 3);
@@ -397,7 +430,8 @@ Status PgBackend::transaction(const std::string& ops_json, std::string* result_j
     ResultGuard g;
     Status s = exec(kTxn, 1, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
-    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0) : "null");
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0)
+                                                                       : "null");
     return Status::ok();
 }
 
@@ -410,7 +444,8 @@ Status PgBackend::partition_names(int64_t pid, std::string* queue, std::string* 
     ResultGuard g;
     Status s = exec(kNames, 1, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
-    if (PQntuples(g.r) != 1) return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
+    if (PQntuples(g.r) != 1)
+        return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
     *queue = PQgetvalue(g.r, 0, 0);
     *partition = PQgetvalue(g.r, 0, 1);
     return Status::ok();

@@ -28,17 +28,21 @@ public:
     PgBackend(const PgBackend&) = delete;
     PgBackend& operator=(const PgBackend&) = delete;
 
-    Status resolve_partition(std::string_view queue, std::string_view partition, PartitionMeta* out) override;
-    Status push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) override;
-    Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset, std::vector<TxnRow>* rows) override;
+    Status resolve_partition(std::string_view queue, std::string_view partition,
+                             PartitionMeta* out) override;
+    Status push_segments(const std::vector<SegmentIn>& segs,
+                         std::vector<std::vector<EntryOut>>* out) override;
+    Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                       std::vector<TxnRow>* rows) override;
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override;
 
     // The other endpoints.
-    Status configure(const std::string& queue, const std::string& options_json, std::string* result_json);
+    Status configure(const std::string& queue, const std::string& options_json,
+                     std::string* result_json);
     Status ack(const std::string& queue, const std::string& partition, const std::string& txn,
                const std::string& group, bool* acked);
-    Status committed_offset(const std::string& queue, const std::string& partition, const std::string& group,
-                            int64_t* out);
+    Status committed_offset(const std::string& queue, const std::string& partition,
+                            const std::string& group, int64_t* out);
     Status read(const std::string& queue, const std::string& partition, int64_t from, int64_t limit,
                 std::vector<ReadRow>* out);
     Status transaction(const std::string& ops_json, std::string* result_json);
@@ -48,10 +52,23 @@ public:
     Status ensure_connected();
 
 private:
-    enum Stmt : int { kResolve, kPush1, kPushN, kWindow, kRange, kConfigure, kAck, kCommitted, kRead, kTxn, kNames, kStmtCount };
+    enum Stmt : int {
+        kResolve,
+        kPush1,
+        kPushN,
+        kWindow,
+        kRange,
+        kConfigure,
+        kAck,
+        kCommitted,
+        kRead,
+        kTxn,
+        kNames,
+        kStmtCount
+    };
     // Run prepared statement st (preparing it on first use on this connection).
-    Status exec(Stmt st, int nparams, const char* const* values, const int* lengths, const int* formats,
-                PGresult** out);
+    Status exec(Stmt st, int nparams, const char* const* values, const int* lengths,
+                const int* formats, PGresult** out);
     Status error_status(PGresult* res, const char* what);
     void disconnect();
 

@@ -27,7 +27,8 @@ simdjson::dom::parser& thread_parser() {
 }
 
 // Read an optional string field; BadRequest when present but not a string.
-Status optional_string(simdjson::dom::object obj, const char* key, std::string_view* out, bool* present) {
+Status optional_string(simdjson::dom::object obj, const char* key, std::string_view* out,
+                       bool* present) {
     auto f = obj[key];
     if (f.error() == simdjson::NO_SUCH_FIELD) {
         *present = false;
@@ -35,7 +36,8 @@ Status optional_string(simdjson::dom::object obj, const char* key, std::string_v
     }
     if (f.error()) return Status(StatusCode::BadRequest, std::string(key) + " is unreadable");
     std::string_view sv;
-    if (f.get(sv) != simdjson::SUCCESS) return Status(StatusCode::BadRequest, std::string(key) + " must be a string");
+    if (f.get(sv) != simdjson::SUCCESS)
+        return Status(StatusCode::BadRequest, std::string(key) + " must be a string");
     *out = sv;
     *present = true;
     return Status::ok();
@@ -44,14 +46,16 @@ Status optional_string(simdjson::dom::object obj, const char* key, std::string_v
 }  // namespace
 
 // Parse and validate every item; the first bad item stops parsing.
-Status parse_push_body(std::string_view body, const ParseLimits& limits, queen::UuidV7Generator& gen,
-                       PushRequest* out, int64_t* bad_index) {
+Status parse_push_body(std::string_view body, const ParseLimits& limits,
+                       queen::UuidV7Generator& gen, PushRequest* out, int64_t* bad_index) {
     *bad_index = -1;
     out->items.clear();
     simdjson::padded_string padded(body.data(), body.size());
     simdjson::dom::element root;
     auto err = thread_parser().parse(padded).get(root);
-    if (err) return Status(StatusCode::BadRequest, std::string("malformed JSON: ") + simdjson::error_message(err));
+    if (err)
+        return Status(StatusCode::BadRequest,
+                      std::string("malformed JSON: ") + simdjson::error_message(err));
     simdjson::dom::array items;
     if (root.is_object()) {
         simdjson::dom::object o;
@@ -79,7 +83,8 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits, queen::
         Status s = optional_string(obj, "queue", &sv, &present);
         if (!s.is_ok()) return s;
         if (!present) return Status(StatusCode::BadRequest, "queue is missing");
-        if (const char* why = validate_name(sv)) return Status(StatusCode::BadRequest, std::string("queue ") + why);
+        if (const char* why = validate_name(sv))
+            return Status(StatusCode::BadRequest, std::string("queue ") + why);
         it.queue.assign(sv);
         s = optional_string(obj, "partition", &sv, &present);
         if (!s.is_ok()) return s;
@@ -91,17 +96,20 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits, queen::
             it.partition = "Default";
         }
         auto payload = obj["payload"];
-        if (payload.error() == simdjson::NO_SUCH_FIELD) return Status(StatusCode::BadRequest, "payload is missing");
+        if (payload.error() == simdjson::NO_SUCH_FIELD)
+            return Status(StatusCode::BadRequest, "payload is missing");
         if (payload.error()) return Status(StatusCode::BadRequest, "payload is unreadable");
         it.payload = simdjson::minify(payload.value_unsafe());
         if (static_cast<int64_t>(it.payload.size()) > limits.max_payload_bytes)
-            return Status(StatusCode::TooLarge, "payload is larger than " + std::to_string(limits.max_payload_bytes) +
-                                                    " bytes");
+            return Status(
+                StatusCode::TooLarge,
+                "payload is larger than " + std::to_string(limits.max_payload_bytes) + " bytes");
         it.id = gen.next(now);
         s = optional_string(obj, "transactionId", &sv, &present);
         if (!s.is_ok()) return s;
         if (present) {
-            if (const char* why = queen::validate_txn_id(sv)) return Status(StatusCode::BadRequest, why);
+            if (const char* why = queen::validate_txn_id(sv))
+                return Status(StatusCode::BadRequest, why);
             it.txn.assign(sv);
         } else {
             it.txn = queen::uuid_to_string(it.id);

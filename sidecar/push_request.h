@@ -36,8 +36,8 @@ struct PushRequest {
 // Parse {"items":[...]} (a bare array is accepted too). On error returns BadRequest or
 // TooLarge and sets *bad_index to the offending item (-1 when the body itself is wrong).
 // Ids come from gen at time now_ms.
-Status parse_push_body(std::string_view body, const ParseLimits& limits, queen::UuidV7Generator& gen,
-                       PushRequest* out, int64_t* bad_index);
+Status parse_push_body(std::string_view body, const ParseLimits& limits,
+                       queen::UuidV7Generator& gen, PushRequest* out, int64_t* bad_index);
 
 // Layer 1: mark every later item with an already-seen queue\x1fpartition\x1ftxn key as a
 // follower of the first one (its `leader`).

@@ -19,22 +19,38 @@ struct Binding {
 // Map a table row to its field.
 Binding bind(Settings* st, const std::string& name) {
     Binding b;
-    if (name == "listen") b.s = &st->listen;
-    else if (name == "pg") b.s = &st->pg;
-    else if (name == "pool-size") b.i = &st->pool_size;
-    else if (name == "http-threads") b.i = &st->http_threads;
-    else if (name == "dedup-cache") b.i = &st->dedup_cache;
-    else if (name == "dedup-cache-mb") b.i = &st->dedup_cache_mb;
-    else if (name == "max-body-bytes") b.i = &st->max_body_bytes;
-    else if (name == "max-items") b.i = &st->max_items;
-    else if (name == "max-payload-bytes") b.i = &st->max_payload_bytes;
-    else if (name == "max-segment-items") b.i = &st->max_segment_items;
-    else if (name == "max-flush-partitions") b.i = &st->max_flush_partitions;
-    else if (name == "max-pending-items") b.i = &st->max_pending_items;
-    else if (name == "meta-ttl-ms") b.i = &st->meta_ttl_ms;
-    else if (name == "idle-seal-ms") b.i = &st->idle_seal_ms;
-    else if (name == "drain-timeout-ms") b.i = &st->drain_timeout_ms;
-    else if (name == "connect-timeout-s") b.i = &st->connect_timeout_s;
+    if (name == "listen")
+        b.s = &st->listen;
+    else if (name == "pg")
+        b.s = &st->pg;
+    else if (name == "pool-size")
+        b.i = &st->pool_size;
+    else if (name == "http-threads")
+        b.i = &st->http_threads;
+    else if (name == "dedup-cache")
+        b.i = &st->dedup_cache;
+    else if (name == "dedup-cache-mb")
+        b.i = &st->dedup_cache_mb;
+    else if (name == "max-body-bytes")
+        b.i = &st->max_body_bytes;
+    else if (name == "max-items")
+        b.i = &st->max_items;
+    else if (name == "max-payload-bytes")
+        b.i = &st->max_payload_bytes;
+    else if (name == "max-segment-items")
+        b.i = &st->max_segment_items;
+    else if (name == "max-flush-partitions")
+        b.i = &st->max_flush_partitions;
+    else if (name == "max-pending-items")
+        b.i = &st->max_pending_items;
+    else if (name == "meta-ttl-ms")
+        b.i = &st->meta_ttl_ms;
+    else if (name == "idle-seal-ms")
+        b.i = &st->idle_seal_ms;
+    else if (name == "drain-timeout-ms")
+        b.i = &st->drain_timeout_ms;
+    else if (name == "connect-timeout-s")
+        b.i = &st->connect_timeout_s;
     return b;
 }
 
@@ -49,10 +65,12 @@ Status assign(const SettingSpec& spec, Settings* st, const std::string& value) {
     errno = 0;
     long long v = std::strtoll(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0' || errno != 0)
-        return Status(StatusCode::BadRequest, std::string("--") + spec.name + ": not an integer: " + value);
+        return Status(StatusCode::BadRequest,
+                      std::string("--") + spec.name + ": not an integer: " + value);
     if (v < spec.min || v > spec.max)
-        return Status(StatusCode::BadRequest, std::string("--") + spec.name + ": " + value + " is outside [" +
-                                                  std::to_string(spec.min) + ", " + std::to_string(spec.max) + "]");
+        return Status(StatusCode::BadRequest, std::string("--") + spec.name + ": " + value +
+                                                  " is outside [" + std::to_string(spec.min) +
+                                                  ", " + std::to_string(spec.max) + "]");
     *b.i = v;
     return Status::ok();
 }
@@ -62,22 +80,37 @@ Status assign(const SettingSpec& spec, Settings* st, const std::string& value) {
 // name, env, is_string, min, max, help
 const std::vector<SettingSpec>& setting_specs() {
     static const std::vector<SettingSpec> specs = {
-        {"listen", "QUEEN_LISTEN", true, 0, 0, "HOST:PORT to serve HTTP on (default 127.0.0.1:6632)"},
-        {"pg", "QUEEN_PG", true, 0, 0, "libpq connection string (default: libpq's PG* environment)"},
-        {"pool-size", "QUEEN_POOL_SIZE", false, 1, 64, "PostgreSQL connections = flush workers (4)"},
+        {"listen", "QUEEN_LISTEN", true, 0, 0,
+         "HOST:PORT to serve HTTP on (default 127.0.0.1:6632)"},
+        {"pg", "QUEEN_PG", true, 0, 0,
+         "libpq connection string (default: libpq's PG* environment)"},
+        {"pool-size", "QUEEN_POOL_SIZE", false, 1, 64,
+         "PostgreSQL connections = flush workers (4)"},
         {"http-threads", "QUEEN_HTTP_THREADS", false, 1, 64, "HTTP event-loop threads (1)"},
-        {"dedup-cache", "QUEEN_DEDUP_CACHE", false, 0, 1, "1 = block cache on, 0 = off (every p_verified is -1)"},
-        {"dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", false, 1, 1 << 20, "block cache memory budget in MiB (512)"},
-        {"max-body-bytes", "QUEEN_MAX_BODY_BYTES", false, 1024, int64_t(1) << 30, "request body limit; larger = 413 (16 MiB)"},
-        {"max-items", "QUEEN_MAX_ITEMS", false, 1, 10000000, "items in one push; more = 413 (10000)"},
-        {"max-payload-bytes", "QUEEN_MAX_PAYLOAD_BYTES", false, 16, int64_t(1) << 30, "one item's payload; larger = 413 (1 MiB)"},
-        {"max-segment-items", "QUEEN_MAX_SEGMENT_ITEMS", false, 1, 1000000, "messages in one flushed segment (10000)"},
-        {"max-flush-partitions", "QUEEN_MAX_FLUSH_PARTITIONS", false, 1, 10000, "partitions fused into one SQL call (64)"},
-        {"max-pending-items", "QUEEN_MAX_PENDING_ITEMS", false, 1, int64_t(1) << 40, "unflushed items before 429 (1000000)"},
-        {"meta-ttl-ms", "QUEEN_META_TTL_MS", false, 0, 3600000, "partition metadata memo TTL (30000)"},
-        {"idle-seal-ms", "QUEEN_IDLE_SEAL_MS", false, 100, 86400000, "seal/expire idle partitions after (10000)"},
-        {"drain-timeout-ms", "QUEEN_DRAIN_TIMEOUT_MS", false, 0, 3600000, "SIGTERM: longest wait for in-flight work (30000)"},
-        {"connect-timeout-s", "QUEEN_CONNECT_TIMEOUT_S", false, 1, 600, "PostgreSQL connect timeout (3)"},
+        {"dedup-cache", "QUEEN_DEDUP_CACHE", false, 0, 1,
+         "1 = block cache on, 0 = off (every p_verified is -1)"},
+        {"dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB", false, 1, 1 << 20,
+         "block cache memory budget in MiB (512)"},
+        {"max-body-bytes", "QUEEN_MAX_BODY_BYTES", false, 1024, int64_t(1) << 30,
+         "request body limit; larger = 413 (16 MiB)"},
+        {"max-items", "QUEEN_MAX_ITEMS", false, 1, 10000000,
+         "items in one push; more = 413 (10000)"},
+        {"max-payload-bytes", "QUEEN_MAX_PAYLOAD_BYTES", false, 16, int64_t(1) << 30,
+         "one item's payload; larger = 413 (1 MiB)"},
+        {"max-segment-items", "QUEEN_MAX_SEGMENT_ITEMS", false, 1, 1000000,
+         "messages in one flushed segment (10000)"},
+        {"max-flush-partitions", "QUEEN_MAX_FLUSH_PARTITIONS", false, 1, 10000,
+         "partitions fused into one SQL call (64)"},
+        {"max-pending-items", "QUEEN_MAX_PENDING_ITEMS", false, 1, int64_t(1) << 40,
+         "unflushed items before 429 (1000000)"},
+        {"meta-ttl-ms", "QUEEN_META_TTL_MS", false, 0, 3600000,
+         "partition metadata memo TTL (30000)"},
+        {"idle-seal-ms", "QUEEN_IDLE_SEAL_MS", false, 100, 86400000,
+         "seal/expire idle partitions after (10000)"},
+        {"drain-timeout-ms", "QUEEN_DRAIN_TIMEOUT_MS", false, 0, 3600000,
+         "SIGTERM: longest wait for in-flight work (30000)"},
+        {"connect-timeout-s", "QUEEN_CONNECT_TIMEOUT_S", false, 1, 600,
+         "PostgreSQL connect timeout (3)"},
     };
     return specs;
 }
@@ -90,7 +123,8 @@ Status load_settings(int argc, char** argv, Settings* out, bool* want_help) {
         const char* v = std::getenv(spec.env);
         if (!v) continue;
         Status s = assign(spec, out, v);
-        if (!s.is_ok()) return Status(StatusCode::BadRequest, std::string(spec.env) + ": " + s.message());
+        if (!s.is_ok())
+            return Status(StatusCode::BadRequest, std::string(spec.env) + ": " + s.message());
     }
     for (int i = 1; i < argc; i++) {
         std::string arg = argv[i];
@@ -98,7 +132,8 @@ Status load_settings(int argc, char** argv, Settings* out, bool* want_help) {
             *want_help = true;
             return Status::ok();
         }
-        if (arg.rfind("--", 0) != 0) return Status(StatusCode::BadRequest, "unexpected argument: " + arg);
+        if (arg.rfind("--", 0) != 0)
+            return Status(StatusCode::BadRequest, "unexpected argument: " + arg);
         std::string name = arg.substr(2), value;
         std::size_t eq = name.find('=');
         if (eq != std::string::npos) {
@@ -129,7 +164,8 @@ std::string settings_help() {
     for (const auto& spec : setting_specs()) {
         h += "  --";
         h += spec.name;
-        h += std::string(spec.name ? 22 - std::min<std::size_t>(21, std::strlen(spec.name)) : 1, ' ');
+        h += std::string(spec.name ? 22 - std::min<std::size_t>(21, std::strlen(spec.name)) : 1,
+                         ' ');
         h += spec.env ? spec.env : "";
         h += "\n      ";
         h += spec.help;

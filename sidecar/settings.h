@@ -12,29 +12,29 @@ namespace queen::sidecar {
 
 struct Settings {
     std::string listen = "127.0.0.1:6632";
-    std::string pg = "";                 // libpq connection string ("" = libpq defaults/PG* env)
-    int64_t pool_size = 4;               // PostgreSQL connections (flush workers)
-    int64_t http_threads = 1;            // threads running the HTTP event loop
-    int64_t dedup_cache = 1;             // 0 disables the block cache: every answer is -1
-    int64_t dedup_cache_mb = 512;        // the cache's memory budget
-    int64_t max_body_bytes = 16 << 20;   // larger request bodies get 413
-    int64_t max_items = 10000;           // more items in one request get 413
-    int64_t max_payload_bytes = 1 << 20; // a larger single payload gets 413
-    int64_t max_segment_items = 10000;   // messages in one flushed segment
-    int64_t max_flush_partitions = 64;   // partitions fused into one push_segments call
-    int64_t max_pending_items = 1000000; // queued-but-unflushed items before 429
-    int64_t meta_ttl_ms = 30000;         // partition metadata memo TTL
-    int64_t idle_seal_ms = 10000;        // idle partitions' hot buffers are sealed after this
-    int64_t drain_timeout_ms = 30000;    // SIGTERM: longest wait for in-flight work
-    int64_t connect_timeout_s = 3;       // PostgreSQL connect timeout
+    std::string pg = "";                  // libpq connection string ("" = libpq defaults/PG* env)
+    int64_t pool_size = 4;                // PostgreSQL connections (flush workers)
+    int64_t http_threads = 1;             // threads running the HTTP event loop
+    int64_t dedup_cache = 1;              // 0 disables the block cache: every answer is -1
+    int64_t dedup_cache_mb = 512;         // the cache's memory budget
+    int64_t max_body_bytes = 16 << 20;    // larger request bodies get 413
+    int64_t max_items = 10000;            // more items in one request get 413
+    int64_t max_payload_bytes = 1 << 20;  // a larger single payload gets 413
+    int64_t max_segment_items = 10000;    // messages in one flushed segment
+    int64_t max_flush_partitions = 64;    // partitions fused into one push_segments call
+    int64_t max_pending_items = 1000000;  // queued-but-unflushed items before 429
+    int64_t meta_ttl_ms = 30000;          // partition metadata memo TTL
+    int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
+    int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
+    int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout
 };
 
 // One row of the table (exposed for --help and the docs).
 struct SettingSpec {
-    const char* name;   // flag without the leading "--"
-    const char* env;    // environment variable, or nullptr
+    const char* name;  // flag without the leading "--"
+    const char* env;   // environment variable, or nullptr
     bool is_string;
-    int64_t min, max;   // limits for integers
+    int64_t min, max;  // limits for integers
     const char* help;
 };
 

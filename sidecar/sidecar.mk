@@ -42,5 +42,7 @@ $(BUILD)/fuzz/push_request_fuzz: tests/fuzz/push_request_fuzz.cpp sidecar/push_r
 	$(FUZZ_CXX) -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Isidecar -o $@ \
 	    tests/fuzz/push_request_fuzz.cpp sidecar/push_request.cpp sidecar/json_writer.cpp \
 	    src/core/hash.cpp src/core/uuidv7.cpp src/core/segment_codec.cpp -lsimdjson -lxxhash
+# New inputs go to a scratch folder; the repo corpus (tests/fuzz/corpus) is only read.
 sidecar-fuzz: $(BUILD)/fuzz/push_request_fuzz
-	$(BUILD)/fuzz/push_request_fuzz -max_total_time=$${FUZZ_SECONDS:-60} tests/fuzz/corpus
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/push_request_fuzz -max_total_time=$${FUZZ_SECONDS:-60} -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus

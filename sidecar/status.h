@@ -9,13 +9,13 @@ namespace queen::sidecar {
 
 enum class StatusCode {
     Ok = 0,
-    BadRequest,     // the client's input is wrong: HTTP 400
-    TooLarge,       // body or item limits: HTTP 413
-    Busy,           // backpressure: HTTP 429
-    Unavailable,    // PostgreSQL unreachable or the connection broke: HTTP 503
-    Conflict,       // a duplicate inside a transaction (23505)
-    NotFound,       // unknown queue/partition (42704): HTTP 404
-    Internal,       // anything else: HTTP 500
+    BadRequest,   // the client's input is wrong: HTTP 400
+    TooLarge,     // body or item limits: HTTP 413
+    Busy,         // backpressure: HTTP 429
+    Unavailable,  // PostgreSQL unreachable or the connection broke: HTTP 503
+    Conflict,     // a duplicate inside a transaction (23505)
+    NotFound,     // unknown queue/partition (42704): HTTP 404
+    Internal,     // anything else: HTTP 500
 };
 
 class [[nodiscard]] Status {
@@ -42,14 +42,22 @@ private:
 // The HTTP status code for a Status kind.
 inline int http_code(StatusCode c) noexcept {
     switch (c) {
-        case StatusCode::Ok: return 200;
-        case StatusCode::BadRequest: return 400;
-        case StatusCode::TooLarge: return 413;
-        case StatusCode::Busy: return 429;
-        case StatusCode::Unavailable: return 503;
-        case StatusCode::Conflict: return 409;
-        case StatusCode::NotFound: return 404;
-        case StatusCode::Internal: return 500;
+        case StatusCode::Ok:
+            return 200;
+        case StatusCode::BadRequest:
+            return 400;
+        case StatusCode::TooLarge:
+            return 413;
+        case StatusCode::Busy:
+            return 429;
+        case StatusCode::Unavailable:
+            return 503;
+        case StatusCode::Conflict:
+            return 409;
+        case StatusCode::NotFound:
+            return 404;
+        case StatusCode::Internal:
+            return 500;
     }
     return 500;
 }

@@ -31,6 +31,11 @@ fail() {
 # psql with no decoration.
 sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
 
+# Wait for the server (it may be restarting after another test's crash).
+for _ in $(seq 1 120); do
+    psql -X -q -t -A -c "SELECT 1" >/dev/null 2>&1 && break
+    sleep 0.5
+done
 PGOPTIONS="-c client_min_messages=warning" sql "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
 [[ -x $SIDECAR_BIN ]] || fail "no sidecar binary at $SIDECAR_BIN (run make)"
 

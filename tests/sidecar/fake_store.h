@@ -26,8 +26,8 @@ public:
         int32_t window_s = 3600;
         int64_t last = -1;
         int64_t txns_start = 0;
-        std::vector<TxnRow> txns;               // ascending base
-        std::map<int64_t, queen::Uuid> ids;     // offset -> message id
+        std::vector<TxnRow> txns;            // ascending base
+        std::map<int64_t, queen::Uuid> ids;  // offset -> message id
     };
 
     // Find or create.
@@ -79,7 +79,8 @@ public:
         const int64_t now = clock_.wall_ms();
         for (std::size_t s = 0; s < segs.size(); s++) {
             Part& pt = parts_.at(segs[s].pid);
-            queen::SegmentReader rd(reinterpret_cast<const uint8_t*>(segs[s].segment->data()), segs[s].segment->size());
+            queen::SegmentReader rd(reinterpret_cast<const uint8_t*>(segs[s].segment->data()),
+                                    segs[s].segment->size());
             std::vector<queen::MessageView> msgs;
             queen::MessageView mv;
             while (rd.next(&mv)) msgs.push_back(mv);
@@ -95,8 +96,10 @@ public:
             std::map<std::string, std::size_t> first;  // hash -> index in this call
             auto& res = (*out)[s];
             for (std::size_t i = 0; i < msgs.size(); i++) {
-                queen::Hash128 h = queen::hash_at(reinterpret_cast<const uint8_t*>(segs[s].hashes->data()), i);
-                if (h != queen::txn_hash(msgs[i].txn)) return Status(StatusCode::BadRequest, "hash mismatch");
+                queen::Hash128 h =
+                    queen::hash_at(reinterpret_cast<const uint8_t*>(segs[s].hashes->data()), i);
+                if (h != queen::txn_hash(msgs[i].txn))
+                    return Status(StatusCode::BadRequest, "hash mismatch");
                 EntryOut e;
                 int64_t off = probe(pt, h, from, now);
                 int64_t full = probe(pt, h, pt.txns_start - 1, now);
@@ -215,7 +218,8 @@ public:
     Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {
         return s_.resolve(q, p, out);
     }
-    Status push_segments(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) override {
+    Status push_segments(const std::vector<SegmentIn>& segs,
+                         std::vector<std::vector<EntryOut>>* out) override {
         return s_.push(segs, out);
     }
     Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {

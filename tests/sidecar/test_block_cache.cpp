@@ -17,7 +17,8 @@ using testing::FakeStore;
 
 // A little world: a clock, a store, a backend and a cache with a config.
 struct World {
-    explicit World(CacheConfig cfg = CacheConfig()) : store(clock), backend(store), cache(cfg, clock) {}
+    explicit World(CacheConfig cfg = CacheConfig())
+        : store(clock), backend(store), cache(cfg, clock) {}
     ManualClock clock;
     FakeStore store;
     FakeBackend backend;
@@ -94,7 +95,7 @@ TEST(BlockCache, HydrationAddsFiveSecondsOfSkewSlack) {
     w.store.set_window("q", 60);
     auto m = w.meta();
     w.store.external_push(m.pid, {"edge"});  // created at t0
-    w.clock.advance(63000);                   // 63 s later: outside the 60 s window, inside +5 s slack
+    w.clock.advance(63000);  // 63 s later: outside the 60 s window, inside +5 s slack
     w.store.external_push(m.pid, {"fresh"});
     int64_t v;
     Verdict why;
@@ -130,7 +131,7 @@ TEST(BlockCache, InterleaveGapAnswersMinusOneUntilToppedUp) {
     auto m = w.meta();
     w.flush(m, txns("a", 3));
     w.store.external_push(m.pid, txns("other", 2));  // another sidecar interleaves: offsets 3..4
-    w.flush(m, txns("b", 2));                         // commits at base 5 > verified_upto + 1
+    w.flush(m, txns("b", 2));                        // commits at base 5 > verified_upto + 1
     EXPECT_EQ(w.cache.inspect(m.pid).gaps, 1u);
     w.store.fail_ranges = true;  // the top-up cannot be read yet
     int64_t v;
@@ -239,7 +240,8 @@ TEST(BlockCache, BlockGranularExpiryRaisesHydratedFrom) {
     World w(cfg);
     w.store.set_window("q", 10);
     auto m = w.meta();
-    for (int i = 0; i < 41; i++) w.flush(m, txns("e" + std::to_string(i) + "-", 100));  // block 0 sealed: 0..4095
+    for (int i = 0; i < 41; i++)
+        w.flush(m, txns("e" + std::to_string(i) + "-", 100));  // block 0 sealed: 0..4095
     w.clock.advance(8000);
     w.flush(m, {"middle"});  // the hot buffer now holds 4 old hashes and a newer one
     w.clock.advance(8000);   // block 0 is past the 10 s window + 5 s slack; the hot buffer is not
@@ -381,7 +383,8 @@ TEST(BlockCache, RecentUseGuardNeverEvictsPartitionsUsedWithinFiveSeconds) {
     Verdict why;
     w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
     EXPECT_EQ(why, Verdict::Suppressed) << "the newcomer is suppressed instead";
-    for (int i = 0; i < 4; i++) EXPECT_TRUE(w.cache.inspect(w.meta("q", "p" + std::to_string(i)).pid).present);
+    for (int i = 0; i < 4; i++)
+        EXPECT_TRUE(w.cache.inspect(w.meta("q", "p" + std::to_string(i)).pid).present);
     // Once they are idle past the guard, the newcomer may evict them (after its cooldown).
     w.clock.advance(31000);
     w.cache.verified_for(x, hs.data(), 1, w.backend, &why);
@@ -430,7 +433,8 @@ TEST(BlockCache, OneWarningPerMinuteAndSuppressedGauge) {
     auto y = w.meta("q", "y");
     w.flush(y, txns("y-", 4096 * 3));
     // make everything recent again so y cannot evict
-    for (int i = 0; i < 3; i++) w.flush(w.meta("q", "p" + std::to_string(i)), {"touch" + std::to_string(i)});
+    for (int i = 0; i < 3; i++)
+        w.flush(w.meta("q", "p" + std::to_string(i)), {"touch" + std::to_string(i)});
     y.window_s = 100;
     w.cache.verified_for(y, hs.data(), 1, w.backend, &why);
     if (why == Verdict::Suppressed) EXPECT_EQ(w.cache.warnings(), 2u);
@@ -469,7 +473,8 @@ TEST(BlockCache, IdlePartitionsDoNotPinMemory) {
     cfg.idle_drop_ms = 60000;
     World w(cfg);
     w.store.set_window("q", 30);
-    for (int i = 0; i < 200; i++) w.flush(w.meta("q", "idle" + std::to_string(i)), {"one", "two", "three"});
+    for (int i = 0; i < 200; i++)
+        w.flush(w.meta("q", "idle" + std::to_string(i)), {"one", "two", "three"});
     EXPECT_EQ(w.cache.entries(), 200u);
     const int64_t busy = w.cache.resident_bytes();
     w.clock.advance(11000);
@@ -487,9 +492,11 @@ TEST(BlockCache, FrontFilterHasNoFalseNegativesAndFewFalsePositives) {
     FrontFilter f;
     f.reset(100000);
     for (int i = 0; i < 100000; i++) f.add(queen::txn_hash("in" + std::to_string(i)));
-    for (int i = 0; i < 100000; i++) ASSERT_TRUE(f.maybe_contains(queen::txn_hash("in" + std::to_string(i))));
+    for (int i = 0; i < 100000; i++)
+        ASSERT_TRUE(f.maybe_contains(queen::txn_hash("in" + std::to_string(i))));
     int fp = 0;
-    for (int i = 0; i < 100000; i++) fp += f.maybe_contains(queen::txn_hash("out" + std::to_string(i)));
+    for (int i = 0; i < 100000; i++)
+        fp += f.maybe_contains(queen::txn_hash("out" + std::to_string(i)));
     EXPECT_LT(fp, 5000) << "false-positive rate under 5% at one byte per hash";
     EXPECT_LE(f.bytes(), 100000u + 64u);
 }
@@ -503,7 +510,8 @@ TEST(BlockCache, MemoryAtMostEighteenBytesPerResidentHash) {
     int64_t base = 1;
     for (int batch = 0; batch < 10000; batch++) {
         hs.clear();
-        for (int i = 0; i < 100; i++) hs.push_back(queen::txn_hash("m" + std::to_string(batch * 100 + i)));
+        for (int i = 0; i < 100; i++)
+            hs.push_back(queen::txn_hash("m" + std::to_string(batch * 100 + i)));
         w.cache.on_commit(m.pid, base, hs.data(), hs.size());
         base += 100;
     }
@@ -529,7 +537,8 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
             for (int round = 0; round < 3000; round++) {
                 int k = (round * 4 + t) % 16;
                 if (k % 4 != t) continue;  // each partition is single-flight: one thread owns it
-                std::vector<queen::Hash128> hs{queen::txn_hash(std::to_string(t) + ":" + std::to_string(round))};
+                std::vector<queen::Hash128> hs{
+                    queen::txn_hash(std::to_string(t) + ":" + std::to_string(round))};
                 w.cache.verified_for(metas[k], hs.data(), 1, w.backend);
                 w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1);
                 next[k] = w.cache.inspect(metas[k].pid).verified_upto + 1;

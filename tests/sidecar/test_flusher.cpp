@@ -18,7 +18,9 @@ struct Answer {
     int status;  // 0 queued, 1 duplicate, 2 failed
     int64_t offset;
     std::string id;
-    bool operator==(const Answer& o) const { return status == o.status && offset == o.offset && id == o.id; }
+    bool operator==(const Answer& o) const {
+        return status == o.status && offset == o.offset && id == o.id;
+    }
 };
 
 // One sidecar: cache + flusher over a backend on the shared store.
@@ -41,8 +43,8 @@ struct Item {
 };
 
 // A job from items, ids drawn from gen; answers land in *out when done.
-std::shared_ptr<PushJob> make_job(const std::vector<Item>& items, queen::UuidV7Generator& gen, int64_t now,
-                                  std::vector<Answer>* out, Status* err = nullptr) {
+std::shared_ptr<PushJob> make_job(const std::vector<Item>& items, queen::UuidV7Generator& gen,
+                                  int64_t now, std::vector<Answer>* out, Status* err = nullptr) {
     auto job = std::make_shared<PushJob>();
     for (const Item& i : items) {
         PushItem it;
@@ -58,8 +60,10 @@ std::shared_ptr<PushJob> make_job(const std::vector<Item>& items, queen::UuidV7G
     job->done = [out, err](PushJob& j) {
         if (err) *err = j.error;
         for (const ItemAnswer& a : j.answers)
-            out->push_back(Answer{a.failed ? 2 : a.status == EntryStatus::Queued ? 0 : 1, a.offset,
-                                  queen::uuid_to_string(a.id)});
+            out->push_back(Answer{a.failed                          ? 2
+                                  : a.status == EntryStatus::Queued ? 0
+                                                                    : 1,
+                                  a.offset, queen::uuid_to_string(a.id)});
     };
     return job;
 }
@@ -70,8 +74,9 @@ TEST(Flusher, Layer1FirstWinsInsideOneRequest) {
     Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
     queen::UuidV7Generator gen(1);
     std::vector<Answer> out;
-    sc.flusher.submit(make_job({{"q", "p", "a"}, {"q", "p", "b"}, {"q", "p", "a"}, {"q", "p2", "a"}}, gen,
-                               clock.wall_ms(), &out));
+    sc.flusher.submit(
+        make_job({{"q", "p", "a"}, {"q", "p", "b"}, {"q", "p", "a"}, {"q", "p2", "a"}}, gen,
+                 clock.wall_ms(), &out));
     sc.drain();
     ASSERT_EQ(out.size(), 4u);
     EXPECT_EQ(out[0].status, 0);
@@ -108,7 +113,8 @@ TEST(Flusher, FollowersInheritTheLeadersDuplicateOfAStoredMessage) {
     std::vector<Answer> first, a, b;
     sc.flusher.submit(make_job({{"q", "p", "stored"}}, gen, clock.wall_ms(), &first));
     sc.drain();
-    sc.flusher.submit(make_job({{"q", "p", "stored"}, {"q", "p", "stored"}}, gen, clock.wall_ms(), &a));
+    sc.flusher.submit(
+        make_job({{"q", "p", "stored"}, {"q", "p", "stored"}}, gen, clock.wall_ms(), &a));
     sc.flusher.submit(make_job({{"q", "p", "stored"}}, gen, clock.wall_ms(), &b));
     sc.drain();
     for (const Answer& x : {a[0], a[1], b[0]}) {
@@ -127,7 +133,8 @@ TEST(Flusher, AnswersComeInInputOrderAcrossPartitions) {
     queen::UuidV7Generator gen(4);
     std::vector<Answer> out;
     std::vector<Item> items;
-    for (int i = 0; i < 30; i++) items.push_back({"q", "p" + std::to_string(i % 5), "t" + std::to_string(i)});
+    for (int i = 0; i < 30; i++)
+        items.push_back({"q", "p" + std::to_string(i % 5), "t" + std::to_string(i)});
     sc.flusher.submit(make_job(items, gen, clock.wall_ms(), &out));
     sc.drain();
     ASSERT_EQ(out.size(), 30u);
@@ -142,7 +149,8 @@ TEST(Flusher, PostgresDownAnswersUnavailableAndWritesNothing) {
     std::vector<Answer> out;
     Status err;
     store.down = true;
-    sc.flusher.submit(make_job({{"q", "p", "a"}, {"q", "p", "b"}}, gen, clock.wall_ms(), &out, &err));
+    sc.flusher.submit(
+        make_job({{"q", "p", "a"}, {"q", "p", "b"}}, gen, clock.wall_ms(), &out, &err));
     sc.drain();
     EXPECT_EQ(err.code(), StatusCode::Unavailable);
     EXPECT_EQ(out[0].status, 2);
@@ -161,7 +169,8 @@ TEST(Flusher, MetadataMemoLivesThirtySeconds) {
     queen::UuidV7Generator gen(6);
     std::vector<Answer> out;
     for (int i = 0; i < 5; i++) {
-        sc.flusher.submit(make_job({{"q", "p", "m" + std::to_string(i)}}, gen, clock.wall_ms(), &out));
+        sc.flusher.submit(
+            make_job({{"q", "p", "m" + std::to_string(i)}}, gen, clock.wall_ms(), &out));
         sc.drain();
         clock.advance(5000);
     }
@@ -189,7 +198,8 @@ TEST(Flusher, BackpressureRefusesBeyondPendingLimit) {
 }
 
 // The workload: every knob of issue 3's randomized test, from one seed.
-std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound, int64_t* vouched) {
+std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound,
+                                 int64_t* vouched) {
     ManualClock clock;
     FakeStore store(clock);
     FlusherConfig fc;
@@ -208,7 +218,7 @@ std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound
         uint64_t r = rng() % 10;
         if (r < 3 && !history.empty()) {
             Item old = history[rng() % history.size()];  // a retry / cross-request duplicate
-            if (rng() % 4 == 0) old.partition = part;       // same id, maybe another partition
+            if (rng() % 4 == 0) old.partition = part;    // same id, maybe another partition
             return old;
         }
         if (r == 3) return Item{queue, part, ""};  // no transactionId: the id is the txn
@@ -221,20 +231,28 @@ std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound
             std::vector<Item> items;
             int n = 1 + static_cast<int>(rng() % 6);
             for (int k = 0; k < n; k++) {
-                if (!items.empty() && rng() % 8 == 0) items.push_back(items[rng() % items.size()]);  // intra-request
-                else items.push_back(pick_item());
+                if (!items.empty() && rng() % 8 == 0)
+                    items.push_back(items[rng() % items.size()]);  // intra-request
+                else
+                    items.push_back(pick_item());
             }
             for (const Item& it : items)
                 if (!it.txn.empty()) history.push_back(it);
             s.flusher.submit(make_job(items, gen, clock.wall_ms(), &all));
         }
-        if (rng() % 3 == 0) s.flusher.run_once(s.backend);  // partial progress interleaves sidecars
-        else s.drain();
+        if (rng() % 3 == 0)
+            s.flusher.run_once(s.backend);  // partial progress interleaves sidecars
+        else
+            s.drain();
         uint64_t ev = rng() % 100;
-        if (ev < 20) clock.advance(static_cast<int64_t>(rng() % 4000));
-        else if (ev < 22) clock.advance(31000);  // memos expire
-        else if (ev == 22) store.set_window("w", rng() % 2 ? 20 : 60);
-        else if (ev == 23) store.retention(clock.wall_ms() - 25000);
+        if (ev < 20)
+            clock.advance(static_cast<int64_t>(rng() % 4000));
+        else if (ev < 22)
+            clock.advance(31000);  // memos expire
+        else if (ev == 22)
+            store.set_window("w", rng() % 2 ? 20 : 60);
+        else if (ev == 23)
+            store.retention(clock.wall_ms() - 25000);
         else if (ev == 24) {
             a.cache.sweep();
             b.cache.sweep();

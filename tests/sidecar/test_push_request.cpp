@@ -8,7 +8,8 @@
 namespace queen::sidecar {
 namespace {
 
-Status parse(const std::string& body, PushRequest* out, int64_t* bad, ParseLimits lim = ParseLimits()) {
+Status parse(const std::string& body, PushRequest* out, int64_t* bad,
+             ParseLimits lim = ParseLimits()) {
     queen::UuidV7Generator gen(9);
     return parse_push_body(body, lim, gen, out, bad);
 }
@@ -16,12 +17,17 @@ Status parse(const std::string& body, PushRequest* out, int64_t* bad, ParseLimit
 TEST(PushRequest, ParsesItemsWithDefaults) {
     PushRequest r;
     int64_t bad;
-    ASSERT_TRUE(parse(R"({"items":[{"queue":"q","payload":{"a": [1, 2]},"transactionId":"t"},{"queue":"q","partition":"p","payload":null}]})", &r, &bad).is_ok());
+    ASSERT_TRUE(
+        parse(
+            R"({"items":[{"queue":"q","payload":{"a": [1, 2]},"transactionId":"t"},{"queue":"q","partition":"p","payload":null}]})",
+            &r, &bad)
+            .is_ok());
     ASSERT_EQ(r.items.size(), 2u);
     EXPECT_EQ(r.items[0].partition, "Default");
     EXPECT_EQ(r.items[0].payload, "{\"a\":[1,2]}");
     EXPECT_EQ(r.items[0].hash, queen::txn_hash("t"));
-    EXPECT_EQ(r.items[1].txn, queen::uuid_to_string(r.items[1].id)) << "generated id's text is the transactionId";
+    EXPECT_EQ(r.items[1].txn, queen::uuid_to_string(r.items[1].id))
+        << "generated id's text is the transactionId";
     EXPECT_EQ(r.items[1].payload, "null");
 }
 
@@ -43,7 +49,8 @@ TEST(PushRequest, BadInputNamesTheItem) {
     EXPECT_EQ(bad, 1);
     EXPECT_NE(s.message().find("queue"), std::string::npos);
     std::string long_txn(65536, 'x');
-    s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + long_txn + "\"}]}", &r, &bad);
+    s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + long_txn + "\"}]}", &r,
+              &bad);
     EXPECT_EQ(s.code(), StatusCode::BadRequest);
     EXPECT_EQ(bad, 0);
     s = parse(R"({"items":[{"queue":"q","payload":1,"transactionId":"a\u0001b"}]})", &r, &bad);
@@ -55,7 +62,9 @@ TEST(PushRequest, BadInputNamesTheItem) {
     s = parse(R"({"items":{}})", &r, &bad);
     EXPECT_EQ(s.code(), StatusCode::BadRequest);
     std::string max_txn(65535, 'y');
-    EXPECT_TRUE(parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + max_txn + "\"}]}", &r, &bad).is_ok());
+    EXPECT_TRUE(parse(R"({"items":[{"queue":"q","payload":1,"transactionId":")" + max_txn + "\"}]}",
+                      &r, &bad)
+                    .is_ok());
 }
 
 TEST(PushRequest, ItemAndPayloadLimitsAre413) {
@@ -64,10 +73,14 @@ TEST(PushRequest, ItemAndPayloadLimitsAre413) {
     ParseLimits lim;
     lim.max_items = 2;
     lim.max_payload_bytes = 10;
-    EXPECT_EQ(parse(R"({"items":[{"queue":"q","payload":1},{"queue":"q","payload":1},{"queue":"q","payload":1}]})", &r,
-                    &bad, lim).code(),
+    EXPECT_EQ(
+        parse(
+            R"({"items":[{"queue":"q","payload":1},{"queue":"q","payload":1},{"queue":"q","payload":1}]})",
+            &r, &bad, lim)
+            .code(),
+        StatusCode::TooLarge);
+    EXPECT_EQ(parse(R"({"items":[{"queue":"q","payload":"0123456789abc"}]})", &r, &bad, lim).code(),
               StatusCode::TooLarge);
-    EXPECT_EQ(parse(R"({"items":[{"queue":"q","payload":"0123456789abc"}]})", &r, &bad, lim).code(), StatusCode::TooLarge);
 }
 
 TEST(PushRequest, Layer1KeyIsQueuePartitionTransactionId) {
@@ -76,7 +89,9 @@ TEST(PushRequest, Layer1KeyIsQueuePartitionTransactionId) {
     ASSERT_TRUE(parse(R"({"items":[{"queue":"q","payload":1,"transactionId":"a"},
         {"queue":"q","partition":"Default","payload":2,"transactionId":"a"},
         {"queue":"q","partition":"x","payload":3,"transactionId":"a"},
-        {"queue":"r","payload":4,"transactionId":"a"}]})", &r, &bad).is_ok());
+        {"queue":"r","payload":4,"transactionId":"a"}]})",
+                      &r, &bad)
+                    .is_ok());
     apply_layer1(&r);
     EXPECT_EQ(r.items[0].leader, -1);
     EXPECT_EQ(r.items[1].leader, 0);
@@ -87,15 +102,18 @@ TEST(PushRequest, Layer1KeyIsQueuePartitionTransactionId) {
 TEST(PushRequest, AnswerShapeFollowsTheWire) {
     PushJob job;
     int64_t bad;
-    ASSERT_TRUE(parse(R"({"items":[{"queue":"q\"x","payload":1,"transactionId":"t"}]})", &job.req, &bad).is_ok());
+    ASSERT_TRUE(
+        parse(R"({"items":[{"queue":"q\"x","payload":1,"transactionId":"t"}]})", &job.req, &bad)
+            .is_ok());
     job.answers.resize(1);
     job.answers[0].offset = 7;
     job.answers[0].id = job.req.items[0].id;
     HttpResponse r = push_response(job);
     EXPECT_EQ(r.status, 201);
-    EXPECT_EQ(r.body, "[{\"index\":0,\"message_id\":\"" + queen::uuid_to_string(job.req.items[0].id) +
-                          "\",\"transaction_id\":\"t\",\"queueName\":\"q\\\"x\",\"partition\":\"Default\","
-                          "\"offset\":7,\"status\":\"queued\"}]");
+    EXPECT_EQ(r.body,
+              "[{\"index\":0,\"message_id\":\"" + queen::uuid_to_string(job.req.items[0].id) +
+                  "\",\"transaction_id\":\"t\",\"queueName\":\"q\\\"x\",\"partition\":\"Default\","
+                  "\"offset\":7,\"status\":\"queued\"}]");
 }
 
 TEST(Settings, FlagsOverrideEnvironmentAndLimitsAreChecked) {

@@ -157,6 +157,9 @@ def render(rows, meta, raw_name):
     quick = meta.get("quick") == "1"
     L.append("# queen benchmark results" + (" (QUICK MODE: smoke run, not a recorded result)" if quick else ""))
     L.append("")
+    if meta.get("note"):
+        L.append(f"**Note: {meta['note']}**")
+        L.append("")
     L.append(f"- date: {meta.get('date', '?')}")
     L.append(f"- machine: {meta.get('nproc', '?')} cores ({meta.get('cpu', '?')}), {meta.get('memory', '?')} memory, "
              "shared with other work (noisy)")
@@ -255,6 +258,22 @@ def render(rows, meta, raw_name):
             f"{s} {fmt_ratio(t.ratio(s, 'seg_full', s, 'seg_vouch'))}" for s in scens
             if t.median(s, "seg_full") and t.median(s, "seg_vouch")) + (
             " (seg_full carries the repeats, seg_vouch does not unless --vouch-dups)" if fv else ""))
+        L.append("")
+
+    calib = [("plain INSERT", "base", "plain", 300000), ("ON CONFLICT", "base", "onconflict", 165000),
+             ("PL/pgSQL, 100k hashes", "w100k", "plref", 11000), ("PL/pgSQL, 1M hashes", "w1m", "plref", 1000)]
+    calib = [(a, t.median(s, v), ref) for a, s, v, ref in calib if t.median(s, v)]
+    if calib:
+        L.append("## Next to the reference's figures quoted in issue 2")
+        L.append("")
+        L.append("Those were measured on another machine of this kind: compare ratios, not absolute numbers. "
+                 "A PL/pgSQL row whose 'here / quoted' is well below plain INSERT's means this run's "
+                 "PL/pgSQL probe is slower than the reference's was, which flatters ratios against plref.")
+        L.append("")
+        L.append("| what | here | quoted | here / quoted |")
+        L.append("| --- | --- | --- | --- |")
+        for a, here, ref in calib:
+            L.append(f"| {a} | {fmt_rate(here)} | {fmt_rate(ref)} | {here / ref:.2f} |")
         L.append("")
 
     L.append("## What each variant does")

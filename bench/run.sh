@@ -29,7 +29,7 @@ BASE_PARTS=100 BASE_WINDOW=60 LARGE_WINDOW=3600
 W100K_PARTS=100 W100K_HASHES=100000 W1M_PARTS=16 W1M_HASHES=1000000
 SCENARIOS="base,empty,w100k,w1m"
 VARIANTS="plain,onconflict,plref,push,seg_full,seg_vouch"
-PORT=55434 SYNC_COMMIT=off JIT=off SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0
+PORT=55434 SYNC_COMMIT=off JIT=off PARALLEL=0 SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0 NOTE=""
 
 # Print the options.
 usage() {
@@ -49,11 +49,14 @@ usage: bash bench/run.sh [options]
   --vouch-dups N          repeats per seg_vouch batch ($VOUCH_DUPS; its vouch is then below them)
   --sync-commit on|off    synchronous_commit of the bench server ($SYNC_COMMIT)
   --shared-buffers SIZE   shared_buffers of the bench server ($SHARED_BUFFERS)
+  --parallel N            max_parallel_workers_per_gather ($PARALLEL: with the default 2, the
+                          planner gives the PL/pgSQL probe a parallel seq scan of the whole table)
   --jit on|off            jit of the bench server ($JIT; on adds ~10-20 ms of LLVM compile to
                           every PL/pgSQL probe above jit_above_cost, a handicap for plref only)
   --port N                port number of the bench server's unix socket ($PORT)
   --no-build              do not run make / make install for the extension
   --keep                  leave the bench server running at the end
+  --note TEXT             a line for the results file (e.g. "recorded run", what was patched)
 EOF
 }
 
@@ -72,9 +75,11 @@ while [ $# -gt 0 ]; do
         --sync-commit) SYNC_COMMIT=$2; shift ;;
         --shared-buffers) SHARED_BUFFERS=$2; shift ;;
         --jit) JIT=$2; shift ;;
+        --parallel) PARALLEL=$2; shift ;;
         --port) PORT=$2; shift ;;
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
+        --note) NOTE=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
     esac
@@ -147,6 +152,7 @@ work_mem = 16MB
 maintenance_work_mem = 512MB
 synchronous_commit = $SYNC_COMMIT
 jit = $JIT
+max_parallel_workers_per_gather = $PARALLEL
 max_wal_size = 16GB
 min_wal_size = 2GB
 checkpoint_timeout = 30min
@@ -254,17 +260,18 @@ cleanup() {
     echo "stamp=$STAMP"
     echo "date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "quick=$QUICK"
+    echo "note=$NOTE"
     echo "nproc=$(nproc)"
     echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
     echo "memory=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
     echo "pg_version=$(q -c 'SHOW server_version')"
     echo "queen_version=$(q -c "SELECT coalesce((SELECT extversion FROM pg_extension WHERE extname='queen'), 'not installed')")"
     echo "git=$(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo 'no commit')$(cd "$REPO" && [ -n "$(git status --porcelain -- src sql 2>/dev/null)" ] && echo ' (src/ or sql/ modified)')"
-    echo "settings=shared_buffers=$SHARED_BUFFERS synchronous_commit=$SYNC_COMMIT jit=$JIT work_mem=16MB max_wal_size=16GB checkpoint_timeout=30min fsync=on autovacuum=on"
+    echo "settings=shared_buffers=$SHARED_BUFFERS synchronous_commit=$SYNC_COMMIT jit=$JIT max_parallel_workers_per_gather=$PARALLEL work_mem=16MB max_wal_size=16GB checkpoint_timeout=30min fsync=on autovacuum=on"
     echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "clients=$CLIENTS"
     echo "batch=$BATCH"; echo "dups=$DUPS"; echo "vouch_dups=$VOUCH_DUPS"; echo "payload=$PAYLOAD"
     echo "plref_hash=$HASHFN / $UNNESTFN"
-    echo "segment_storage=queen.log_segments.data storage ${QSTORAGE:-?} compression ${QCOMP:-?} (plref mirrors it; - = default_toast_compression, pglz)"
+    echo "segment_storage=queen.log_segments.data: storage $(case ${QSTORAGE:-?} in x) echo extended ;; e) echo external ;; m) echo main ;; p) echo plain ;; *) echo '?' ;; esac), compression $(case ${QCOMP:-?} in l) echo lz4 ;; p) echo pglz ;; -) echo 'default (pglz)' ;; *) echo '?' ;; esac); plref.log_segments.data mirrors it"
     for s in ${SCENARIOS//,/ }; do echo "scenario_$s=$(scenario_shape "$s") | $(scenario_variants "$s")"; done
     echo "skipped=$(for v in ${VARIANTS//,/ }; do runnable "$v" || printf '%s ' "$v"; done)"
 } >"$RAW.meta"
@@ -272,6 +279,32 @@ cleanup() {
 echo "scenario,round,measurement,window_s,prefill,window_end,$("$CLIENT" --header),error" >"$RAW"
 
 # ---- 5. the measurements ----
+# Wait until the bench server accepts connections (it restarts itself after a backend crash).
+wait_ready() {
+    local i
+    for ((i = 0; i < 60; i++)); do
+        q -c "SELECT 1" >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    echo "run.sh: the bench server is not answering" >&2
+    exit 1
+}
+
+# Before a measurement: prefill the window of its fresh partitions, then VACUUM ANALYZE and
+# CHECKPOINT so that no checkpoint or hint-bit setting lands inside the timed part.
+prepare() {
+    local kind=$1 queue=$2 prefix=$3 parts=$4 prefill=$5
+    if [ "$prefill" -gt 0 ]; then
+        case $kind in
+            queen) q -c "SELECT bench.prefill_queen('$queue', '$prefix', $parts, $prefill)" \
+                     -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions" >/dev/null || return 1 ;;
+            plref) q -c "SELECT bench.prefill_plref('$queue', '$prefix', $parts, $prefill)" \
+                     -c "VACUUM ANALYZE plref.log_txns, plref.log_partitions" >/dev/null || return 1 ;;
+        esac
+    fi
+    q -c "CHECKPOINT" >/dev/null
+}
+
 M=0
 # One measurement: fresh partitions, prefill, checkpoint, the client, window size, cleanup.
 measure() {
@@ -287,30 +320,25 @@ measure() {
         push_nocache) cv=push conn="$CONN options='-c queen.probe_cache=off'" ;;
         seg_cached) cv=seg_full ;;
     esac
-    if [ "$prefill" -gt 0 ]; then
-        case $kind in
-            queen) q -c "SELECT bench.prefill_queen('$queue', '$prefix', $parts, $prefill)" \
-                     -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions" >/dev/null ;;
-            plref) q -c "SELECT bench.prefill_plref('$queue', '$prefix', $parts, $prefill)" \
-                     -c "VACUUM ANALYZE plref.log_txns, plref.log_partitions" >/dev/null ;;
-        esac
-    fi
-    q -c "CHECKPOINT" >/dev/null
-    if line=$("$CLIENT" --conninfo "$conn" --variant "$cv" --label "$v" --clients "$CLIENTS" --partitions "$parts" \
-            --prefix "$prefix" --part-base "$((M * 10000))" --queue "$queue" --batch "$BATCH" \
-            --dups "$dups" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" --duration "$DURATION" \
-            --seed "$M" 2>"$TMP/client.err"); then
-        :
-    else
+    wait_ready
+    if ! prepare "$kind" "$queue" "$prefix" "$parts" "$prefill" 2>"$TMP/prepare.err"; then
+        err="prepare: $(tr '\n,' '  ' <"$TMP/prepare.err" | head -c 300)"
+    elif ! line=$("$CLIENT" --conninfo "$conn" --variant "$cv" --label "$v" --clients "$CLIENTS" \
+            --partitions "$parts" --prefix "$prefix" --part-base "$((M * 10000))" --queue "$queue" \
+            --batch "$BATCH" --dups "$dups" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" \
+            --duration "$DURATION" --seed "$M" 2>"$TMP/client.err"); then
         err=$(tr '\n,' '  ' <"$TMP/client.err" | head -c 300)
+    fi
+    if [ -n "$err" ]; then
         line="$v,$CLIENTS,$parts,$BATCH,$dups,,,,,,,,,,,,,,,"
         log "  ERROR in $v: $err"
+        wait_ready
     fi
     case $kind in
         queen|plref) wend=$(q -c "SELECT bench.window_size('$kind', '$prefix')" 2>/dev/null || echo "") ;;
     esac
     echo "$scen,$round,$M,$window,$prefill,$wend,$line,$err" >>"$RAW"
-    cleanup
+    cleanup || { wait_ready; cleanup; }
     local rate
     rate=$(echo "$line" | cut -d, -f9)
     log "  $scen r$round $(printf '%-10s' "$v") ${rate:-error} msg/s${wend:+  (window now ~$wend hashes/partition)}"

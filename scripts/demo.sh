@@ -15,6 +15,11 @@ SIDECAR_PID=
 # Print a step heading.
 step() { printf '\n==> %s\n' "$*"; }
 
+# Run a command as root: directly when we are root, else through sudo (make install).
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
 # Stop with a message.
 die() {
     echo "demo: $*" >&2
@@ -144,7 +149,7 @@ main() {
     quiet "$LOGS/build.log" make -j2
 
     step "install the extension into PostgreSQL 15 (make install)"
-    quiet "$LOGS/install.log" make install
+    quiet "$LOGS/install.log" as_root make install
 
     step "start a throwaway PostgreSQL 15 (scripts/pg.sh start)"
     bash scripts/pg.sh start

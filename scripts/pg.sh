@@ -4,6 +4,8 @@
 #   scripts/pg.sh stop     stop (fast, then immediate, then SIGKILL); no-op when stopped
 #   scripts/pg.sh status   say whether it runs; exit 0 running, 3 stopped
 #   scripts/pg.sh env      print `export PG...` lines:  eval "$(scripts/pg.sh env)"
+#   QUEEN_PGDATA, QUEEN_PGPORT  override the data folder / the port
+#   QUEEN_PG_CORES=1            let crashing server processes dump core in the data folder
 #
 # Data folder: .pgdata/ in the checkout (QUEEN_PGDATA overrides). The unix socket lives in the
 # data folder, TCP listens on 127.0.0.1 only, the port is picked free from 55400-55499 (or
@@ -204,12 +206,20 @@ cmd_start() {
     fi
     chmod 0700 "$DATA"
     clear_stale
+    # QUEEN_PG_CORES=1: a crashing backend leaves a core file in the data folder (for gdb).
+    local core_opt=()
+    [[ ${QUEEN_PG_CORES:-0} == 1 ]] && core_opt=(-c)
     for attempt in 1 2 3 4 5; do
         port=$(choose_port "$tried")
         write_settings "$port"
         logsize=$(stat -c %s "$DATA/server.log" 2>/dev/null || echo 0)
-        if ctl_out=$(as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 start 2>&1); then
+        if ctl_out=$(as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 "${core_opt[@]}" start 2>&1); then
             say "PostgreSQL $PG_MAJOR running: port $port, socket in $DATA ($DATA_REASON)"
+            return 0
+        fi
+        # Still starting (e.g. crash recovery of a reused folder): wait for it, do not recreate.
+        if running_pid >/dev/null && wait_ready 300; then
+            say "PostgreSQL $PG_MAJOR running (slow start): port $port, socket in $DATA ($DATA_REASON)"
             return 0
         fi
         # Judge this attempt by its own part of the log only.
@@ -231,6 +241,16 @@ cmd_start() {
         die "could not start PostgreSQL (log: $DATA/server.log)"
     done
     die "could not start PostgreSQL after 5 attempts (log: $DATA/server.log)"
+}
+
+# Wait up to $1 seconds for the server to accept connections on its socket.
+wait_ready() {
+    local i
+    for ((i = 0; i < $1; i++)); do
+        "$PGBIN/pg_isready" -q -h "$DATA" -p "$(running_port)" -t 2 && return 0
+        sleep 1
+    done
+    return 1
 }
 
 # Stop without complaints (used before recreating).
@@ -297,10 +317,11 @@ cmd_env() {
     echo "export PGHOST=$DATA PGPORT=$port PGUSER=postgres PGDATABASE=postgres"
 }
 
-# Serialise start/stop of one data folder between concurrent callers.
+# Serialise start/stop between concurrent callers in this checkout (a lock on this script's
+# own file: nothing to create or clean up).
 take_lock() {
-    exec 9>"/tmp/queen-pg-$(printf '%s' "$DATA" | cksum | cut -d' ' -f1).lock"
-    flock -w 300 9 || die "timed out waiting for another pg.sh on $DATA"
+    exec 9<"${BASH_SOURCE[0]}"
+    flock -w 300 9 || die "timed out waiting for another pg.sh in $ROOT"
 }
 
 main() {

@@ -6,7 +6,9 @@
 # GoogleTest runner build/*-tests, every executable tests/integration/*.sh, stop PostgreSQL.
 # Each pg_regress/isolation test, each GoogleTest test and each integration script counts as
 # one test; a stage that breaks (build error, server that will not start, a crashed runner)
-# counts as one failure. Exit status is non-zero when anything failed.
+# counts as one failure, and so does a PostgreSQL server process that crashed during the run.
+# Exit status is non-zero when anything failed. Only the very last line has the form
+# `N passed, N failed`; per-stage lines say "ok" instead of "passed".
 #
 #   QUEEN_SKIP_DEPS=1   do not run scripts/install-deps.sh
 #   logs: build/test-logs/
@@ -19,6 +21,9 @@ PASSED=0
 FAILED=0
 FAILURES=()
 PG_STARTED=0
+PG_LOG=
+PG_LOG_START=0
+PGBIN=/usr/lib/postgresql/15/bin
 export GTEST_COLOR=no
 
 # Count n passed tests.
@@ -99,7 +104,9 @@ stage_build() {
 # Stage: install the extension into the system PostgreSQL 15.
 stage_install() {
     banner "make install"
-    if ! run_logged "$LOGS/install.log" 600 make install; then
+    local cmd=(make install)
+    [[ $(id -u) -eq 0 ]] || cmd=(sudo make install)
+    if ! run_logged "$LOGS/install.log" 600 "${cmd[@]}"; then
         add_failed "stage: make install"
         return 1
     fi
@@ -123,6 +130,33 @@ stage_pg_start() {
     }
     eval "$envline"
     echo "PGHOST=$PGHOST PGPORT=$PGPORT PGUSER=$PGUSER PGDATABASE=$PGDATABASE"
+    PG_LOG=$PGHOST/server.log # pg.sh keeps the socket and the log in the data folder
+    PG_LOG_START=$(stat -c %s "$PG_LOG" 2>/dev/null || echo 0)
+}
+
+# Wait (up to 2 minutes) until the server accepts connections, e.g. after a crash restart.
+wait_pg_ready() {
+    local i
+    for ((i = 0; i < 240; i++)); do
+        "$PGBIN/pg_isready" -q -t 5 && return 0
+        sleep 0.5
+    done
+    echo "warning: PostgreSQL is not accepting connections"
+    return 1
+}
+
+# Stage: a server process that crashed (SIGSEGV, SIGABRT, ...) or a PANIC/assertion in this
+# run's part of the server log is a failure even when every test passed.
+stage_server_log() {
+    local crashes
+    [[ -n ${PG_LOG:-} && -f $PG_LOG ]] || return 0
+    crashes=$(tail -c +$((PG_LOG_START + 1)) "$PG_LOG" |
+        grep -E -A2 'terminated by signal (4|6|7|8|11)|PANIC:|TRAP:' || true)
+    if [[ -n $crashes ]]; then
+        banner "PostgreSQL server log: crashes"
+        echo "$crashes"
+        add_failed "postgres: a server process crashed (see $PG_LOG)"
+    fi
 }
 
 # Stop the server if this run started it (idempotent; used by the exit trap too).
@@ -139,6 +173,7 @@ run_regress_suite() {
     local label=$1 empty_var=$2 outdir=$3 log=$LOGS/$1.log rc p f kind rest
     banner "make installcheck: $label"
     rm -f "$outdir/regression.diffs"
+    wait_pg_ready
     run_logged "$log" 1200 make installcheck "$empty_var="
     rc=$?
     p=0
@@ -160,7 +195,7 @@ run_regress_suite() {
         add_failed "stage: $label harness (make installcheck exited $rc)"
         show_file "$outdir/log/postmaster.log" 50
     fi
-    echo "$label: $p passed, $f failed"
+    echo "$label: $p ok, $f failed"
 }
 
 # Stage: pg_regress over sql/*.sql, then the isolation specs.
@@ -219,6 +254,7 @@ stage_integration() {
             continue
         fi
         log=$LOGS/integration-$name.log
+        wait_pg_ready
         start=$SECONDS
         QUEEN_ROOT=$ROOT QUEEN_BUILD=$ROOT/build timeout -k 10 900 "$s" </dev/null >"$log" 2>&1
         rc=$?
@@ -263,6 +299,7 @@ main() {
     stage_gtest
     if ((pg_up)); then
         stage_integration
+        stage_server_log
     else
         echo "skipping integration scripts (no server; counted above)"
     fi

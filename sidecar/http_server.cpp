@@ -39,6 +39,32 @@ private:
         parser_->body_limit(static_cast<uint64_t>(srv_.body_limit()));
         parser_->header_limit(64 * 1024);
         stream_.expires_after(kIdleTimeout);
+        http::async_read_header(stream_, buf_, *parser_,
+                                [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                    self->on_header(ec);
+                                });
+    }
+
+    // Headers are in: answer `Expect: 100-continue` (curl sends it for large bodies and would
+    // otherwise wait a second before sending), then read the body.
+    void on_header(beast::error_code ec) {
+        if (ec) return on_read(ec);
+        auto& req = parser_->get();
+        if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
+            auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                           req.version());
+            http::async_write(stream_, *cont,
+                              [self = shared_from_this(), cont](beast::error_code wec, std::size_t) {
+                                  if (wec) return self->close();
+                                  self->read_body();
+                              });
+            return;
+        }
+        read_body();
+    }
+
+    // Read the rest of the request.
+    void read_body() {
         http::async_read(
             stream_, buf_, *parser_,
             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });

@@ -3,7 +3,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <cstdio>
 #include <thread>
 #include <vector>
@@ -77,17 +79,19 @@ int main(int argc, char** argv) {
     flusher.start();
     server.start();
 
-    // Idle upkeep of the cache, once a second.
-    asio::steady_timer sweep_timer(ioc);
-    std::function<void()> arm_sweep = [&] {
-        sweep_timer.expires_after(std::chrono::seconds(1));
-        sweep_timer.async_wait([&](boost::system::error_code ec) {
-            if (ec) return;
+    // Idle upkeep of the cache, once a second, on its own thread (a sweep over many partitions
+    // must not stall the HTTP loop).
+    std::mutex sweep_mu;
+    std::condition_variable sweep_cv;
+    bool sweep_stop = false;
+    std::thread sweeper([&] {
+        std::unique_lock<std::mutex> lk(sweep_mu);
+        while (!sweep_cv.wait_for(lk, std::chrono::seconds(1), [&] { return sweep_stop; })) {
+            lk.unlock();
             cache.sweep();
-            arm_sweep();
-        });
-    };
-    arm_sweep();
+            lk.lock();
+        }
+    });
 
     // Staged shutdown.
     asio::signal_set signals(ioc, SIGTERM, SIGINT);
@@ -97,7 +101,6 @@ int main(int argc, char** argv) {
         if (server.inflight() <= 0 || clock.mono_ms() >= drain_deadline) {
             std::fprintf(stderr, "queen-sidecar: drained (%lld in flight), exiting\n",
                          static_cast<long long>(server.inflight()));
-            sweep_timer.cancel();
             ioc.stop();
             return;
         }
@@ -125,5 +128,11 @@ int main(int argc, char** argv) {
     ioc.run();
     for (auto& t : threads) t.join();
     flusher.stop();
+    {
+        std::lock_guard<std::mutex> lk(sweep_mu);
+        sweep_stop = true;
+    }
+    sweep_cv.notify_all();
+    sweeper.join();
     return 0;
 }

@@ -208,3 +208,22 @@ FROM queen.push('push_q', 'huge',
 GROUP BY status;
 RESET queen.probe_cache;
 SELECT * FROM pg_temp.state('push_q', 'huge');
+-- Duplicates whose originals sit in two different out-of-line (TOASTed) segments, in one
+-- call: each answer carries its own original's id (read back from the right segment).
+CREATE TEMP TABLE toast_orig AS
+SELECT * FROM queen.push('push_q', 'toasted',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'ta-' || i, 'payload', repeat('a', 400)) ORDER BY i)
+     FROM generate_series(0, 49) i));
+INSERT INTO toast_orig
+SELECT * FROM queen.push('push_q', 'toasted',
+    (SELECT jsonb_agg(jsonb_build_object('transactionId', 'tb-' || i, 'payload', repeat('b', 400)) ORDER BY i)
+     FROM generate_series(0, 49) i));
+SELECT count(*) AS segments FROM queen.log_segments WHERE partition_id = pg_temp.pid('push_q', 'toasted');
+SELECT r.status, count(*) AS n, bool_and(r.message_id = o.message_id) AS original_ids,
+       bool_and(r.message_offset = o.message_offset) AS original_offsets
+FROM queen.push('push_q', 'toasted',
+    '[{"transactionId":"ta-1","payload":0},{"transactionId":"tb-2","payload":0},
+      {"transactionId":"ta-3","payload":0},{"transactionId":"tb-4","payload":0},
+      {"transactionId":"fresh","payload":0}]') r
+LEFT JOIN toast_orig o ON o.transaction_id = r.transaction_id
+GROUP BY r.status ORDER BY r.status;

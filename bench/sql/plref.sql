@@ -158,7 +158,10 @@ BEGIN
       FROM (SELECT o::int AS o, h, min(o::int) OVER (PARTITION BY h) AS l
               FROM unnest(v_hashes) WITH ORDINALITY AS t(h, o)) s;
 
-    -- The probe, under the lock, in a fresh statement snapshot (READ COMMITTED).
+    -- The probe, under the lock, in a fresh statement snapshot (READ COMMITTED). EXECUTE plans
+    -- it with the actual values every time: a cached generic plan (estimated for any partition)
+    -- falls into a sequential scan of the whole table with per-row sorts, the "plan trap" issue 2
+    -- describes, and would make this baseline slower than a careful PL/pgSQL author's.
     v_now := clock_timestamp();
     v_from := greatest(coalesce(p_verified, -1), v_txns_start - 1);
     IF v_window > 0 AND v_last > v_from THEN

@@ -39,6 +39,7 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
     row->base_offset = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
     row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
     row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
+    row->owned = nullptr;
     Datum d = slot_getattr(slot, segments ? kSegData : kTxnHashes, &isnull);
     if (*detoasted != nullptr) {
         pfree(*detoasted);
@@ -87,6 +88,9 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
                 uint8* copy = static_cast<uint8*>(palloc(row->blob_len + 1));
                 memcpy(copy, row->blob, row->blob_len);
                 row->blob = copy;
+                row->owned = copy;
+            } else {
+                row->owned = detoasted;  // blob points inside it
             }
         } else if (detoasted != nullptr) {
             pfree(detoasted);

@@ -22,6 +22,7 @@ struct LogRow {
     TimestampTz created_at;
     const uint8* blob;  // hashes (log_txns) or segment data (log_segments)
     Size blob_len;
+    void* owned;  // log_row_at() only: the allocation holding blob (pfree this, not blob)
 };
 
 // An open range scan of one partition's rows with base_offset > after, ascending.
@@ -43,8 +44,8 @@ bool log_scan_next(LogScan* s, LogRow* row);
 // Close the scan and its relations.
 void log_scan_end(LogScan* s);
 
-// The row whose span holds `offset` (base_offset <= offset <= end_offset), copying its blob
-// into the current memory context. False when no row holds it.
+// The row whose span holds `offset` (base_offset <= offset <= end_offset), its blob copied
+// into the current memory context (row->owned is that allocation). False when none holds it.
 bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
                 Snapshot snapshot, LogRow* row);
 

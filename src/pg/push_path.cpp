@@ -144,7 +144,7 @@ static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
               (Size) (cand - row.base_offset) < row.blob_len / queen::kHashBytes &&
               memcmp(row.blob + (cand - row.base_offset) * queen::kHashBytes, c->hashes[i].b,
                      queen::kHashBytes) == 0;
-    pfree(const_cast<uint8*>(row.blob));
+    pfree(row.owned);
     return ok;
 }
 
@@ -219,7 +219,7 @@ static void original_id(const Storage* st, int64 pid, const PartitionState* ps, 
     memset(out->b, 0, sizeof out->b);
     if (offset < ps->log_start) return;
     if (!*have_seg || offset < seg->base_offset || offset > seg->end_offset) {
-        if (*have_seg) pfree(const_cast<uint8*>(seg->blob));
+        if (*have_seg) pfree(seg->owned);
         *have_seg = log_row_at(st, true, pid, offset, snap, seg);
         if (!*have_seg) return;
     }

@@ -14,6 +14,8 @@ for s in A B; do
 done
 wait "$client_A"
 wait "$client_B"
+grep -q '^errors=0$' "$WORK/client-A.log" || fail "client A saw errors: $(cat "$WORK/client-A.log")"
+grep -q '^errors=0$' "$WORK/client-B.log" || fail "client B saw errors: $(cat "$WORK/client-B.log")"
 for p in p0 p1 p2; do
     dups=$(sql "SELECT count(*) - count(DISTINCT transaction_id) FROM queen.read('$Q', '$p', 0, 1000000)")
     [[ $dups == 0 ]] || fail "partition $p stores $dups duplicate transactionIds"

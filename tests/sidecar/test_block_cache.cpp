@@ -432,12 +432,11 @@ TEST(BlockCache, OneWarningPerMinuteAndSuppressedGauge) {
     w.clock.advance(61000);
     auto y = w.meta("q", "y");
     w.flush(y, txns("y-", 4096 * 3));
-    // make everything recent again so y cannot evict
+    // y pushed the evicted partitions out; coming back, some of them cannot fit next to it.
     for (int i = 0; i < 3; i++)
         w.flush(w.meta("q", "p" + std::to_string(i)), {"touch" + std::to_string(i)});
-    y.window_s = 100;
-    w.cache.verified_for(y, hs.data(), 1, w.backend, &why);
-    if (why == Verdict::Suppressed) EXPECT_EQ(w.cache.warnings(), 2u);
+    EXPECT_GE(w.cache.suppressed_partitions(), 1);
+    EXPECT_EQ(w.cache.warnings(), 2u) << "a new minute allows exactly one new warning";
 }
 
 TEST(BlockCache, BrandNewPartitionsAreNeverSuppressedOnFirstContact) {

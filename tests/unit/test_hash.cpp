@@ -74,7 +74,8 @@ TEST(Hash, HashAtReadsBlob) {
         blob.insert(blob.end(), h.b, h.b + queen::kHashBytes);
     }
     ASSERT_EQ(blob.size(), ids.size() * queen::kHashBytes);
-    for (std::size_t i = 0; i < ids.size(); i++) EXPECT_EQ(queen::hash_at(blob.data(), i), queen::txn_hash(ids[i]));
+    for (std::size_t i = 0; i < ids.size(); i++)
+        EXPECT_EQ(queen::hash_at(blob.data(), i), queen::txn_hash(ids[i]));
     EXPECT_EQ(hex(queen::hash_at(blob.data(), 3)), "e6db1a376171f085299a000943065f9c");
 }
 

@@ -67,7 +67,8 @@ std::string build(const std::vector<Msg>& ms) {
 // Offsets where each entry starts, plus the end offset last.
 std::vector<std::size_t> entry_offsets(const std::vector<Msg>& ms) {
     std::vector<std::size_t> at = {queen::kSegmentHeaderBytes};
-    for (const auto& m : ms) at.push_back(at.back() + queen::segment_entry_size(m.txn.size(), m.payload.size()));
+    for (const auto& m : ms)
+        at.push_back(at.back() + queen::segment_entry_size(m.txn.size(), m.payload.size()));
     return at;
 }
 
@@ -83,10 +84,12 @@ public:
         const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
         const std::size_t data_pages = bytes.size() / page + 1;
         map_len_ = (data_pages + 1) * page;
-        void* p = mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p =
+            mmap(nullptr, map_len_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
         base_ = static_cast<uint8_t*>(p);
-        if (mprotect(base_ + data_pages * page, page, PROT_NONE) != 0) throw std::runtime_error("mprotect failed");
+        if (mprotect(base_ + data_pages * page, page, PROT_NONE) != 0)
+            throw std::runtime_error("mprotect failed");
         data_ = base_ + data_pages * page - bytes.size();
         if (!bytes.empty()) std::memcpy(data_, bytes.data(), bytes.size());
     }
@@ -126,7 +129,8 @@ Decoded decode(const uint8_t* p, std::size_t n) {
     d.count = r.count();
     MessageView v;
     while (r.next(&v)) {
-        if (!inside(v.txn.data(), v.txn.size(), p, p + n) || !inside(v.payload.data(), v.payload.size(), p, p + n))
+        if (!inside(v.txn.data(), v.txn.size(), p, p + n) ||
+            !inside(v.payload.data(), v.payload.size(), p, p + n))
             d.views_in_bounds = false;
         d.msgs.push_back(Msg{v.id, v.type, std::string(v.txn), std::string(v.payload)});
     }
@@ -172,7 +176,12 @@ TEST(Segment, ExactEncoding) {
     Msg m{id, ContentType::Json, "ab", "{}"};
     std::string want("QS\x01\x00\x01\x00\x00\x00", 8);
     want.append(reinterpret_cast<const char*>(id.b), 16);
-    want.append("\x01\x02\x00\x00\x00" "ab" "\x02\x00\x00\x00" "{}", 13);
+    want.append(
+        "\x01\x02\x00\x00\x00"
+        "ab"
+        "\x02\x00\x00\x00"
+        "{}",
+        13);
     EXPECT_EQ(queen::segment_entry_size(2, 2), 29u);
     EXPECT_EQ(build({m}), want);
 
@@ -188,7 +197,9 @@ TEST(Segment, ExactEncoding) {
 // Counts are little-endian u32.
 TEST(Segment, CountIsLittleEndian) {
     std::vector<Msg> ms;
-    for (int i = 0; i < 258; i++) ms.push_back({id_of(static_cast<uint8_t>(i)), ContentType::Text, "t" + std::to_string(i), "p"});
+    for (int i = 0; i < 258; i++)
+        ms.push_back(
+            {id_of(static_cast<uint8_t>(i)), ContentType::Text, "t" + std::to_string(i), "p"});
     std::string blob = build(ms);
     EXPECT_EQ(static_cast<uint8_t>(blob[4]), 0x02);
     EXPECT_EQ(static_cast<uint8_t>(blob[5]), 0x01);
@@ -233,7 +244,7 @@ TEST(Segment, EveryTruncationDetected) {
         std::size_t k = 0;
         while (at[k + 1] <= len) k++;
         const std::size_t rem = len - at[k];
-        const char* want = rem < queen::kSegmentEntryOverhead                       ? kEntryTrunc
+        const char* want = rem < queen::kSegmentEntryOverhead                      ? kEntryTrunc
                            : rem < queen::kSegmentEntryOverhead + ms[k].txn.size() ? kTxnTrunc
                                                                                    : kPayloadTrunc;
         EXPECT_EQ(d.count, 4u);
@@ -288,7 +299,7 @@ TEST(Segment, BadHeader) {
         char value;
         const char* want;
     } cases[] = {
-        {0, 'X', kBadMagic}, {1, 'T', kBadMagic}, {0, 'q', kBadMagic},  {2, 0, kBadVersion},
+        {0, 'X', kBadMagic}, {1, 'T', kBadMagic}, {0, 'q', kBadMagic},      {2, 0, kBadVersion},
         {2, 2, kBadVersion}, {3, 1, kBadVersion}, {3, '\x80', kBadVersion},
     };
     for (const auto& c : cases) {
@@ -333,13 +344,16 @@ TEST(Segment, BadLengths) {
         const char* want;  // nullptr: reads, then trailing bytes
         std::size_t msgs;
     } cases[] = {
-        {25, 0xffffffffu, kTxnTrunc, 0}, {25, 0x80000000u, kTxnTrunc, 0},
-        {25, 11, kTxnTrunc, 0},  // longer than what is left
-        {25, 10, kTxnTrunc, 0},  // exactly what is left: no room for payload_len
-        {25, 7, kTxnTrunc, 0},   // three bytes left for the 4-byte payload_len
+        {25, 0xffffffffu, kTxnTrunc, 0},
+        {25, 0x80000000u, kTxnTrunc, 0},
+        {25, 11, kTxnTrunc, 0},     // longer than what is left
+        {25, 10, kTxnTrunc, 0},     // exactly what is left: no room for payload_len
+        {25, 7, kTxnTrunc, 0},      // three bytes left for the 4-byte payload_len
         {25, 6, kPayloadTrunc, 0},  // payload_len then reads "\0xyz" as a huge length
-        {32, 0xffffffffu, kPayloadTrunc, 0}, {32, 0xfffffffdu, kPayloadTrunc, 0},
-        {32, 4, kPayloadTrunc, 0},  {32, 2, nullptr, 1},
+        {32, 0xffffffffu, kPayloadTrunc, 0},
+        {32, 0xfffffffdu, kPayloadTrunc, 0},
+        {32, 4, kPayloadTrunc, 0},
+        {32, 2, nullptr, 1},
     };
     for (const auto& c : cases) {
         std::string bad = blob;
@@ -381,7 +395,8 @@ TEST(Segment, RandomCorruptionStaysInBounds) {
             ASSERT_EQ(d.error, nullptr);
             ASSERT_EQ(d.msgs.size(), d.count);
             std::size_t size = queen::kSegmentHeaderBytes;
-            for (const auto& m : d.msgs) size += queen::segment_entry_size(m.txn.size(), m.payload.size());
+            for (const auto& m : d.msgs)
+                size += queen::segment_entry_size(m.txn.size(), m.payload.size());
             ASSERT_EQ(size, bad.size()) << "iteration " << iter;
         } else {
             ASSERT_TRUE(d.error != nullptr || d.msgs.size() == d.count) << "iteration " << iter;
@@ -471,7 +486,8 @@ TEST(ValidateTxnId, InvalidUtf8) {
         "\xff",
         "ok-then-\xff",
     };
-    for (const auto& s : bad) EXPECT_STREQ(validate(s), kUtf8) << "accepted bytes of length " << s.size();
+    for (const auto& s : bad)
+        EXPECT_STREQ(validate(s), kUtf8) << "accepted bytes of length " << s.size();
 }
 
 // Ordinary text in any script is accepted, up to the last code point.
@@ -480,16 +496,16 @@ TEST(ValidateTxnId, OrdinaryUnicode) {
         "txn-0001",
         "0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3c4",
         "order 42 / user@example ~!#$%^&*()_+{}|:\"<>?",
-        "\xc3\xb1\x61nd\xc3\xba-42",               // ñandú-42
-        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",    // 日本語
+        "\xc3\xb1\x61nd\xc3\xba-42",                         // ñandú-42
+        "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e",              // 日本語
         "\xd0\x9f\xd1\x80\xd0\xb8\xd0\xb2\xd0\xb5\xd1\x82",  // Привет
-        "\xf0\x9f\x98\x80",                        // U+1F600 emoji
-        "\xed\x9f\xbf",                            // U+D7FF, just below the surrogates
-        "\xee\x80\x80",                            // U+E000, just above them
-        "\xef\xbf\xbf",                            // U+FFFF
-        "\xf0\x90\x80\x80",                        // U+10000
-        "\xf4\x8f\xbf\xbf",                        // U+10FFFF
-        "\xe2\x80\xa8",                            // U+2028 (not C0/C1: accepted)
+        "\xf0\x9f\x98\x80",                                  // U+1F600 emoji
+        "\xed\x9f\xbf",                                      // U+D7FF, just below the surrogates
+        "\xee\x80\x80",                                      // U+E000, just above them
+        "\xef\xbf\xbf",                                      // U+FFFF
+        "\xf0\x90\x80\x80",                                  // U+10000
+        "\xf4\x8f\xbf\xbf",                                  // U+10FFFF
+        "\xe2\x80\xa8",                                      // U+2028 (not C0/C1: accepted)
     };
     for (const auto& s : good) EXPECT_EQ(validate(s), nullptr) << s;
 }

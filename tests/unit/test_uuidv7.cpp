@@ -166,17 +166,17 @@ TEST(UuidText, BadTextRejected) {
     ASSERT_TRUE(queen::uuid_from_text(good, &u));
     const std::vector<std::string> bad = {
         "",
-        good.substr(0, 35),                        // one short
-        good + "0",                                // one long
-        "{" + good.substr(0, 34) + "}",            // braces
-        "0189d1e23f4a7b5c8d6e7f8091a2b3c4",        // no hyphens
-        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3cg",    // non-hex
-        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3c ",    // space
-        "0189d1e2_3f4a-7b5c-8d6e-7f8091a2b3c4",    // wrong separator
-        "0189d1e-23f4a-7b5c-8d6e-7f8091a2b3c4",    // hyphen one early
-        "0189d1e2-3f4a7-b5c-8d6e-7f8091a2b3c4",    // hyphen one late
-        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2-3c4",    // hyphen in a hex position
-        "0189d1e2-3f4a-7b5c-8d6e--f8091a2b3c4",    // doubled hyphen
+        good.substr(0, 35),                                        // one short
+        good + "0",                                                // one long
+        "{" + good.substr(0, 34) + "}",                            // braces
+        "0189d1e23f4a7b5c8d6e7f8091a2b3c4",                        // no hyphens
+        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3cg",                    // non-hex
+        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3c ",                    // space
+        "0189d1e2_3f4a-7b5c-8d6e-7f8091a2b3c4",                    // wrong separator
+        "0189d1e-23f4a-7b5c-8d6e-7f8091a2b3c4",                    // hyphen one early
+        "0189d1e2-3f4a7-b5c-8d6e-7f8091a2b3c4",                    // hyphen one late
+        "0189d1e2-3f4a-7b5c-8d6e-7f8091a2-3c4",                    // hyphen in a hex position
+        "0189d1e2-3f4a-7b5c-8d6e--f8091a2b3c4",                    // doubled hyphen
         std::string("0189d1e2-3f4a-7b5c-8d6e-7f8091a2b3c\0", 36),  // NUL
     };
     for (const auto& s : bad) EXPECT_FALSE(queen::uuid_from_text(s, &u)) << "accepted: " << s;

@@ -285,7 +285,9 @@ def render(rows, meta, raw_name):
     L.append("- **plref**: `SELECT * FROM plref.push(queue, partition, items jsonb)`, the PL/pgSQL "
              "probe-then-allocate of `bench/sql/plref.sql` (row lock FOR UPDATE, probe joining every "
              "window blob's unnested hashes with the incoming ones, MIN offset, survivors allocated, one "
-             "segment row + one log_txns row), always the full window.")
+             "segment row + one log_txns row), always the full window; its probe runs through EXECUTE so "
+             "it is planned with the actual partition id every call (a cached generic plan scans the "
+             "whole table).")
     L.append("- **push**: `SELECT * FROM queen.push(queue, partition, items jsonb)`, the items sent as one "
              "jsonb text parameter.")
     L.append("- **seg_full**: `SELECT * FROM queen.push_segment(partition_id, hashes, segment, -1)`, all "

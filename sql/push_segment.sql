@@ -246,3 +246,26 @@ SELECT label, pg_temp.sqlstate_of(q) AS sqlstate FROM (VALUES
      format('SELECT * FROM queen.push_segments(ARRAY[%s, %s]::bigint[], ARRAY[%s, %s], ARRAY[%s, %s], ARRAY[-1, -1]::bigint[])', :pa, 9223372036854775807, :'ha', :'hb', :'sa', :'sb'))
 ) AS t(label, q);
 SELECT 'a' AS part, * FROM pg_temp.state(:pa) UNION ALL SELECT 'b', * FROM pg_temp.state(:pb);
+-- A vouch covers only the window it was made for (p_window). Here 'old' was pushed, then
+-- aged out of a 60 s window; the window then grows to 3600 s, which brings 'old' back in.
+-- A vouch made for the 60 s window is ignored (full probe: duplicate); without p_window the
+-- caller's vouch is taken as given and narrows the probe past 'old'.
+SELECT queen.configure('vouch_win', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
+SELECT partition_id AS vw FROM queen.resolve_partition('vouch_win', 'p') \gset
+SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(900)], ARRAY['old'], ARRAY['1']), -1, 60);
+UPDATE queen.log_txns SET created_at = created_at - interval '120 seconds' WHERE partition_id = :vw;
+SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(901)], ARRAY['old'], ARRAY['2']), 0, 60);
+SELECT queen.configure('vouch_win', '{"dedupWindowSeconds": 3600}') IS NOT NULL AS configured;
+SELECT idx, status, message_offset, message_id = pg_temp.mid(900) AS original
+FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(902)], ARRAY['old'], ARRAY['3']), 1, 60);
+SELECT seg, idx, status, message_offset FROM queen.push_segments(ARRAY[:vw]::bigint[],
+    ARRAY[pg_temp.test_hashes(ARRAY['old'])],
+    ARRAY[pg_temp.test_segment(ARRAY[pg_temp.mid(903)], ARRAY['old'], ARRAY['4'])],
+    ARRAY[1]::bigint[], ARRAY[60]);
+SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(904)], ARRAY['old'], ARRAY['5']), 1);
+SELECT * FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['x']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(905)], ARRAY['x'], ARRAY['6']), 1, -2);

@@ -88,14 +88,15 @@ CREATE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS
     SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segment bytea,
-                                   p_verified bigint DEFAULT -1)
+                                   p_verified bigint DEFAULT -1, p_window int DEFAULT NULL)
     RETURNS TABLE (idx int, status text, message_id uuid, message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_segment_v1'
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
 CREATE FUNCTION queen.push_segments(p_partition_ids bigint[], p_hashes bytea[],
-                                    p_segments bytea[], p_verified bigint[] DEFAULT NULL)
+                                    p_segments bytea[], p_verified bigint[] DEFAULT NULL,
+                                    p_windows int[] DEFAULT NULL)
     RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_segments_v1'
     LANGUAGE C VOLATILE

@@ -165,18 +165,19 @@ BEGIN
     v_now := clock_timestamp();
     v_from := greatest(coalesce(p_verified, -1), v_txns_start - 1);
     IF v_window > 0 AND v_last > v_from THEN
-        SELECT array_agg(d.off ORDER BY g.i)
-          INTO v_probe
-          FROM generate_series(0, v_n - 1) AS g(i)
-          LEFT JOIN (
-              SELECT ih.idx, min(t.base_offset + th.idx) AS off
-                FROM plref.log_txns t
-               CROSS JOIN LATERAL @UNNEST_HASHES@(t.hashes) th
-                JOIN @UNNEST_HASHES@(v_blob) ih ON ih.h = th.h
-               WHERE t.partition_id = v_pid
-                 AND t.end_offset > v_from
-                 AND t.created_at >= v_now - make_interval(secs => v_window)
-               GROUP BY ih.idx) d ON d.idx = g.i;
+        EXECUTE $probe$
+            SELECT array_agg(d.off ORDER BY g.i)
+              FROM generate_series(0, $1 - 1) AS g(i)
+              LEFT JOIN (
+                  SELECT ih.idx, min(t.base_offset + th.idx) AS off
+                    FROM plref.log_txns t
+                   CROSS JOIN LATERAL @UNNEST_HASHES@(t.hashes) th
+                    JOIN @UNNEST_HASHES@($2) ih ON ih.h = th.h
+                   WHERE t.partition_id = $3
+                     AND t.end_offset > $4
+                     AND t.created_at >= $5 - make_interval(secs => $6)
+                   GROUP BY ih.idx) d ON d.idx = g.i
+        $probe$ INTO v_probe USING v_n, v_blob, v_pid, v_from, v_now, v_window;
     END IF;
 
     -- Verdicts for leaders; survivors get contiguous offsets in item order.

@@ -110,13 +110,15 @@ static int array_elems(ArrayType* arr, Oid elemtype, Datum** elems, bool** nulls
 
 using namespace queen_pg;
 
-// queen.push_segment(partition_id, hashes, segment, verified).
+// queen.push_segment(partition_id, hashes, segment, verified, window).
 extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
         QUEEN_BAD_INPUT("partition id, hashes and segment must not be NULL");
     int64 pid = PG_GETARG_INT64(0);
     int64 verified = PG_ARGISNULL(3) ? -1 : PG_GETARG_INT64(3);
     if (verified < -1) QUEEN_BAD_INPUT("p_verified must be -1 or an offset");
+    int32 vouch_window = PG_ARGISNULL(4) ? -1 : PG_GETARG_INT32(4);
+    if (vouch_window < -1) QUEEN_BAD_INPUT("p_window must be NULL or a number of seconds >= 0");
     PushBatch b;
     decode_segment(PG_GETARG_BYTEA_PP(2), PG_GETARG_BYTEA_PP(1), "segment", &b);
 
@@ -130,24 +132,25 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
         PartitionState ps;
         partition_lock(pid, &ps);  // an empty segment still names an existing partition
     } else {
-        push_locked(&st, pid, &b, verified, ans);
+        push_locked(&st, pid, &b, verified, vouch_window, ans);
     }
     for (int i = 0; i < b.n; i++) put_answer(rsinfo, -1, i, &ans[i]);
     SPI_finish();
     return (Datum) 0;
 }
 
-// queen.push_segments(partition_ids[], hashes[], segments[], verified[]).
+// queen.push_segments(partition_ids[], hashes[], segments[], verified[], windows[]).
 extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
         QUEEN_BAD_INPUT("partition ids, hashes and segments must not be NULL");
-    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr;
-    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr;
+    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr, *win_d = nullptr;
+    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr, *win_n = nullptr;
     int n = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT8OID, &pids_d, &pids_n);
     if (array_elems(PG_GETARG_ARRAYTYPE_P(1), BYTEAOID, &hashes_d, &hashes_n) != n ||
         array_elems(PG_GETARG_ARRAYTYPE_P(2), BYTEAOID, &segs_d, &segs_n) != n ||
-        (!PG_ARGISNULL(3) && array_elems(PG_GETARG_ARRAYTYPE_P(3), INT8OID, &ver_d, &ver_n) != n))
-        QUEEN_BAD_INPUT("partition ids, hashes, segments and verified must have the same length");
+        (!PG_ARGISNULL(3) && array_elems(PG_GETARG_ARRAYTYPE_P(3), INT8OID, &ver_d, &ver_n) != n) ||
+        (!PG_ARGISNULL(4) && array_elems(PG_GETARG_ARRAYTYPE_P(4), INT4OID, &win_d, &win_n) != n))
+        QUEEN_BAD_INPUT("partition ids, hashes, segments, verified and windows must have the same length");
 
     PushBatch* batches = static_cast<PushBatch*>(palloc(sizeof(PushBatch) * Max(n, 1)));
     int64* sorted = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
@@ -155,6 +158,8 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
         if (pids_n[s] || hashes_n[s] || segs_n[s]) QUEEN_BAD_INPUT("element %d is NULL", s);
         if (ver_d != nullptr && !ver_n[s] && DatumGetInt64(ver_d[s]) < -1)
             QUEEN_BAD_INPUT("element %d: verified must be -1 or an offset", s);
+        if (win_d != nullptr && !win_n[s] && DatumGetInt32(win_d[s]) < -1)
+            QUEEN_BAD_INPUT("element %d: window must be NULL or a number of seconds >= 0", s);
         char what[32];
         snprintf(what, sizeof what, "segment %d", s);
         decode_segment(DatumGetByteaPP(segs_d[s]), DatumGetByteaPP(hashes_d[s]), what, &batches[s]);
@@ -176,8 +181,9 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
     }
     for (int s = 0; s < n; s++) {
         int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
+        int32 window = (win_d == nullptr || win_n[s]) ? -1 : DatumGetInt32(win_d[s]);
         PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(batches[s].n, 1)));
-        if (batches[s].n > 0) push_locked(&st, DatumGetInt64(pids_d[s]), &batches[s], verified, ans);
+        if (batches[s].n > 0) push_locked(&st, DatumGetInt64(pids_d[s]), &batches[s], verified, window, ans);
         for (int i = 0; i < batches[s].n; i++) put_answer(rsinfo, s, i, &ans[i]);
     }
     SPI_finish();

@@ -307,9 +307,12 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
 
 // Lock, probe, decide, write. See the protocol at the top of this file.
 void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verified,
-                 PushAnswer* answers) {
+                 int32 vouch_window, PushAnswer* answers) {
     PartitionState ps;
     partition_lock(pid, &ps);
+    // A vouch covers only the window it was made for: after the window grew, older rows
+    // came back into it that the voucher never knew.
+    if (vouch_window >= 0 && ps.window > vouch_window) verified = -1;
     TimestampTz now = GetCurrentTimestamp();
     int n = b->n;
     if (n == 0) return;

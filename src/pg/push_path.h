@@ -34,9 +34,11 @@ struct PartitionState {
 void partition_lock(int64 partition_id, PartitionState* out);
 
 // Lock, probe, allocate and write one segment; answers[] gets one entry per message.
-// `verified` is the caller's vouch (-1: none). SPI must be connected.
+// `verified` is the caller's vouch (-1: none), made for a window of `vouch_window` seconds
+// (-1: not said); a vouch made for a smaller window than the queue's current one is ignored.
+// SPI must be connected.
 void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, int64 verified,
-                 PushAnswer* answers);
+                 int32 vouch_window, PushAnswer* answers);
 
 // Text of a status.
 inline const char* verdict_status(queen::VerdictKind k) {

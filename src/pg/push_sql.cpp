@@ -146,7 +146,7 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
     PushBatch b;
     parse_items(items, by_content, &b);
     PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * b.n));
-    push_locked(&st, pid, &b, -1, ans);
+    push_locked(&st, pid, &b, -1, -1, ans);
 
     for (int i = 0; i < b.n; i++) {
         Datum values[5];

@@ -8,10 +8,11 @@ $CLIENT load --url "127.0.0.1:$A_PORT" --queue "$Q" --threads 6 --requests 400 -
     --txn-prefix K --out "$WORK/answers.jsonl" >"$WORK/client.log" 2>&1 &
 client=$!
 for i in $(seq 1 200); do
-    [[ $(wc -l <"$WORK/answers.jsonl" 2>/dev/null || echo 0) -gt 500 ]] && break
+    [[ -f $WORK/answers.jsonl && $(wc -l <"$WORK/answers.jsonl") -gt 500 ]] && break
     sleep 0.05
 done
 kill -9 "$A_PID"
+wait "$A_PID" 2>/dev/null || true
 wait "$client" || true
 queued=$(grep -c '"queued"' "$WORK/answers.jsonl" || true)
 (( queued > 0 )) || fail "no queued answers before the kill"

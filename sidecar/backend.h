@@ -46,7 +46,7 @@ struct SegmentIn {
     const std::string* hashes = nullptr;   // 16 x count bytes
     const std::string* segment = nullptr;  // segment_codec blob
     int64_t verified = -1;                 // p_verified
-    int32_t window_s = 0;                  // the window the vouch assumed (see pg_backend.cpp)
+    int32_t window_s = 0;                  // p_window: the window the vouch assumed
 };
 
 enum class EntryStatus : uint8_t { Queued = 0, Duplicate = 1 };

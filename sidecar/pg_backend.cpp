@@ -28,25 +28,17 @@ const StmtDef kStmts[] = {
      "FROM queen.resolve_partition($1, $2)",
      2,
      {kText, kText}},
-    // A vouch was computed under the memoised window ($5); if /configure has since grown the
-    // window, rows the cache expired may be back in it, so the vouch is dropped to -1 in the
-    // same statement. (The remaining race, a configure committing between this snapshot and
-    // the partition lock, needs the extension to check the window under the lock.)
+    // $5 / $5[] is p_window: the window (seconds) each vouch was computed under, from the
+    // metadata memo. The extension ignores a vouch when the queue's window, read under the
+    // partition row lock, is larger (a /configure grew it while the memo was stale).
     {"queen_push1",
      "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
-     "FROM queen.push_segment($1, $2, $3, CASE WHEN $4 >= 0 AND (SELECT q.dedup_window_seconds "
-     "FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1) <= $5 "
-     "THEN $4 ELSE -1 END)",
+     "FROM queen.push_segment($1, $2, $3, $4, $5)",
      5,
      {kInt8, kBytea, kBytea, kInt8, kInt4}},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
-     "FROM queen.push_segments($1, $2, $3, ARRAY(SELECT CASE WHEN v.ver >= 0 AND "
-     "q.dedup_window_seconds <= v.win THEN v.ver ELSE -1 END "
-     "FROM unnest($1::int8[], $4::int8[], $5::int4[]) WITH ORDINALITY AS v(pid, ver, win, ord) "
-     "LEFT JOIN queen.log_partitions p ON p.id = v.pid LEFT JOIN queen.queues q ON q.id = "
-     "p.queue_id "
-     "ORDER BY v.ord))",
+     "FROM queen.push_segments($1, $2, $3, $4, $5)",
      5,
      {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
     {"queen_window",

@@ -86,7 +86,8 @@ public:
             while (rd.next(&mv)) msgs.push_back(mv);
             if (!rd.at_clean_end() || segs[s].hashes->size() != msgs.size() * 16)
                 return Status(StatusCode::BadRequest, "bad segment");
-            // Like the sidecar's statement: a vouch made under a smaller window is dropped.
+            // Like the extension's p_window check: a vouch made under a smaller window is
+            // ignored (the queue's window is read under the row lock).
             const int64_t verified = pt.window_s > segs[s].window_s ? -1 : segs[s].verified;
             const int64_t from = std::max(verified, pt.txns_start - 1);
             if (verified >= 0) vouched_pushes++;

@@ -52,3 +52,5 @@ $(BUILD)/libqueencore.a: $(CORE_HOST_OBJS)
 .PHONY: format
 format:
 	clang-format -i $(CORE_SRCS) $(PG_SRCS) $(wildcard src/*/*.h sidecar/*.cpp sidecar/*.h tests/unit/*.cpp)
+
+-include mk/checks.mk

@@ -19,6 +19,7 @@
 //   seg_full    SELECT * FROM queen.push_segment(id, hashes, segment, -1) (binary params)
 //               (run.sh decides the session's queen.probe_cache through --conninfo options)
 //   seg_vouch   the same with p_verified = this client's exact last offset of the partition
+//               and, with --seg-window, p_window = the queue's window from resolve_partition
 //               (a vouch is only sound for hashes never pushed at or below it: with --dups > 0
 //               it vouches min(original offset of the repeats) - 1 instead)
 #include <libpq-fe.h>
@@ -74,6 +75,7 @@ struct Options {
     double duration = 8.0;
     uint64_t seed = 42;
     bool header = false;
+    bool seg_window = false;    // push_segment takes p_window: send the partition's window
 };
 
 // Print usage and exit.
@@ -83,7 +85,7 @@ struct Options {
                  "usage: queenbench --variant plain|onconflict|plref|push|seg_full|seg_vouch\n"
                  "  [--conninfo STR] [--clients N] [--partitions N] [--prefix STR] [--part-base N]\n"
                  "  [--queue STR] [--batch N] [--dups N] [--payload-bytes N] [--warmup S]\n"
-                 "  [--duration S] [--seed N] [--label STR] [--header]\n");
+                 "  [--duration S] [--seed N] [--label STR] [--seg-window] [--header]\n");
     std::exit(1);
 }
 
@@ -94,6 +96,10 @@ Options parse_args(int argc, char** argv) {
         std::string a = argv[i];
         if (a == "--header") {
             o.header = true;
+            continue;
+        }
+        if (a == "--seg-window") {
+            o.seg_window = true;
             continue;
         }
         if (i + 1 >= argc) usage(("missing value for " + a).c_str());
@@ -174,6 +180,7 @@ struct Part {
     long int_id = 0;          // baselines' integer id
     int64_t id = 0;           // queen partition id (binary path)
     int64_t last = -1;        // last offset known to this client (exact: no other client pushes here)
+    int32_t window = 0;       // the queue's dedup window, sent with a vouch (p_window)
     uint64_t seq = 0;
     std::vector<std::string> hist_txn;
     std::vector<int64_t> hist_off;
@@ -300,7 +307,7 @@ private:
         std::string sql;
         int nparams = 0;
         const Oid* types = nullptr;
-        static const Oid seg_types[] = {20, 17, 17, 20};   // int8, bytea, bytea, int8
+        static const Oid seg_types[] = {20, 17, 17, 20, 23};   // int8, bytea, bytea, int8, int4
         switch (opt_.variant) {
             case Variant::Plain:
             case Variant::OnConflict: {
@@ -324,8 +331,9 @@ private:
                 break;
             case Variant::SegFull:
             case Variant::SegVouch:
-                sql = "SELECT * FROM queen.push_segment($1, $2, $3, $4)";
-                nparams = 4;
+                sql = opt_.seg_window ? "SELECT * FROM queen.push_segment($1, $2, $3, $4, $5)"
+                                      : "SELECT * FROM queen.push_segment($1, $2, $3, $4)";
+                nparams = opt_.seg_window ? 5 : 4;
                 types = seg_types;
                 break;
         }
@@ -340,7 +348,8 @@ private:
             for (Part& p : parts_) {
                 const char* vals[2] = {opt_.queue.c_str(), p.name.c_str()};
                 r = PQexecParams(conn_,
-                                 "SELECT partition_id, last_offset FROM queen.resolve_partition($1, $2)",
+                                 "SELECT partition_id, last_offset, dedup_window_seconds"
+                                 "  FROM queen.resolve_partition($1, $2)",
                                  2, nullptr, vals, nullptr, nullptr, 0);
                 if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
                     fail("resolve_partition", r);
@@ -349,6 +358,7 @@ private:
                 }
                 p.id = std::strtoll(PQgetvalue(r, 0, 0), nullptr, 10);
                 p.last = std::strtoll(PQgetvalue(r, 0, 1), nullptr, 10);
+                p.window = static_cast<int32_t>(std::strtol(PQgetvalue(r, 0, 2), nullptr, 10));
                 PQclear(r);
             }
         }
@@ -509,11 +519,16 @@ private:
                     verified = lowest_orig == INT64_MAX ? p.last : std::max<int64_t>(-1, lowest_orig - 1);
                 uint64_t be_id = to_be64(static_cast<uint64_t>(p.id));
                 uint64_t be_ver = to_be64(static_cast<uint64_t>(verified));
-                const char* vals[4] = {reinterpret_cast<const char*>(&be_id), hashes.data(), seg.data(),
-                                       reinterpret_cast<const char*>(&be_ver)};
-                int lens[4] = {8, static_cast<int>(hashes.size()), static_cast<int>(seg.size()), 8};
-                int fmts[4] = {1, 1, 1, 1};
-                r = PQexecPrepared(conn_, "push", 4, vals, lens, fmts, 0);
+                uint32_t w = static_cast<uint32_t>(p.window);
+                unsigned char be_win[4] = {static_cast<unsigned char>(w >> 24), static_cast<unsigned char>(w >> 16),
+                                           static_cast<unsigned char>(w >> 8), static_cast<unsigned char>(w)};
+                // The vouch names the window it was made for; the full probe sends none.
+                const char* vals[5] = {reinterpret_cast<const char*>(&be_id), hashes.data(), seg.data(),
+                                       reinterpret_cast<const char*>(&be_ver),
+                                       verified >= 0 ? reinterpret_cast<const char*>(be_win) : nullptr};
+                int lens[5] = {8, static_cast<int>(hashes.size()), static_cast<int>(seg.size()), 8, 4};
+                int fmts[5] = {1, 1, 1, 1, 1};
+                r = PQexecPrepared(conn_, "push", opt_.seg_window ? 5 : 4, vals, lens, fmts, 0);
                 if (PQresultStatus(r) != PGRES_TUPLES_OK) break;
                 check_answer(r, items_, st, &offs);
                 for (std::size_t i = 0; i < items_.size(); i++)

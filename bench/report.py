@@ -297,12 +297,14 @@ def render(rows, meta, raw_name):
              "are client UUIDv7s.")
     L.append("- **push_nocache / seg_cached** (extras, only when asked for): queen.push with the probe "
              "cache off; push_segment -1 with the cache on.")
+    win = ("; `p_window` = the queue's window as resolve_partition gave it (the sidecar sends it too)"
+           if meta.get("seg_window") == "1" else "")
     L.append("- **seg_vouch**: the same with `p_verified` = the client's last known offset of the "
              "partition, exact because a partition is pushed by one client only (no race; a vouch from "
-             "`SELECT last_offset` before the call would also be sound for fresh hashes, only wider). "
-             "Its batches carry no repeats by default: a vouch is a promise that none of the hashes is "
-             "stored at or below it, which a client cannot make for a repeat (a sidecar sends -1 on any "
-             "cache hit).")
+             "`SELECT last_offset` before the call would also be sound for fresh hashes, only wider)"
+             + win + ". Its batches carry no repeats by default: a vouch is a promise that none of the "
+             "hashes is stored at or below it, which a client cannot make for a repeat (a sidecar sends "
+             "-1 on any cache hit).")
     L.append("")
     L.append("Every answer is checked by the client: repeats must come back `duplicate` with their "
              "original offset, fresh messages `queued` at contiguous offsets ('verdict errors' counts "

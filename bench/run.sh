@@ -5,8 +5,8 @@
 # window and with 100k and 1M hashes already in each partition's window. A measurement, not a
 # test: it prints medians and ratios and writes bench/results/RESULTS.md plus the raw CSV.
 #
-#   bash bench/run.sh            full run (~25 min on 2 cores)
-#   bash bench/run.sh --quick    smoke run (~5 min; smaller windows; writes RESULTS-quick.md)
+#   bash bench/run.sh            full run (~22 min on 2 cores)
+#   bash bench/run.sh --quick    smoke run (~5 min; smaller windows; bench/tmp/quick/RESULTS-quick.md)
 #   bash bench/run.sh --help     every option
 #
 # Needs these Debian 12 packages (this script installs nothing): postgresql-15 (server, initdb),
@@ -29,13 +29,14 @@ BASE_PARTS=100 BASE_WINDOW=60 LARGE_WINDOW=3600
 W100K_PARTS=100 W100K_HASHES=100000 W1M_PARTS=16 W1M_HASHES=1000000
 SCENARIOS="base,empty,w100k,w1m"
 VARIANTS="plain,onconflict,plref,push,seg_full,seg_vouch"
-PORT=55434 SYNC_COMMIT=off JIT=off PARALLEL=0 SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0 NOTE=""
+PORT=55434 SYNC_COMMIT=off JIT=off PARALLEL=0 SHARED_BUFFERS=2GB BUILD=1 KEEP=0 QUICK=0 NOTE="" SEG_COMPRESSION=""
 
 # Print the options.
 usage() {
     cat <<EOF
 usage: bash bench/run.sh [options]
-  --quick                 2 rounds x 3 s, w100k on 16 and w1m on 8 partitions, RESULTS-quick.md
+  --quick                 2 rounds x 3 s, w100k on 16 and w1m on 8 partitions; results go to
+                          bench/tmp/quick/RESULTS-quick.md (not into the repository)
   --rounds N              rounds of interleaved variants per scenario ($ROUNDS)
   --duration S            timed seconds per measurement ($DURATION)
   --warmup S              untimed seconds before it, same connections ($WARMUP)
@@ -57,6 +58,9 @@ usage: bash bench/run.sh [options]
   --no-build              do not run make / make install for the extension
   --keep                  leave the bench server running at the end
   --note TEXT             a line for the results file (e.g. "recorded run", what was patched)
+  --segment-compression pglz|lz4
+                          an experiment: ALTER queen.log_segments.data (and plref's) to this
+                          TOAST compression in the bench database (default: as the extension has it)
 EOF
 }
 
@@ -80,6 +84,7 @@ while [ $# -gt 0 ]; do
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
         --note) NOTE=$2; shift ;;
+        --segment-compression) SEG_COMPRESSION=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
     esac
@@ -90,6 +95,8 @@ if [ "$QUICK" = 1 ]; then
 fi
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
+# A quick run is a smoke test: its files stay out of the repository, in bench/tmp/quick.
+[ "$QUICK" = 1 ] && OUT=$TMP/quick
 SUFFIX=""; [ "$QUICK" = 1 ] && SUFFIX="-quick"
 RAW=$OUT/raw$SUFFIX-$STAMP.csv
 RESULTS=$OUT/RESULTS$SUFFIX.md
@@ -164,12 +171,16 @@ as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGROOT/postgres.log" -w start >/dev/null
 psql -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
 
 # ---- 3. schemas: queen (when it installs), bench, plref ----
-HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0
+HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0 SEG_WINDOW=0
 if q -c "CREATE EXTENSION queen" 2>"$TMP/create-extension.log"; then
     HAVE_QUEEN=1
     has() { [ "$(q -c "SELECT to_regprocedure('$1') IS NOT NULL")" = t ]; }
     has 'queen.push(text,text,jsonb)' && HAVE_PUSH=1
-    has 'queen.push_segment(bigint,bytea,bytea,bigint)' && has 'queen.resolve_partition(text,text)' && HAVE_SEG=1
+    # push_segment(id, hashes, segment, verified [, window]): a 5th argument is the window a vouch
+    # was made for, which the client then sends with every vouch (as the sidecar does).
+    if has 'queen.push_segment(bigint,bytea,bytea,bigint,integer)'; then HAVE_SEG=1 SEG_WINDOW=1
+    elif has 'queen.push_segment(bigint,bytea,bytea,bigint)'; then HAVE_SEG=1; fi
+    has 'queen.resolve_partition(text,text)' || HAVE_SEG=0
     has 'queen.txn_hash(text)' && has 'queen.log_unnest_hashes(bytea)' && HAVE_HASHFN=1
     has 'queen.configure(text,jsonb)' || { HAVE_PUSH=0; HAVE_SEG=0; }
 else
@@ -185,6 +196,10 @@ fi
 sed -e "s/@TXN_HASH@/$HASHFN/g" -e "s/@UNNEST_HASHES@/$UNNESTFN/g" "$BENCH_DIR/sql/plref.sql" | q -f -
 # Same shape: plref's segment column gets the storage and compression queen's has.
 if [ "$HAVE_QUEEN" = 1 ]; then
+    if [ -n "$SEG_COMPRESSION" ]; then
+        log "experiment: queen.log_segments.data SET COMPRESSION $SEG_COMPRESSION"
+        q -c "ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION $SEG_COMPRESSION"
+    fi
     read -r QSTORAGE QCOMP <<<"$(q -F ' ' -c "SELECT attstorage, coalesce(nullif(attcompression, ''), '-')
         FROM pg_attribute WHERE attrelid = 'queen.log_segments'::regclass AND attname = 'data'")"
     case $QSTORAGE in e) q -c "ALTER TABLE plref.log_segments ALTER COLUMN data SET STORAGE EXTERNAL" ;;
@@ -271,6 +286,7 @@ cleanup() {
     echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "clients=$CLIENTS"
     echo "batch=$BATCH"; echo "dups=$DUPS"; echo "vouch_dups=$VOUCH_DUPS"; echo "payload=$PAYLOAD"
     echo "plref_hash=$HASHFN / $UNNESTFN"
+    echo "seg_window=$SEG_WINDOW"
     echo "segment_storage=queen.log_segments.data: storage $(case ${QSTORAGE:-?} in x) echo extended ;; e) echo external ;; m) echo main ;; p) echo plain ;; *) echo '?' ;; esac), compression $(case ${QCOMP:-?} in l) echo lz4 ;; p) echo pglz ;; -) echo 'default (pglz)' ;; *) echo '?' ;; esac); plref.log_segments.data mirrors it"
     for s in ${SCENARIOS//,/ }; do echo "scenario_$s=$(scenario_shape "$s") | $(scenario_variants "$s")"; done
     echo "skipped=$(for v in ${VARIANTS//,/ }; do runnable "$v" || printf '%s ' "$v"; done)"
@@ -323,7 +339,7 @@ measure() {
     wait_ready
     if ! prepare "$kind" "$queue" "$prefix" "$parts" "$prefill" 2>"$TMP/prepare.err"; then
         err="prepare: $(tr '\n,' '  ' <"$TMP/prepare.err" | head -c 300)"
-    elif ! line=$("$CLIENT" --conninfo "$conn" --variant "$cv" --label "$v" --clients "$CLIENTS" \
+    elif ! line=$("$CLIENT" --conninfo "$conn" --variant "$cv" --label "$v" --clients "$CLIENTS" $SEGWIN_ARG \
             --partitions "$parts" --prefix "$prefix" --part-base "$((M * 10000))" --queue "$queue" \
             --batch "$BATCH" --dups "$dups" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" \
             --duration "$DURATION" --seed "$M" 2>"$TMP/client.err"); then
@@ -344,6 +360,7 @@ measure() {
     log "  $scen r$round $(printf '%-10s' "$v") ${rate:-error} msg/s${wend:+  (window now ~$wend hashes/partition)}"
 }
 
+SEGWIN_ARG=""; [ "$SEG_WINDOW" = 1 ] && SEGWIN_ARG=--seg-window
 START=$(date +%s)
 for scen in ${SCENARIOS//,/ }; do
     read -r parts window prefill <<<"$(scenario_shape "$scen")"

@@ -3,7 +3,9 @@
 #
 # Stages: install deps, build (make -j2), make install, start the throwaway PostgreSQL
 # (scripts/pg.sh), pg_regress over sql/*.sql and the isolation specs (make installcheck), every
-# GoogleTest runner build/*-tests, every executable tests/integration/*.sh, stop PostgreSQL.
+# GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests) and
+# the core fuzz target over its seed corpus, every executable tests/integration/*.sh, stop
+# PostgreSQL.
 # Each pg_regress/isolation test, each GoogleTest test and each integration script counts as
 # one test; a stage that breaks (build error, server that will not start, a crashed runner)
 # counts as one failure, and so does a PostgreSQL server process that crashed during the run.
@@ -251,6 +253,54 @@ stage_gtest() {
     fi
 }
 
+# Stage: the core and sidecar GoogleTest runners again under ASan + UBSan (make sanitize-build
+# builds build/asan/*-tests from their own objects), counted like the other runners: a sanitizer
+# report ends a runner with a non-zero exit or before its summary, so it counts as a failure.
+# Then the core fuzz target replays its seed corpus once (one test; make fuzz-core-regress).
+stage_sanitize() {
+    local t name log rc p f i kind rest
+    local -a names
+    banner "sanitizers: make sanitize (ASan + UBSan runners), fuzz_segment seed corpus"
+    if ! run_logged "$LOGS/sanitize-build.log" 1200 make -k -j2 sanitize-build; then
+        add_failed "stage: sanitizer build (see $LOGS/sanitize-build.log)"
+    fi
+    for t in "$ROOT"/build/asan/*-tests; do
+        [[ -f $t && -x $t ]] || continue
+        name=asan/$(basename "$t")
+        log=$LOGS/asan-$(basename "$t").log
+        echo "---- $name ----"
+        UBSAN_OPTIONS=print_stacktrace=1 run_logged "$log" 900 "$t"
+        rc=$?
+        p=0
+        f=-1
+        names=()
+        while read -r kind rest; do
+            case $kind in
+                P) p=$rest ;;
+                N) f=$rest ;;
+                F) names+=("$rest") ;;
+            esac
+        done < <(parse_gtest "$log")
+        add_passed "$p"
+        if ((f < 0)); then
+            add_failed "$name: no summary, exit $rc (sanitizer abort, crash or timeout)"
+        else
+            for ((i = 0; i < f; i++)); do add_failed "$name: ${names[i]:-a test}"; done
+            if ((rc != 0 && f == 0)); then
+                add_failed "$name: exit $rc with no failed test (sanitizer report, e.g. a leak)"
+            fi
+        fi
+    done
+    echo "---- fuzz_segment over tests/fuzz_core/corpus ----"
+    if run_logged "$LOGS/fuzz-core-regress.log" 300 make --no-print-directory fuzz-core-regress >/dev/null; then
+        add_passed 1
+        echo "ok     fuzz_segment seed corpus"
+    else
+        add_failed "fuzz_segment seed corpus (see $LOGS/fuzz-core-regress.log)"
+        show_file "$LOGS/fuzz-core-regress.log" 100
+    fi
+}
+
 # Stage: every executable tests/integration/*.sh, one test each; output shown on failure.
 stage_integration() {
     local s name log rc start
@@ -306,6 +356,7 @@ main() {
         echo "skipping make installcheck (install or server failed; counted above)"
     fi
     stage_gtest
+    stage_sanitize
     if ((pg_up)); then
         stage_integration
         stage_server_log

@@ -174,7 +174,8 @@ void Api::push(HttpRequest&& req, Reply reply) {
     flusher_.submit(std::move(job));
 }
 
-// 201 + one object per item in input order, or the first failure.
+// 201 + one object per item in input order, or the first failure. Items of one request
+// usually share queue and partition: their escaped fragment is reused while it stays the same.
 HttpResponse push_response(PushJob& job) {
     HttpResponse r;
     {
@@ -186,6 +187,8 @@ HttpResponse push_response(PushJob& job) {
     out.reserve(job.req.items.size() * 200 + 2);
     out.push_back('[');
     char idbuf[37];
+    std::string names;  // ,"queueName":...,"partition":...,"offset": for names_of
+    const PushItem* names_of = nullptr;
     for (std::size_t i = 0; i < job.req.items.size(); i++) {
         const PushItem& it = job.req.items[i];
         const ItemAnswer& a = job.answers[i];
@@ -197,11 +200,15 @@ HttpResponse push_response(PushJob& job) {
         out.append(idbuf, 36);
         out += "\",\"transaction_id\":";
         json_append_string(&out, it.txn);
-        out += ",\"queueName\":";
-        json_append_string(&out, it.queue);
-        out += ",\"partition\":";
-        json_append_string(&out, it.partition);
-        out += ",\"offset\":";
+        if (!names_of || names_of->queue != it.queue || names_of->partition != it.partition) {
+            names.assign(",\"queueName\":");
+            json_append_string(&names, it.queue);
+            names += ",\"partition\":";
+            json_append_string(&names, it.partition);
+            names += ",\"offset\":";
+            names_of = &it;
+        }
+        out += names;
         json_append_int(&out, a.offset);
         out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}"
                                                : ",\"status\":\"duplicate\"}";

@@ -127,7 +127,7 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
         j->done(*j);
         return;
     }
-    cv_.notify_all();
+    cv_.notify_one();  // one worker takes everything ready; it wakes another if more is left
 }
 
 // Queue a SQL closure for a worker.
@@ -163,6 +163,7 @@ void Flusher::take_batch_locked(std::vector<PartQueue*>* parts,
 
 // Flush done: partitions with new arrivals become ready again; idle ones are forgotten.
 void Flusher::release(const std::vector<PartQueue*>& parts) {
+    bool requeued = false, wake_all = false;
     {
         std::lock_guard<std::mutex> lk(mu_);
         for (PartQueue* pq : parts) {
@@ -170,12 +171,17 @@ void Flusher::release(const std::vector<PartQueue*>& parts) {
             if (!pq->pending.empty()) {
                 pq->queued = true;
                 ready_.push_back(pq);
+                requeued = true;
             } else {
                 parts_.erase(pq->key);
             }
         }
+        wake_all = stopping_ && parts_.empty();  // idle workers may now exit
     }
-    cv_.notify_all();
+    if (wake_all)
+        cv_.notify_all();
+    else if (requeued)
+        cv_.notify_one();
 }
 
 // A worker: SQL closures first (they are rare and small), else a push batch.
@@ -197,6 +203,8 @@ void Flusher::worker_loop(Backend* b) {
             } else {
                 return;  // stopping and nothing left anywhere
             }
+            // Work left for someone else: pass the wake-up on (submit wakes only one).
+            if (!ready_.empty() || !sql_jobs_.empty()) cv_.notify_one();
         }
         if (fn) {
             fn(*b);
@@ -285,6 +293,8 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
     };
     std::vector<Seg> segs;
     segs.reserve(parts.size());
+    constexpr uint32_t kNoSlot = UINT32_MAX;
+    std::vector<uint32_t> first;  // layer-2 table, reused for every segment
     auto fail_part = [&](std::size_t p, const Status& s) {
         for (const Pending& pd : items[p]) {
             pd.job->fail(pd.idx, s);
@@ -301,20 +311,27 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             continue;
         }
         const auto& pend = items[p];
-        std::unordered_map<queen::Hash128, std::size_t, HashOfHash> first;
-        first.reserve(pend.size() * 2);
+        // First-wins on the hash: an open-addressing table of leader positions.
+        std::size_t cap = 16;
+        while (cap < pend.size() * 2) cap <<= 1;
+        first.assign(cap, kNoSlot);
         sg.leader_of.resize(pend.size());
         sg.is_leader.assign(pend.size(), 0);
+        sg.hashes.reserve(pend.size());
         queen::SegmentBuilder builder;
         for (std::size_t k = 0; k < pend.size(); k++) {
             const PushItem& it = pend[k].job->req.items[pend[k].idx];
-            auto [pos, inserted] = first.emplace(it.hash, sg.hashes.size());
-            sg.leader_of[k] = pos->second;
-            sg.is_leader[k] = inserted ? 1 : 0;
-            if (!inserted) {
+            std::size_t slot = HashOfHash()(it.hash) & (cap - 1);
+            while (first[slot] != kNoSlot && !(sg.hashes[first[slot]] == it.hash))
+                slot = (slot + 1) & (cap - 1);
+            if (first[slot] != kNoSlot) {
+                sg.leader_of[k] = first[slot];
                 metrics_.messages_layer2_duplicate++;
                 continue;
             }
+            first[slot] = static_cast<uint32_t>(sg.hashes.size());
+            sg.leader_of[k] = sg.hashes.size();
+            sg.is_leader[k] = 1;
             sg.hashes.push_back(it.hash);
             builder.add(queen::MessageView{it.id, queen::ContentType::Json, it.txn, it.payload});
         }

@@ -1,11 +1,11 @@
-// Push body parsing (simdjson DOM, error codes only) and layer 1.
+// Push body parsing (json_scan: checked in one pass, payloads kept as sent) and layer 1.
 #include "push_request.h"
 
-#include <simdjson.h>
-
-#include <unordered_map>
+#include <functional>
+#include <vector>
 
 #include "core/segment_codec.h"
+#include "json_scan.h"
 
 namespace queen::sidecar {
 
@@ -20,121 +20,237 @@ const char* validate_name(std::string_view name) noexcept {
 
 namespace {
 
-// A thread's reusable parser (simdjson parsers are not thread-safe, and reuse saves allocation).
-simdjson::dom::parser& thread_parser() {
-    thread_local simdjson::dom::parser p;
-    return p;
+// What the scan of one item found: the first occurrence of each field the push uses.
+struct ItemScan {
+    bool object = false;
+    bool has_queue = false, has_partition = false, has_payload = false, has_txn = false;
+    json::Value queue, partition, payload, txn;
+};
+
+// Which field a key names (escape-aware), or -1.
+int field_of(const json::Value& key) {
+    static const std::string_view names[] = {"queue", "partition", "payload", "transactionId"};
+    if (!key.escaped) {
+        const std::string_view k = key.text();
+        for (int i = 0; i < 4; i++)
+            if (k == names[i]) return i;
+        return -1;
+    }
+    std::string tmp;
+    json::unescape(key, &tmp);
+    for (int i = 0; i < 4; i++)
+        if (tmp == names[i]) return i;
+    return -1;
 }
 
-// Read an optional string field; BadRequest when present but not a string.
-Status optional_string(simdjson::dom::object obj, const char* key, std::string_view* out,
-                       bool* present) {
-    auto f = obj[key];
-    if (f.error() == simdjson::NO_SUCH_FIELD) {
-        *present = false;
-        return Status::ok();
+// One element of the items array; depth = containers open around it.
+void scan_item(json::Cursor& c, int depth, ItemScan* it) {
+    if (c.peek() != '{') {
+        json::Value v;
+        c.value(&v, depth);
+        return;
     }
-    if (f.error()) return Status(StatusCode::BadRequest, std::string(key) + " is unreadable");
-    std::string_view sv;
-    if (f.get(sv) != simdjson::SUCCESS)
-        return Status(StatusCode::BadRequest, std::string(key) + " must be a string");
-    *out = sv;
-    *present = true;
-    return Status::ok();
+    it->object = true;
+    c.consume('{');
+    if (c.consume('}')) return;
+    for (;;) {
+        json::Value key, v;
+        if (c.peek() != '"') {
+            c.fail("expected a string key");
+            return;
+        }
+        if (!c.string(&key) || !c.expect(':') || !c.value(&v, depth + 1)) return;
+        switch (field_of(key)) {
+            case 0:
+                if (!it->has_queue) it->queue = v, it->has_queue = true;
+                break;
+            case 1:
+                if (!it->has_partition) it->partition = v, it->has_partition = true;
+                break;
+            case 2:
+                if (!it->has_payload) it->payload = v, it->has_payload = true;
+                break;
+            case 3:
+                if (!it->has_txn) it->txn = v, it->has_txn = true;
+                break;
+            default:
+                break;
+        }
+        if (c.consume(',')) continue;
+        c.expect('}');
+        return;
+    }
+}
+
+// The items array (cursor at '['); depth = containers open around it.
+void scan_items(json::Cursor& c, int depth, std::vector<ItemScan>* items) {
+    c.consume('[');
+    if (c.consume(']')) return;
+    for (;;) {
+        items->emplace_back();
+        scan_item(c, depth + 1, &items->back());
+        if (!c.ok()) return;
+        if (c.consume(',')) continue;
+        c.expect(']');
+        return;
+    }
+}
+
+// A checked string field as bytes.
+void decode(const json::Value& v, std::string* out) {
+    if (v.escaped)
+        json::unescape(v, out);
+    else
+        out->assign(v.begin, v.end);
+}
+
+// A thread's reusable scan buffer.
+std::vector<ItemScan>& thread_items() {
+    thread_local std::vector<ItemScan> items;
+    return items;
 }
 
 }  // namespace
 
-// Parse and validate every item; the first bad item stops parsing.
+// Two phases, so errors come in the documented order: first the whole body is checked as
+// JSON (any malformation anywhere: 400 naming no item), then the item count (413), then each
+// item in order (400/413 naming it).
 Status parse_push_body(std::string_view body, const ParseLimits& limits,
                        queen::UuidV7Generator& gen, PushRequest* out, int64_t* bad_index) {
     *bad_index = -1;
     out->items.clear();
-    simdjson::padded_string padded(body.data(), body.size());
-    simdjson::dom::element root;
-    auto err = thread_parser().parse(padded).get(root);
-    if (err)
-        return Status(StatusCode::BadRequest,
-                      std::string("malformed JSON: ") + simdjson::error_message(err));
-    simdjson::dom::array items;
-    if (root.is_object()) {
-        simdjson::dom::object o;
-        if (root.get(o)) return Status(StatusCode::BadRequest, "body must be an object");
-        auto f = o["items"];
-        if (f.error()) return Status(StatusCode::BadRequest, "items is missing");
-        if (f.get(items)) return Status(StatusCode::BadRequest, "items must be an array");
-    } else if (root.get(items)) {
-        return Status(StatusCode::BadRequest, "body must be an object with an items array");
+    std::vector<ItemScan>& items = thread_items();
+    items.clear();
+    json::Cursor c(body.data(), body.data() + body.size());
+    // 0: an object with an array "items"; 1: "items" missing; 2: "items" not an array;
+    // 3: a bare array; 4: anything else.
+    int shape = 4;
+    const char first = c.peek();
+    if (c.at_end()) {
+        c.fail("empty body");
+    } else if (first == '{') {
+        shape = 1;
+        c.consume('{');
+        if (!c.consume('}')) {
+            for (;;) {
+                json::Value key, v;
+                if (c.peek() != '"') {
+                    c.fail("expected a string key");
+                    break;
+                }
+                if (!c.string(&key) || !c.expect(':')) break;
+                if (shape == 1 && json::string_equals(key, "items")) {
+                    if (c.peek() == '[') {
+                        shape = 0;
+                        scan_items(c, 1, &items);
+                    } else {
+                        shape = 2;
+                        c.value(&v, 1);
+                    }
+                } else {
+                    c.value(&v, 1);
+                }
+                if (!c.ok()) break;
+                if (c.consume(',')) continue;
+                c.expect('}');
+                break;
+            }
+        }
+    } else if (first == '[') {
+        shape = 3;
+        scan_items(c, 0, &items);
+    } else {
+        json::Value v;
+        c.value(&v, 0);
     }
-    std::size_t n = items.size();
+    if (c.ok() && !c.at_end()) c.fail("unexpected text after the JSON value");
+    if (!c.ok()) return Status(StatusCode::BadRequest, std::string("malformed JSON: ") + c.error());
+    if (shape == 1) return Status(StatusCode::BadRequest, "items is missing");
+    if (shape == 2) return Status(StatusCode::BadRequest, "items must be an array");
+    if (shape == 4)
+        return Status(StatusCode::BadRequest, "body must be an object with an items array");
+    const std::size_t n = items.size();
     if (static_cast<int64_t>(n) > limits.max_items)
         return Status(StatusCode::TooLarge, "too many items: " + std::to_string(n) + " > " +
                                                 std::to_string(limits.max_items));
-    out->items.reserve(n);
+    out->items.resize(n);
     uint64_t now = queen::unix_ms_now();
-    int64_t idx = 0;
-    for (simdjson::dom::element el : items) {
-        *bad_index = idx;
-        simdjson::dom::object obj;
-        if (el.get(obj)) return Status(StatusCode::BadRequest, "item must be an object");
-        PushItem it;
-        std::string_view sv;
-        bool present = false;
-        Status s = optional_string(obj, "queue", &sv, &present);
-        if (!s.is_ok()) return s;
-        if (!present) return Status(StatusCode::BadRequest, "queue is missing");
-        if (const char* why = validate_name(sv))
+    for (std::size_t idx = 0; idx < n; idx++) {
+        *bad_index = static_cast<int64_t>(idx);
+        const ItemScan& sc = items[idx];
+        PushItem& it = out->items[idx];
+        if (!sc.object) return Status(StatusCode::BadRequest, "item must be an object");
+        if (sc.has_queue && sc.queue.kind != json::Kind::String)
+            return Status(StatusCode::BadRequest, "queue must be a string");
+        if (!sc.has_queue) return Status(StatusCode::BadRequest, "queue is missing");
+        decode(sc.queue, &it.queue);
+        if (const char* why = validate_name(it.queue))
             return Status(StatusCode::BadRequest, std::string("queue ") + why);
-        it.queue.assign(sv);
-        s = optional_string(obj, "partition", &sv, &present);
-        if (!s.is_ok()) return s;
-        if (present) {
-            if (const char* why = validate_name(sv))
+        if (sc.has_partition) {
+            if (sc.partition.kind != json::Kind::String)
+                return Status(StatusCode::BadRequest, "partition must be a string");
+            decode(sc.partition, &it.partition);
+            if (const char* why = validate_name(it.partition))
                 return Status(StatusCode::BadRequest, std::string("partition ") + why);
-            it.partition.assign(sv);
         } else {
             it.partition = "Default";
         }
-        auto payload = obj["payload"];
-        if (payload.error() == simdjson::NO_SUCH_FIELD)
-            return Status(StatusCode::BadRequest, "payload is missing");
-        if (payload.error()) return Status(StatusCode::BadRequest, "payload is unreadable");
-        it.payload = simdjson::minify(payload.value_unsafe());
+        if (!sc.has_payload) return Status(StatusCode::BadRequest, "payload is missing");
+        // A string payload keeps its quotes: the span of a string value excludes them.
+        if (sc.payload.kind == json::Kind::String)
+            it.payload.assign(sc.payload.begin - 1, sc.payload.end + 1);
+        else
+            json::minify(sc.payload, &it.payload);
         if (static_cast<int64_t>(it.payload.size()) > limits.max_payload_bytes)
             return Status(
                 StatusCode::TooLarge,
                 "payload is larger than " + std::to_string(limits.max_payload_bytes) + " bytes");
         it.id = gen.next(now);
-        s = optional_string(obj, "transactionId", &sv, &present);
-        if (!s.is_ok()) return s;
-        if (present) {
-            if (const char* why = queen::validate_txn_id(sv))
+        if (sc.has_txn) {
+            if (sc.txn.kind != json::Kind::String)
+                return Status(StatusCode::BadRequest, "transactionId must be a string");
+            decode(sc.txn, &it.txn);
+            if (const char* why = queen::validate_txn_id(it.txn))
                 return Status(StatusCode::BadRequest, why);
-            it.txn.assign(sv);
         } else {
             it.txn = queen::uuid_to_string(it.id);
         }
         it.hash = queen::txn_hash(it.txn);
-        out->items.push_back(std::move(it));
-        idx++;
     }
     *bad_index = -1;
     return Status::ok();
 }
 
-// First-wins on queue \x1f partition \x1f transactionId.
+// First-wins on queue \x1f partition \x1f transactionId (names and ids hold no control
+// characters, so this is equality of the three). An open-addressing table of item indexes
+// keyed by the transactionId's hash mixed with the names: no per-item allocation.
 void apply_layer1(PushRequest* req) {
-    std::unordered_map<std::string, int32_t> first;
-    first.reserve(req->items.size() * 2);
-    std::string key;
-    for (std::size_t i = 0; i < req->items.size(); i++) {
+    const std::size_t n = req->items.size();
+    std::size_t cap = 16;
+    while (cap < n * 2) cap <<= 1;
+    thread_local std::vector<int32_t> table;
+    table.assign(cap, -1);
+    const std::hash<std::string_view> hs;
+    for (std::size_t i = 0; i < n; i++) {
         PushItem& it = req->items[i];
-        key.clear();
-        key.append(it.queue).push_back('\x1f');
-        key.append(it.partition).push_back('\x1f');
-        key.append(it.txn);
-        auto [pos, inserted] = first.emplace(key, static_cast<int32_t>(i));
-        it.leader = inserted ? -1 : pos->second;
+        const uint64_t h = it.hash.prefix() ^ (hs(it.queue) * 0x9e3779b97f4a7c15ULL) ^
+                           (hs(it.partition) * 0xc2b2ae3d27d4eb4fULL);
+        std::size_t slot = static_cast<std::size_t>(h ^ (h >> 29)) & (cap - 1);
+        it.leader = -1;
+        for (;;) {
+            const int32_t j = table[slot];
+            if (j < 0) {
+                table[slot] = static_cast<int32_t>(i);
+                break;
+            }
+            const PushItem& o = req->items[static_cast<std::size_t>(j)];
+            if (o.hash == it.hash && o.txn == it.txn && o.queue == it.queue &&
+                o.partition == it.partition) {
+                it.leader = j;
+                break;
+            }
+            slot = (slot + 1) & (cap - 1);
+        }
     }
 }
 

@@ -35,13 +35,16 @@ install-sidecar: $(BUILD)/queen-sidecar
 	install -d '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)'
 	install -m 755 $(BUILD)/queen-sidecar '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)/queen-sidecar'
 
-# libFuzzer target for request parsing (clang only; not part of `all`).
+# libFuzzer target for request parsing (clang only; not part of `all`), differential against the
+# first (simdjson) parser kept in tests/fuzz/reference_push_parser.cpp.
 FUZZ_CXX ?= clang++
-$(BUILD)/fuzz/push_request_fuzz: tests/fuzz/push_request_fuzz.cpp sidecar/push_request.cpp sidecar/json_writer.cpp sidecar/api.h $(SIDECAR_HDRS)
+FUZZ_SRCS = tests/fuzz/push_request_fuzz.cpp tests/fuzz/reference_push_parser.cpp \
+            sidecar/push_request.cpp sidecar/json_scan.cpp sidecar/json_writer.cpp \
+            src/core/hash.cpp src/core/uuidv7.cpp src/core/segment_codec.cpp
+$(BUILD)/fuzz/push_request_fuzz: $(FUZZ_SRCS) tests/fuzz/reference_push_parser.h $(SIDECAR_HDRS)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Isidecar -o $@ \
-	    tests/fuzz/push_request_fuzz.cpp sidecar/push_request.cpp sidecar/json_writer.cpp \
-	    src/core/hash.cpp src/core/uuidv7.cpp src/core/segment_codec.cpp -lsimdjson -lxxhash
+	$(FUZZ_CXX) -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Isidecar -Itests/fuzz \
+	    -o $@ $(FUZZ_SRCS) -lsimdjson -lxxhash
 # New inputs go to a scratch folder; the repo corpus (tests/fuzz/corpus) is only read.
 sidecar-fuzz: $(BUILD)/fuzz/push_request_fuzz
 	@mkdir -p $(BUILD)/fuzz/corpus

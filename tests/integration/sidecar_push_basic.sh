@@ -33,6 +33,10 @@ out=$(post "$A_PORT" /api/v1/push '{"items":[]}')
 [[ $out == $'201\n[]' ]] || fail "empty items: $out"
 
 [[ $(sql "SELECT count(*) FROM queen.read('$Q', 'Default', 0, 100)") == 3 ]] || fail "three stored messages"
-curl -sf "http://127.0.0.1:$A_PORT/health" | grep -q '"ok"' || fail "health"
-curl -sf "http://127.0.0.1:$A_PORT/metrics" | grep -q 'queen_sidecar_messages_total{status="duplicate"} 2' || fail "metrics"
+# Read whole answers first: `curl | grep -q` under pipefail fails when grep exits before curl
+# has written everything (SIGPIPE).
+health=$(curl -sf "http://127.0.0.1:$A_PORT/health") || fail "health unreachable"
+grep -q '"ok"' <<<"$health" || fail "health: $health"
+metrics=$(curl -sf "http://127.0.0.1:$A_PORT/metrics") || fail "metrics unreachable"
+grep -q 'queen_sidecar_messages_total{status="duplicate"} 2' <<<"$metrics" || fail "metrics"
 echo PASS

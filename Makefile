@@ -12,7 +12,7 @@ PG_SRCS   = $(wildcard src/pg/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
-EXTRA_CLEAN = build
+EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION).sql sql/$(EXTENSION)--%.sql,$(sort $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
@@ -20,7 +20,7 @@ ISOLATION = $(patsubst tests/isolation/specs/%.spec,%,$(sort $(wildcard tests/is
 ISOLATION_OPTS = --inputdir=tests/isolation --load-extension=$(EXTENSION)
 
 PG_CPPFLAGS = -I$(CURDIR)/src
-PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register
+PG_CXXFLAGS = -MMD -MP -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-register
 SHLIB_LINK  = -lxxhash -lstdc++
 # Debian builds PostgreSQL with LLVM; skip the bitcode pass (it would not see -std=c++17).
 override with_llvm = no
@@ -29,6 +29,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Header dependencies of the extension's objects (PGXS tracks none by itself).
+-include $(wildcard $(OBJS:.o=.d))
+
 # The install script is edited in one place; the versioned copy is built from it.
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 	cp $< $@
@@ -36,7 +39,7 @@ sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build
 HOST_CXX   ?= g++
-HOST_FLAGS = -std=c++17 -O2 -g -Wall -Wextra -Isrc $(EXTRA_HOST_FLAGS)
+HOST_FLAGS = -MMD -MP -std=c++17 -O2 -g -Wall -Wextra -Isrc $(EXTRA_HOST_FLAGS)
 CORE_HOST_OBJS = $(patsubst src/core/%.cpp,$(BUILD)/core/%.o,$(CORE_SRCS))
 
 $(BUILD)/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
@@ -45,6 +48,7 @@ $(BUILD)/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
 
 $(BUILD)/libqueencore.a: $(CORE_HOST_OBJS)
 	rm -f $@ && ar rcs $@ $^
+-include $(wildcard $(CORE_HOST_OBJS:.o=.d))
 
 -include tests/unit/unit.mk
 -include sidecar/sidecar.mk

@@ -9,6 +9,8 @@ set -euo pipefail
 PACKAGES=(
     postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev  # server, PGXS, libpq
     g++ make                                                               # toolchain
+    clang libclang-rt-14-dev llvm                                          # ASan/UBSan, libFuzzer, symbolizer
+    clang-tidy cppcheck                                                    # make lint
     libxxhash-dev libgtest-dev libboost-dev libsimdjson-dev                # libraries
     curl wrk python3                                                       # demo, benchmarks, tools
 )

@@ -21,25 +21,47 @@ using tcp = asio::ip::tcp;
 namespace {
 
 constexpr auto kIdleTimeout = std::chrono::seconds(300);
+constexpr std::size_t kReadBuffer = 64 * 1024;  // a typical push arrives in one recv
 
-// One client connection.
+using Strand = asio::strand<asio::io_context::executor_type>;
+using Socket = asio::basic_stream_socket<tcp, Strand>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
+                                         asio::wait_traits<std::chrono::steady_clock>, Strand>;
+
+// One client connection. The socket and its deadline timer share the connection's strand
+// (concrete executor types: no type-erased executor on the hot path). The deadline is armed
+// once per phase (reading a request, writing an answer), not per socket operation.
 class Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(tcp::socket&& sock, HttpServer& srv) : stream_(std::move(sock)), srv_(srv) {}
+    Session(Strand strand, HttpServer& srv) : sock_(strand), timer_(strand), srv_(srv) {
+        buf_.reserve(kReadBuffer);
+    }
+
+    Socket& socket() { return sock_; }
 
     // Begin reading on the connection's strand.
     void start() {
-        asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+        asio::dispatch(sock_.get_executor(), [self = shared_from_this()] { self->read(); });
     }
 
 private:
+    // Close the socket when the deadline passes (pending operations then fail and close).
+    void arm_deadline() {
+        timer_.expires_after(kIdleTimeout);
+        timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+            if (ec) return;  // re-armed or cancelled
+            beast::error_code ignore;
+            self->sock_.close(ignore);
+        });
+    }
+
     // Read one whole request.
     void read() {
         parser_.emplace();
         parser_->body_limit(static_cast<uint64_t>(srv_.body_limit()));
         parser_->header_limit(64 * 1024);
-        stream_.expires_after(kIdleTimeout);
-        http::async_read_header(stream_, buf_, *parser_,
+        arm_deadline();
+        http::async_read_header(sock_, buf_, *parser_,
                                 [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                     self->on_header(ec);
                                 });
@@ -53,7 +75,7 @@ private:
         if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
             auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                            req.version());
-            http::async_write(stream_, *cont,
+            http::async_write(sock_, *cont,
                               [self = shared_from_this(), cont](beast::error_code wec, std::size_t) {
                                   if (wec) return self->close();
                                   self->read_body();
@@ -65,15 +87,16 @@ private:
 
     // Read the rest of the request.
     void read_body() {
+        if (parser_->is_done()) return on_read({});
         http::async_read(
-            stream_, buf_, *parser_,
+            sock_, buf_, *parser_,
             [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
     }
 
     // Dispatch the request, or answer/close on a read error.
     void on_read(beast::error_code ec) {
         if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
-            ec == beast::error::timeout)
+            ec == asio::error::bad_descriptor)
             return close();
         srv_.add_inflight(1);
         if (ec == http::error::body_limit) {
@@ -105,10 +128,10 @@ private:
         r.method = std::string(req.method_string());
         r.target = std::string(req.target());
         r.body = std::move(req.body());
-        stream_.expires_never();
+        timer_.cancel();  // no deadline while the request is being served
         srv_.api().handle(std::move(r),
                           [self = shared_from_this(), keep, version](HttpResponse resp) {
-                              asio::post(self->stream_.get_executor(),
+                              asio::post(self->sock_.get_executor(),
                                          [self, keep, version, resp = std::move(resp)]() mutable {
                                              self->write(std::move(resp), version, keep);
                                          });
@@ -125,23 +148,24 @@ private:
         res->keep_alive(keep);
         res->body() = std::move(resp.body);
         res->prepare_payload();
-        stream_.expires_after(kIdleTimeout);
+        arm_deadline();
         http::async_write(
-            stream_, *res,
-            [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
+            sock_, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
                 self->srv_.add_inflight(-1);
                 if (ec || !keep) return self->close();
                 self->read();
             });
     }
 
-    // Half-close politely.
+    // Half-close politely; the deadline no longer matters.
     void close() {
+        timer_.cancel();
         beast::error_code ec;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        sock_.shutdown(tcp::socket::shutdown_send, ec);
     }
 
-    beast::tcp_stream stream_;
+    Socket sock_;
+    Timer timer_;
     beast::flat_buffer buf_;
     std::optional<http::request_parser<http::string_body>> parser_;
     HttpServer& srv_;
@@ -172,13 +196,14 @@ Status HttpServer::listen(const std::string& host, uint16_t port, uint16_t* boun
 
 void HttpServer::start() { do_accept(); }
 
-// Accept forever until the acceptor closes.
+// Accept forever until the acceptor closes; each connection gets its own strand.
 void HttpServer::do_accept() {
-    acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket sock) {
+    auto session = std::make_shared<Session>(asio::make_strand(ioc_), *this);
+    acceptor_.async_accept(session->socket(), [this, session](beast::error_code ec) {
         if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
         if (!ec) {
-            sock.set_option(tcp::no_delay(true), ec);
-            std::make_shared<Session>(std::move(sock), *this)->start();
+            session->socket().set_option(tcp::no_delay(true), ec);
+            session->start();
         }
         do_accept();
     });

@@ -269,3 +269,6 @@ SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_has
     pg_temp.test_segment(ARRAY[pg_temp.mid(904)], ARRAY['old'], ARRAY['5']), 1);
 SELECT * FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['x']),
     pg_temp.test_segment(ARRAY[pg_temp.mid(905)], ARRAY['x'], ARRAY['6']), 1, -2);
+-- Content type 4 (binary jsonb) is written only by queen.push itself: a client cannot send it.
+SELECT * FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['jb']),
+    pg_temp.test_segment_raw(pg_temp.mid(906), 4, 'jb', '\x01000020'::bytea), -1);

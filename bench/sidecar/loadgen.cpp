@@ -432,6 +432,7 @@ int run_http(const Options& o) {
     Tally tally;
     std::vector<uint8_t> dup;
     int busy = 0;
+    int printed_errors = 0;
 
     // Start the next request on c (if still issuing).
     auto issue = [&](Conn& c, double now) {
@@ -517,7 +518,7 @@ int run_http(const Options& o) {
             c.busy = false;
             if (c.status != 201) {
                 if (count) tally.errors++;
-                if (tally.errors < 5)
+                if (++printed_errors <= 5)
                     std::fprintf(stderr, "loadgen: HTTP %d: %.200s\n", c.status,
                                  c.in.c_str() + c.header_end);
             } else {

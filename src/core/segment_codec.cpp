@@ -83,7 +83,7 @@ bool SegmentReader::next(MessageView* out) noexcept {
     const uint8_t* p = data_ + pos_;
     std::memcpy(out->id.b, p, 16);
     uint8_t type = p[16];
-    if (type < 1 || type > 3) {
+    if (type < 1 || type > 4) {
         error_ = "unknown content type in segment";
         return false;
     }

@@ -19,7 +19,9 @@
 
 namespace queen {
 
-enum class ContentType : uint8_t { Json = 1, Text = 2, Octet = 3 };
+// Json is JSON text; Jsonb is PostgreSQL's own binary jsonb container, written only by the
+// extension's SQL push (it saves a text round trip) and never accepted from clients.
+enum class ContentType : uint8_t { Json = 1, Text = 2, Octet = 3, Jsonb = 4 };
 
 inline constexpr std::size_t kSegmentHeaderBytes = 8;
 inline constexpr std::size_t kSegmentEntryOverhead = 16 + 1 + 4 + 4;

@@ -14,7 +14,7 @@ extern "C" {
 namespace queen_pg {
 
 // Column numbers of the two tables (sql/queen.sql fixes the order).
-static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kTxnHashes = 5,
+static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kTxnHashes = 5, kTxnIds = 6,
                         kSegData = 6;
 
 // Open relations and position an ascending scan after `after`.
@@ -49,6 +49,18 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
     if (reinterpret_cast<Pointer>(b) != DatumGetPointer(d)) *detoasted = b;
     row->blob = reinterpret_cast<const uint8*>(VARDATA_ANY(b));
     row->blob_len = VARSIZE_ANY_EXHDR(b);
+    row->ids = nullptr;
+    row->ids_len = 0;
+    if (!segments) {
+        // message ids are STORAGE MAIN and stay inline below toast_tuple_target: no copy
+        // (were one ever compressed, its copy lives until the caller's context is reset)
+        Datum idd = slot_getattr(slot, kTxnIds, &isnull);
+        if (!isnull) {
+            bytea* ib = DatumGetByteaPP(idd);
+            row->ids = reinterpret_cast<const uint8*>(VARDATA_ANY(ib));
+            row->ids_len = VARSIZE_ANY_EXHDR(ib);
+        }
+    }
 }
 
 // Step the scan.
@@ -84,14 +96,14 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
         slot_to_row(slot, segments, &detoasted, row);
         if (row->end_offset >= offset) {
             found = true;
-            if (detoasted == nullptr) {  // copy out of the buffer before the slot goes away
-                uint8* copy = static_cast<uint8*>(palloc(row->blob_len + 1));
-                memcpy(copy, row->blob, row->blob_len);
-                row->blob = copy;
-                row->owned = copy;
-            } else {
-                row->owned = detoasted;  // blob points inside it
-            }
+            // copy blob and ids out of the buffer before the slot goes away
+            uint8* copy = static_cast<uint8*>(palloc(row->blob_len + row->ids_len + 1));
+            memcpy(copy, row->blob, row->blob_len);
+            if (row->ids != nullptr) memcpy(copy + row->blob_len, row->ids, row->ids_len);
+            row->blob = copy;
+            row->ids = row->ids != nullptr ? copy + row->blob_len : nullptr;
+            row->owned = copy;
+            if (detoasted != nullptr) pfree(detoasted);
         } else if (detoasted != nullptr) {
             pfree(detoasted);
         }

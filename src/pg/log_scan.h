@@ -23,6 +23,8 @@ struct LogRow {
     const uint8* blob;  // hashes (log_txns) or segment data (log_segments)
     Size blob_len;
     void* owned;  // log_row_at() only: the allocation holding blob (pfree this, not blob)
+    const uint8* ids;  // log_txns only: 16-byte message ids, or nullptr (valid like blob;
+    Size ids_len;      // log_row_at() copies them into the same allocation)
 };
 
 // An open range scan of one partition's rows with base_offset > after, ascending.

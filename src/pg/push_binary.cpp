@@ -25,6 +25,9 @@ namespace queen_pg {
 static void check_payload(const queen::MessageView* m, const char* what, uint32 i) {
     const char* data = m->payload.data();
     int len = (int) m->payload.size();
+    if (m->type == queen::ContentType::Jsonb)  // binary jsonb is trusted only from queen.push
+        QUEEN_BAD_INPUT("%s: message %u: content type 4 (binary jsonb) is reserved for queen.push",
+                        what, i);
     if (m->type == queen::ContentType::Octet) return;
     if (!pg_verifymbstr(data, len, true))
         QUEEN_BAD_INPUT("%s: message %u: payload is not valid in the database encoding", what, i);

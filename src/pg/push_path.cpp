@@ -213,11 +213,22 @@ static bool probe_with_digest(ProbeCtx* c) {
     return decided;
 }
 
-// Read the message id stored at `offset` (zero UUID when its segment is gone).
+// Read the message id stored at `offset` (zero UUID when its segment is gone): from the
+// log_txns row's message_ids (one small inline row), else out of the segment itself.
 static void original_id(const Storage* st, int64 pid, const PartitionState* ps, int64 offset,
-                        Snapshot snap, LogRow* seg, bool* have_seg, queen::Uuid* out) {
+                        Snapshot snap, LogRow* txn, bool* have_txn, LogRow* seg, bool* have_seg,
+                        queen::Uuid* out) {
     memset(out->b, 0, sizeof out->b);
     if (offset < ps->log_start) return;
+    if (!*have_txn || offset < txn->base_offset || offset > txn->end_offset) {
+        if (*have_txn) pfree(txn->owned);
+        *have_txn = log_row_at(st, false, pid, offset, snap, txn);
+    }
+    if (*have_txn && txn->ids != nullptr &&
+        txn->ids_len == (Size) (txn->end_offset - txn->base_offset + 1) * 16) {
+        memcpy(out->b, txn->ids + (offset - txn->base_offset) * 16, 16);
+        return;
+    }
     if (!*have_seg || offset < seg->base_offset || offset > seg->end_offset) {
         if (*have_seg) pfree(seg->owned);
         *have_seg = log_row_at(st, true, pid, offset, snap, seg);
@@ -267,11 +278,15 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
             if (v[i].kind == queen::VerdictKind::Queued) p = queen::segment_write_entry(p, b->msgs[i]);
     }
     bytea* hashes = new_bytea((Size) survivors * queen::kHashBytes);
+    bytea* ids = new_bytea((Size) survivors * 16);
     uint8* h = reinterpret_cast<uint8*>(VARDATA(hashes));
+    uint8* id = reinterpret_cast<uint8*>(VARDATA(ids));
     for (int i = 0; i < b->n; i++)
         if (v[i].kind == queen::VerdictKind::Queued) {
             memcpy(h, b->hashes[i].b, queen::kHashBytes);
             h += queen::kHashBytes;
+            memcpy(id, b->msgs[i].id.b, 16);
+            id += 16;
         }
 
     Oid t_set[2] = {INT8OID, INT8OID};
@@ -292,17 +307,18 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
                          a_seg, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: segment insert failed");
 
-    Oid t_txn[5] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID};
-    Datum a_txn[5] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
-                      TimestampTzGetDatum(now), PointerGetDatum(hashes)};
+    Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
+    Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
     if (SPI_execute_plan(spi_plan(&plan_insert_txns,
                              "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
-                             " created_at, hashes) VALUES ($1, $2, $3, $4, $5)",
-                             5, t_txn),
+                             " created_at, hashes, message_ids) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_txn),
                          a_txn, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: log_txns insert failed");
     pfree(seg);
     pfree(hashes);
+    pfree(ids);
 }
 
 // Lock, probe, decide, write. See the protocol at the top of this file.
@@ -341,8 +357,8 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
     queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * n));
     int survivors = (int) queen::plan_verdicts((Size) n, leader, best, ps.last_offset, v);
 
-    LogRow seg;
-    bool have_seg = false;
+    LogRow seg, txn;
+    bool have_seg = false, have_txn = false;
     for (int i = 0; i < n; i++) {
         answers[i].kind = v[i].kind;
         answers[i].offset = v[i].offset;
@@ -351,7 +367,8 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
         else if (leader[i] != i)
             answers[i].id = answers[leader[i]].id;
         else
-            original_id(st, pid, &ps, v[i].offset, snap, &seg, &have_seg, &answers[i].id);
+            original_id(st, pid, &ps, v[i].offset, snap, &txn, &have_txn, &seg, &have_seg,
+                        &answers[i].id);
     }
     if (snap != nullptr) UnregisterSnapshot(snap);
 

@@ -48,16 +48,22 @@ static int64 find_partition(text* queue, text* partition, bool* by_content) {
     return pid;
 }
 
-// The canonical text of a JSON value (jsonb's own output form).
-static char* json_value_text(JsonbValue* v, int* len) {
-    char* out;
+// A payload's stored bytes: its jsonb container as is (no text round trip; read wraps it
+// back into a jsonb), and its root container for a scalar.
+static JsonbContainer* json_value_container(JsonbValue* v, int* len) {
     if (v->type == jbvBinary) {
-        out = JsonbToCString(nullptr, v->val.binary.data, v->val.binary.len);
-    } else {
-        Jsonb* j = JsonbValueToJsonb(v);
-        out = JsonbToCString(nullptr, &j->root, VARSIZE(j));
+        *len = v->val.binary.len;
+        return v->val.binary.data;
     }
-    *len = (int) strlen(out);
+    Jsonb* j = JsonbValueToJsonb(v);
+    *len = (int) (VARSIZE(j) - VARHDRSZ);
+    return &j->root;
+}
+
+// The canonical text of a stored payload (jsonb's own output form), for content identity.
+static char* json_container_text(JsonbContainer* c, int len, int* text_len) {
+    char* out = JsonbToCString(nullptr, c, len);
+    *text_len = (int) strlen(out);
     return out;
 }
 
@@ -85,12 +91,12 @@ static void parse_items(Jsonb* items, bool by_content, PushBatch* b) {
         if (getKeyJsonValueFromContainer(obj, "payload", 7, &pv) == nullptr)
             QUEEN_BAD_INPUT("item %d has no \"payload\"", i);
         int plen;
-        char* payload = json_value_text(&pv, &plen);
+        JsonbContainer* payload = json_value_container(&pv, &plen);
 
         queen::MessageView& m = b->msgs[i];
         m.id = gen->next(now_ms);
-        m.type = queen::ContentType::Json;
-        m.payload = std::string_view(payload, (size_t) plen);
+        m.type = queen::ContentType::Jsonb;
+        m.payload = std::string_view(reinterpret_cast<const char*>(payload), (size_t) plen);
 
         JsonbValue* txn = getKeyJsonValueFromContainer(obj, "transactionId", 13, &tv);
         if (txn != nullptr && txn->type != jbvNull) {
@@ -102,9 +108,12 @@ static void parse_items(Jsonb* items, bool by_content, PushBatch* b) {
             m.txn = s;
         } else if (by_content) {
             // identity from the payload's canonical bytes, shown as the transaction id
+            int tlen;
+            char* text = json_container_text(payload, plen, &tlen);
             char* id = static_cast<char*>(palloc(8 + 2 * queen::kHashBytes + 1));
             memcpy(id, "content:", 8);
-            queen::hash_to_hex(queen::hash_bytes(payload, (size_t) plen), id + 8);
+            queen::hash_to_hex(queen::hash_bytes(text, (size_t) tlen), id + 8);
+            pfree(text);
             m.txn = std::string_view(id, 8 + 2 * queen::kHashBytes);
         } else {
             char* id = static_cast<char*>(palloc(37));

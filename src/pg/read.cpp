@@ -25,8 +25,15 @@ static int64 existing_partition(text* queue, text* partition) {
     return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-// A stored payload as jsonb: JSON as itself, text as a JSON string, octets as a hex string.
+// A stored payload as jsonb: jsonb as itself, JSON text parsed, text as a JSON string,
+// octets as a hex string.
 static Datum payload_jsonb(const queen::MessageView& m) {
+    if (m.type == queen::ContentType::Jsonb) {
+        Jsonb* j = static_cast<Jsonb*>(palloc(VARHDRSZ + m.payload.size()));
+        SET_VARSIZE(j, VARHDRSZ + m.payload.size());
+        memcpy(VARDATA(j), m.payload.data(), m.payload.size());
+        return JsonbPGetDatum(j);
+    }
     if (m.type == queen::ContentType::Json) {
         char* s = pnstrdup(m.payload.data(), m.payload.size());
         return DirectFunctionCall1(jsonb_in, CStringGetDatum(s));

@@ -13,8 +13,9 @@
 # files never mix with the normal build, and new sources are picked up with no edit here.
 SAN_CXX   ?= $(if $(shell command -v clang++ 2>/dev/null),clang++,g++)
 SAN_DIR    = $(BUILD)/asan
-SAN_FLAGS  = -std=c++17 -O1 -g -Wall -Wextra -Isrc -fno-omit-frame-pointer \
-             -fsanitize=address,undefined -fno-sanitize-recover=undefined $(EXTRA_HOST_FLAGS)
+# The normal host flags (warnings, dependency files, EXTRA_HOST_FLAGS) with -O1 instead of -O2.
+SAN_FLAGS  = $(filter-out -O2,$(HOST_FLAGS)) -O1 -fno-omit-frame-pointer \
+             -fsanitize=address,undefined -fno-sanitize-recover=undefined
 SAN_TESTS  = $(SAN_DIR)/queen-core-tests $(SAN_DIR)/queen-sidecar-tests
 # Any report ends the run with a non-zero exit (leaks included), with a stack for UBSan.
 SAN_ENV    = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1 \

@@ -3,9 +3,37 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 
 namespace queen::sidecar {
+
+namespace {
+// The first and last eight bytes of a hash as big-endian integers: comparing them orders
+// hashes exactly like memcmp (Hash128::operator<), without a library call per comparison.
+inline uint64_t be_word(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+// Bytewise order of two hashes.
+struct HashLess {
+    bool operator()(const queen::Hash128& a, const queen::Hash128& b) const noexcept {
+        const uint64_t a0 = be_word(a.b), b0 = be_word(b.b);
+        if (a0 != b0) return a0 < b0;
+        return be_word(a.b + 8) < be_word(b.b + 8);
+    }
+};
+// Equality of two hashes by two word compares.
+inline bool hash_eq(const queen::Hash128& a, const queen::Hash128& b) noexcept {
+    uint64_t a0, a1, b0, b1;
+    std::memcpy(&a0, a.b, 8);
+    std::memcpy(&a1, a.b + 8, 8);
+    std::memcpy(&b0, b.b, 8);
+    std::memcpy(&b1, b.b + 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+}  // namespace
 
 namespace {
 constexpr int64_t kEntryOverheadBytes = static_cast<int64_t>(256);  // entry + map node + handle
@@ -249,13 +277,13 @@ void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
 // newest block when both fit in one block, so slow partitions do not collect tiny blocks.
 void BlockCache::seal_hot(Entry& e, bool partial) {
     if (e.hot.empty()) return;
-    std::sort(e.hot.begin(), e.hot.end());
+    std::sort(e.hot.begin(), e.hot.end(), HashLess());
     if (partial && !e.blocks.empty() && e.blocks.back().h.size() + e.hot.size() <= kBlockHashes) {
         Block& last = e.blocks.back();
         std::vector<queen::Hash128> merged;
         merged.reserve(last.h.size() + e.hot.size());
         std::merge(last.h.begin(), last.h.end(), e.hot.begin(), e.hot.end(),
-                   std::back_inserter(merged));
+                   std::back_inserter(merged), HashLess());
         last.h.swap(merged);
         last.max_offset = std::max(last.max_offset, e.hot_max_offset);
         last.max_created_ms = std::max(last.max_created_ms, e.hot_max_created_ms);
@@ -305,9 +333,9 @@ void BlockCache::expire(Entry& e, int64_t now_wall) {
 // Exact membership: linear scan of the hot buffer, binary search of every block.
 bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
     for (const auto& x : e.hot)
-        if (x == h) return true;
+        if (hash_eq(x, h)) return true;
     for (const Block& b : e.blocks)
-        if (std::binary_search(b.h.begin(), b.h.end(), h)) return true;
+        if (std::binary_search(b.h.begin(), b.h.end(), h, HashLess())) return true;
     return false;
 }
 

@@ -5,6 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace queen::sidecar::json {
 
 namespace {
@@ -33,6 +37,25 @@ inline bool is_ws(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' |
 
 // Bytes that end a fast run inside a string: quote, backslash, control, non-ASCII.
 inline bool plain_string_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\' && c < 0x80; }
+
+#if defined(__SSE2__)
+// Length of the run of plain string bytes at p, sixteen bytes at a time (stops at the first
+// block holding a quote, backslash, control or non-ASCII byte; the caller handles the rest).
+inline std::size_t plain_run(const unsigned char* p, const unsigned char* end) {
+    const unsigned char* start = p;
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x1f);
+    while (end - p >= 16) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        // Signed compare: bytes >= 0x80 are negative, so "v > 0x1f" is false for them too.
+        const __m128i ok = _mm_cmpgt_epi8(v, space);
+        const __m128i bad = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash));
+        if (_mm_movemask_epi8(_mm_andnot_si128(bad, ok)) != 0xffff) break;
+        p += 16;
+    }
+    return static_cast<std::size_t>(p - start);
+}
+#endif
 
 // Eight bytes at once: true when all are plain string bytes.
 inline bool plain8(const unsigned char* p) {
@@ -140,6 +163,9 @@ bool Cursor::string(Value* out) {
     out->escaped = false;
     out->spaced = false;
     for (;;) {
+#if defined(__SSE2__)
+        p += plain_run(p, end);
+#endif
         while (end - p >= 8 && plain8(p)) p += 8;
         if (p >= end) return fail("unterminated string");
         const unsigned char c = *p;

@@ -278,6 +278,16 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
         std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
                     wins = array_header(kInt4, n);
+        std::size_t hash_bytes = 0, blob_bytes = 0;
+        for (const SegmentIn& sg : segs) {
+            hash_bytes += 4 + sg.hashes->size();
+            blob_bytes += 4 + sg.segment->size();
+        }
+        hashes.reserve(hashes.size() + hash_bytes);
+        blobs.reserve(blobs.size() + blob_bytes);
+        pids.reserve(pids.size() + 12 * segs.size());
+        vers.reserve(vers.size() + 12 * segs.size());
+        wins.reserve(wins.size() + 8 * segs.size());
         for (const SegmentIn& sg : segs) {
             put_be32(&pids, 8);
             put_be64(&pids, sg.pid);

@@ -75,6 +75,8 @@ struct ProbeCtx {
     const int32* leader;
     int n;
     int64* best;
+    queen::Uuid* found_id;  // per leader: the original's id, when a confirmation read it
+    bool* have_found_id;
 };
 
 // Hash count of a stored row, rejecting a corrupt blob.
@@ -140,10 +142,13 @@ static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
     LogRow row;
     if (cand <= c->floor) return false;
     if (!log_row_at(c->st, false, c->pid, cand, c->snap, &row)) return false;
-    bool ok = row.created_at >= c->win_start &&
-              (Size) (cand - row.base_offset) < row.blob_len / queen::kHashBytes &&
-              memcmp(row.blob + (cand - row.base_offset) * queen::kHashBytes, c->hashes[i].b,
-                     queen::kHashBytes) == 0;
+    Size k = (Size) (cand - row.base_offset);
+    bool ok = row.created_at >= c->win_start && k < row.blob_len / queen::kHashBytes &&
+              memcmp(row.blob + k * queen::kHashBytes, c->hashes[i].b, queen::kHashBytes) == 0;
+    if (ok && row.ids != nullptr && row.ids_len == row.blob_len) {  // keep the id: no second read
+        memcpy(c->found_id[i].b, row.ids + k * 16, 16);
+        c->have_found_id[i] = true;
+    }
     pfree(row.owned);
     return ok;
 }
@@ -208,7 +213,10 @@ static bool probe_with_digest(ProbeCtx* c) {
     cache->enforce_budget(c->pid);
     if (!decided) {
         cache_stats.fallbacks++;
-        for (int i = 0; i < c->n; i++) c->best[i] = -1;
+        for (int i = 0; i < c->n; i++) {
+            c->best[i] = -1;
+            c->have_found_id[i] = false;
+        }
     }
     return decided;
 }
@@ -343,12 +351,14 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
 
     int64 floor = Max(verified, ps.txns_start - 1);
     Snapshot snap = nullptr;
+    queen::Uuid* found_id = static_cast<queen::Uuid*>(palloc(sizeof(queen::Uuid) * n));
+    bool* have_found_id = static_cast<bool*>(palloc0(sizeof(bool) * n));
     if (ps.window > 0 && ps.last_offset > floor) {
         CommandCounterIncrement();
         snap = RegisterSnapshot(GetTransactionSnapshot());
         ProbeCtx c = {st, pid, &ps, floor, now - (TimestampTz) ps.window * USECS_PER_SEC,
                       now - ((TimestampTz) ps.window + 5) * USECS_PER_SEC, snap, &index,
-                      b->hashes, leader, n, best};
+                      b->hashes, leader, n, best, found_id, have_found_id};
         // A caller's vouch already narrows the span; the digest helps when nobody vouched.
         bool vouched = verified > ps.txns_start - 1;
         if (vouched || !guc_probe_cache || !probe_with_digest(&c)) probe_full(&c);
@@ -366,6 +376,8 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
             answers[i].id = b->msgs[i].id;
         else if (leader[i] != i)
             answers[i].id = answers[leader[i]].id;
+        else if (have_found_id[i] && v[i].offset >= ps.log_start)
+            answers[i].id = found_id[i];
         else
             original_id(st, pid, &ps, v[i].offset, snap, &txn, &have_txn, &seg, &have_seg,
                         &answers[i].id);
@@ -386,6 +398,8 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
     pfree(slots);
     pfree(best);
     pfree(v);
+    pfree(found_id);
+    pfree(have_found_id);
 }
 
 // Report the cache counters.

@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_CHECK(inside(m.txn, data, size));
         FUZZ_CHECK(inside(m.payload, data, size));
         FUZZ_CHECK(m.type == queen::ContentType::Json || m.type == queen::ContentType::Text ||
-                   m.type == queen::ContentType::Octet);
+                   m.type == queen::ContentType::Octet || m.type == queen::ContentType::Jsonb);
         all.push_back(m);
         bool ok = queen::validate_txn_id(m.txn) == nullptr;
         FUZZ_CHECK(ok == reference_txn_ok(m.txn));

@@ -6,7 +6,8 @@
 The layout is the one src/core/segment_codec.h documents:
     header : 'Q' 'S' version(=1) flags(=0)  u32 count
     entry  : id[16]  content_type(u8)  u32 txn_len  txn  u32 payload_len  payload
-Integers are little-endian. Content types: 1 JSON, 2 text, 3 octet.
+Integers are little-endian. Content types: 1 JSON, 2 text, 3 octet, 4 binary jsonb (the codec
+decodes it; the extension accepts it only from its own SQL push).
 """
 import os
 import struct
@@ -42,6 +43,7 @@ SEEDS = {
     "empty_payload": segment(entry(4, b"no-payload", b"", 3)),
     "unicode_txn": segment(entry(5, "caf\u00e9-\u65e5\u672c-\U0001f600".encode(), b"{}")),
     "duplicates": segment(entry(6, b"dup", b"1"), entry(7, b"dup", b"2"), entry(8, b"other", b"3")),
+    "jsonb_type": segment(entry(23, b"from-sql-push", b"\x01\x00\x00\x20", 4)),
     "empty_txn": segment(entry(9, b"", b"{}")),  # validate_txn_id accepts an empty id
     # decodes, but a transactionId is rejected
     "control_char_txn": segment(entry(10, b"bad\x01id", b"{}"), entry(11, b"good", b"{}")),

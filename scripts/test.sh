@@ -215,38 +215,44 @@ stage_installcheck() {
     PGOPTIONS="-c queen.probe_cache=off" run_regress_suite isolation-cache-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
 }
 
+# Run one GoogleTest runner and count its results: a runner that never prints its summary
+# (crash, sanitizer abort, timeout) or exits non-zero with no failed test (e.g. a leak report)
+# counts as a failure. $1 = runner, $2 = name in the summary, $3 = log file.
+run_gtest_runner() {
+    local t=$1 name=$2 log=$3 rc p f i kind rest
+    local -a names
+    echo "---- $name ----"
+    UBSAN_OPTIONS=print_stacktrace=1 run_logged "$log" 900 "$t"
+    rc=$?
+    p=0
+    f=-1
+    names=()
+    while read -r kind rest; do
+        case $kind in
+            P) p=$rest ;;
+            N) f=$rest ;;
+            F) names+=("$rest") ;;
+        esac
+    done < <(parse_gtest "$log")
+    add_passed "$p"
+    if ((f < 0)); then
+        add_failed "$name: no summary, exit $rc (crash, sanitizer abort or timeout)"
+    else
+        for ((i = 0; i < f; i++)); do add_failed "$name: ${names[i]:-a test}"; done
+        if ((rc != 0 && f == 0)); then
+            add_failed "$name: exit $rc with no failed test (e.g. a sanitizer leak report)"
+        fi
+    fi
+}
+
 # Stage: every GoogleTest runner build/*-tests.
 stage_gtest() {
-    local t name log rc p f i kind rest found=0
-    local -a names
+    local t found=0
     banner "GoogleTest runners"
     for t in "$ROOT"/build/*-tests; do
         [[ -f $t && -x $t ]] || continue
         found=1
-        name=$(basename "$t")
-        log=$LOGS/$name.log
-        echo "---- $name ----"
-        run_logged "$log" 900 "$t"
-        rc=$?
-        p=0
-        f=-1
-        names=()
-        while read -r kind rest; do
-            case $kind in
-                P) p=$rest ;;
-                N) f=$rest ;;
-                F) names+=("$rest") ;;
-            esac
-        done < <(parse_gtest "$log")
-        add_passed "$p"
-        if ((f < 0)); then
-            add_failed "$name: no summary, exit $rc (crashed or timed out)"
-        else
-            for ((i = 0; i < f; i++)); do add_failed "$name: ${names[i]:-a test}"; done
-            if ((rc != 0 && f == 0)); then
-                add_failed "$name: exit $rc with no failed test"
-            fi
-        fi
+        run_gtest_runner "$t" "$(basename "$t")" "$LOGS/$(basename "$t").log"
     done
     if ((!found)); then
         add_failed "stage: no GoogleTest runner build/*-tests was built"
@@ -254,42 +260,17 @@ stage_gtest() {
 }
 
 # Stage: the core and sidecar GoogleTest runners again under ASan + UBSan (make sanitize-build
-# builds build/asan/*-tests from their own objects), counted like the other runners: a sanitizer
-# report ends a runner with a non-zero exit or before its summary, so it counts as a failure.
+# builds build/asan/*-tests from their own objects), counted like the other runners.
 # Then the core fuzz target replays its seed corpus once (one test; make fuzz-core-regress).
 stage_sanitize() {
-    local t name log rc p f i kind rest
-    local -a names
+    local t
     banner "sanitizers: make sanitize (ASan + UBSan runners), fuzz_segment seed corpus"
     if ! run_logged "$LOGS/sanitize-build.log" 1200 make -k -j2 sanitize-build; then
         add_failed "stage: sanitizer build (see $LOGS/sanitize-build.log)"
     fi
     for t in "$ROOT"/build/asan/*-tests; do
         [[ -f $t && -x $t ]] || continue
-        name=asan/$(basename "$t")
-        log=$LOGS/asan-$(basename "$t").log
-        echo "---- $name ----"
-        UBSAN_OPTIONS=print_stacktrace=1 run_logged "$log" 900 "$t"
-        rc=$?
-        p=0
-        f=-1
-        names=()
-        while read -r kind rest; do
-            case $kind in
-                P) p=$rest ;;
-                N) f=$rest ;;
-                F) names+=("$rest") ;;
-            esac
-        done < <(parse_gtest "$log")
-        add_passed "$p"
-        if ((f < 0)); then
-            add_failed "$name: no summary, exit $rc (sanitizer abort, crash or timeout)"
-        else
-            for ((i = 0; i < f; i++)); do add_failed "$name: ${names[i]:-a test}"; done
-            if ((rc != 0 && f == 0)); then
-                add_failed "$name: exit $rc with no failed test (sanitizer report, e.g. a leak)"
-            fi
-        fi
+        run_gtest_runner "$t" "asan/$(basename "$t")" "$LOGS/asan-$(basename "$t").log"
     done
     echo "---- fuzz_segment over tests/fuzz_core/corpus ----"
     if run_logged "$LOGS/fuzz-core-regress.log" 300 make --no-print-directory fuzz-core-regress >/dev/null; then

@@ -316,12 +316,12 @@ TEST(Segment, BadHeader) {
     EXPECT_FALSE(d.clean);
 }
 
-// Content types other than 1..3 are rejected, in the first entry or a later one.
+// Content types other than 1..4 are rejected, in the first entry or a later one.
 TEST(Segment, UnknownContentType) {
     auto ms = sample();
     std::string blob = build(ms);
     auto at = entry_offsets(ms);
-    for (uint8_t type : {0, 4, 0x7f, 0xff}) {
+    for (uint8_t type : {0, 5, 0x7f, 0xff}) {
         for (std::size_t k : {std::size_t{0}, std::size_t{2}}) {
             std::string bad = blob;
             bad[at[k] + 16] = static_cast<char>(type);

@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# The issue-3 benchmark: pushes of 100-message requests (~256-byte JSON payloads, 10% repeats
+# of already stored transactionIds) measured, in ONE run with the variants interleaved in
+# rounds, for
+#   e100  100 partitions, empty window:  direct SQL push_segment | sidecar cache on |
+#         sidecar cache off | two sidecars (cache on) on the same partitions
+#   e<N>  N partitions (default 10), empty window: sidecar cache on | off (the reference for:)
+#   w1m   the same N partitions holding 1,000,000 hashes each: cache on | off | direct SQL
+# Reported per variant (medians over rounds): messages/s, p50/p99 request latency, CPU-seconds
+# per million messages of sidecar(s) + PostgreSQL (from /proc/<pid>/stat), the cache's verdict
+# mix and its memory per resident hash (/metrics). Results: bench/sidecar/RESULTS.md (or
+# RESULTS-quick.md with --quick) and the raw CSV beside it. A measurement, not a test.
+#
+#   bash bench/sidecar/run.sh            full run, ~18 minutes on 2 cores
+#   bash bench/sidecar/run.sh --quick    smoke run, ~5 minutes
+#   bash bench/sidecar/run.sh --help     options
+#
+# Needs (installs nothing): postgresql-15 with queen installed (`make install`), g++, libpq-dev,
+# libxxhash-dev, curl, python3, util-linux (runuser). Starts its own PostgreSQL in
+# /tmp/queen-sidecar-bench-<port> (owned by postgres when run as root; TCP on 127.0.0.1 only,
+# port from 55450-55459) and removes it at the end (--keep leaves it).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+SIDECAR=$REPO/build/queen-sidecar
+LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
+
+ROUNDS=5 DURATION=10 WARMUP=3 W1M_WARMUP=6 CONNS=32 SQL_CLIENTS=8 PARTS=100 W1M_PARTS=10
+W1M_HASHES=1000000 BATCH=100 DUPS=10 PAYLOAD=256 BUILD=1 KEEP=0 QUICK=0 NOTE="" PORT=""
+SIDECAR_FLAGS=""
+
+# Print the options.
+usage() {
+    cat <<EOF
+usage: bash bench/sidecar/run.sh [options]
+  --quick               2 rounds x 4 s, 4 partitions in the 1M scenario (RESULTS-quick.md)
+  --rounds N            rounds of interleaved variants ($ROUNDS)
+  --duration S          timed seconds per measurement ($DURATION)
+  --warmup S            untimed seconds before it ($WARMUP; the 1M scenario uses $W1M_WARMUP,
+                        as the cache first reads every partition's window)
+  --connections N       HTTP keep-alive connections of the load client ($CONNS)
+  --sql-clients N       connections of the direct SQL client ($SQL_CLIENTS)
+  --w1m-partitions N    partitions in the 1M scenario and its empty reference ($W1M_PARTS)
+  --sidecar-flags "..." extra flags for every sidecar (e.g. "--pool-size 2")
+  --port N              PostgreSQL port (default: first free in 55450-55459)
+  --no-build            do not build the sidecar and the load client
+  --keep                leave the bench PostgreSQL running
+  --note TEXT           a line for the results file
+EOF
+}
+
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --quick) QUICK=1 ROUNDS=2 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=4 ;;
+        --rounds) ROUNDS=$2; shift ;;
+        --duration) DURATION=$2; shift ;;
+        --warmup) WARMUP=$2; shift ;;
+        --connections) CONNS=$2; shift ;;
+        --sql-clients) SQL_CLIENTS=$2; shift ;;
+        --w1m-partitions) W1M_PARTS=$2; shift ;;
+        --sidecar-flags) SIDECAR_FLAGS=$2; shift ;;
+        --port) PORT=$2; shift ;;
+        --no-build) BUILD=0 ;;
+        --keep) KEEP=1 ;;
+        --note) NOTE=$2; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "unknown option $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Run a command as the server's user (PostgreSQL refuses root).
+as_pg() {
+    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
+}
+
+# ---- build ----
+if ((BUILD)); then
+    log "building the sidecar and the load client (make -j2)"
+    make -C "$REPO" -j2 build/queen-sidecar build/libqueencore.a >/dev/null
+    mkdir -p "$REPO/build/bench"
+    g++ -std=c++17 -O2 -g -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
+        -o "$LOADGEN" "$HERE/loadgen.cpp" "$REPO/build/libqueencore.a" -lpq -lxxhash -pthread
+fi
+[[ -x $SIDECAR && -x $LOADGEN ]] || die "build/queen-sidecar or the load client is missing"
+[[ -f $(pg_config --sharedir)/extension/queen.control ]] || die "queen is not installed (make install)"
+
+# ---- the bench PostgreSQL ----
+if [[ -z $PORT ]]; then
+    for p in $(seq 55450 55459); do
+        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [[ ! -e /tmp/queen-sidecar-bench-$p ]]; then
+            PORT=$p
+            break
+        fi
+    done
+fi
+[[ -n $PORT ]] || die "no free port in 55450-55459"
+ROOT=/tmp/queen-sidecar-bench-$PORT
+PGDATA=$ROOT/data
+mkdir -p "$ROOT"
+[[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
+RUNID=$(date +%Y%m%d-%H%M%S)
+WORK=$ROOT/work
+mkdir -p "$WORK"
+SIDECAR_PIDS=()
+
+# Stop sidecars (by pid) and the server; remove the folder unless --keep.
+cleanup() {
+    local p
+    for p in "${SIDECAR_PIDS[@]:-}"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+    done
+    if ((KEEP)); then
+        log "bench server left running: host=$ROOT port=$PORT"
+    else
+        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
+        rm -rf "$ROOT"
+    fi
+}
+trap cleanup EXIT
+
+log "initdb in $PGDATA (port $PORT)"
+as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$WORK/initdb.log" 2>&1
+cat >>"$PGDATA/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$ROOT'
+max_connections = 60
+shared_buffers = 1GB
+synchronous_commit = off
+max_wal_size = 20GB
+checkpoint_timeout = 30min
+jit = off
+EOF
+as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$ROOT/postgres.log" -w start >/dev/null
+PMPID=$(head -1 "$PGDATA/postmaster.pid")
+export PGHOST=$ROOT PGPORT=$PORT PGUSER=postgres
+psql_q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
+for db in bench_e bench_w; do
+    psql_q -d postgres -c "CREATE DATABASE $db"
+    psql_q -d $db -c "SET client_min_messages = warning; CREATE EXTENSION queen"
+done
+conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
+
+# ---- the 1M-hash partitions: log_txns rows of 100 generated hashes (sha512 gives four) ----
+W1M_ROWS=$((W1M_HASHES / 100))
+W1M_LAST=$((W1M_HASHES - 1))
+log "prefilling $W1M_PARTS partitions with $W1M_HASHES hashes each"
+t0=$(date +%s)
+for ((i = 0; i < W1M_PARTS; i++)); do
+    psql_q -d bench_w <<EOF
+SELECT partition_id FROM queen.resolve_partition('w1m', 'p$i') \gset
+INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+SELECT :partition_id, r * 100, r * 100 + 99, now(),
+       (SELECT string_agg(sha512(int8send(:partition_id * 100000000000 + r * 100 + k)), ''::bytea
+                          ORDER BY k) FROM generate_series(0, 24) k)
+FROM generate_series(0, $W1M_ROWS - 1) r;
+UPDATE queen.log_partitions SET last_offset = $W1M_LAST WHERE id = :partition_id;
+EOF
+done
+psql_q -d bench_w -c "VACUUM ANALYZE queen.log_txns" -c "CHECKPOINT"
+log "prefill took $(($(date +%s) - t0)) s"
+
+# Between measurements: empty tables in bench_e, the 1M partitions back to exactly 1M hashes.
+reset_state() {
+    psql_q -d bench_e -c "TRUNCATE queen.log_segments, queen.log_txns"
+    psql_q -d bench_w -c "DELETE FROM queen.log_txns WHERE base_offset > $W1M_LAST" \
+        -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
+        -c "UPDATE queen.log_partitions SET last_offset = $W1M_LAST" \
+        -c "VACUUM queen.log_txns, queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
+}
+
+# start_sidecar DB CACHE(0/1): starts one; its pid goes to SIDECAR_PIDS, its port to STARTED_PORT.
+start_sidecar() {
+    local db=$1 cache=$2 log port="" i
+    log=$WORK/sidecar-$RANDOM.log
+    : >"$log"  # exists before the background start, so the wait loop can read it
+    # shellcheck disable=SC2086
+    QUEEN_DEDUP_CACHE=$cache "$SIDECAR" --listen 127.0.0.1:0 --pg "$(conninfo "$db")" $SIDECAR_FLAGS \
+        >"$log" 2>&1 &
+    SIDECAR_PIDS+=($!)
+    for i in $(seq 1 100); do
+        port=$(sed -n 's/^queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+        [[ -n $port ]] && break
+        sleep 0.05
+    done
+    [[ -n $port ]] || die "sidecar did not start: $(cat "$log")"
+    STARTED_PORT=$port
+}
+
+# Stop every running sidecar.
+stop_sidecars() {
+    local p
+    for p in "${SIDECAR_PIDS[@]:-}"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+    done
+    SIDECAR_PIDS=()
+}
+
+# Sum a metric (optionally one label set) over metrics files.
+metric() {
+    local name=$1
+    shift
+    cat "$@" | awk -v n="$name" '$1 == n { s += $2 } END { printf "%.0f", s }'
+}
+
+CSV=$WORK/raw.csv
+echo "round,scenario,variant,partitions,msgs_per_s,p50_ms,p99_ms,cpu_s_per_M,sidecar_cpu_s,pg_cpu_s,loadgen_cpu_s,machine_busy,messages,duplicate,mismatches,errors,vouch,local_hit,gap,other_verdicts,flushes,sql_calls,resident_bytes,resident_hashes,hydrations,topups" >"$CSV"
+
+# measure ROUND SCENARIO VARIANT: one measurement, one CSV row.
+measure() {
+    local round=$1 scen=$2 var=$3 db queue parts warm out mfiles=() ports=() targets pids j p f
+    case $scen in
+        e100) db=bench_e parts=$PARTS queue=${scen}_r${round}_$var warm=$WARMUP ;;
+        e10) db=bench_e parts=$W1M_PARTS queue=${scen}_r${round}_$var warm=$WARMUP ;;
+        w1m) db=bench_w parts=$W1M_PARTS queue=w1m warm=$W1M_WARMUP ;;
+    esac
+    local common=(--partitions "$parts" --queue "$queue" --part-prefix p --batch $BATCH
+        --payload-bytes $PAYLOAD --dup-pct $DUPS --warmup "$warm" --duration "$DURATION"
+        --run-tag "r${round}${var:0:3}" --seed "$round" --cpu-children-of "$PMPID")
+    if [[ $var == sql ]]; then
+        out=$("$LOADGEN" --mode sql --conninfo "$(conninfo $db)" --connections "$SQL_CLIENTS" \
+            "${common[@]}" 2>>"$WORK/loadgen.err") || log "load client reported problems ($scen/$var)"
+    else
+        local cache=1 n=1
+        [[ $var == off ]] && cache=0
+        [[ $var == two ]] && n=2
+        for ((j = 0; j < n; j++)); do
+            start_sidecar $db $cache
+            ports+=("$STARTED_PORT")
+        done
+        targets=$(printf '127.0.0.1:%s,' "${ports[@]}")
+        pids=$(IFS=,; echo "${SIDECAR_PIDS[*]}")
+        out=$("$LOADGEN" --mode http --target "${targets%,}" --connections "$CONNS" \
+            --cpu-pids "$pids" "${common[@]}" 2>>"$WORK/loadgen.err") ||
+            log "load client reported problems ($scen/$var)"
+        for p in "${ports[@]}"; do
+            curl -s "http://127.0.0.1:$p/metrics" >"$WORK/metrics-$scen-$var-r$round-$p.txt"
+            mfiles+=("$WORK/metrics-$scen-$var-r$round-$p.txt")
+        done
+        stop_sidecars
+    fi
+    # key=value pairs of the load client
+    local -A kv=()
+    for f in $out; do kv[${f%%=*}]=${f#*=}; done
+    local vouch=0 hit=0 gap=0 other=0 flushes=0 calls=0 rb=0 rh=0 hyd=0 top=0
+    if ((${#mfiles[@]})); then
+        vouch=$(metric 'queen_sidecar_cache_verdicts_total{verdict="vouch"}' "${mfiles[@]}")
+        hit=$(metric 'queen_sidecar_cache_verdicts_total{verdict="local_hit"}' "${mfiles[@]}")
+        gap=$(metric 'queen_sidecar_cache_verdicts_total{verdict="gap"}' "${mfiles[@]}")
+        other=$(($(metric 'queen_sidecar_cache_verdicts_total{verdict="disabled"}' "${mfiles[@]}") +
+            $(metric 'queen_sidecar_cache_verdicts_total{verdict="suppressed"}' "${mfiles[@]}") +
+            $(metric 'queen_sidecar_cache_verdicts_total{verdict="load_failed"}' "${mfiles[@]}")))
+        flushes=$(metric queen_sidecar_flush_messages_count "${mfiles[@]}")
+        calls=$(metric queen_sidecar_flush_partitions_count "${mfiles[@]}")
+        rb=$(metric queen_sidecar_cache_resident_bytes "${mfiles[@]}")
+        rh=$(metric queen_sidecar_cache_resident_hashes "${mfiles[@]}")
+        hyd=$(metric 'queen_sidecar_cache_events_total{event="hydration"}' "${mfiles[@]}")
+        top=$(metric 'queen_sidecar_cache_events_total{event="topup"}' "${mfiles[@]}")
+    fi
+    echo "$round,$scen,$var,$parts,${kv[msgs_per_s]:-0},${kv[p50_ms]:-0},${kv[p99_ms]:-0},${kv[cpu_s_per_M]:-0},${kv[listed_cpu_s]:-0},${kv[pg_cpu_s]:-0},${kv[loadgen_cpu_s]:-0},${kv[machine_busy]:-0},${kv[messages]:-0},${kv[duplicate]:-0},${kv[mismatches]:-0},${kv[errors]:-0},$vouch,$hit,$gap,$other,$flushes,$calls,$rb,$rh,$hyd,$top" >>"$CSV"
+    log "$(printf '%-5s %-4s r%s: %7s msg/s  p50 %6s ms  p99 %7s ms  %6s cpu-s/M  (sidecar %s s, pg %s s, busy %s)' \
+        "$scen" "$var" "$round" "${kv[msgs_per_s]:-?}" "${kv[p50_ms]:-?}" "${kv[p99_ms]:-?}" \
+        "${kv[cpu_s_per_M]:-?}" "${kv[listed_cpu_s]:-?}" "${kv[pg_cpu_s]:-?}" "${kv[machine_busy]:-?}")"
+}
+
+# ---- the run: every round runs every variant once, in a rotated order ----
+START=$(date +%s)
+OTHERS=$(ps -eo comm= | grep -cE '^(queenbench|pgbench|wrk|fuzz_|push_request_fu|cc1plus)' || true)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+PLAN=(e100:sql e100:on e100:off e100:two e10:on e10:off w1m:on w1m:off w1m:sql)
+for ((r = 1; r <= ROUNDS; r++)); do
+    for ((slot = 0; slot < ${#PLAN[@]}; slot++)); do
+        item=${PLAN[$(((slot + r - 1) % ${#PLAN[@]}))]}
+        reset_state
+        measure "$r" "${item%%:*}" "${item#*:}"
+    done
+done
+ELAPSED=$(($(date +%s) - START))
+LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- report ----
+if ((QUICK)); then OUT=$HERE/RESULTS-quick.md; RAW=$HERE/raw-quick.csv; else OUT=$HERE/RESULTS.md; RAW=$HERE/raw-$RUNID.csv; fi
+cp "$CSV" "$RAW"
+python3 "$HERE/report.py" "$RAW" "$OUT" \
+    --date "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+    --machine "$(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, $(uname -r)" \
+    --postgres "$("$PGBIN/postgres" --version)" \
+    --commit "$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- sidecar src sql 2>/dev/null || echo '+uncommitted changes')" \
+    --params "rounds $ROUNDS x ${DURATION} s (warm-up ${WARMUP} s, ${W1M_WARMUP} s in w1m); $BATCH messages per request, ${PAYLOAD}-byte payloads, ${DUPS}% repeats; $CONNS HTTP connections; $SQL_CLIENTS direct SQL clients; e100 = $PARTS partitions; e10 and w1m = $W1M_PARTS partitions, w1m with $W1M_HASHES hashes each; sidecar flags: ${SIDECAR_FLAGS:-defaults}; server: synchronous_commit off, shared_buffers 1GB, jit off" \
+    --context "run took ${ELAPSED} s; load average at start $LOAD0, at end $LOAD1; $OTHERS other heavy processes (compilers, benchmarks, fuzzers) seen at start" \
+    --note "$NOTE"
+log "wrote $OUT and $RAW"

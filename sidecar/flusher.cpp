@@ -1,7 +1,9 @@
 // Layer 2 and the fusion flush (see flusher.h for the locking protocol).
 #include "flusher.h"
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "core/segment_codec.h"
 
@@ -34,13 +36,25 @@ void PushJob::fail(std::size_t i, const Status& s) {
 
 Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
                  BlockCache& cache, Metrics& metrics, const Clock& clock)
-    : cfg_(cfg), backends_(std::move(backends)), cache_(cache), metrics_(metrics), clock_(clock) {}
+    : cfg_(cfg),
+      backends_(std::move(backends)),
+      cache_(cache),
+      metrics_(metrics),
+      clock_(clock),
+      cvs_(std::max<std::size_t>(1, backends_.size())),
+      ready_(std::max<std::size_t>(1, backends_.size())) {}
 
 Flusher::~Flusher() { stop(); }
 
-// One thread per backend connection.
+// One thread per backend connection; worker i flushes lane i.
 void Flusher::start() {
-    for (auto& b : backends_) threads_.emplace_back([this, p = b.get()] { worker_loop(p); });
+    for (std::size_t i = 0; i < backends_.size(); i++)
+        threads_.emplace_back([this, p = backends_[i].get(), i] { worker_loop(p, i); });
+}
+
+// A stable spread of partitions over the workers.
+std::size_t Flusher::lane_of(const std::string& key) const {
+    return std::hash<std::string>{}(key) % ready_.size();
 }
 
 // Workers drain what is queued, then exit.
@@ -49,7 +63,7 @@ void Flusher::stop() {
         std::lock_guard<std::mutex> lk(mu_);
         stopping_ = true;
     }
-    cv_.notify_all();
+    for (auto& cv : cvs_) cv.notify_all();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
@@ -83,6 +97,7 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
     j->self = std::move(job);
     bool refused = false;
     Status why;
+    uint64_t woke = 0;  // lanes that got a newly ready partition (bit i = lane i; all if > 63)
     {
         std::lock_guard<std::mutex> lk(mu_);
         if (stopping_) {
@@ -101,6 +116,7 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
                     auto& slot = parts_[key];
                     if (!slot) {
                         slot = std::make_unique<PartQueue>();
+                        slot->lane = lane_of(key);
                         slot->key = std::move(key);
                         slot->queue = it.queue;
                         slot->partition = it.partition;
@@ -110,7 +126,8 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
                 pq->pending.push_back({j, static_cast<uint32_t>(i)});
                 if (!pq->in_flight && !pq->queued) {
                     pq->queued = true;
-                    ready_.push_back(pq);
+                    ready_[pq->lane].push_back(pq);
+                    woke |= pq->lane < 64 ? uint64_t(1) << pq->lane : ~uint64_t(0);
                 }
             }
             pending_ += leaders;
@@ -127,7 +144,8 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
         j->done(*j);
         return;
     }
-    cv_.notify_one();  // one worker takes everything ready; it wakes another if more is left
+    for (std::size_t i = 0; i < cvs_.size(); i++)
+        if (i >= 64 ? woke == ~uint64_t(0) : (woke >> i & 1)) cvs_[i].notify_one();
 }
 
 // Queue a SQL closure for a worker.
@@ -136,15 +154,17 @@ void Flusher::run_sql(std::function<void(Backend&)> fn) {
         std::lock_guard<std::mutex> lk(mu_);
         sql_jobs_.push_back(std::move(fn));
     }
-    cv_.notify_one();
+    for (auto& cv : cvs_) cv.notify_one();  // rare: whichever worker is idle takes it
 }
 
-// Pop ready partitions and move out their pending items (at most one segment's worth each).
-void Flusher::take_batch_locked(std::vector<PartQueue*>* parts,
+// Pop a lane's ready partitions and move out their pending items (at most one segment's
+// worth each).
+void Flusher::take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                                 std::vector<std::vector<Pending>>* items) {
-    while (!ready_.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions) {
-        PartQueue* pq = ready_.front();
-        ready_.pop_front();
+    std::deque<PartQueue*>& ready = ready_[lane];
+    while (!ready.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions) {
+        PartQueue* pq = ready.front();
+        ready.pop_front();
         pq->queued = false;
         pq->in_flight = true;
         std::vector<Pending> take;
@@ -161,17 +181,17 @@ void Flusher::take_batch_locked(std::vector<PartQueue*>* parts,
     metrics_.pending_items.store(pending_);
 }
 
-// Flush done: partitions with new arrivals become ready again; idle ones are forgotten.
+// Flush done: partitions with new arrivals become ready again in their lane (whose worker is
+// the caller, who looks again before waiting); idle ones are forgotten.
 void Flusher::release(const std::vector<PartQueue*>& parts) {
-    bool requeued = false, wake_all = false;
+    bool wake_all = false;
     {
         std::lock_guard<std::mutex> lk(mu_);
         for (PartQueue* pq : parts) {
             pq->in_flight = false;
             if (!pq->pending.empty()) {
                 pq->queued = true;
-                ready_.push_back(pq);
-                requeued = true;
+                ready_[pq->lane].push_back(pq);
             } else {
                 parts_.erase(pq->key);
             }
@@ -179,32 +199,29 @@ void Flusher::release(const std::vector<PartQueue*>& parts) {
         wake_all = stopping_ && parts_.empty();  // idle workers may now exit
     }
     if (wake_all)
-        cv_.notify_all();
-    else if (requeued)
-        cv_.notify_one();
+        for (auto& cv : cvs_) cv.notify_all();
 }
 
-// A worker: SQL closures first (they are rare and small), else a push batch.
-void Flusher::worker_loop(Backend* b) {
+// A worker: SQL closures first (they are rare and small), else a push batch of its lane.
+void Flusher::worker_loop(Backend* b, std::size_t lane) {
     for (;;) {
         std::vector<PartQueue*> parts;
         std::vector<std::vector<Pending>> items;
         std::function<void(Backend&)> fn;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] {
-                return !ready_.empty() || !sql_jobs_.empty() || (stopping_ && parts_.empty());
+            cvs_[lane].wait(lk, [&] {
+                return !ready_[lane].empty() || !sql_jobs_.empty() ||
+                       (stopping_ && parts_.empty());
             });
             if (!sql_jobs_.empty()) {
                 fn = std::move(sql_jobs_.front());
                 sql_jobs_.pop_front();
-            } else if (!ready_.empty()) {
-                take_batch_locked(&parts, &items);
+            } else if (!ready_[lane].empty()) {
+                take_batch_locked(lane, &parts, &items);
             } else {
                 return;  // stopping and nothing left anywhere
             }
-            // Work left for someone else: pass the wake-up on (submit wakes only one).
-            if (!ready_.empty() || !sql_jobs_.empty()) cv_.notify_one();
         }
         if (fn) {
             fn(*b);
@@ -222,11 +239,13 @@ bool Flusher::run_once(Backend& b) {
     std::function<void(Backend&)> fn;
     {
         std::lock_guard<std::mutex> lk(mu_);
+        std::size_t lane = 0;
+        while (lane < ready_.size() && ready_[lane].empty()) lane++;
         if (!sql_jobs_.empty()) {
             fn = std::move(sql_jobs_.front());
             sql_jobs_.pop_front();
-        } else if (!ready_.empty()) {
-            take_batch_locked(&parts, &items);
+        } else if (lane < ready_.size()) {
+            take_batch_locked(lane, &parts, &items);
         } else {
             return false;
         }

@@ -3,8 +3,16 @@
 // (first-wins on the 16-byte hash inside it; followers inherit the leader's final answer).
 // Ready partitions are fused into one push_segments call (one transaction, one round trip).
 //
-// Locking protocol. mu_ guards parts_, ready_, pending counts and the stop flag; memo_mu_ guards
-// the metadata memo; a PushJob's err_mu guards its error text. Order: mu_ and memo_mu_ are
+// Partition affinity: every partition belongs to one lane (a hash of queue \x1f partition
+// modulo the number of workers) and only that lane's worker, i.e. one PostgreSQL connection,
+// flushes it. Each backend then meets a quarter of the partitions (with 4 workers), so the
+// extension's per-backend probe cache holds a quarter of the windows and never has to catch up
+// on rows another connection wrote: with -1 probes over large windows this is the difference
+// between reading a few rows and re-reading whole windows.
+//
+// Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts and the stop flag
+// (cvs_[i] is waited on with mu_ held); memo_mu_ guards the metadata memo; a PushJob's err_mu
+// guards its error text. Order: mu_ and memo_mu_ are
 // never held together; neither is held while calling the Backend or the BlockCache (those run
 // with no Flusher lock held); err_mu is a leaf. A job's answers[i] is written only by the
 // worker that flushed item i, and read only after the job's remaining counter reached zero
@@ -99,6 +107,7 @@ private:
         std::string key;  // queue \x1f partition
         std::string queue, partition;
         std::vector<Pending> pending;
+        std::size_t lane = 0;  // the worker that flushes this partition
         bool in_flight = false;
         bool queued = false;
     };
@@ -107,10 +116,12 @@ private:
         int64_t fetched_mono = 0;
     };
 
-    void worker_loop(Backend* b);
-    // Take up to max_flush_partitions ready partitions (mu_ held by caller).
-    void take_batch_locked(std::vector<PartQueue*>* parts,
+    void worker_loop(Backend* b, std::size_t lane);
+    // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
+    void take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                            std::vector<std::vector<Pending>>* items);
+    // The lane of a partition key.
+    std::size_t lane_of(const std::string& key) const;
     void process(Backend& b, const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& items);
     void release(const std::vector<PartQueue*>& parts);
@@ -124,9 +135,9 @@ private:
     const Clock& clock_;
 
     mutable std::mutex mu_;
-    std::condition_variable cv_;
+    std::vector<std::condition_variable> cvs_;  // one per lane (its worker waits on it)
     std::unordered_map<std::string, std::unique_ptr<PartQueue>> parts_;
-    std::deque<PartQueue*> ready_;
+    std::vector<std::deque<PartQueue*>> ready_;  // one per lane
     std::deque<std::function<void(Backend&)>> sql_jobs_;
     int64_t pending_ = 0;
     bool stopping_ = false;

@@ -1,7 +1,10 @@
-// HTTP/1.1 keep-alive server on Boost.Beast/Asio. Each connection has its own strand; a request
-// is read whole (body limit -> 413), handed to the Api, and its answer is written on the
-// connection's strand whenever the Api replies. While draining, the acceptor is closed and
-// requests on existing connections are refused with 503 + Connection: close.
+// HTTP/1.1 keep-alive server on Boost.Beast/Asio. Each connection has its own strand, bound to
+// its socket and its one deadline timer by type (no type-erased executor per operation); the
+// deadline (300 s) is armed once for reading a request and once for writing its answer, and
+// is off while the Api serves it. A request is read whole (body limit -> 413) into a 64 KiB
+// buffer, handed to the Api, and its answer is written on the connection's strand whenever the
+// Api replies. While draining, the acceptor is closed and requests on existing connections are
+// refused with 503 + Connection: close. No locks: everything of a connection runs on its strand.
 #pragma once
 
 #include <atomic>

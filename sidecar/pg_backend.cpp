@@ -308,8 +308,9 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         s = exec(kPushN, 5, v, len, fmt, &g.r);
     }
     if (!s.is_ok()) return s;
-    // Rows come one per entry in entry order; sort by (seg, idx) defensively and place them
-    // in sequence, so the numbering base of idx does not matter.
+    // Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they
+    // are not already in order) and place them in sequence, so the numbering base of idx does
+    // not matter.
     struct Row {
         int32_t seg, idx;
         EntryOut e;
@@ -328,9 +329,12 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
         all.push_back(r);
     }
-    std::stable_sort(all.begin(), all.end(), [](const Row& a, const Row& b) {
+    auto before = [](const Row& a, const Row& b) {
         return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
-    });
+    };
+    if (!std::is_sorted(all.begin(), all.end(), before))
+        std::stable_sort(all.begin(), all.end(), before);
+    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
     for (const Row& r : all) (*out)[r.seg].push_back(r.e);
     return Status::ok();
 }

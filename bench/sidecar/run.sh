@@ -3,13 +3,14 @@
 # of already stored transactionIds) measured, in ONE run with the variants interleaved in
 # rounds, for
 #   e100  100 partitions, empty window:  direct SQL push_segment | sidecar cache on |
-#         sidecar cache off | two sidecars (cache on) on the same partitions
+#         sidecar cache off | two sidecars (cache on) on the same partitions | the same
+#         without repeats (two0: shows the gap top-ups when no local hit is in the way)
 #   e<N>  N partitions (default 10), empty window: sidecar cache on | off (the reference for:)
 #   w1m   the same N partitions holding 1,000,000 hashes each: cache on | off | direct SQL
 # Reported per variant (medians over rounds): messages/s, p50/p99 request latency, CPU-seconds
 # per million messages of sidecar(s) + PostgreSQL (from /proc/<pid>/stat), the cache's verdict
-# mix and its memory per resident hash (/metrics). Results: bench/sidecar/RESULTS.md (or
-# RESULTS-quick.md with --quick) and the raw CSV beside it. A measurement, not a test.
+# mix and its memory per resident hash (/metrics). Results: bench/sidecar/RESULTS.md and
+# raw.csv beside it (--quick: build/bench/sidecar-RESULTS-quick.md). A measurement, not a test.
 #
 #   bash bench/sidecar/run.sh            full run, ~18 minutes on 2 cores
 #   bash bench/sidecar/run.sh --quick    smoke run, ~5 minutes
@@ -35,7 +36,8 @@ SIDECAR_FLAGS=""
 usage() {
     cat <<EOF
 usage: bash bench/sidecar/run.sh [options]
-  --quick               2 rounds x 4 s, 4 partitions in the 1M scenario (RESULTS-quick.md)
+  --quick               2 rounds x 4 s, 4 partitions in the 1M scenario; results go to
+                        build/bench/sidecar-RESULTS-quick.md (not into the repository)
   --rounds N            rounds of interleaved variants ($ROUNDS)
   --duration S          timed seconds per measurement ($DURATION)
   --warmup S            untimed seconds before it ($WARMUP; the 1M scenario uses $W1M_WARMUP,
@@ -104,7 +106,6 @@ ROOT=/tmp/queen-sidecar-bench-$PORT
 PGDATA=$ROOT/data
 mkdir -p "$ROOT"
 [[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
-RUNID=$(date +%Y%m%d-%H%M%S)
 WORK=$ROOT/work
 mkdir -p "$WORK"
 SIDECAR_PIDS=()
@@ -220,16 +221,18 @@ measure() {
         e10) db=bench_e parts=$W1M_PARTS queue=${scen}_r${round}_$var warm=$WARMUP ;;
         w1m) db=bench_w parts=$W1M_PARTS queue=w1m warm=$W1M_WARMUP ;;
     esac
+    local dups=$DUPS
+    [[ $var == two0 ]] && dups=0  # shows the gap top-ups without local hits in the way
     local common=(--partitions "$parts" --queue "$queue" --part-prefix p --batch $BATCH
-        --payload-bytes $PAYLOAD --dup-pct $DUPS --warmup "$warm" --duration "$DURATION"
-        --run-tag "r${round}${var:0:3}" --seed "$round" --cpu-children-of "$PMPID")
+        --payload-bytes $PAYLOAD --dup-pct "$dups" --warmup "$warm" --duration "$DURATION"
+        --run-tag "r${round}${var:0:4}" --seed "$round" --cpu-children-of "$PMPID")
     if [[ $var == sql ]]; then
         out=$("$LOADGEN" --mode sql --conninfo "$(conninfo $db)" --connections "$SQL_CLIENTS" \
             "${common[@]}" 2>>"$WORK/loadgen.err") || log "load client reported problems ($scen/$var)"
     else
         local cache=1 n=1
         [[ $var == off ]] && cache=0
-        [[ $var == two ]] && n=2
+        [[ $var == two || $var == two0 ]] && n=2
         for ((j = 0; j < n; j++)); do
             start_sidecar $db $cache
             ports+=("$STARTED_PORT")
@@ -273,7 +276,7 @@ measure() {
 START=$(date +%s)
 OTHERS=$(ps -eo comm= | grep -cE '^(queenbench|pgbench|wrk|fuzz_|push_request_fu|cc1plus)' || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-PLAN=(e100:sql e100:on e100:off e100:two e10:on e10:off w1m:on w1m:off w1m:sql)
+PLAN=(e100:sql e100:on e100:off e100:two e100:two0 e10:on e10:off w1m:on w1m:off w1m:sql)
 for ((r = 1; r <= ROUNDS; r++)); do
     for ((slot = 0; slot < ${#PLAN[@]}; slot++)); do
         item=${PLAN[$(((slot + r - 1) % ${#PLAN[@]}))]}
@@ -285,7 +288,13 @@ ELAPSED=$(($(date +%s) - START))
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- report ----
-if ((QUICK)); then OUT=$HERE/RESULTS-quick.md; RAW=$HERE/raw-quick.csv; else OUT=$HERE/RESULTS.md; RAW=$HERE/raw-$RUNID.csv; fi
+# A quick run is a smoke test: its results stay out of the repository.
+if ((QUICK)); then
+    mkdir -p "$REPO/build/bench"
+    OUT=$REPO/build/bench/sidecar-RESULTS-quick.md RAW=$REPO/build/bench/sidecar-raw-quick.csv
+else
+    OUT=$HERE/RESULTS.md RAW=$HERE/raw.csv
+fi
 cp "$CSV" "$RAW"
 python3 "$HERE/report.py" "$RAW" "$OUT" \
     --date "$(date -u '+%Y-%m-%d %H:%M UTC')" \

@@ -2,7 +2,10 @@
 // seeded randomized equivalence of cache on / cache off with two sidecars on one store.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <mutex>
 #include <random>
+#include <set>
 
 #include "fake_store.h"
 #include "flusher.h"
@@ -291,6 +294,84 @@ TEST(Flusher, RandomizedCacheOnAndOffGiveIdenticalAnswers) {
         for (const Answer& x : base) dups += x.status == 1;
         EXPECT_GT(dups, 100);
     }
+}
+
+}  // namespace
+}  // namespace queen::sidecar
+
+namespace queen::sidecar {
+namespace {
+
+// A FakeBackend that records which partition ids it pushed (workers run on their own threads).
+class RecordingBackend final : public Backend {
+public:
+    RecordingBackend(FakeStore& s, std::mutex* mu, std::map<int64_t, std::set<int>>* seen, int me)
+        : inner_(s), mu_(mu), seen_(seen), me_(me) {}
+    Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {
+        return inner_.resolve_partition(q, p, out);
+    }
+    Status push_segments(const std::vector<SegmentIn>& segs,
+                         std::vector<std::vector<EntryOut>>* out) override {
+        {
+            std::lock_guard<std::mutex> lk(*mu_);
+            for (const SegmentIn& s : segs) (*seen_)[s.pid].insert(me_);
+        }
+        return inner_.push_segments(segs, out);
+    }
+    Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
+        return inner_.load_window(pid, w, last, rows);
+    }
+    Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override {
+        return inner_.load_range(pid, lo, hi, rows);
+    }
+
+private:
+    FakeBackend inner_;
+    std::mutex* mu_;
+    std::map<int64_t, std::set<int>>* seen_;
+    int me_;
+};
+
+TEST(Flusher, EachPartitionIsFlushedByOneWorkerAndStopDrains) {
+    ManualClock clock;
+    FakeStore store(clock);
+    std::mutex mu;
+    std::map<int64_t, std::set<int>> seen;  // partition id -> workers that pushed it
+    std::vector<std::unique_ptr<Backend>> backends;
+    for (int i = 0; i < 4; i++)
+        backends.push_back(std::make_unique<RecordingBackend>(store, &mu, &seen, i));
+    Metrics metrics;
+    BlockCache cache(CacheConfig(), clock);
+    Flusher flusher(FlusherConfig(), std::move(backends), cache, metrics, clock);
+    flusher.start();
+    queen::UuidV7Generator gen(11);
+    constexpr int kJobs = 400, kParts = 20;
+    std::vector<std::vector<Answer>> out(kJobs);
+    for (int j = 0; j < kJobs; j++) {
+        const std::string part = "p" + std::to_string(j % kParts);
+        // Two fresh ids and a repeat of the previous job's first id on this partition.
+        std::vector<Item> items = {{"q", part, "t" + std::to_string(j)},
+                                   {"q", part, "u" + std::to_string(j)}};
+        if (j >= kParts) items.push_back({"q", part, "t" + std::to_string(j - kParts)});
+        flusher.submit(make_job(items, gen, clock.wall_ms(), &out[j]));
+    }
+    flusher.stop();  // must finish everything queued before the workers exit
+    for (int j = 0; j < kJobs; j++) {
+        ASSERT_EQ(out[j].size(), j >= kParts ? 3u : 2u) << "job " << j << " was answered";
+        EXPECT_EQ(out[j][0].status, 0);
+        EXPECT_EQ(out[j][1].status, 0);
+        if (j >= kParts) {
+            EXPECT_EQ(out[j][2].status, 1) << "a repeat of a stored id";
+            EXPECT_EQ(out[j][2].id, out[j - kParts][0].id);
+        }
+    }
+    ASSERT_EQ(seen.size(), static_cast<std::size_t>(kParts));
+    std::set<int> used;
+    for (const auto& [pid, workers] : seen) {
+        EXPECT_EQ(workers.size(), 1u) << "partition " << pid << " went through one connection";
+        used.insert(*workers.begin());
+    }
+    EXPECT_GT(used.size(), 1u) << "partitions are spread over the workers";
 }
 
 }  // namespace

@@ -414,6 +414,36 @@ int connect_to(const std::string& host, int port) {
 }
 
 // The epoll client.
+// Print one run's figures as key=value pairs; exit code 3 when any answer was wrong.
+int report(const char* mode, Tally& tally, const CpuSample& c0, const CpuSample& c1,
+           const Options& o) {
+    std::sort(tally.latency_ms.begin(), tally.latency_ms.end());
+    auto pct = [&](double q) {
+        if (tally.latency_ms.empty()) return 0.0;
+        std::size_t i = static_cast<std::size_t>(q * static_cast<double>(tally.latency_ms.size() - 1));
+        return tally.latency_ms[i];
+    };
+    const double cpu = (c1.listed - c0.listed) + (c1.children - c0.children);
+    const double busy_share = c1.total > c0.total ? (c1.busy - c0.busy) / (c1.total - c0.total) : 0;
+    std::printf(
+        "mode=%s requests=%llu messages=%llu msgs_per_s=%.0f p50_ms=%.2f p99_ms=%.2f "
+        "queued=%llu duplicate=%llu mismatches=%llu errors=%llu cpu_s=%.2f "
+        "cpu_s_per_M=%.2f listed_cpu_s=%.2f pg_cpu_s=%.2f loadgen_cpu_s=%.2f machine_busy=%.3f "
+        "duration=%.2f\n",
+        mode,
+        static_cast<unsigned long long>(tally.requests),
+        static_cast<unsigned long long>(tally.messages),
+        static_cast<double>(tally.messages) / o.duration, pct(0.5), pct(0.99),
+        static_cast<unsigned long long>(tally.queued),
+        static_cast<unsigned long long>(tally.duplicate),
+        static_cast<unsigned long long>(tally.mismatches),
+        static_cast<unsigned long long>(tally.errors), cpu,
+        tally.messages ? cpu / (static_cast<double>(tally.messages) / 1e6) : 0.0,
+        c1.listed - c0.listed, c1.children - c0.children, c1.self - c0.self, busy_share,
+        o.duration);
+    return tally.mismatches || tally.errors ? 3 : 0;
+}
+
 int run_http(const Options& o) {
     Workload w(o, o.seed);
     std::vector<Conn> conns(static_cast<std::size_t>(o.connections));
@@ -542,30 +572,7 @@ int run_http(const Options& o) {
     for (auto& c : conns) close(c.fd);
     close(ep);
     // Report.
-    std::sort(tally.latency_ms.begin(), tally.latency_ms.end());
-    auto pct = [&](double q) {
-        if (tally.latency_ms.empty()) return 0.0;
-        std::size_t i = static_cast<std::size_t>(q * static_cast<double>(tally.latency_ms.size() - 1));
-        return tally.latency_ms[i];
-    };
-    const double cpu = (c1.listed - c0.listed) + (c1.children - c0.children);
-    const double busy_share = c1.total > c0.total ? (c1.busy - c0.busy) / (c1.total - c0.total) : 0;
-    std::printf(
-        "mode=http requests=%llu messages=%llu msgs_per_s=%.0f p50_ms=%.2f p99_ms=%.2f "
-        "queued=%llu duplicate=%llu mismatches=%llu errors=%llu cpu_s=%.2f "
-        "cpu_s_per_M=%.2f listed_cpu_s=%.2f pg_cpu_s=%.2f loadgen_cpu_s=%.2f machine_busy=%.3f "
-        "duration=%.2f\n",
-        static_cast<unsigned long long>(tally.requests),
-        static_cast<unsigned long long>(tally.messages),
-        static_cast<double>(tally.messages) / o.duration, pct(0.5), pct(0.99),
-        static_cast<unsigned long long>(tally.queued),
-        static_cast<unsigned long long>(tally.duplicate),
-        static_cast<unsigned long long>(tally.mismatches),
-        static_cast<unsigned long long>(tally.errors), cpu,
-        tally.messages ? cpu / (static_cast<double>(tally.messages) / 1e6) : 0.0,
-        c1.listed - c0.listed, c1.children - c0.children, c1.self - c0.self, busy_share,
-        o.duration);
-    return tally.mismatches || tally.errors ? 3 : 0;
+    return report("http", tally, c0, c1, o);
 }
 
 // ---- sql mode ----
@@ -689,30 +696,7 @@ int run_sql(const Options& o) {
     if (failed.load()) die("a client failed");
     Tally tally;
     for (auto& t : tallies) tally.merge(t);
-    std::sort(tally.latency_ms.begin(), tally.latency_ms.end());
-    auto pct = [&](double q) {
-        if (tally.latency_ms.empty()) return 0.0;
-        std::size_t i = static_cast<std::size_t>(q * static_cast<double>(tally.latency_ms.size() - 1));
-        return tally.latency_ms[i];
-    };
-    const double cpu = (c1.listed - c0.listed) + (c1.children - c0.children);
-    const double busy_share = c1.total > c0.total ? (c1.busy - c0.busy) / (c1.total - c0.total) : 0;
-    std::printf(
-        "mode=sql requests=%llu messages=%llu msgs_per_s=%.0f p50_ms=%.2f p99_ms=%.2f "
-        "queued=%llu duplicate=%llu mismatches=%llu errors=%llu cpu_s=%.2f "
-        "cpu_s_per_M=%.2f listed_cpu_s=%.2f pg_cpu_s=%.2f loadgen_cpu_s=%.2f machine_busy=%.3f "
-        "duration=%.2f\n",
-        static_cast<unsigned long long>(tally.requests),
-        static_cast<unsigned long long>(tally.messages),
-        static_cast<double>(tally.messages) / o.duration, pct(0.5), pct(0.99),
-        static_cast<unsigned long long>(tally.queued),
-        static_cast<unsigned long long>(tally.duplicate),
-        static_cast<unsigned long long>(tally.mismatches),
-        static_cast<unsigned long long>(tally.errors), cpu,
-        tally.messages ? cpu / (static_cast<double>(tally.messages) / 1e6) : 0.0,
-        c1.listed - c0.listed, c1.children - c0.children, c1.self - c0.self, busy_share,
-        o.duration);
-    return tally.mismatches || tally.errors ? 3 : 0;
+    return report("sql", tally, c0, c1, o);
 }
 
 }  // namespace

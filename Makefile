@@ -32,9 +32,11 @@ include $(PGXS)
 # Header dependencies of the extension's objects (PGXS tracks none by itself).
 -include $(wildcard $(OBJS:.o=.d))
 
-# The install script is edited in one place; the versioned copy is built from it.
-sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql
-	cp $< $@
+# The install script is sql/queen.sql (the core) followed by every sql/modules/*.sql in name
+# order (producers, dedup views, ...: one concept each); the versioned copy is built from them.
+SQL_MODULES = $(sort $(wildcard sql/modules/*.sql))
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES)
+	cat $^ > $@
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

@@ -25,7 +25,13 @@ FAILURES=()
 PG_STARTED=0
 PG_LOG=
 PG_LOG_START=0
-PGBIN=/usr/lib/postgresql/15/bin
+# A private PostgreSQL prefix (scripts/dev-prefix.sh) is selected with PG_CONFIG; pg.sh follows.
+if [[ -n ${PG_CONFIG:-} && -z ${QUEEN_PGBIN:-} ]]; then
+    QUEEN_PGBIN=$("$PG_CONFIG" --bindir)
+    export QUEEN_PGBIN
+fi
+PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
+export PATH=$PGBIN:$PATH
 export GTEST_COLOR=no
 
 # Count n passed tests.

@@ -3,7 +3,8 @@
 -- src/core/segment_codec.h says (header 'Q' 'S' 0x01 0x00 + u32le count; entries: 16-byte id,
 -- content type byte (1 = JSON), u32le txn length, txn, u32le payload length, payload), the
 -- 16-byte xxh3_128 hashes of the transactionIds, and p_verified (the caller's vouch that none
--- of the hashes occurs at or below that offset; -1 or NULL = probe the whole window).
+-- of the hashes occurs at or below that offset; -1 or NULL = probe the whole window) with
+-- p_window, the window the vouch was made for (a vouch without it is ignored).
 -- The caller chooses the message ids, so ids are printed raw here.
 --
 
@@ -36,14 +37,15 @@ CREATE FUNCTION pg_temp.test_segment_raw(id uuid, ctype int, txn text, payload b
 CREATE FUNCTION pg_temp.test_hashes(txns text[]) RETURNS bytea LANGUAGE sql AS $$
     SELECT coalesce(string_agg(queen.txn_hash(t), ''::bytea ORDER BY i), ''::bytea)
     FROM unnest(txns) WITH ORDINALITY AS u(t, i) $$;
--- Push one segment of (ids, txns, payloads) with the matching hashes.
+-- Push one segment of (ids, txns, payloads) with the matching hashes; a vouch is made for
+-- the default window (3600 s), which every queue here has or undercuts.
 CREATE FUNCTION pg_temp.seg(pid bigint, ids int[], txns text[], verified bigint)
     RETURNS TABLE(idx int, status text, message_id uuid, message_offset bigint) LANGUAGE sql AS $$
     SELECT * FROM queen.push_segment(pid, pg_temp.test_hashes(txns),
         pg_temp.test_segment((SELECT array_agg(pg_temp.mid(x) ORDER BY o) FROM unnest(ids) WITH ORDINALITY AS u(x, o)),
                              txns,
                              (SELECT array_agg(format('{"id":%s}', x) ORDER BY o) FROM unnest(ids) WITH ORDINALITY AS u(x, o))),
-        verified) $$;
+        verified, 3600) $$;
 CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE q;
@@ -248,8 +250,8 @@ SELECT label, pg_temp.sqlstate_of(q) AS sqlstate FROM (VALUES
 SELECT 'a' AS part, * FROM pg_temp.state(:pa) UNION ALL SELECT 'b', * FROM pg_temp.state(:pb);
 -- A vouch covers only the window it was made for (p_window). Here 'old' was pushed, then
 -- aged out of a 60 s window; the window then grows to 3600 s, which brings 'old' back in.
--- A vouch made for the 60 s window is ignored (full probe: duplicate); without p_window the
--- caller's vouch is taken as given and narrows the probe past 'old'.
+-- A vouch made for the 60 s window is ignored (full probe: duplicate); so is a vouch without
+-- p_window (it cannot be checked against the window: full probe, duplicate of offset 0).
 SELECT queen.configure('vouch_win', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
 SELECT partition_id AS vw FROM queen.resolve_partition('vouch_win', 'p') \gset
 SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
@@ -272,3 +274,30 @@ SELECT * FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['x']),
 -- Content type 4 (binary jsonb) is written only by queen.push itself: a client cannot send it.
 SELECT * FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['jb']),
     pg_temp.test_segment_raw(pg_temp.mid(906), 4, 'jb', '\x01000020'::bytea), -1);
+
+------------------------------------------------------------------------------------------
+-- A vouch can only narrow a span that exists: p_verified above last_offset is 22023 (single,
+-- several, and an empty segment alike), and nothing is written. p_verified = last_offset
+-- (vouching for everything stored) is accepted.
+------------------------------------------------------------------------------------------
+SELECT partition_id AS vx FROM queen.resolve_partition('vouch_over', 'p') \gset
+SELECT idx, status, message_offset FROM queen.push_segment(:vx, pg_temp.test_hashes(ARRAY['o1', 'o2']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(910), pg_temp.mid(911)], ARRAY['o1', 'o2'], ARRAY['1', '2']), -1, 3600);
+SELECT label, pg_temp.sqlstate_of(q) AS sqlstate FROM (VALUES
+    ('verified = last_offset + 1',
+     format('SELECT * FROM queen.push_segment(%s, pg_temp.test_hashes(ARRAY[''o1'']), pg_temp.test_segment(ARRAY[pg_temp.mid(912)], ARRAY[''o1''], ARRAY[''3'']), 2, 3600)', :vx)),
+    ('verified far above, no window',
+     format('SELECT * FROM queen.push_segment(%s, pg_temp.test_hashes(ARRAY[''o1'']), pg_temp.test_segment(ARRAY[pg_temp.mid(913)], ARRAY[''o1''], ARRAY[''3'']), 1000000)', :vx)),
+    ('empty segment, verified above',
+     format('SELECT * FROM queen.push_segment(%s, ''''::bytea, pg_temp.test_segment(ARRAY[]::uuid[], ARRAY[]::text[], ARRAY[]::text[]), 5, 3600)', :vx)),
+    ('push_segments, verified above',
+     format('SELECT * FROM queen.push_segments(ARRAY[%s]::bigint[], ARRAY[pg_temp.test_hashes(ARRAY[''o1''])], ARRAY[pg_temp.test_segment(ARRAY[pg_temp.mid(914)], ARRAY[''o1''], ARRAY[''3''])], ARRAY[2]::bigint[], ARRAY[3600])', :vx))
+) AS t(label, q);
+SELECT * FROM pg_temp.state(:vx);
+-- A true vouch of everything stored: the new entry is queued, the stored one is not probed.
+SELECT idx, status, message_offset FROM queen.push_segment(:vx, pg_temp.test_hashes(ARRAY['o3']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(916)], ARRAY['o3'], ARRAY['4']), 1, 3600);
+-- The same vouch without p_window is ignored: the full probe still finds o1 at offset 0.
+SELECT idx, status, message_offset, message_id = pg_temp.mid(910) AS original
+FROM queen.push_segment(:vx, pg_temp.test_hashes(ARRAY['o1']),
+    pg_temp.test_segment(ARRAY[pg_temp.mid(917)], ARRAY['o1'], ARRAY['5']), 2);

@@ -63,6 +63,10 @@ CREATE TABLE queen.log_txns (
 ) WITH (toast_tuple_target = 8160);
 ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE MAIN;
 ALTER TABLE queen.log_txns ALTER COLUMN message_ids SET STORAGE MAIN;
+-- The full-window probe and the probe cache's hydration read a partition's rows by time
+-- (created_at >= window start) through this index, so their cost follows the window, not the
+-- retained history (src/pg/push_path.cpp, probe_full). One entry per pushed segment.
+CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at);
 
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
@@ -90,6 +94,15 @@ CREATE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h bytea) RETURNS
 -- Earliest offset at which a hash is stored in a partition's retained log_txns rows, or NULL.
 CREATE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_find_hash_v1'
+    LANGUAGE C STABLE STRICT
+    SET search_path = pg_catalog, pg_temp;
+
+-- Earliest retained offset above p_after holding a hash, or NULL (acks by transactionId; the
+-- per-backend ack digest keeps its cost independent of the window: src/pg/ack_lookup.cpp).
+-- Internal: no grant.
+CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p_after bigint)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'queen_log_find_hash_after_v1'
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
@@ -280,58 +293,286 @@ BEGIN
 END
 $$;
 
--- Ack a message by transactionId: resolved through log_txns (the earliest stored occurrence,
--- whatever the window); true when resolved and recorded, false when the transactionId is
--- unknown. The group's committed offset advances over its contiguous acked prefix.
--- Locks: the group's row only (callers holding partition locks took them first).
+-- ---------------------------------------------------------------- acks
+-- A group's position is its committed offset (every offset at or below it is acked) plus the
+-- acks above it waiting for the gap below them to fill (queen.consumer_acks).
+-- Locks: an ack locks only its consumer group's row (FOR UPDATE, created on first use), after
+-- any partition locks its caller holds (queen.transaction), and never a partition row, so acks
+-- never wait on pushes. Resolving a transactionId happens under the group lock, so two
+-- concurrent acks of one transactionId in one group resolve two different occurrences.
+
+-- Roles: the full set (queen_writer, queen_reader, queen_admin) and their grants are made at
+-- the end of this script; created here if missing so the grants below always apply.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'queen_writer') THEN
+        CREATE ROLE queen_writer NOLOGIN;
+    END IF;
+END
+$$;
+
+-- Create (if needed) and lock a group's row; returns its committed offset. Internal.
+CREATE FUNCTION queen.ack_lock_group(p_pid bigint, p_group text) RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pos bigint;
+BEGIN
+    INSERT INTO queen.consumer_groups (partition_id, group_name)
+    VALUES (p_pid, p_group) ON CONFLICT DO NOTHING;
+    SELECT committed_offset INTO v_pos FROM queen.consumer_groups
+     WHERE partition_id = p_pid AND group_name = p_group FOR UPDATE;
+    RETURN v_pos;
+END
+$$;
+
+-- Is offset p_off acked by a group whose (locked) position is p_pos? Internal.
+CREATE FUNCTION queen.ack_is_acked(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
+RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p_off <= p_pos OR EXISTS (
+        SELECT 1 FROM queen.consumer_acks
+         WHERE partition_id = p_pid AND group_name = p_group AND message_offset = p_off)
+$$;
+
+-- The earliest occurrence of a hash above the group's position that the group has not acked
+-- yet, or NULL (every occurrence acked, or none stored). Internal.
+CREATE FUNCTION queen.ack_resolve(p_pid bigint, p_group text, p_pos bigint, p_hash bytea)
+RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_off bigint := p_pos;
+BEGIN
+    LOOP
+        v_off := queen.log_find_hash_after(p_pid, p_hash, v_off);
+        EXIT WHEN v_off IS NULL OR NOT queen.ack_is_acked(p_pid, p_group, p_pos, v_off);
+    END LOOP;
+    RETURN v_off;
+END
+$$;
+
+-- Record the ack of offset p_off (not acked yet) by a group whose row the caller locked at
+-- position p_pos; advances the position over the contiguous acked run. Returns the new
+-- position. Internal.
+CREATE FUNCTION queen.ack_record(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pos  bigint := p_pos;
+    v_next bigint;
+BEGIN
+    IF p_off <= v_pos THEN
+        RETURN v_pos;
+    END IF;
+    IF p_off <> v_pos + 1 THEN
+        INSERT INTO queen.consumer_acks (partition_id, group_name, message_offset)
+        VALUES (p_pid, p_group, p_off) ON CONFLICT DO NOTHING;
+        RETURN v_pos;
+    END IF;
+    v_pos := p_off;
+    -- advance over the contiguous run of acks that now follows the position
+    FOR v_next IN SELECT message_offset FROM queen.consumer_acks
+                   WHERE partition_id = p_pid AND group_name = p_group
+                     AND message_offset > v_pos ORDER BY message_offset LOOP
+        EXIT WHEN v_next <> v_pos + 1;
+        v_pos := v_next;
+    END LOOP;
+    DELETE FROM queen.consumer_acks
+     WHERE partition_id = p_pid AND group_name = p_group AND message_offset <= v_pos;
+    UPDATE queen.consumer_groups SET committed_offset = v_pos
+     WHERE partition_id = p_pid AND group_name = p_group;
+    RETURN v_pos;
+END
+$$;
+
+-- Check a consumer group name (22023).
+CREATE FUNCTION queen.ack_check_group(p_group text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_group IS NULL OR p_group = '' THEN
+        RAISE EXCEPTION 'consumer group must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- Ack a message by transactionId: the earliest stored occurrence the group has not acked yet
+-- (so a transactionId stored n times, e.g. with window 0, is acked by n acks, in offset
+-- order, and the committed offset never sticks). True when the transactionId is stored (acked
+-- now, or every occurrence was already acked), false when it is unknown (then nothing
+-- changes). Cost independent of the window (queen.log_find_hash_after).
 CREATE FUNCTION queen.ack(p_queue text, p_partition text, p_transaction_id text,
                           p_consumer_group text DEFAULT '__QUEUE_MODE__')
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_pid  bigint := queen.partition_id(p_queue, p_partition);
-    v_off  bigint;
+    v_hash bytea;
     v_pos  bigint;
-    v_next bigint;
+    v_off  bigint;
 BEGIN
     IF p_transaction_id IS NULL THEN
         RAISE EXCEPTION 'transactionId must not be null' USING ERRCODE = '22023';
     END IF;
-    IF p_consumer_group IS NULL OR p_consumer_group = '' THEN
-        RAISE EXCEPTION 'consumer group must be a non-empty string' USING ERRCODE = '22023';
-    END IF;
-    v_off := queen.log_find_hash(v_pid, queen.txn_hash(p_transaction_id));
-    IF v_off IS NULL THEN
+    PERFORM queen.ack_check_group(p_consumer_group);
+    v_hash := queen.txn_hash(p_transaction_id);
+    IF queen.log_find_hash_after(v_pid, v_hash, -1) IS NULL THEN
         RETURN false;
     END IF;
-
-    INSERT INTO queen.consumer_groups (partition_id, group_name)
-    VALUES (v_pid, p_consumer_group) ON CONFLICT DO NOTHING;
-    SELECT committed_offset INTO v_pos FROM queen.consumer_groups
-     WHERE partition_id = v_pid AND group_name = p_consumer_group FOR UPDATE;
-    IF v_off <= v_pos THEN
-        RETURN true;
-    END IF;
-    INSERT INTO queen.consumer_acks (partition_id, group_name, message_offset)
-    VALUES (v_pid, p_consumer_group, v_off) ON CONFLICT DO NOTHING;
-    IF v_off = v_pos + 1 THEN
-        -- advance over the contiguous run of acks that now follows the position
-        FOR v_next IN SELECT message_offset FROM queen.consumer_acks
-                       WHERE partition_id = v_pid AND group_name = p_consumer_group
-                         AND message_offset > v_pos ORDER BY message_offset LOOP
-            EXIT WHEN v_next <> v_pos + 1;
-            v_pos := v_next;
-        END LOOP;
-        DELETE FROM queen.consumer_acks
-         WHERE partition_id = v_pid AND group_name = p_consumer_group AND message_offset <= v_pos;
-        UPDATE queen.consumer_groups SET committed_offset = v_pos
-         WHERE partition_id = v_pid AND group_name = p_consumer_group;
+    v_pos := queen.ack_lock_group(v_pid, p_consumer_group);
+    v_off := queen.ack_resolve(v_pid, p_consumer_group, v_pos, v_hash);
+    IF v_off IS NOT NULL THEN
+        PERFORM queen.ack_record(v_pid, p_consumer_group, v_pos, v_off);
     END IF;
     RETURN true;
 END
 $$;
+
+-- Ack a message by its offset (what queen.read returned). True when this call recorded the
+-- ack, false when the group had already acked that offset. 22023 for a negative offset or one
+-- above the partition's last offset.
+CREATE FUNCTION queen.ack_offset(p_queue text, p_partition text, p_offset bigint,
+                                 p_consumer_group text DEFAULT '__QUEUE_MODE__')
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pid  bigint := queen.partition_id(p_queue, p_partition);
+    v_last bigint;
+    v_pos  bigint;
+BEGIN
+    PERFORM queen.ack_check_group(p_consumer_group);
+    SELECT last_offset INTO v_last FROM queen.log_partitions WHERE id = v_pid;
+    IF p_offset IS NULL OR p_offset < 0 OR p_offset > v_last THEN
+        RAISE EXCEPTION 'offset % is not a stored offset of partition "%" (0..%)',
+            coalesce(p_offset::text, 'NULL'), p_partition, v_last USING ERRCODE = '22023';
+    END IF;
+    v_pos := queen.ack_lock_group(v_pid, p_consumer_group);
+    IF queen.ack_is_acked(v_pid, p_consumer_group, v_pos, p_offset) THEN
+        RETURN false;
+    END IF;
+    PERFORM queen.ack_record(v_pid, p_consumer_group, v_pos, p_offset);
+    RETURN true;
+END
+$$;
+
+-- Several acks of one partition and group in one call, applied in order: p_items is a JSON
+-- array of {"transactionId": "..."} or {"offset": n} objects (at most 100000). Every item is
+-- checked first (22023: nothing applied). One row per item: status 'acked' (recorded now),
+-- 'already_acked', or 'unknown' (transactionId not stored); message_offset is the offset acked
+-- (for 'already_acked': the offset given, or the transactionId's earliest stored occurrence;
+-- NULL when unknown). A transactionId named twice acks two occurrences, like two acks.
+CREATE FUNCTION queen.ack_batch(p_queue text, p_partition text, p_items jsonb,
+                                p_consumer_group text DEFAULT '__QUEUE_MODE__')
+RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pid    bigint := queen.partition_id(p_queue, p_partition);
+    v_last   bigint;
+    v_item   jsonb;
+    v_i      int := 0;
+    v_pos    bigint;
+    v_locked boolean := false;
+    v_hash   bytea;
+    v_off    bigint;
+    v_first  bigint;
+    v_num    numeric;
+BEGIN
+    PERFORM queen.ack_check_group(p_consumer_group);
+    IF p_items IS NULL OR jsonb_typeof(p_items) <> 'array' THEN
+        RAISE EXCEPTION 'ack items must be a JSON array' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_array_length(p_items) > 100000 THEN
+        RAISE EXCEPTION 'at most 100000 acks per call, got %', jsonb_array_length(p_items)
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT last_offset INTO v_last FROM queen.log_partitions WHERE id = v_pid;
+    -- 1. check every item
+    FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
+        IF jsonb_typeof(v_item) <> 'object'
+           OR (SELECT count(*) FROM jsonb_object_keys(v_item)) <> 1
+           OR NOT (v_item ? 'transactionId' OR v_item ? 'offset') THEN
+            RAISE EXCEPTION 'ack item %: must be {"transactionId": "..."} or {"offset": n}', v_i
+                USING ERRCODE = '22023';
+        END IF;
+        IF v_item ? 'transactionId' AND jsonb_typeof(v_item -> 'transactionId') <> 'string' THEN
+            RAISE EXCEPTION 'ack item %: "transactionId" must be a string', v_i USING ERRCODE = '22023';
+        END IF;
+        IF v_item ? 'offset' THEN
+            IF jsonb_typeof(v_item -> 'offset') <> 'number' THEN
+                RAISE EXCEPTION 'ack item %: "offset" must be a number', v_i USING ERRCODE = '22023';
+            END IF;
+            v_num := (v_item ->> 'offset')::numeric;
+            IF v_num <> trunc(v_num) OR v_num < 0 OR v_num > v_last THEN
+                RAISE EXCEPTION 'ack item %: offset % is not a stored offset of partition "%" (0..%)',
+                    v_i, v_num, p_partition, v_last USING ERRCODE = '22023';
+            END IF;
+        END IF;
+        v_i := v_i + 1;
+    END LOOP;
+    -- 2. apply in order
+    v_i := 0;
+    FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
+        index := v_i;
+        transaction_id := v_item ->> 'transactionId';
+        IF v_item ? 'offset' THEN
+            v_off := (v_item ->> 'offset')::bigint;
+        ELSE
+            v_hash := queen.txn_hash(transaction_id);
+            v_off := queen.log_find_hash_after(v_pid, v_hash, -1);
+            v_first := v_off;
+        END IF;
+        IF v_off IS NULL THEN
+            message_offset := NULL;
+            status := 'unknown';
+        ELSE
+            IF NOT v_locked THEN
+                v_pos := queen.ack_lock_group(v_pid, p_consumer_group);
+                v_locked := true;
+            END IF;
+            IF v_item ? 'transactionId' THEN
+                v_off := queen.ack_resolve(v_pid, p_consumer_group, v_pos, v_hash);
+            ELSIF queen.ack_is_acked(v_pid, p_consumer_group, v_pos, v_off) THEN
+                v_off := NULL;
+                message_offset := (v_item ->> 'offset')::bigint;
+            END IF;
+            IF v_off IS NULL THEN
+                status := 'already_acked';
+                IF v_item ? 'transactionId' THEN
+                    message_offset := v_first;
+                END IF;
+            ELSE
+                v_pos := queen.ack_record(v_pid, p_consumer_group, v_pos, v_off);
+                message_offset := v_off;
+                status := 'acked';
+            END IF;
+        END IF;
+        RETURN NEXT;
+        v_i := v_i + 1;
+    END LOOP;
+END
+$$;
+
+REVOKE ALL ON FUNCTION queen.ack_lock_group(bigint, text), queen.ack_is_acked(bigint, text, bigint, bigint),
+    queen.ack_resolve(bigint, text, bigint, bytea), queen.ack_record(bigint, text, bigint, bigint),
+    queen.ack_check_group(text), queen.log_find_hash_after(bigint, bytea, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queen.ack(text, text, text, text), queen.ack_offset(text, text, bigint, text),
+    queen.ack_batch(text, text, jsonb, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION queen.ack(text, text, text, text), queen.ack_offset(text, text, bigint, text),
+    queen.ack_batch(text, text, jsonb, text) TO queen_writer;
 
 -- Apply push and ack operations atomically and in order. Every partition involved is
 -- locked first, in ascending id order; a duplicate push raises unique_violation and so

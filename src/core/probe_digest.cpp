@@ -1,6 +1,8 @@
 // The per-backend probe digest: an open-addressing table of hash prefixes to smallest offsets.
 #include "probe_digest.h"
 
+#include <algorithm>
+
 namespace queen {
 
 // Mix a prefix so that clustered keys spread over the table.
@@ -42,7 +44,15 @@ void PartitionDigest::ingest(int64_t base_offset, const uint8_t* blob, std::size
                 break;
             }
             if (s.key == key) {
-                if (off < s.offset) s.offset = off;
+                if (keep_all_ && off != s.offset) {
+                    // keep every occurrence; the slot holds the smallest
+                    int64_t other = off < s.offset ? s.offset : off;
+                    if (off < s.offset) s.offset = off;
+                    extra_[key].push_back(other);
+                    extra_count_++;
+                } else if (off < s.offset) {
+                    s.offset = off;
+                }
                 break;
             }
             i = (i + 1) & mask;
@@ -67,6 +77,20 @@ int64_t PartitionDigest::lookup(const Hash128& h) const noexcept {
     }
 }
 
+// Every offset of h's prefix above `after`, ascending.
+void PartitionDigest::candidates(const Hash128& h, int64_t after, std::vector<int64_t>* out) const {
+    out->clear();
+    int64_t first = lookup(h);
+    if (first < 0) return;
+    if (first > after) out->push_back(first);
+    auto it = extra_.find(h.prefix());
+    if (it == extra_.end()) return;
+    for (int64_t o : it->second)
+        if (o > after) out->push_back(o);
+    std::sort(out->begin(), out->end());
+    out->erase(std::unique(out->begin(), out->end()), out->end());
+}
+
 // Move rows older than cutoff from the live count to the stale count (ingest order is
 // offset order, which the row lock makes creation order).
 std::size_t PartitionDigest::stale_hashes(int64_t cutoff_us) noexcept {
@@ -85,7 +109,8 @@ bool PartitionDigest::wants_rebuild(int64_t cutoff_us) noexcept {
 
 // Slots plus row bookkeeping.
 std::size_t PartitionDigest::bytes() const noexcept {
-    return sizeof(*this) + slots_.size() * sizeof(Slot) + rows_.size() * 16;
+    return sizeof(*this) + slots_.size() * sizeof(Slot) + rows_.size() * 16 +
+           extra_.size() * 64 + extra_count_ * sizeof(int64_t);
 }
 
 // Look up and stamp as used.
@@ -97,9 +122,9 @@ PartitionDigest* DigestCache::find(int64_t partition_id) noexcept {
 }
 
 // Replace whatever was there with an empty digest.
-PartitionDigest* DigestCache::install(int64_t partition_id, int32_t window_s) {
+PartitionDigest* DigestCache::install(int64_t partition_id, int32_t window_s, bool keep_all) {
     Entry& e = map_[partition_id];
-    e.digest = std::make_unique<PartitionDigest>(window_s);
+    e.digest = std::make_unique<PartitionDigest>(window_s, keep_all);
     e.last_use = ++clock_;
     return e.digest.get();
 }

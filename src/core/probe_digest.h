@@ -10,6 +10,12 @@
 //   * lookup() is a hint. A miss proves absence; a hit (a shared 8-byte prefix) names the
 //     smallest offset seen, which the caller confirms against the stored row.
 // Memory is bounded by DigestCache's budget (least recently used partitions go first).
+//
+// Identity of what was read (so a backend that outlives a TRUNCATE, a DROP/CREATE EXTENSION, a
+// restore or a partition id reused after a sequence restart never trusts a stale digest): the
+// digest keeps an *anchor*, the stored row that holds verified_upto() as it was read (offsets,
+// inserting transaction id, first hash prefix), and the purge watermark it last saw. The glue
+// reads the anchor back before trusting a miss; any difference drops the digest.
 #pragma once
 #include "firewall.h"
 
@@ -24,9 +30,24 @@
 
 namespace queen {
 
+// The stored row a digest was last brought up to date with (see above).
+struct DigestAnchor {
+    bool set = false;
+    int64_t base = 0;
+    int64_t end = -1;
+    uint32_t xmin = 0;
+    uint64_t first = 0;  // prefix of the row's first hash
+    bool operator==(const DigestAnchor& o) const noexcept {
+        return set == o.set && base == o.base && end == o.end && xmin == o.xmin && first == o.first;
+    }
+};
+
 class PartitionDigest {
 public:
-    explicit PartitionDigest(int32_t window_s) : window_s_(window_s) {}
+    // keep_all: remember every offset of a prefix, not only the smallest (acks need each
+    // occurrence; pushes only the first).
+    explicit PartitionDigest(int32_t window_s, bool keep_all = false)
+        : window_s_(window_s), keep_all_(keep_all) {}
 
     int32_t window() const noexcept { return window_s_; }
     int64_t verified_upto() const noexcept { return verified_upto_; }
@@ -38,6 +59,13 @@ public:
 
     // Smallest offset seen for a hash with h's 8-byte prefix, or -1.
     int64_t lookup(const Hash128& h) const noexcept;
+    // keep_all digests: every offset seen for h's prefix that is > after, ascending.
+    void candidates(const Hash128& h, int64_t after, std::vector<int64_t>* out) const;
+
+    const DigestAnchor& anchor() const noexcept { return anchor_; }
+    void set_anchor(const DigestAnchor& a) noexcept { anchor_ = a; }
+    int64_t txns_start_seen() const noexcept { return txns_start_seen_; }
+    void set_txns_start_seen(int64_t v) noexcept { txns_start_seen_ = v; }
 
     // Hashes remembered, and how many of them came from rows created before cutoff_us.
     std::size_t hashes() const noexcept { return used_; }
@@ -56,7 +84,12 @@ private:
     void grow();
 
     int32_t window_s_;
+    bool keep_all_;
     int64_t verified_upto_ = -1;
+    DigestAnchor anchor_;
+    int64_t txns_start_seen_ = 0;
+    std::unordered_map<uint64_t, std::vector<int64_t>> extra_;  // keep_all: later occurrences
+    std::size_t extra_count_ = 0;
     std::vector<Slot> slots_;
     std::size_t used_ = 0;
     std::deque<std::pair<int64_t, uint32_t>> rows_;  // (created_us, count) in ingest order
@@ -71,7 +104,7 @@ public:
     // The digest of a partition, or nullptr; marks it used.
     PartitionDigest* find(int64_t partition_id) noexcept;
     // A fresh, empty digest for a partition (replacing any old one).
-    PartitionDigest* install(int64_t partition_id, int32_t window_s);
+    PartitionDigest* install(int64_t partition_id, int32_t window_s, bool keep_all = false);
     void erase(int64_t partition_id) noexcept;
     void clear() noexcept;
 

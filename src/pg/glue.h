@@ -63,6 +63,7 @@ struct Storage {
     Oid log_txns_pkey;
     Oid log_segments;
     Oid log_segments_pkey;
+    Oid log_txns_created;  // (partition_id, created_at) index; InvalidOid before 0.2.0's upgrade
 };
 void storage_lookup(Storage* out);
 

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "access/heapam.h"
+#include "access/sysattr.h"
 #include "access/tableam.h"
 #include "storage/lockdefs.h"
 #include "utils/fmgroids.h"
@@ -33,6 +34,23 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
+// Open log_txns and its created_at index and position a scan at created_at >= since.
+void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
+                          Snapshot snapshot) {
+    ScanKeyData keys[2];
+    s->segments = false;
+    s->detoasted = nullptr;
+    s->partition_id = partition_id;
+    s->heap = table_open(st->log_txns, AccessShareLock);
+    s->index = index_open(st->log_txns_created, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
+                TimestampTzGetDatum(since));
+    s->slot = table_slot_create(s->heap, nullptr);
+    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+}
+
 // Deform the current slot into a LogRow.
 static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, LogRow* row) {
     bool isnull;
@@ -40,6 +58,7 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
     row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
     row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
     row->owned = nullptr;
+    row->xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
     Datum d = slot_getattr(slot, segments ? kSegData : kTxnHashes, &isnull);
     if (*detoasted != nullptr) {
         pfree(*detoasted);

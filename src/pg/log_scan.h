@@ -25,6 +25,7 @@ struct LogRow {
     void* owned;  // log_row_at() only: the allocation holding blob (pfree this, not blob)
     const uint8* ids;  // log_txns only: 16-byte message ids, or nullptr (valid like blob;
     Size ids_len;      // log_row_at() copies them into the same allocation)
+    TransactionId xmin;  // the inserting transaction (raw): tells one stored tuple from another
 };
 
 // An open range scan of one partition's rows with base_offset > after, ascending.
@@ -41,6 +42,12 @@ struct LogScan {
 // Begin a scan of (partition_id, base_offset > after) under the given snapshot.
 void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
                     Snapshot snapshot);
+// Begin a scan of log_txns rows of one partition with created_at >= since, through the
+// (partition_id, created_at) index, in created_at order (not offset order). Selects by the
+// very column the window is defined on, so it is exact whatever order the clock stamped the
+// rows in. Only valid when st->log_txns_created is set.
+void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
+                          Snapshot snapshot);
 // The next row, or false at the end.
 bool log_scan_next(LogScan* s, LogRow* row);
 // Close the scan and its relations.

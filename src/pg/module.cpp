@@ -39,6 +39,7 @@ void storage_lookup(Storage* out) {
     out->log_txns_pkey = queen_relid(nsp, "log_txns_pkey");
     out->log_segments = queen_relid(nsp, "log_segments");
     out->log_segments_pkey = queen_relid(nsp, "log_segments_pkey");
+    out->log_txns_created = get_relname_relid("log_txns_created_idx", nsp);  // may be missing
 }
 
 // Prepare once, keep forever (the plancache re-plans after DDL).

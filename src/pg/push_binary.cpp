@@ -134,6 +134,7 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     if (b.n == 0) {
         PartitionState ps;
         partition_lock(pid, &ps);  // an empty segment still names an existing partition
+        (void) vouch_check(pid, &ps, verified, vouch_window);
     } else {
         push_locked(&st, pid, &b, verified, vouch_window, ans);
     }

@@ -90,22 +90,57 @@ static Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
     return row->blob_len / queen::kHashBytes;
 }
 
-// The authoritative full-window probe: every row holding an offset above the floor.
+// The anchor of a row just read: what identifies this stored tuple (see core/probe_digest.h).
+static queen::DigestAnchor anchor_of(const LogRow* row) {
+    queen::DigestAnchor a;
+    a.set = true;
+    a.base = row->base_offset;
+    a.end = row->end_offset;
+    a.xmin = (uint32_t) row->xmin;
+    a.first = row->blob_len >= queen::kHashBytes ? queen::hash_at(row->blob, 0).prefix() : 0;
+    return a;
+}
+
+// Probe one stored row against the call's leaders when it is inside the window.
+static void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count) {
+    if (row->created_at >= c->win_start && row->end_offset > c->floor)
+        queen::probe_row(*c->index, row->blob, count, row->base_offset, c->floor, c->best);
+}
+
+// The authoritative full-window probe: every row holding an offset above the floor that is
+// inside the window.
+//
+// Without a vouch it reads the (partition_id, created_at) index from the window start: only
+// rows that can be inside the window are read, however much older history is retained (no
+// retention run needed). This stays exact when the clock steps back: created_at is not
+// monotonic in offset order then (a row stamped before the step can carry a later time than
+// the rows after it), so no offset bound is derived from time at all. The index selects on
+// created_at itself, the very predicate that defines "inside the window", so every row with
+// created_at >= win_start is read whatever its offset, and no other row can match. With a
+// vouch (or before the 0.2.0 index exists) the span (floor, last_offset] is read by primary
+// key and filtered by time, as the vouch already bounds it to a few rows.
 static void probe_full(ProbeCtx* c) {
     LogRow row;
     LogScan scan;
+    bool vouched = c->floor > c->ps->txns_start - 1;
+    if (!vouched && OidIsValid(c->st->log_txns_created)) {
+        log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
+        while (log_scan_next(&scan, &row)) {
+            cache_stats.rows_read++;
+            probe_if_in_window(c, &row, row_hash_count(c, &row));
+        }
+        log_scan_end(&scan);
+        return;
+    }
     // the row straddling the floor, if one starts at or below it
-    if (log_row_at(c->st, false, c->pid, c->floor + 1, c->snap, &row) && row.base_offset <= c->floor &&
-        row.created_at >= c->win_start) {
-        Size count = row_hash_count(c, &row);
-        queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
+    if (log_row_at(c->st, false, c->pid, c->floor + 1, c->snap, &row)) {
+        if (row.base_offset <= c->floor) probe_if_in_window(c, &row, row_hash_count(c, &row));
+        pfree(row.owned);
     }
     log_scan_begin(&scan, c->st, false, c->pid, c->floor, c->snap);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
-        if (row.created_at < c->win_start) continue;
-        Size count = row_hash_count(c, &row);
-        queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
+        probe_if_in_window(c, &row, row_hash_count(c, &row));
     }
     log_scan_end(&scan);
 }
@@ -117,23 +152,87 @@ static queen::DigestCache* cache_get(CxxError* err) {
     return backend_cache;
 }
 
-// Read rows above `after`: probe the in-window ones and, when `learn`, feed them to the
-// digest. Returns false if the digest could not take them (then it was dropped).
-static bool scan_and_learn(ProbeCtx* c, queen::PartitionDigest* d, int64 after, bool learn,
-                           CxxError* err) {
+// One row read by a digest scan: probe it when in the window and, when `learn`, feed it to the
+// digest (rows older than the hydration cutoff can never re-enter the window: not learned).
+// Tracks the row with the highest base offset in *newest.
+static void probe_and_learn(ProbeCtx* c, queen::PartitionDigest* d, const LogRow* row, bool learn,
+                            queen::DigestAnchor* newest, CxxError* err) {
+    Size count = row_hash_count(c, row);
+    probe_if_in_window(c, row, count);
+    if (learn && row->created_at >= c->cutoff && !err->failed)
+        cxx_capture(*err, [&] { d->ingest(row->base_offset, row->blob, count, row->created_at); });
+    if (!newest->set || row->base_offset > newest->base) *newest = anchor_of(row);
+}
+
+// Make d's anchor the row that holds last_offset (the one the digest is now up to date with):
+// the newest row read, else (when it was older than the cutoff) read it back; none when the
+// partition has no retained row.
+static void set_anchor_at_last(ProbeCtx* c, queen::PartitionDigest* d,
+                               const queen::DigestAnchor* newest) {
+    queen::DigestAnchor a;
+    LogRow row;
+    if (newest->set && newest->end == c->ps->last_offset) {
+        a = *newest;
+    } else if (c->ps->last_offset >= c->ps->txns_start &&
+               log_row_at(c->st, false, c->pid, c->ps->last_offset, c->snap, &row)) {
+        a = anchor_of(&row);
+        pfree(row.owned);
+    }
+    d->set_anchor(a);
+    d->set_txns_start_seen(c->ps->txns_start);
+}
+
+// Hydrate a fresh digest: read every row that is or can again be inside the window (created_at
+// >= cutoff, through the created_at index, so older history costs nothing), probing while
+// learning. Before the 0.2.0 index exists, every retained row is read by primary key.
+static bool hydrate(ProbeCtx* c, queen::PartitionDigest* d, CxxError* err) {
     LogRow row;
     LogScan scan;
+    queen::DigestAnchor newest;
+    if (OidIsValid(c->st->log_txns_created))
+        log_scan_begin_since(&scan, c->st, c->pid, c->cutoff, c->snap);
+    else
+        log_scan_begin(&scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
+    while (log_scan_next(&scan, &row)) {
+        cache_stats.rows_read++;
+        probe_and_learn(c, d, &row, true, &newest, err);
+    }
+    log_scan_end(&scan);
+    if (err->failed) return false;
+    d->set_verified_upto(c->ps->last_offset);
+    set_anchor_at_last(c, d, &newest);
+    return true;
+}
+
+// Bring a digest up to date: read its anchor back (it must be the very tuple it was, else the
+// storage changed under this backend: TRUNCATE, restore, recreated extension or partition)
+// and then the gap above verified_upto. Returns false when the digest must be dropped (the
+// rows read were still probed, but the caller falls back to the full probe anyway).
+static bool catch_up(ProbeCtx* c, queen::PartitionDigest* d, bool learn, CxxError* err) {
+    LogRow row;
+    LogScan scan;
+    queen::DigestAnchor want = d->anchor(), newest;
+    bool anchor_ok = !want.set;
+    int64 after = want.set ? want.base - 1 : d->verified_upto();
     log_scan_begin(&scan, c->st, false, c->pid, after, c->snap);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
-        Size count = row_hash_count(c, &row);
-        if (row.created_at >= c->win_start)
-            queen::probe_row(*c->index, row.blob, count, row.base_offset, c->floor, c->best);
-        if (learn && row.created_at >= c->cutoff && !err->failed)
-            cxx_capture(*err, [&] { d->ingest(row.base_offset, row.blob, count, row.created_at); });
+        if (want.set && !anchor_ok) {
+            anchor_ok = anchor_of(&row) == want;
+            if (!anchor_ok) break;
+            continue;  // already learned
+        }
+        probe_and_learn(c, d, &row, learn, &newest, err);
     }
     log_scan_end(&scan);
-    return !err->failed;
+    if (!anchor_ok || err->failed) return false;
+    if (learn) {
+        d->set_verified_upto(c->ps->last_offset);
+        if (newest.set) d->set_anchor(newest);
+        else set_anchor_at_last(c, d, &newest);
+        d->set_txns_start_seen(c->ps->txns_start);
+    }
+    return true;
 }
 
 // Confirm a digest hit at `cand` for leader i against the stored row. True when the stored
@@ -153,6 +252,14 @@ static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
     return ok;
 }
 
+// Reset a probe's results to "no match".
+static void reset_best(ProbeCtx* c) {
+    for (int i = 0; i < c->n; i++) {
+        c->best[i] = -1;
+        c->have_found_id[i] = false;
+    }
+}
+
 // The probe through this backend's digest. Returns false when the full probe must decide
 // (then best[] is reset to "no match").
 static bool probe_with_digest(ProbeCtx* c) {
@@ -165,8 +272,10 @@ static bool probe_with_digest(ProbeCtx* c) {
     cache->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
     bool dirty = cache->is_dirty(c->pid, tag);
     queen::PartitionDigest* d = cache->find(c->pid);
+    // A digest is trusted only for the partition it was read from: the allocator and the purge
+    // watermark never move back, and the anchor is checked by catch_up().
     if (d != nullptr && (d->window() != c->ps->window || d->verified_upto() > c->ps->last_offset ||
-                         d->wants_rebuild(c->cutoff))) {
+                         d->txns_start_seen() > c->ps->txns_start || d->wants_rebuild(c->cutoff))) {
         cache->erase(c->pid);
         d = nullptr;
     }
@@ -175,48 +284,41 @@ static bool probe_with_digest(ProbeCtx* c) {
         // A partition whose window alone would not fit the budget is never hydrated: it
         // would only evict everyone else and then itself (about 32 bytes a hash).
         double estimate = (double) (c->ps->last_offset - c->ps->txns_start + 1) * 32.0;
-        if (estimate > (double) guc_probe_cache_mb * 1024.0 * 1024.0) return false;
+        if (estimate > (double) guc_probe_cache_mb * 1024.0 * 1024.0 &&
+            !OidIsValid(c->st->log_txns_created))
+            return false;
         cxx_capture(err, [&] { d = cache->install(c->pid, c->ps->window); });
         cxx_raise(err);
-        // hydration: every retained row, so the digest is born complete
-        bool ok = scan_and_learn(c, d, c->ps->txns_start - 1, true, &err);
-        if (ok) d->set_verified_upto(c->ps->last_offset);
-        else cache->erase(c->pid);
+        // hydration: every row that can be in the window, so the digest is born complete
+        if (!hydrate(c, d, &err)) cache->erase(c->pid);
         cache->enforce_budget(c->pid);
-        return true;  // the scan read every row: best[] is already authoritative
+        return true;  // the scan read every in-window row: best[] is already authoritative
     }
     int64 known = d->verified_upto();
-    bool ok = scan_and_learn(c, d, known, !dirty, &err);
-    if (!ok) {
+    if (!catch_up(c, d, !dirty, &err)) {
         cache->erase(c->pid);
-        d = nullptr;
-    } else if (!dirty) {
-        d->set_verified_upto(c->ps->last_offset);
+        cache->enforce_budget(c->pid);
+        cache_stats.fallbacks++;
+        reset_best(c);
+        return false;
     }
     bool decided = true;
-    if (d != nullptr) {
-        for (int i = 0; i < c->n && decided; i++) {
-            if (c->leader[i] != i) continue;
-            int64 cand = d->lookup(c->hashes[i]);
-            if (cand < 0 || cand > known) continue;  // absent at or below the watermark
-            cache_stats.hits++;
-            if (confirm_hit(c, i, cand)) {
-                c->best[i] = cand;  // below every offset the gap scan could have found
-                cache_stats.confirmed++;
-            } else {
-                decided = false;
-            }
+    for (int i = 0; i < c->n && decided; i++) {
+        if (c->leader[i] != i) continue;
+        int64 cand = d->lookup(c->hashes[i]);
+        if (cand < 0 || cand > known) continue;  // absent at or below the watermark
+        cache_stats.hits++;
+        if (confirm_hit(c, i, cand)) {
+            c->best[i] = cand;  // below every offset the gap scan could have found
+            cache_stats.confirmed++;
+        } else {
+            decided = false;
         }
-    } else {
-        decided = false;
     }
     cache->enforce_budget(c->pid);
     if (!decided) {
         cache_stats.fallbacks++;
-        for (int i = 0; i < c->n; i++) {
-            c->best[i] = -1;
-            c->have_found_id[i] = false;
-        }
+        reset_best(c);
     }
     return decided;
 }
@@ -329,14 +431,31 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
     pfree(ids);
 }
 
+// Check a caller's vouch against the locked partition; returns the floor offset to use (-1:
+// probe the whole window). A vouch is trusted input, so it may only narrow a span that exists:
+//   * p_verified > last_offset vouches for offsets nobody wrote yet (it would skip the probe
+//     of rows committed after the voucher looked, or of a restored/recreated partition): 22023;
+//   * a vouch without the window it was made for (p_window NULL) cannot be checked against a
+//     grown window: ignored (full probe);
+//   * a vouch made for a smaller window than the queue's current one: ignored (after the
+//     window grew, older rows came back into it that the voucher never knew).
+int64 vouch_check(int64 pid, const PartitionState* ps, int64 verified, int32 vouch_window) {
+    if (verified > ps->last_offset)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("p_verified " INT64_FORMAT " is above the last offset " INT64_FORMAT
+                               " of partition id " INT64_FORMAT,
+                               verified, ps->last_offset, pid),
+                        errhint("A vouch can only cover offsets that are stored.")));
+    if (vouch_window < 0 || ps->window > vouch_window) return -1;
+    return verified;
+}
+
 // Lock, probe, decide, write. See the protocol at the top of this file.
 void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verified,
                  int32 vouch_window, PushAnswer* answers) {
     PartitionState ps;
     partition_lock(pid, &ps);
-    // A vouch covers only the window it was made for: after the window grew, older rows
-    // came back into it that the voucher never knew.
-    if (vouch_window >= 0 && ps.window > vouch_window) verified = -1;
+    verified = vouch_check(pid, &ps, verified, vouch_window);
     TimestampTz now = GetCurrentTimestamp();
     int n = b->n;
     if (n == 0) return;
@@ -346,6 +465,11 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
     int32* slots = static_cast<int32*>(palloc(sizeof(int32) * nslots));
     queen::ProbeIndex index;  // plain data: no destructor, safe across ERROR
     index.build(b->hashes, (Size) n, slots, nslots, leader);
+    // Window 0 turns deduplication off entirely: a repeat inside one call is written like a
+    // repeat in the next call (so how a client or the sidecar splits or fuses calls never
+    // changes what is stored). Every item leads; nothing is probed.
+    if (ps.window == 0)
+        for (int i = 0; i < n; i++) leader[i] = i;
     int64* best = static_cast<int64*>(palloc(sizeof(int64) * n));
     for (int i = 0; i < n; i++) best[i] = -1;
 
@@ -400,6 +524,12 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
     pfree(v);
     pfree(found_id);
     pfree(have_found_id);
+}
+
+// Did this transaction write the partition (or give up on caches)?
+bool wrote_partition_here(int64 pid) {
+    if (poisoned_lxid != InvalidLocalTransactionId && poisoned_lxid == MyProc->lxid) return true;
+    return backend_cache != nullptr && backend_cache->is_dirty(pid, (uint64) MyProc->lxid);
 }
 
 // Report the cache counters.

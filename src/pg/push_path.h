@@ -33,12 +33,21 @@ struct PartitionState {
 // SELECT ... FOR UPDATE the partition row (42704 when it does not exist). SPI must be connected.
 void partition_lock(int64 partition_id, PartitionState* out);
 
+// The floor a caller's vouch allows under the locked partition row (-1: none); 22023 when
+// the vouch names an offset above last_offset.
+int64 vouch_check(int64 partition_id, const PartitionState* ps, int64 verified, int32 vouch_window);
+
 // Lock, probe, allocate and write one segment; answers[] gets one entry per message.
 // `verified` is the caller's vouch (-1: none), made for a window of `vouch_window` seconds
-// (-1: not said); a vouch made for a smaller window than the queue's current one is ignored.
+// (-1: not said, and then ignored); a vouch made for a smaller window than the queue's current
+// one is ignored; a vouch above last_offset is an error (22023).
 // SPI must be connected.
 void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, int64 verified,
                  int32 vouch_window, PushAnswer* answers);
+
+// True when this transaction wrote the partition (its newer rows may still roll back), or
+// the cache is shunned for this transaction: caches must not learn from it now.
+bool wrote_partition_here(int64 partition_id);
 
 // Text of a status.
 inline const char* verdict_status(queen::VerdictKind k) {

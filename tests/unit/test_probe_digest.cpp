@@ -97,3 +97,61 @@ TEST(DigestCache, DirtyMarksBelongToOneTransaction) {
 }
 
 }  // namespace
+
+namespace {
+
+// keep_all digests (acks): every occurrence of a prefix, ascending, above a floor.
+TEST(PartitionDigest, KeepAllListsEveryOccurrenceAbove) {
+    PartitionDigest d(-1, true);
+    std::string a = blob("r", 3), b = blob("r", 1);
+    d.ingest(0, bytes(a), 3, 1);   // r0 r1 r2 at 0..2
+    d.ingest(3, bytes(b), 1, 2);   // r0 again at 3
+    d.ingest(4, bytes(a), 3, 3);   // r0 r1 r2 again at 4..6
+    std::vector<int64_t> c;
+    d.candidates(queen::txn_hash("r0"), -1, &c);
+    EXPECT_EQ(c, (std::vector<int64_t>{0, 3, 4}));
+    d.candidates(queen::txn_hash("r0"), 0, &c);
+    EXPECT_EQ(c, (std::vector<int64_t>{3, 4}));
+    d.candidates(queen::txn_hash("r0"), 4, &c);
+    EXPECT_TRUE(c.empty());
+    d.candidates(queen::txn_hash("r2"), 1, &c);
+    EXPECT_EQ(c, (std::vector<int64_t>{2, 6}));
+    d.candidates(queen::txn_hash("nope"), -1, &c);
+    EXPECT_TRUE(c.empty());
+    EXPECT_EQ(d.lookup(queen::txn_hash("r1")), 1);  // the slot still holds the smallest
+}
+
+// A push digest (keep_all off) keeps only the smallest offset: no list grows.
+TEST(PartitionDigest, WithoutKeepAllOnlyTheSmallestOffset) {
+    PartitionDigest d(60);
+    std::string a = blob("q", 2);
+    d.ingest(0, bytes(a), 2, 1);
+    d.ingest(2, bytes(a), 2, 2);
+    std::vector<int64_t> c;
+    d.candidates(queen::txn_hash("q1"), -1, &c);
+    EXPECT_EQ(c, (std::vector<int64_t>{1}));
+}
+
+// Anchors compare every field: a restored row at the same offsets differs by its xmin.
+TEST(PartitionDigest, AnchorsTellStoredTuplesApart) {
+    queen::DigestAnchor a, b;
+    EXPECT_TRUE(a == b);  // both unset
+    a.set = b.set = true;
+    a.base = b.base = 10;
+    a.end = b.end = 19;
+    a.xmin = 700;
+    b.xmin = 701;
+    a.first = b.first = 42;
+    EXPECT_FALSE(a == b);
+    b.xmin = 700;
+    EXPECT_TRUE(a == b);
+    b.first = 43;
+    EXPECT_FALSE(a == b);
+    PartitionDigest d(60);
+    d.set_anchor(a);
+    d.set_txns_start_seen(5);
+    EXPECT_TRUE(d.anchor() == a);
+    EXPECT_EQ(d.txns_start_seen(), 5);
+}
+
+}  // namespace

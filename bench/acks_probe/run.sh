@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Issue 6 measurements, one run, scenarios interleaved in rounds (pgbench, synchronous_commit=on):
+#   acks:  queen.ack by transactionId, random targets among 20,000 stored messages, one consumer
+#          group per client; partition with only those vs the same plus 1M hashes in the window.
+#   probe: queen.push of one new message with queen.probe_cache = off (every push is a full
+#          window probe); window of 1,000 rows (100k hashes) alone vs the same with 10x its rows
+#          of older history (10,000 rows, 1M hashes, created 2 h ago, no retention run), and,
+#          for contrast, that history without the (partition_id, created_at) index (0.1.0's
+#          primary-key probe: reads every retained row and filters by time).
+# Uses the PostgreSQL that `eval "$(bash scripts/pg.sh env)"` points at (a private one).
+#   bash bench/acks_probe/run.sh [seconds per measurement, default 10] [rounds, default 2]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+secs=${1:-10}
+rounds=${2:-2}
+clients=4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$here/../results/acks_probe-$(date -u +%Y%m%d-%H%M%S).csv
+psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+echo "setting up (1M-hash prefill, 20,000 ack targets, history)..." >&2
+psql_q <<'SQL'
+DROP EXTENSION IF EXISTS queen CASCADE;
+CREATE EXTENSION queen;
+SQL
+psql_q -f "$here/setup.sql" -c "
+SELECT queen.configure('ab_empty', '{\"dedupWindowSeconds\": 3600}');
+SELECT queen.configure('ab_1m', '{\"dedupWindowSeconds\": 3600}');
+SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('ab_1m', 'p')), 10000, '0 s', 'ab');
+SELECT partition_id FROM queen.resolve_partition('ab_empty', 'p');
+SELECT queen.configure('pb_plain', '{\"dedupWindowSeconds\": 600}');
+SELECT queen.configure('pb_hist', '{\"dedupWindowSeconds\": 600}');
+SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_hist', 'p')), 10000, '2 hours', 'old');
+SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_hist', 'p')), 1000, '0 s', 'win');
+SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_plain', 'p')), 1000, '0 s', 'win');
+" >/dev/null
+for q in ab_empty ab_1m; do
+    for b in $(seq 0 199); do
+        psql_q -c "SELECT count(*) FROM queen.push('$q', 'p', (SELECT jsonb_agg(jsonb_build_object('transactionId', 't-' || g, 'payload', g)) FROM generate_series($b * 100, $b * 100 + 99) g))" >/dev/null
+    done
+done
+psql_q -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions, queen.consumer_groups" >/dev/null
+sync_commit=$(psql -XAtc "SHOW synchronous_commit")
+
+for q in ab_empty ab_1m; do
+    printf '\\set n random(0, 19999)\nSELECT queen.ack('"'"'%s'"'"', '"'"'p'"'"', '"'"'t-'"'"' || :n, '"'"'g'"'"' || :client_id);\n' "$q" > "$tmp/ack_$q.sql"
+done
+for q in pb_plain pb_hist pb_hist_noidx; do
+    qq=${q%_noidx}
+    printf 'SELECT status FROM queen.push('"'"'%s'"'"', '"'"'p'"'"', jsonb_build_array(jsonb_build_object('"'"'transactionId'"'"', '"'"'n-'"'"' || :client_id || '"'"'-'"'"' || random(), '"'"'payload'"'"', 1)));\n' "$qq" > "$tmp/probe_$q.sql"
+done
+
+echo "kind,scenario,round,tps,p50_us,p99_us,transactions" > "$out"
+run_one() {  # kind scenario round script [PGOPTIONS]
+    local kind=$1 scen=$2 round=$3 script=$4 opts=${5:-}
+    rm -f "$tmp"/log.*
+    PGOPTIONS="$opts" pgbench -n -c $clients -j 2 -T "$secs" -f "$script" -l --log-prefix="$tmp/log" >"$tmp/pgbench.out" 2>&1 \
+        || { cat "$tmp/pgbench.out" >&2; exit 1; }
+    local tps
+    tps=$(awk '/^tps = /{print $3; exit}' "$tmp/pgbench.out")
+    python3 - "$kind" "$scen" "$round" "$tps" "$tmp" >> "$out" <<'PY'
+import glob, sys
+kind, scen, rnd, tps, tmp = sys.argv[1:6]
+lat = []
+for f in glob.glob(tmp + "/log.*"):
+    for line in open(f):
+        p = line.split()
+        if len(p) >= 3: lat.append(int(p[2]))
+lat.sort()
+q = lambda x: lat[min(len(lat) - 1, int(x * len(lat)))]
+print(f"{kind},{scen},{rnd},{float(tps):.1f},{q(0.50)},{q(0.99)},{len(lat)}")
+PY
+    tail -1 "$out" >&2
+}
+
+for r in $(seq 1 "$rounds"); do
+    run_one ack empty "$r" "$tmp/ack_ab_empty.sql"
+    run_one ack 1m "$r" "$tmp/ack_ab_1m.sql"
+    run_one probe window_only "$r" "$tmp/probe_pb_plain.sql" "-c queen.probe_cache=off"
+    run_one probe window_plus_10x_history "$r" "$tmp/probe_pb_hist.sql" "-c queen.probe_cache=off"
+done
+# contrast: the same history probed by primary key (the index dropped, as before 0.2.0)
+psql_q -c "DROP INDEX queen.log_txns_created_idx" >/dev/null
+for r in $(seq 1 "$rounds"); do
+    run_one probe history_pkey_probe_no_index "$r" "$tmp/probe_pb_hist_noidx.sql" "-c queen.probe_cache=off"
+done
+psql_q -c "CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at)" >/dev/null
+python3 "$here/report.py" "$out" "$sync_commit" "$secs" "$clients" > "$here/../results/ACKS_PROBE.md"
+echo "wrote $out and bench/results/ACKS_PROBE.md" >&2

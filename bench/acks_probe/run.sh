@@ -2,7 +2,8 @@
 # Issue 6 measurements, one run, scenarios interleaved in rounds (pgbench, synchronous_commit=on):
 #   acks:  queen.ack by transactionId, random targets among 20,000 stored messages, one consumer
 #          group per client; partition with only those vs the same plus 1M hashes in the window.
-#   probe: queen.push of one new message with queen.probe_cache = off (every push is a full
+#   probe: queen.push of one stored transactionId (answer: duplicate, nothing written, so the
+#          window stays the same size) with queen.probe_cache = off (every push is one full
 #          window probe); window of 1,000 rows (100k hashes) alone vs the same with 10x its rows
 #          of older history (10,000 rows, 1M hashes, created 2 h ago, no retention run), and,
 #          for contrast, that history without the (partition_id, created_at) index (0.1.0's
@@ -35,10 +36,16 @@ SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_his
 SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_hist', 'p')), 1000, '0 s', 'win');
 SELECT pg_temp.prefill((SELECT partition_id FROM queen.resolve_partition('pb_plain', 'p')), 1000, '0 s', 'win');
 " >/dev/null
-for q in ab_empty ab_1m; do
+for q in ab_empty ab_1m; do  # one session: its probe cache stays warm across the 200 pushes
     for b in $(seq 0 199); do
-        psql_q -c "SELECT count(*) FROM queen.push('$q', 'p', (SELECT jsonb_agg(jsonb_build_object('transactionId', 't-' || g, 'payload', g)) FROM generate_series($b * 100, $b * 100 + 99) g))" >/dev/null
+        echo "SELECT count(*) FROM queen.push('$q', 'p', (SELECT jsonb_agg(jsonb_build_object('transactionId', 't-' || g, 'payload', g)) FROM generate_series($b * 100, $b * 100 + 99) g));"
     done
+done > "$tmp/targets.sql"
+psql_q -f "$tmp/targets.sql" >/dev/null
+# the probe scenarios push one stored transactionId again and again: a duplicate writes nothing,
+# so the window does not grow during the run and each push is exactly one full probe
+for q in pb_plain pb_hist; do
+    psql_q -c "SELECT count(*) FROM queen.push('$q', 'p', '[{\"transactionId\": \"dup-target\", \"payload\": 0}]')" >/dev/null
 done
 psql_q -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions, queen.consumer_groups" >/dev/null
 sync_commit=$(psql -XAtc "SHOW synchronous_commit")
@@ -48,7 +55,7 @@ for q in ab_empty ab_1m; do
 done
 for q in pb_plain pb_hist pb_hist_noidx; do
     qq=${q%_noidx}
-    printf 'SELECT status FROM queen.push('"'"'%s'"'"', '"'"'p'"'"', jsonb_build_array(jsonb_build_object('"'"'transactionId'"'"', '"'"'n-'"'"' || :client_id || '"'"'-'"'"' || random(), '"'"'payload'"'"', 1)));\n' "$qq" > "$tmp/probe_$q.sql"
+    printf 'SELECT status FROM queen.push('"'"'%s'"'"', '"'"'p'"'"', '"'"'[{"transactionId": "dup-target", "payload": 1}]'"'"');\n' "$qq" > "$tmp/probe_$q.sql"
 done
 
 echo "kind,scenario,round,tps,p50_us,p99_us,transactions" > "$out"
@@ -86,5 +93,9 @@ for r in $(seq 1 "$rounds"); do
     run_one probe history_pkey_probe_no_index "$r" "$tmp/probe_pb_hist_noidx.sql" "-c queen.probe_cache=off"
 done
 psql_q -c "CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at)" >/dev/null
+# every probe push must have answered duplicate (nothing written): the allocators did not move
+moved=$(psql -XAtc "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+                    WHERE q.name IN ('pb_plain', 'pb_hist') AND p.last_offset <> p.log_start")
+[[ $moved == 0 ]] || { echo "a probe push was not a duplicate" >&2; exit 1; }
 python3 "$here/report.py" "$out" "$sync_commit" "$secs" "$clients" > "$here/../results/ACKS_PROBE.md"
 echo "wrote $out and bench/results/ACKS_PROBE.md" >&2

@@ -141,6 +141,24 @@ static int64 digest_search(const Storage* st, int64 pid, queen::PartitionDigest*
     return found;
 }
 
+// Would a digest of every retained row fit the budget (about 32 bytes a hash)? Reads the first
+// and the last retained row only, so a partition too large to cache is not read in vain.
+static bool fits_budget(const Storage* st, int64 pid, Snapshot snap) {
+    LogRow first, last;
+    LogScan scan;
+    bool have_first;
+    log_scan_begin(&scan, st, false, pid, PG_INT64_MIN, snap);
+    have_first = log_scan_next(&scan, &first);
+    int64 first_base = have_first ? first.base_offset : 0;
+    log_scan_end(&scan);
+    if (!have_first) return true;
+    if (!log_row_last(st, false, pid, snap, &last)) return true;
+    int64 end = last.end_offset;
+    pfree(last.owned);
+    double estimate = (double) (end - first_base + 1) * 32.0;
+    return estimate <= (double) guc_probe_cache_mb * 1024.0 * 1024.0;
+}
+
 // The earliest offset > after holding the hash, or -1.
 static int64 find_hash_after(int64 pid, const queen::Hash128* h, int64 after) {
     Storage st;
@@ -155,7 +173,7 @@ static int64 find_hash_after(int64 pid, const queen::Hash128* h, int64 after) {
     bool learn = !wrote_partition_here(pid);
     queen::PartitionDigest* d = ack_cache->find(pid);
     if (d == nullptr) {
-        if (!learn) return scan_after(&st, pid, h->b, after, snap);
+        if (!learn || !fits_budget(&st, pid, snap)) return scan_after(&st, pid, h->b, after, snap);
         cxx_capture(err, [&] { d = ack_cache->install(pid, -1, true); });
         cxx_raise(err);
     }

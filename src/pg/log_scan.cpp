@@ -98,9 +98,9 @@ void log_scan_end(LogScan* s) {
     table_close(s->heap, AccessShareLock);
 }
 
-// Backward scan from `offset` to the row that starts at or below it.
-bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
-                Snapshot snapshot, LogRow* row) {
+// Backward scan from `offset` to the row that starts at or below it; `cover`: it must hold it.
+static bool row_at_or_before(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                             Snapshot snapshot, LogRow* row, bool cover) {
     ScanKeyData keys[2];
     Relation heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
     Relation index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
@@ -113,7 +113,7 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
     if (index_getnext_slot(scan, BackwardScanDirection, slot)) {
         bytea* detoasted = nullptr;
         slot_to_row(slot, segments, &detoasted, row);
-        if (row->end_offset >= offset) {
+        if (!cover || row->end_offset >= offset) {
             found = true;
             // copy blob and ids out of the buffer before the slot goes away
             uint8* copy = static_cast<uint8*>(palloc(row->blob_len + row->ids_len + 1));
@@ -132,6 +132,22 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
     index_close(index, AccessShareLock);
     table_close(heap, AccessShareLock);
     return found;
+}
+
+}  // namespace queen_pg
+
+namespace queen_pg {
+
+// The row holding `offset`.
+bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                Snapshot snapshot, LogRow* row) {
+    return row_at_or_before(st, segments, partition_id, offset, snapshot, row, true);
+}
+
+// The partition's newest row.
+bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
+                  LogRow* row) {
+    return row_at_or_before(st, segments, partition_id, PG_INT64_MAX, snapshot, row, false);
 }
 
 }  // namespace queen_pg

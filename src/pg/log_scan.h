@@ -58,4 +58,8 @@ void log_scan_end(LogScan* s);
 bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
                 Snapshot snapshot, LogRow* row);
 
+// The partition's row with the highest base_offset (copied like log_row_at). False when none.
+bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
+                  LogRow* row);
+
 }  // namespace queen_pg

@@ -7,7 +7,8 @@
 #          window probe); window of 1,000 rows (100k hashes) alone vs the same with 10x its rows
 #          of older history (10,000 rows, 1M hashes, created 2 h ago, no retention run), and,
 #          for contrast, that history without the (partition_id, created_at) index (0.1.0's
-#          primary-key probe: reads every retained row and filters by time).
+#          primary-key probe: reads every retained row and filters by time); and acks at 1M
+#          without the ack digest (queen.probe_cache = off).
 # Uses the PostgreSQL that `eval "$(bash scripts/pg.sh env)"` points at (a private one).
 #   bash bench/acks_probe/run.sh [seconds per measurement, default 10] [rounds, default 2]
 set -euo pipefail
@@ -84,6 +85,9 @@ PY
 for r in $(seq 1 "$rounds"); do
     run_one ack empty "$r" "$tmp/ack_ab_empty.sql"
     run_one ack 1m "$r" "$tmp/ack_ab_1m.sql"
+    # contrast: without the ack digest (queen.probe_cache = off: the rows above the group's
+    # position are scanned, as a cache-less backend does)
+    run_one ack 1m_without_ack_digest "$r" "$tmp/ack_ab_1m.sql" "-c queen.probe_cache=off"
     run_one probe window_only "$r" "$tmp/probe_pb_plain.sql" "-c queen.probe_cache=off"
     run_one probe window_plus_10x_history "$r" "$tmp/probe_pb_hist.sql" "-c queen.probe_cache=off"
 done

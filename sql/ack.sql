@@ -98,6 +98,30 @@ SELECT status, message_offset FROM queen.push('ack_aged', 'p', '[{"transactionId
 SELECT queen.ack('ack_aged', 'p', 'r') AS ack_r, queen.ack('ack_aged', 'p', 'r') AS ack_r_again;
 SELECT queen.committed_offset('ack_aged', 'p') AS committed;     -- 1
 
+-- A warm backend (its ack digest already read the partition) sees later pushes: x pushed a
+-- third time after the acks above is acked by the next ack, at offset 3.
+SELECT status, message_offset FROM queen.push('ack_off', 'p', '[{"transactionId":"x","payload":3}]');
+SELECT queen.ack('ack_off', 'p', 'x') AS ack_x_fourth;
+SELECT queen.committed_offset('ack_off', 'p') AS committed;      -- 3
+
+-- Hashes purged by retention cannot be resolved, also by a warm backend: false.
+SELECT queen.configure('ack_purge', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
+SELECT count(*) AS queued FROM queen.push('ack_purge', 'p',
+    '[{"transactionId":"old","payload":0},{"transactionId":"warm","payload":1}]');
+SELECT queen.ack('ack_purge', 'p', 'warm', 'gp') AS ack_warm;   -- reads the partition
+UPDATE queen.log_txns SET created_at = created_at - interval '1 hour'
+ WHERE partition_id = queen.partition_id('ack_purge', 'p');
+SELECT (queen.run_retention(1000) ->> 'txnsDeleted')::int >= 1 AS purged;
+SELECT count(*) AS queued FROM queen.push('ack_purge', 'p', '[{"transactionId":"new","payload":2}]');
+SELECT queen.ack('ack_purge', 'p', 'old', 'gp') AS ack_purged,
+       queen.ack('ack_purge', 'p', 'new', 'gp') AS ack_new;
+SELECT queen.committed_offset('ack_purge', 'p', 'gp') AS committed,
+       (SELECT array_agg(message_offset) FROM queen.consumer_acks
+         WHERE partition_id = queen.partition_id('ack_purge', 'p') AND group_name = 'gp') AS pending;
+-- ... but by offset it can still be acked.
+SELECT queen.ack_offset('ack_purge', 'p', 0, 'gp') AS ack_offset_0;
+SELECT queen.committed_offset('ack_purge', 'p', 'gp') AS committed;
+
 ------------------------------------------------------------------------------------------
 -- Ack by offset: true when recorded now, false when the group had already acked it.
 ------------------------------------------------------------------------------------------

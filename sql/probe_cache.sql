@@ -43,10 +43,15 @@ BEGIN
     COMMIT;
     CALL pg_temp.push_and_record(q, 3, '[{"transactionId":"a","payload":1},{"transactionId":"a","payload":2},{"transactionId":"e","payload":3}]');
     COMMIT;
-    -- 4: a push that rolls back is never learned: r1 is new afterwards.
+    -- 4: a push that rolls back is never learned: r1 is new afterwards. g4, a different id,
+    -- takes the offset the rolled-back r1 had, and 41 repeats it: a cache that had learned
+    -- the rolled-back rows would claim to know that offset, miss g4 and answer queued (the same
+    -- id at the same offset would look right even then).
     PERFORM * FROM queen.push(q, 'p', '[{"transactionId":"r1","payload":1},{"transactionId":"f","payload":1}]');
     ROLLBACK;
-    CALL pg_temp.push_and_record(q, 4, '[{"transactionId":"r1","payload":2}]');
+    CALL pg_temp.push_and_record(q, 4, '[{"transactionId":"g4","payload":2},{"transactionId":"r1","payload":2}]');
+    COMMIT;
+    CALL pg_temp.push_and_record(q, 41, '[{"transactionId":"g4","payload":3}]');
     COMMIT;
     -- 5: nor is a push in a subtransaction that rolls back.
     BEGIN
@@ -109,7 +114,7 @@ SELECT b.at AS run, b.hits - a.hits > 0 AS had_hits, b.confirmed - a.confirmed >
 FROM stats a JOIN stats b ON (a.at, b.at) IN (('start', 'off'), ('off', 'on'))
 ORDER BY b.at DESC;
 
--- The reference run (cache off), steps 1..12.
+-- The reference run (cache off), steps 1..12 (and 41).
 SELECT step, idx, status, transaction_id, message_offset, id_matches_log
 FROM answers WHERE q = 'pc_off' AND step < 100 ORDER BY step, idx;
 -- The volume steps in summary.

@@ -17,8 +17,7 @@
 // Locks: none of its own (AccessShareLock on the log table and its index while reading). Acks
 // call it while holding their consumer group row lock; it never touches partition rows.
 #include "core/probe_digest.h"
-#include "pg/log_scan.h"
-#include "pg/push_path.h"
+#include "pg/push_path.h"  // core headers first, then the glue (pg/log_scan.h)
 
 extern "C" {
 PG_FUNCTION_INFO_V1(queen_log_find_hash_after_v1);
@@ -27,28 +26,6 @@ PG_FUNCTION_INFO_V1(queen_log_find_hash_after_v1);
 namespace queen_pg {
 
 static queen::DigestCache* ack_cache = nullptr;
-
-// Identity of a row just read (same fields as the push digest's anchor).
-static queen::DigestAnchor ack_anchor_of(const LogRow* row) {
-    queen::DigestAnchor a;
-    a.set = true;
-    a.base = row->base_offset;
-    a.end = row->end_offset;
-    a.xmin = (uint32_t) row->xmin;
-    a.first = row->blob_len >= queen::kHashBytes ? queen::hash_at(row->blob, 0).prefix() : 0;
-    return a;
-}
-
-// Hash count of a row, rejecting a corrupt blob.
-static Size ack_row_count(int64 pid, const LogRow* row) {
-    if (row->blob_len % queen::kHashBytes != 0 ||
-        row->blob_len / queen::kHashBytes != (Size) (row->end_offset - row->base_offset + 1))
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
-                               ") has %zu hash bytes for its span", pid, row->base_offset,
-                               (size_t) row->blob_len)));
-    return row->blob_len / queen::kHashBytes;
-}
 
 // Lowest position in a row above `after` that holds `want`, or -1.
 static int64 match_in_row(const LogRow* row, Size count, const uint8* want, int64 after) {
@@ -65,14 +42,14 @@ static int64 scan_after(const Storage* st, int64 pid, const uint8* want, int64 a
     LogRow row;
     LogScan scan;
     if (after > PG_INT64_MIN && log_row_at(st, false, pid, after + 1, snap, &row)) {
-        int64 hit = row.base_offset <= after ? match_in_row(&row, ack_row_count(pid, &row), want, after) : -1;
+        int64 hit = row.base_offset <= after ? match_in_row(&row, log_row_hash_count(pid, &row), want, after) : -1;
         pfree(row.owned);
         if (hit >= 0) return hit;
     }
     int64 found = -1;
     log_scan_begin(&scan, st, false, pid, after, snap);
     while (found < 0 && log_scan_next(&scan, &row))
-        found = match_in_row(&row, ack_row_count(pid, &row), want, after);
+        found = match_in_row(&row, log_row_hash_count(pid, &row), want, after);
     log_scan_end(&scan);
     return found;
 }
@@ -91,15 +68,15 @@ static bool ack_catch_up(const Storage* st, int64 pid, queen::PartitionDigest* d
     log_scan_begin(&scan, st, false, pid, want_anchor.set ? want_anchor.base - 1 : PG_INT64_MIN, snap);
     while (log_scan_next(&scan, &row)) {
         if (!anchor_ok) {
-            anchor_ok = ack_anchor_of(&row) == want_anchor;
+            anchor_ok = row_anchor(&row) == want_anchor;
             if (!anchor_ok) break;
             continue;
         }
-        Size count = ack_row_count(pid, &row);
+        Size count = log_row_hash_count(pid, &row);
         if (*gap_hit < 0) *gap_hit = match_in_row(&row, count, want, after);
         if (learn && !err->failed) {
             cxx_capture(*err, [&] { d->ingest(row.base_offset, row.blob, count, row.created_at); });
-            newest = ack_anchor_of(&row);
+            newest = row_anchor(&row);
             if (d->bytes() > budget) break;  // would not fit: give up, scan instead
         }
     }

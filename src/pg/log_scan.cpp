@@ -144,6 +144,16 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
     return row_at_or_before(st, segments, partition_id, offset, snapshot, row, true);
 }
 
+// Hash count of a log_txns row, rejecting a corrupt blob.
+Size log_row_hash_count(int64 partition_id, const LogRow* row) {
+    if (row->blob_len % 16 != 0 || row->blob_len / 16 != (Size) (row->end_offset - row->base_offset + 1))
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
+                               ") has %zu hash bytes for its span", partition_id, row->base_offset,
+                               (size_t) row->blob_len)));
+    return row->blob_len / 16;
+}
+
 // The partition's newest row.
 bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
                   LogRow* row) {

@@ -58,6 +58,10 @@ void log_scan_end(LogScan* s);
 bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
                 Snapshot snapshot, LogRow* row);
 
+// Number of 16-byte hashes of a log_txns row; ERROR (data corrupted) when the blob does not
+// match the row's span.
+Size log_row_hash_count(int64 partition_id, const LogRow* row);
+
 // The partition's row with the highest base_offset (copied like log_row_at). False when none.
 bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
                   LogRow* row);

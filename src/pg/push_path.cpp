@@ -24,8 +24,7 @@
 // writes of the current transaction), a miss proves absence below its watermark, and every
 // hit is confirmed against the stored row, else the full-window probe decides.
 #include "core/probe_digest.h"
-#include "pg/push_path.h"
-#include "pg/log_scan.h"
+#include "pg/push_path.h"  // includes pg/log_scan.h after the core headers
 
 extern "C" {
 #include "access/xact.h"
@@ -81,17 +80,11 @@ struct ProbeCtx {
 
 // Hash count of a stored row, rejecting a corrupt blob.
 static Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
-    if (row->blob_len % queen::kHashBytes != 0 ||
-        row->blob_len / queen::kHashBytes != (Size) (row->end_offset - row->base_offset + 1))
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
-                               ") has %zu hash bytes for its span", c->pid, row->base_offset,
-                               (size_t) row->blob_len)));
-    return row->blob_len / queen::kHashBytes;
+    return log_row_hash_count(c->pid, row);
 }
 
 // The anchor of a row just read: what identifies this stored tuple (see core/probe_digest.h).
-static queen::DigestAnchor anchor_of(const LogRow* row) {
+queen::DigestAnchor row_anchor(const LogRow* row) {
     queen::DigestAnchor a;
     a.set = true;
     a.base = row->base_offset;
@@ -161,7 +154,7 @@ static void probe_and_learn(ProbeCtx* c, queen::PartitionDigest* d, const LogRow
     probe_if_in_window(c, row, count);
     if (learn && row->created_at >= c->cutoff && !err->failed)
         cxx_capture(*err, [&] { d->ingest(row->base_offset, row->blob, count, row->created_at); });
-    if (!newest->set || row->base_offset > newest->base) *newest = anchor_of(row);
+    if (!newest->set || row->base_offset > newest->base) *newest = row_anchor(row);
 }
 
 // Make d's anchor the row that holds last_offset (the one the digest is now up to date with):
@@ -175,7 +168,7 @@ static void set_anchor_at_last(ProbeCtx* c, queen::PartitionDigest* d,
         a = *newest;
     } else if (c->ps->last_offset >= c->ps->txns_start &&
                log_row_at(c->st, false, c->pid, c->ps->last_offset, c->snap, &row)) {
-        a = anchor_of(&row);
+        a = row_anchor(&row);
         pfree(row.owned);
     }
     d->set_anchor(a);
@@ -218,7 +211,7 @@ static bool catch_up(ProbeCtx* c, queen::PartitionDigest* d, bool learn, CxxErro
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
         if (want.set && !anchor_ok) {
-            anchor_ok = anchor_of(&row) == want;
+            anchor_ok = row_anchor(&row) == want;
             if (!anchor_ok) break;
             continue;  // already learned
         }

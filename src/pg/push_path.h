@@ -1,8 +1,9 @@
 // The one row-locked append every write path goes through (queen.push, push_segment(s)).
 #pragma once
 #include "core/probe.h"
+#include "core/probe_digest.h"
 #include "core/segment_codec.h"
-#include "pg/glue.h"
+#include "pg/log_scan.h"
 
 namespace queen_pg {
 
@@ -48,6 +49,9 @@ void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, 
 // True when this transaction wrote the partition (its newer rows may still roll back), or
 // the cache is shunned for this transaction: caches must not learn from it now.
 bool wrote_partition_here(int64 partition_id);
+
+// What identifies a stored log_txns row a digest was brought up to date with (its anchor).
+queen::DigestAnchor row_anchor(const LogRow* row);
 
 // Text of a status.
 inline const char* verdict_status(queen::VerdictKind k) {

@@ -644,11 +644,13 @@ BEGIN
                                      THEN v_pid - 1 ELSE v_pid END,
             'segmentsDeleted', (v_state ->> 'segmentsDeleted')::bigint + v_r.segments_deleted,
             'txnsDeleted', (v_state ->> 'txnsDeleted')::bigint + v_r.txns_deleted,
+            'lastPartitionId', v_pid,
             'partitionsVisited', (v_state ->> 'partitionsVisited')::bigint
-                                 + CASE WHEN v_pid > v_after THEN 1 ELSE 0 END,
+                + CASE WHEN v_pid IS DISTINCT FROM (v_state ->> 'lastPartitionId')::bigint
+                       THEN 1 ELSE 0 END,
             'batches', (v_state ->> 'batches')::bigint + 1);
     END LOOP;
-    RETURN (v_state - 'afterPartitionId') || jsonb_build_object('done', true);
+    RETURN (v_state - 'afterPartitionId' - 'lastPartitionId') || jsonb_build_object('done', true);
 END
 $$;
 

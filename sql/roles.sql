@@ -139,7 +139,7 @@ RESET ROLE;
 SET ROLE queen_test_admin;
 SELECT queen.configure('roles_q', '{"dedupWindowSeconds": 900}') ->> 'dedupWindowSeconds' AS window;
 SELECT jsonb_typeof(queen.run_retention(10)) AS retention;
-CALL queen.run_retention_procedure(10, NULL) \gset
+CALL queen.run_retention_procedure(10) \gset
 SELECT :'result'::jsonb ? 'done' AS retention_procedure_done;
 SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.push('roles_q', 'p', '[{"transactionId":"a1","payload":1}]')$q$) AS push,
        pg_temp.sqlstate_of($q$DELETE FROM queen.queues$q$) AS delete_table;

@@ -73,7 +73,7 @@ md = []
 md.append("# Push latency while retention purges (issue 6)\n")
 md.append("Recorded by `bash bench/retention/run.sh` (commit %s, %s UTC). One run, phases interleaved "
           "in rounds: **baseline** = pgbench pushes alone; **purge** = the same pushes while "
-          "`CALL queen.run_retention_procedure(%s)` deletes %s rows (half segments, half hash rows, "
+          "`CALL queen.run_retention_procedure(%s)` (batch rows, pause seconds) deletes %s rows (half segments, half hash rows, "
           "all past retention) of another partition; only pushes that started while the purge ran "
           "count. %s pgbench clients, `queen.push` of 10 new messages (~100-byte payloads) to one of "
           "8 partitions, `synchronous_commit = on`, one shared 2-core machine.\n"

@@ -10,13 +10,14 @@
 # writes bench/results/retention-purge.md (and the raw figures beside it).
 #
 #   bash bench/retention/run.sh [--rounds N] [--seconds S] [--clients C] [--batch ROWS] [--rows N]
+#                               [--pause SECONDS]   (the procedure's pause between batches)
 #
 # Uses the running server of PGHOST/PGPORT/PGUSER (e.g. `bash scripts/pg.sh start` and
 # `eval "$(bash scripts/pg.sh env)"`) with queen installed; creates and drops database
 # queen_retention_bench. synchronous_commit = on for every session.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-rounds=2 seconds=20 clients=4 batch=10000 rows=1000000
+rounds=2 seconds=20 clients=4 batch=10000 rows=1000000 pause=0
 while (($#)); do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
@@ -24,6 +25,7 @@ while (($#)); do
         --clients) clients=$2; shift 2 ;;
         --batch) batch=$2; shift 2 ;;
         --rows) rows=$2; shift 2 ;;
+        --pause) pause=$2; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -90,7 +92,7 @@ for ((r = 1; r <= rounds; r++)); do
     pb=$!
     sleep 2 # pushes warm up first
     p0=$(date +%s.%N)
-    res=$(sql "CALL queen.run_retention_procedure($batch, NULL)")
+    res=$(sql "CALL queen.run_retention_procedure($batch, $pause)")
     p1=$(date +%s.%N)
     wait "$pb"
     deleted=$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(d['segmentsDeleted'] + d['txnsDeleted'])" "$res")
@@ -101,6 +103,6 @@ done
 
 mkdir -p "$OUT"
 stamp=$(date -u +%Y%m%d-%H%M%S)
-python3 "$ROOT/bench/retention/report.py" "$TMP" "$OUT" "$stamp" "$clients" "$batch" "$rows" "$seconds" \
+python3 "$ROOT/bench/retention/report.py" "$TMP" "$OUT" "$stamp" "$clients" "$batch,$pause" "$rows" "$seconds" \
     "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo +dirty)"
 dropdb "$DB"

@@ -7,7 +7,8 @@
 #
 #   scripts/retention-loop.sh [--interval SECONDS] [--batch ROWS] [--pause SECONDS] [--once]
 #                             [--dbname CONNINFO]
-# --pause: sleep between two batches of a run (default 0), to leave CPU and WAL to pushes.
+# --batch: rows one batch (one transaction) deletes at most (default 2000).
+# --pause: sleep between two batches of a run (default 0.02), to leave CPU and WAL to pushes.
 #
 # Connection: libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSFILE, ...) or
 # --dbname with a database name or conninfo string. The role needs queen_admin.
@@ -15,8 +16,8 @@
 # --once: a single run; exit status 0 when it succeeded.
 set -uo pipefail
 interval=60
-batch=10000
-pause=0
+batch=2000
+pause=0.02
 once=0
 dbname=
 while (($#)); do

@@ -17,7 +17,7 @@
 # queen_retention_bench. synchronous_commit = on for every session.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-rounds=2 seconds=20 clients=4 batch=10000 rows=1000000 pause=0
+rounds=3 seconds=40 clients=4 batch=2000 rows=1000000 pause=0.02
 while (($#)); do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;

@@ -34,8 +34,8 @@ namespace queen_pg {
 
 static char* guc_worker_database = nullptr;
 static int guc_worker_interval = 60;
-static int guc_worker_batch_rows = 10000;
-static int guc_worker_pause_ms = 0;
+static int guc_worker_batch_rows = 2000;
+static int guc_worker_pause_ms = 20;
 static const int kRestartSeconds = 10;
 
 // Define the worker's settings (every backend, so they show and validate everywhere).
@@ -52,12 +52,12 @@ void retention_worker_define_gucs() {
                             nullptr, nullptr, nullptr);
     DefineCustomIntVariable("queen.retention_worker_batch_rows",
                             "Rows one retention batch (one transaction) deletes at most.", nullptr,
-                            &guc_worker_batch_rows, 10000, 1, 100000000, PGC_SIGHUP, 0, nullptr,
+                            &guc_worker_batch_rows, 2000, 1, 100000000, PGC_SIGHUP, 0, nullptr,
                             nullptr, nullptr);
     DefineCustomIntVariable("queen.retention_worker_pause",
                             "Pause between two retention batches, holding nothing.",
                             "Leaves CPU and WAL to pushes during a long purge.",
-                            &guc_worker_pause_ms, 0, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
+                            &guc_worker_pause_ms, 20, 0, 60000, PGC_SIGHUP, GUC_UNIT_MS, nullptr,
                             nullptr, nullptr);
 }
 

@@ -482,19 +482,21 @@ BEGIN
         END IF;
 
         -- 3. write: data, stream row, producer state, in this transaction under the lock
-        IF v_has_prod AND v_d.evict_oldest THEN
-            WITH victim AS (
-                SELECT sp.producer_id FROM queen.stream_producers sp
-                 WHERE sp.partition_id = v_pid
-                 ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
-            gone AS (
-                DELETE FROM queen.stream_producers sp USING victim
-                 WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
-                RETURNING sp.epoch)
-            SELECT max(g.epoch) INTO v_gone FROM gone g;
-            IF v_gone > v_s.epoch_floor THEN
-                v_s.epoch_floor := v_gone;
-                UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+        IF v_has_prod THEN  -- (nested: v_d exists only with producer headers)
+            IF v_d.evict_oldest THEN
+                WITH victim AS (
+                    SELECT sp.producer_id FROM queen.stream_producers sp
+                     WHERE sp.partition_id = v_pid
+                     ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
+                gone AS (
+                    DELETE FROM queen.stream_producers sp USING victim
+                     WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
+                    RETURNING sp.epoch)
+                SELECT max(g.epoch) INTO v_gone FROM gone g;
+                IF v_gone > v_s.epoch_floor THEN
+                    v_s.epoch_floor := v_gone;
+                    UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+                END IF;
             END IF;
         END IF;
         IF v_n > 0 THEN
@@ -516,7 +518,7 @@ BEGIN
              WHERE s.partition_id = v_pid;
         END IF;
         IF v_has_prod THEN
-            IF v_d.claim THEN
+            IF v_d.claim THEN  -- v_d is assigned whenever there are producer headers
                 INSERT INTO queen.stream_producers AS sp
                     (partition_id, producer_id, epoch, seq, newest_digest, newest_start,
                      newest_next, newest_closed, claim_digest, claim_closed_epoch,

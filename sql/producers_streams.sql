@@ -39,8 +39,10 @@ SELECT * FROM queen.stream_close('r');
 SELECT status, next_offset, up_to_date, closed FROM queen.stream_read('r', 'now');
 SELECT status, next_offset, up_to_date, closed FROM queen.stream_read('r', '-1', 1);
 
--- ---- head
-SELECT * FROM queen.stream_head('r');
+-- ---- head (partition_id: the lock order for callers appending to several streams at once)
+SELECT status, content_type, next_offset, closed, ttl_seconds, expires_at, created_at,
+       partition_id = (SELECT s.partition_id FROM queen.streams s WHERE s.name = 'r') AS own_partition
+  FROM queen.stream_head('r');
 SELECT * FROM queen.stream_head('nope');
 
 -- ---- delete, and a new stream under the same name starts again at 0
@@ -93,6 +95,23 @@ ROLLBACK;
 SELECT status, producer_seq FROM queen.stream_append('a', ARRAY['\x01'::bytea], NULL, 'p', 0, 0, p_now => '2026-01-01');
 SELECT status, stream_offset, next_offset, producer_seq FROM queen.stream_append('a', ARRAY['\x02'::bytea], NULL, 'p', 0, 1, p_now => '2026-01-01');
 SELECT messages FROM queen.stream_read('a');
+
+-- ---- a duplicate is answered with no write at all (no transaction id, no lock)
+BEGIN;
+SELECT status FROM queen.stream_append('a', ARRAY['\x02'::bytea], NULL, 'p', 0, 1, p_now => '2026-01-01');
+SELECT status FROM queen.stream_append('a', ARRAY['\x01'::bytea], NULL, 'p', 0, 0, p_now => '2026-01-01');
+SELECT status FROM queen.stream_append('a', ARRAY['\x09'::bytea], NULL, 'p', 0, 0,
+                                       queen.blake3_hex('\x09'::bytea), p_now => '2026-01-01');
+SELECT status FROM queen.stream_append('a', ARRAY['\x09'::bytea], NULL, 'p', 0, 1,
+                                       queen.blake3_hex('\x01'::bytea), p_now => '2026-01-01');
+SELECT pg_current_xact_id_if_assigned() IS NULL AS nothing_written,
+       (SELECT count(*) FROM pg_locks l WHERE l.pid = pg_backend_pid() AND l.locktype = 'transactionid') AS xid_locks;
+COMMIT;
+-- an applied one does write
+BEGIN;
+SELECT status FROM queen.stream_append('a', ARRAY['\x03'::bytea], NULL, 'p', 0, 2, p_now => '2026-01-01');
+SELECT pg_current_xact_id_if_assigned() IS NOT NULL AS written;
+COMMIT;
 
 -- ---- streams are ordinary log partitions (dense offsets, one segment per append)
 SELECT g.base_offset, g.end_offset, g.message_count

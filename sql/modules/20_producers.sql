@@ -652,7 +652,8 @@ $$;
 -- A stream's metadata: 'ok' or 'not_found'.
 CREATE FUNCTION queen.stream_head(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (status text, content_type text, next_offset text, closed boolean,
-               ttl_seconds bigint, expires_at timestamptz, created_at timestamptz)
+               ttl_seconds bigint, expires_at timestamptz, created_at timestamptz,
+               partition_id bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -663,7 +664,7 @@ DECLARE
 BEGIN
     PERFORM queen.stream_check_name(p_name);
     SELECT s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.created_at, s.touched_at,
-           lp.last_offset
+           lp.last_offset, s.partition_id
       INTO v_s
       FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
      WHERE s.name = p_name;
@@ -679,6 +680,7 @@ BEGIN
     ttl_seconds := v_s.ttl_seconds;
     expires_at := v_s.expires_at;
     created_at := v_s.created_at;
+    partition_id := v_s.partition_id;
     RETURN NEXT;
 END
 $$;

@@ -91,6 +91,17 @@ SELECT status FROM queen.stream_append('j', ARRAY['1'::bytea, '2'::bytea], 'appl
                                        'p1', 0, 0, queen.blake3_hex('\x0102'::bytea),
                                        p_body => '[1,2]'::bytea, p_now => '2026-01-01');
 
+-- a JSON stream stores JSON values only: invalid_json, nothing applied, state unchanged
+SELECT status, producer_epoch, producer_seq
+  FROM queen.stream_append('j', ARRAY['3'::bytea, '{"a":'::bytea], 'application/json', 'p1', 0, 1,
+                           p_now => '2026-01-01');
+SELECT status FROM queen.stream_append('j', ARRAY['\xff'::bytea], 'application/json', p_now => '2026-01-01');
+SELECT status, stream_offset, next_offset, producer_seq
+  FROM queen.stream_append('j', ARRAY['{"a": [1, "x"]}'::bytea, 'null'::bytea], 'application/json',
+                           'p1', 0, 1, p_now => '2026-01-01');
+SELECT * FROM queen.stream_create('j2', 'application/json', p_messages => ARRAY['nope'::bytea]);
+SELECT * FROM queen.stream_create('j2', 'application/json', p_messages => ARRAY['[]'::bytea]);
+
 -- ---- content type and Stream-Seq
 SELECT status FROM queen.stream_append('s', ARRAY['g'::bytea], 'application/json', 'p1', 2, 3,
                                        p_now => '2026-01-01');

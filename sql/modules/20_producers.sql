@@ -119,6 +119,12 @@ CREATE FUNCTION queen.segment_payloads(bytea) RETURNS bytea[]
     LANGUAGE C IMMUTABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
+-- The 0-based index of the first message that is not one JSON value, or NULL (internal).
+CREATE FUNCTION queen.stream_json_invalid(bytea[]) RETURNS int
+    AS 'MODULE_PATHNAME', 'queen_stream_json_invalid_v1'
+    LANGUAGE C IMMUTABLE STRICT
+    SET search_path = pg_catalog, pg_temp;
+
 -- ---------------------------------------------------------------- small helpers
 
 -- An offset as a stream offset string: 20 zero-padded decimal digits.
@@ -262,6 +268,12 @@ BEGIN
         RETURN;
     END IF;
 
+    IF COALESCE(pg_catalog.cardinality(p_messages), 0) > 0
+       AND queen.stream_media_type(v_ct) = 'application/json'
+       AND queen.stream_json_invalid(p_messages) IS NOT NULL THEN
+        RAISE EXCEPTION 'initial message % is not a JSON value', queen.stream_json_invalid(p_messages)
+            USING ERRCODE = '22023';
+    END IF;
     INSERT INTO queen.streams (partition_id, name, content_type, ttl_seconds, expires_at, closed,
                                created_at, touched_at)
     VALUES (v_pid, p_name, v_ct, p_ttl_seconds, p_expires_at, v_closed, v_now, v_now);
@@ -479,6 +491,17 @@ BEGIN
             next_offset := queen.stream_offset(v_s.last_offset + 1);
             RETURN NEXT;
             RETURN;
+        END IF;
+
+        -- a JSON stream stores JSON values only (the sidecar checks before calling)
+        IF v_n > 0 AND queen.stream_media_type(v_s.content_type) = 'application/json' THEN
+            IF queen.stream_json_invalid(p_messages) IS NOT NULL THEN
+                producer_epoch := NULL; producer_seq := NULL; closed_epoch := NULL;
+                closed_seq := NULL;
+                status := 'invalid_json';
+                RETURN NEXT;
+                RETURN;
+            END IF;
         END IF;
 
         -- 3. write: data, stream row, producer state, in this transaction under the lock
@@ -724,7 +747,7 @@ BEGIN
     FOR v_fn IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace = 'queen'::regnamespace AND p.prokind = 'f'
                    AND p.proname IN ('blake3', 'blake3_hex', 'blake3_concat', 'producer_decide',
-                                     'stream_write', 'segment_payloads', 'stream_offset',
+                                     'stream_write', 'segment_payloads', 'stream_json_invalid', 'stream_offset',
                                      'stream_offset_parse', 'stream_media_type',
                                      'stream_check_name', 'stream_expired', 'stream_purge',
                                      'stream_create', 'stream_append', 'stream_close',

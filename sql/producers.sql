@@ -138,13 +138,14 @@ SELECT * FROM queen.stream_append('s', ARRAY['x'::bytea], p_stream_seq => '');
 SELECT * FROM queen.stream_create('f', p_now => '2026-01-01');
 SELECT status, producer_epoch FROM pg_temp.ap('f', 'a', 'old', 5, 0);
 SELECT status, producer_epoch FROM pg_temp.ap('f', 'a', 'young', 1, 0, p_sec => 86400 * 6);
--- 7 days after its last write 'old' is forgotten (when the stream is next written)
+-- 7 days after its last write 'old' counts as forgotten; a known producer's write does not
+-- depend on it, the next new (or forgotten) producer's write removes it and raises the floor
 SELECT status, producer_epoch, producer_seq FROM pg_temp.ap('f', 'b', 'young', 1, 1, p_sec => 86400 * 7);
+-- with Stream-Incarnation, a forgotten producer at or below the floor: producer expired
+SELECT * FROM pg_temp.ap('f', 'c', 'old', 5, 1, p_inc => '1', p_sec => 86400 * 7);
 SELECT epoch_floor FROM queen.streams WHERE name = 'f';
 SELECT producer_id FROM queen.stream_producers sp JOIN queen.streams s USING (partition_id)
  WHERE s.name = 'f' ORDER BY 1;
--- with Stream-Incarnation, a forgotten producer at or below the floor: producer expired
-SELECT * FROM pg_temp.ap('f', 'c', 'old', 5, 1, p_inc => '1', p_sec => 86400 * 7);
 SELECT * FROM pg_temp.ap('f', 'c', 'other', 3, 0, p_inc => '1', p_sec => 86400 * 7);
 -- above the floor it claims as usual
 SELECT status, producer_epoch, producer_seq FROM pg_temp.ap('f', 'c', 'old', 6, 0, p_inc => '1', p_sec => 86400 * 7);

@@ -323,7 +323,6 @@ DECLARE
     v_locked   boolean;
     v_pid      bigint;
     v_s        record;
-    v_p        queen.stream_producers%ROWTYPE;
     v_known    boolean;
     v_count    bigint;
     v_oldest   timestamptz;
@@ -382,8 +381,16 @@ BEGIN
         IF FOUND AND v_locked THEN
             PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
         END IF;
-        SELECT s.*, lp.last_offset INTO v_s
+        -- the stream, its tail and this producer's row in one snapshot
+        SELECT s.partition_id, s.content_type, s.ttl_seconds, s.expires_at, s.closed,
+               s.epoch_floor, s.last_stream_seq, s.touched_at, lp.last_offset,
+               sp.producer_id IS NOT NULL AS known, sp.epoch, sp.seq, sp.newest_digest,
+               sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,
+               sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen
+          INTO v_s
           FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
+          LEFT JOIN queen.stream_producers sp
+                 ON sp.partition_id = s.partition_id AND sp.producer_id = p_producer_id
          WHERE s.partition_id = v_pid;
         IF v_pid IS NULL OR NOT FOUND
            OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
@@ -401,8 +408,14 @@ BEGIN
         -- the producer's state and the decision
         v_outcome := NULL;
         IF v_has_prod THEN
-            IF v_locked THEN
-                -- forget producers idle for 7 days; the floor rises to their epochs
+            v_known := v_s.known AND v_s.last_seen > v_now - interval '7 days';
+            IF NOT v_known THEN
+                IF NOT v_locked THEN
+                    CONTINUE;  -- a new or forgettable producer is decided under the lock
+                END IF;
+                -- Forget producers idle for 7 days (this one too, if it is); the floor rises
+                -- to their epochs. Only a new producer's answer depends on other producers
+                -- (the floor, the count), so the sweep runs only then.
                 WITH gone AS (
                     DELETE FROM queen.stream_producers sp
                      WHERE sp.partition_id = v_pid
@@ -413,23 +426,14 @@ BEGIN
                     UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
                     v_s.epoch_floor := v_gone;
                 END IF;
-            END IF;
-            SELECT * INTO v_p FROM queen.stream_producers sp
-             WHERE sp.partition_id = v_pid AND sp.producer_id = p_producer_id;
-            v_known := FOUND;
-            IF NOT v_locked AND (NOT v_known OR v_p.last_seen <= v_now - interval '7 days') THEN
-                CONTINUE;  -- a new or forgettable producer is decided under the lock
-            END IF;
-            v_count := NULL;
-            v_oldest := NULL;
-            IF NOT v_known THEN
                 SELECT count(*), min(sp.last_seen) INTO v_count, v_oldest
                   FROM queen.stream_producers sp WHERE sp.partition_id = v_pid;
             END IF;
             SELECT * INTO v_d FROM queen.producer_decide(
-                v_known, v_p.epoch, v_p.seq, v_p.newest_digest, v_p.claim_digest,
-                v_p.claim_closed_epoch, v_p.claim_closed_seq, v_s.epoch_floor, v_count,
-                CASE WHEN v_oldest IS NULL THEN NULL
+                v_known, v_s.epoch, v_s.seq, v_s.newest_digest, v_s.claim_digest,
+                v_s.claim_closed_epoch, v_s.claim_closed_seq, v_s.epoch_floor,
+                CASE WHEN v_known THEN NULL ELSE v_count END,
+                CASE WHEN v_known OR v_oldest IS NULL THEN NULL
                      ELSE floor(extract(epoch FROM v_now - v_oldest))::bigint END,
                 p_producer_epoch, p_producer_seq, v_digest, p_incarnation IS NOT NULL);
             v_outcome := v_d.outcome;
@@ -471,9 +475,9 @@ BEGIN
             END IF;
             status := v_d.outcome;
             IF v_d.outcome = 'duplicate' THEN
-                stream_offset := queen.stream_offset(v_p.newest_start);
-                next_offset := queen.stream_offset(v_p.newest_next);
-                stream_closed := v_p.newest_closed OR v_s.closed;
+                stream_offset := queen.stream_offset(v_s.newest_start);
+                next_offset := queen.stream_offset(v_s.newest_next);
+                stream_closed := v_s.newest_closed OR v_s.closed;
             ELSIF v_d.outcome = 'duplicate_evicted' THEN
                 stream_closed := v_s.closed;
             END IF;

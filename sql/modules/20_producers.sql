@@ -327,11 +327,15 @@ DECLARE
     v_now   timestamptz := COALESCE(p_now, pg_catalog.now());
     v_s     record;
     v_from  bigint;
+    v_base  bigint;
     v_at    bigint;
     v_bytes bigint := 0;
     v_seg   record;
     v_pay   bytea[];
     v_i     int;
+    v_first int;
+    v_last  int;
+    v_count int := 0;
     v_msgs  bytea[] := '{}';
     v_offs  text[] := '{}';
 BEGIN
@@ -361,22 +365,34 @@ BEGIN
     END IF;
     v_from := GREATEST(v_from, v_s.log_start);
     v_at := v_from;
+    -- the segment holding v_from (segments are contiguous): an index probe, not a scan
+    SELECT g.base_offset INTO v_base FROM queen.log_segments g
+     WHERE g.partition_id = v_s.partition_id AND g.base_offset <= v_from
+     ORDER BY g.base_offset DESC LIMIT 1;
     <<segs>>
     FOR v_seg IN SELECT g.base_offset, g.data FROM queen.log_segments g
-                  WHERE g.partition_id = v_s.partition_id AND g.end_offset >= v_from
+                  WHERE g.partition_id = v_s.partition_id
+                    AND g.base_offset >= COALESCE(v_base, v_from) AND g.end_offset >= v_from
                     AND g.base_offset <= v_s.last_offset
                   ORDER BY g.base_offset LOOP
         v_pay := queen.segment_payloads(v_seg.data);
-        FOR v_i IN (GREATEST(v_from - v_seg.base_offset, 0) + 1)..COALESCE(pg_catalog.cardinality(v_pay), 0) LOOP
-            EXIT segs WHEN pg_catalog.cardinality(v_msgs) >= p_max_messages
-                OR (pg_catalog.cardinality(v_msgs) > 0
-                    AND v_bytes + pg_catalog.octet_length(v_pay[v_i]) > p_max_bytes);
-            v_msgs := v_msgs || v_pay[v_i];
-            v_offs := v_offs || queen.stream_offset(v_seg.base_offset + v_i - 1);
+        v_first := GREATEST(v_from - v_seg.base_offset, 0) + 1;
+        v_last := v_first - 1;
+        FOR v_i IN v_first..COALESCE(pg_catalog.cardinality(v_pay), 0) LOOP
+            EXIT WHEN v_count >= p_max_messages
+                OR (v_count > 0 AND v_bytes + pg_catalog.octet_length(v_pay[v_i]) > p_max_bytes);
             v_bytes := v_bytes + pg_catalog.octet_length(v_pay[v_i]);
-            v_at := v_seg.base_offset + v_i;
+            v_count := v_count + 1;
+            v_last := v_i;
         END LOOP;
+        IF v_last >= v_first THEN  -- one slice a segment: no per-message array copies
+            v_msgs := v_msgs || v_pay[v_first:v_last];
+            v_at := v_seg.base_offset + v_last;
+        END IF;
+        EXIT segs WHEN v_last < COALESCE(pg_catalog.cardinality(v_pay), 0);  -- a limit stopped it
     END LOOP;
+    v_offs := ARRAY(SELECT queen.stream_offset(o) FROM pg_catalog.generate_series(v_from, v_at - 1) o
+                     ORDER BY o);
     IF v_s.ttl_seconds IS NOT NULL THEN
         UPDATE queen.streams s SET touched_at = v_now
          WHERE s.partition_id = v_s.partition_id AND s.touched_at < v_now;

@@ -31,8 +31,8 @@
 extern "C" {
 #include "access/xact.h"
 #include "commands/async.h"
-#include "utils/lsyscache.h"
 #include "utils/array.h"
+#include "utils/lsyscache.h"
 PG_FUNCTION_INFO_V1(queen_stream_append_v1);
 }
 
@@ -89,7 +89,7 @@ static char* media_type(const char* ct, Size len) {
 // A 20-digit stream offset.
 static Datum offset_text(int64 v) {
     char buf[32];
-    snprintf(buf, sizeof buf, "%020lld", (long long) v);
+    snprintf(buf, sizeof buf, "%020lld", (long long)v);
     return CStringGetTextDatum(buf);
 }
 
@@ -103,8 +103,8 @@ static void run(SPIPlanPtr plan, Datum* args, const char* nulls, int expect, con
 static int64 find_stream(text* name) {
     Oid t[1] = {TEXTOID};
     Datum a[1] = {PointerGetDatum(name)};
-    run(spi_plan(&plan_find, "SELECT s.partition_id FROM queen.streams s WHERE s.name = $1", 1, t), a,
-        nullptr, SPI_OK_SELECT, "lookup");
+    run(spi_plan(&plan_find, "SELECT s.partition_id FROM queen.streams s WHERE s.name = $1", 1, t),
+        a, nullptr, SPI_OK_SELECT, "lookup");
     if (SPI_processed == 0) return -1;
     bool isnull;
     return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -114,8 +114,8 @@ static int64 find_stream(text* name) {
 static void lock_partition(int64 pid) {
     Oid t[1] = {INT8OID};
     Datum a[1] = {Int64GetDatum(pid)};
-    run(spi_plan(&plan_lock, "SELECT 1 FROM queen.log_partitions lp WHERE lp.id = $1 FOR NO KEY UPDATE",
-                 1, t),
+    run(spi_plan(&plan_lock,
+                 "SELECT 1 FROM queen.log_partitions lp WHERE lp.id = $1 FOR NO KEY UPDATE", 1, t),
         a, nullptr, SPI_OK_SELECT, "lock");
 }
 
@@ -126,7 +126,8 @@ static void digest_col(HeapTuple tup, TupleDesc desc, int col, uint8 out[queen::
     memset(out, 0, queen::kBlake3Bytes);
     if (isnull) return;
     bytea* b = DatumGetByteaPP(d);
-    if (VARSIZE_ANY_EXHDR(b) == queen::kBlake3Bytes) memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
+    if (VARSIZE_ANY_EXHDR(b) == queen::kBlake3Bytes)
+        memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
 }
 
 // Read the stream, its tail and the producer's row in one snapshot. False when gone.
@@ -170,8 +171,8 @@ static bool read_stream(int64 pid, text* producer_id, StreamRead* r) {
     r->ps = queen::ProducerState{};
     if (r->row_exists) {
         r->ps.known = true;
-        r->ps.epoch = (uint64) DatumGetInt64(SPI_getbinval(tup, desc, 10, &n));
-        r->ps.seq = (uint64) DatumGetInt64(SPI_getbinval(tup, desc, 11, &n));
+        r->ps.epoch = (uint64)DatumGetInt64(SPI_getbinval(tup, desc, 10, &n));
+        r->ps.seq = (uint64)DatumGetInt64(SPI_getbinval(tup, desc, 11, &n));
         digest_col(tup, desc, 12, r->ps.newest_digest);
         r->newest_start = DatumGetInt64(SPI_getbinval(tup, desc, 13, &n));
         r->newest_next = DatumGetInt64(SPI_getbinval(tup, desc, 14, &n));
@@ -181,8 +182,8 @@ static bool read_stream(int64 pid, text* producer_id, StreamRead* r) {
         Datum ce = SPI_getbinval(tup, desc, 17, &n1);
         Datum cs = SPI_getbinval(tup, desc, 18, &n2);
         r->ps.claim_closed = !n1 && !n2;
-        r->ps.closed_epoch = n1 ? 0 : (uint64) DatumGetInt64(ce);
-        r->ps.closed_seq = n2 ? 0 : (uint64) DatumGetInt64(cs);
+        r->ps.closed_epoch = n1 ? 0 : (uint64)DatumGetInt64(ce);
+        r->ps.closed_seq = n2 ? 0 : (uint64)DatumGetInt64(cs);
         r->last_seen = DatumGetTimestampTz(SPI_getbinval(tup, desc, 19, &n));
     }
     return true;
@@ -199,7 +200,8 @@ static void raise_floor(StreamRead* r, int64 epoch) {
     if (epoch <= r->epoch_floor) return;
     Oid t[2] = {INT8OID, INT8OID};
     Datum a[2] = {Int64GetDatum(r->pid), Int64GetDatum(epoch)};
-    run(spi_plan(&plan_floor, "UPDATE queen.streams SET epoch_floor = $2 WHERE partition_id = $1", 2, t),
+    run(spi_plan(&plan_floor, "UPDATE queen.streams SET epoch_floor = $2 WHERE partition_id = $1",
+                 2, t),
         a, nullptr, SPI_OK_UPDATE, "floor");
     r->epoch_floor = epoch;
 }
@@ -237,7 +239,8 @@ static void count_producers(int64 pid, TimestampTz now, int64* count, int64* old
     *count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
     // whole seconds, rounded down (as floor(extract(epoch from now - oldest)))
-    *oldest_idle = isnull ? -1 : (int64) std::floor((double) (now - DatumGetTimestampTz(d)) / USECS_PER_SEC);
+    *oldest_idle =
+        isnull ? -1 : (int64)std::floor((double)(now - DatumGetTimestampTz(d)) / USECS_PER_SEC);
 }
 
 // Forget the least recently seen producer (the decision found it idle for an hour).
@@ -269,16 +272,16 @@ static void producer_columns(const queen::ProducerDecision& d, bool known, Appen
     using O = queen::ProducerOutcome;
     O o = d.outcome;
     a->has_pe = o != O::ProducerLimit;
-    a->pe = (int64) d.answer_epoch;
-    a->has_ps = a->has_pe && o != O::ProducerExpired && o != O::StaleEpoch &&
-                o != O::EpochClosed && o != O::UnclaimedEpoch && !(o == O::OutOfOrder && !known);
-    a->ps = (int64) d.answer_seq;
+    a->pe = (int64)d.answer_epoch;
+    a->has_ps = a->has_pe && o != O::ProducerExpired && o != O::StaleEpoch && o != O::EpochClosed &&
+                o != O::UnclaimedEpoch && !(o == O::OutOfOrder && !known);
+    a->ps = (int64)d.answer_seq;
     a->has_es = a->has_rs = o == O::OutOfOrder || o == O::UnclaimedEpoch;
-    a->es = (int64) d.expected_seq;
-    a->rs = (int64) d.received_seq;
+    a->es = (int64)d.expected_seq;
+    a->rs = (int64)d.received_seq;
     a->has_ce = a->has_cs = d.has_closed;
-    a->ce = (int64) d.closed_epoch;
-    a->cs = (int64) d.closed_seq;
+    a->ce = (int64)d.closed_epoch;
+    a->cs = (int64)d.closed_seq;
 }
 
 // Clear the producer columns (answers about the stream, not the producer).
@@ -340,17 +343,19 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
                 sweep_idle(&r, q->now);
                 count_producers(pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
             }
-            ctx.epoch_floor = (uint64) r.epoch_floor;
+            ctx.epoch_floor = (uint64)r.epoch_floor;
             queen::ProducerState s = known ? r.ps : queen::ProducerState{};
             d = queen::decide_producer(s, q->pr, ctx);
             producer_columns(d, known, a);
         }
         using O = queen::ProducerOutcome;
-        bool repeat = q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
-                                      d.outcome == O::KeyConflict);
+        bool repeat =
+            q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
+                            d.outcome == O::KeyConflict);
         if (r.closed && !repeat) {  // only a repeat of an applied write is answered as such
             clear_producer_columns(a);
-            a->status = (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
+            a->status =
+                (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
             a->has_no = true;
             a->no = r.last_offset + 1;
             a->has_closed = a->closed = true;
@@ -378,7 +383,8 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
         }
         if (!locked) continue;  // it would apply: only under the lock
 
-        if (q->stream_seq != nullptr && r.has_last_seq && text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
+        if (q->stream_seq != nullptr && r.has_last_seq &&
+            text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
             a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
             a->status = "stream_seq_conflict";
             a->has_no = true;
@@ -405,58 +411,92 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
         }
         if (q->close || q->stream_seq != nullptr || r.has_ttl) {
             Oid t[7] = {INT8OID, BOOLOID, TEXTOID, INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
-            Datum v[7] = {Int64GetDatum(pid), BoolGetDatum(q->close),
-                          PointerGetDatum(q->producer_id), Int64GetDatum((int64) q->pr.epoch),
-                          Int64GetDatum((int64) q->pr.seq), PointerGetDatum(q->stream_seq),
+            Datum v[7] = {Int64GetDatum(pid),
+                          BoolGetDatum(q->close),
+                          PointerGetDatum(q->producer_id),
+                          Int64GetDatum((int64)q->pr.epoch),
+                          Int64GetDatum((int64)q->pr.seq),
+                          PointerGetDatum(q->stream_seq),
                           TimestampTzGetDatum(q->now)};
-            char nulls[8] = {' ', ' ', q->has_prod ? ' ' : 'n', q->has_prod ? ' ' : 'n',
-                             q->has_prod ? ' ' : 'n', q->stream_seq ? ' ' : 'n', ' ', '\0'};
-            run(spi_plan(&plan_stream_update,
-                         "UPDATE queen.streams s SET closed = s.closed OR $2,"
-                         "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
-                         "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
-                         "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
-                         "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
-                         " WHERE s.partition_id = $1",
-                         7, t),
+            char nulls[8] = {' ',
+                             ' ',
+                             q->has_prod ? ' ' : 'n',
+                             q->has_prod ? ' ' : 'n',
+                             q->has_prod ? ' ' : 'n',
+                             q->stream_seq ? ' ' : 'n',
+                             ' ',
+                             '\0'};
+            run(spi_plan(
+                    &plan_stream_update,
+                    "UPDATE queen.streams s SET closed = s.closed OR $2,"
+                    "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
+                    "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
+                    "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
+                    "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
+                    " WHERE s.partition_id = $1",
+                    7, t),
                 v, nulls, SPI_OK_UPDATE, "stream update");
         }
         if (q->has_prod) {
             if (d.claim) {
                 Oid t[10] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID,
-                             INT8OID, BOOLOID, INT8OID, INT8OID, TIMESTAMPTZOID};
-                Datum v[10] = {Int64GetDatum(pid), PointerGetDatum(q->producer_id),
-                               Int64GetDatum((int64) q->pr.epoch), digest_datum(q->body),
-                               Int64GetDatum(start), Int64GetDatum(next), BoolGetDatum(q->close),
-                               Int64GetDatum((int64) d.closed_epoch),
-                               Int64GetDatum((int64) d.closed_seq), TimestampTzGetDatum(q->now)};
-                char nulls[11] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', d.has_closed ? ' ' : 'n',
-                                  d.has_closed ? ' ' : 'n', ' ', '\0'};
-                run(spi_plan(&plan_claim,
-                             "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
-                             "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
-                             "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
-                             " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
-                             " ON CONFLICT (partition_id, producer_id) DO UPDATE"
-                             " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = EXCLUDED.newest_digest,"
-                             "  newest_start = EXCLUDED.newest_start, newest_next = EXCLUDED.newest_next,"
-                             "  newest_closed = EXCLUDED.newest_closed, claim_digest = EXCLUDED.claim_digest,"
-                             "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
-                             "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = EXCLUDED.last_seen",
-                             10, t),
+                             INT8OID, BOOLOID, INT8OID, INT8OID,  TIMESTAMPTZOID};
+                Datum v[10] = {Int64GetDatum(pid),
+                               PointerGetDatum(q->producer_id),
+                               Int64GetDatum((int64)q->pr.epoch),
+                               digest_datum(q->body),
+                               Int64GetDatum(start),
+                               Int64GetDatum(next),
+                               BoolGetDatum(q->close),
+                               Int64GetDatum((int64)d.closed_epoch),
+                               Int64GetDatum((int64)d.closed_seq),
+                               TimestampTzGetDatum(q->now)};
+                char nulls[11] = {' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  d.has_closed ? ' ' : 'n',
+                                  d.has_closed ? ' ' : 'n',
+                                  ' ',
+                                  '\0'};
+                run(spi_plan(
+                        &plan_claim,
+                        "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
+                        "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
+                        "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
+                        " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
+                        " ON CONFLICT (partition_id, producer_id) DO UPDATE"
+                        " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = "
+                        "EXCLUDED.newest_digest,"
+                        "  newest_start = EXCLUDED.newest_start, newest_next = "
+                        "EXCLUDED.newest_next,"
+                        "  newest_closed = EXCLUDED.newest_closed, claim_digest = "
+                        "EXCLUDED.claim_digest,"
+                        "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
+                        "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = "
+                        "EXCLUDED.last_seen",
+                        10, t),
                     v, nulls, SPI_OK_INSERT, "claim");
             } else {
                 Oid t[7] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID, INT8OID, BOOLOID};
-                Datum v[8] = {Int64GetDatum(pid), PointerGetDatum(q->producer_id),
-                              Int64GetDatum((int64) q->pr.seq), digest_datum(q->body),
-                              Int64GetDatum(start), Int64GetDatum(next), BoolGetDatum(q->close),
+                Datum v[8] = {Int64GetDatum(pid),
+                              PointerGetDatum(q->producer_id),
+                              Int64GetDatum((int64)q->pr.seq),
+                              digest_datum(q->body),
+                              Int64GetDatum(start),
+                              Int64GetDatum(next),
+                              BoolGetDatum(q->close),
                               TimestampTzGetDatum(q->now)};
                 Oid t8[8] = {t[0], t[1], t[2], t[3], t[4], t[5], t[6], TIMESTAMPTZOID};
-                run(spi_plan(&plan_next,
-                             "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
-                             "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
-                             " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
-                             8, t8),
+                run(spi_plan(
+                        &plan_next,
+                        "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
+                        "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
+                        " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
+                        8, t8),
                     v, nullptr, SPI_OK_UPDATE, "producer update");
             }
         }
@@ -494,16 +534,18 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
         if (idlen == 0 || idlen > queen::kProducerIdMaxBytes)
             QUEEN_BAD_INPUT("Producer-Id must be 1 to 256 bytes");
         int64 e = PG_GETARG_INT64(4), s = PG_GETARG_INT64(5);
-        if (e < 0 || s < 0 || (uint64) e > queen::kProducerNumberMax ||
-            (uint64) s > queen::kProducerNumberMax)
-            QUEEN_BAD_INPUT("Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991");
-        q.pr.epoch = (uint64) e;
-        q.pr.seq = (uint64) s;
+        if (e < 0 || s < 0 || (uint64)e > queen::kProducerNumberMax ||
+            (uint64)s > queen::kProducerNumberMax)
+            QUEEN_BAD_INPUT(
+                "Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991");
+        q.pr.epoch = (uint64)e;
+        q.pr.seq = (uint64)s;
         q.pr.incarnation = !PG_ARGISNULL(7);
     }
     if (!PG_ARGISNULL(6)) {
         text* dg = PG_GETARG_TEXT_PP(6);
-        if (!queen::blake3_from_hex(std::string_view(VARDATA_ANY(dg), VARSIZE_ANY_EXHDR(dg)), q.pr.digest))
+        if (!queen::blake3_from_hex(std::string_view(VARDATA_ANY(dg), VARSIZE_ANY_EXHDR(dg)),
+                                    q.pr.digest))
             QUEEN_BAD_INPUT("Producer-Digest must be 64 lowercase hex digits");
         q.pr.has_digest = true;
     }
@@ -521,7 +563,8 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
         bool* nulls;
         get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
         deconstruct_array(arr, BYTEAOID, typlen, byval, align, &q.msgs, &nulls, &q.n);
-        if (q.n == 0 && !q.close) QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+        if (q.n == 0 && !q.close)
+            QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
         for (int i = 0; i < q.n; i++)
             if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
     } else if (!q.close) {
@@ -557,9 +600,9 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
     bool nulls[10];
     v[0] = CStringGetTextDatum(a.status);
     nulls[0] = false;
-    v[1] = a.has_so ? offset_text(a.so) : (Datum) 0;
+    v[1] = a.has_so ? offset_text(a.so) : (Datum)0;
     nulls[1] = !a.has_so;
-    v[2] = a.has_no ? offset_text(a.no) : (Datum) 0;
+    v[2] = a.has_no ? offset_text(a.no) : (Datum)0;
     nulls[2] = !a.has_no;
     v[3] = BoolGetDatum(a.closed);
     nulls[3] = !a.has_closed;
@@ -577,5 +620,5 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
     nulls[9] = !a.has_cs;
     tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
     SPI_finish();
-    return (Datum) 0;
+    return (Datum)0;
 }

@@ -91,7 +91,7 @@ void stream_write_messages(int64 pid, const Datum* elems, int n, int64* base, in
     b.n = n;
     b.msgs = static_cast<queen::MessageView*>(palloc0(sizeof(queen::MessageView) * n));
     b.hashes = static_cast<queen::Hash128*>(palloc(sizeof(queen::Hash128) * n));
-    char* txns = static_cast<char*>(palloc((Size) n * 37));
+    char* txns = static_cast<char*>(palloc((Size)n * 37));
     queen::UuidV7Generator* gen = stream_uuid_generator();
     uint64 ms = queen::unix_ms_now();
     Size seg_len = queen::kSegmentHeaderBytes;
@@ -99,16 +99,16 @@ void stream_write_messages(int64 pid, const Datum* elems, int n, int64* base, in
         bytea* m = DatumGetByteaPP(elems[i]);
         queen::MessageView& v = b.msgs[i];
         v.id = gen->next(ms);
-        queen::uuid_to_text(v.id, txns + (Size) i * 37);
+        queen::uuid_to_text(v.id, txns + (Size)i * 37);
         v.type = queen::ContentType::Octet;
-        v.txn = std::string_view(txns + (Size) i * 37, 36);
+        v.txn = std::string_view(txns + (Size)i * 37, 36);
         v.payload = std::string_view(VARDATA_ANY(m), VARSIZE_ANY_EXHDR(m));
         b.hashes[i] = queen::txn_hash(v.txn);
         seg_len += queen::segment_entry_size(v.txn.size(), v.payload.size());
     }
     if (seg_len > MaxAllocSize) QUEEN_BAD_INPUT("append too large");
     uint8* seg = static_cast<uint8*>(palloc(seg_len));
-    uint8* p = queen::segment_write_header(seg, (uint32) n);
+    uint8* p = queen::segment_write_header(seg, (uint32)n);
     for (int i = 0; i < n; i++) p = queen::segment_write_entry(p, b.msgs[i]);
     b.segment = seg;
     b.segment_len = seg_len;
@@ -134,7 +134,7 @@ int stream_json_invalid_index(const Datum* elems, int n) {
     for (int i = 0; i < n; i++) {
         bytea* m = DatumGetByteaPP(elems[i]);
         char* data = VARDATA_ANY(m);
-        int len = (int) VARSIZE_ANY_EXHDR(m);
+        int len = (int)VARSIZE_ANY_EXHDR(m);
         if (!pg_verifymbstr(data, len, true)) return i;
         JsonLexContext* lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
         if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS) return i;
@@ -149,7 +149,8 @@ int stream_json_invalid_index(const Datum* elems, int n) {
 // queue has no dedup window, and every message gets a fresh UUIDv7 whose text is its
 // transactionId, so every message survives). Internal.
 extern "C" Datum queen_stream_write_v1(PG_FUNCTION_ARGS) {
-    if (PG_ARGISNULL(0) || PG_ARGISNULL(1)) QUEEN_BAD_INPUT("partition id and messages are required");
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+        QUEEN_BAD_INPUT("partition id and messages are required");
     int64 pid = PG_GETARG_INT64(0);
     Datum* elems;
     int n = stream_bytea_elems(PG_GETARG_ARRAYTYPE_P(1), &elems, "messages");
@@ -175,7 +176,8 @@ extern "C" Datum queen_segment_payloads_v1(PG_FUNCTION_ARGS) {
     const uint8* data = reinterpret_cast<const uint8*>(VARDATA_ANY(segment));
     queen::SegmentReader reader(data, VARSIZE_ANY_EXHDR(segment));
     if (reader.error() != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED), errmsg("queen: stored segment: %s", reader.error())));
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen: stored segment: %s", reader.error())));
     uint32 count = reader.count();
     Datum* out = static_cast<Datum*>(palloc(sizeof(Datum) * Max(count, 1)));
     queen::MessageView m;
@@ -185,7 +187,7 @@ extern "C" Datum queen_segment_payloads_v1(PG_FUNCTION_ARGS) {
                             errmsg("queen: stored segment: %s", reader.error())));
         out[i] = PointerGetDatum(bytea_of(m.payload.data(), m.payload.size()));
     }
-    PG_RETURN_ARRAYTYPE_P(construct_array(out, (int) count, BYTEAOID, -1, false, TYPALIGN_INT));
+    PG_RETURN_ARRAYTYPE_P(construct_array(out, (int)count, BYTEAOID, -1, false, TYPALIGN_INT));
 }
 
 // queen.stream_json_invalid(bytea[]) -> int: the 0-based index of the first message that is

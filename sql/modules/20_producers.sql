@@ -262,7 +262,9 @@ BEGIN
         SELECT * INTO v_w FROM queen.stream_write(v_pid, p_messages);
         v_last := v_w.end_offset;
     END IF;
-    PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    IF COALESCE(pg_catalog.current_setting('queen.stream_notify', true), 'on')::boolean THEN
+        PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    END IF;
     status := 'created';
     next_offset := queen.stream_offset(v_last + 1);
     content_type := v_ct;
@@ -471,7 +473,9 @@ BEGIN
     IF queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
         RETURN 'not_found';
     END IF;
-    PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    IF COALESCE(pg_catalog.current_setting('queen.stream_notify', true), 'on')::boolean THEN
+        PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    END IF;
     RETURN 'deleted';
 END
 $$;

@@ -32,11 +32,25 @@ extern "C" {
 #include "access/xact.h"
 #include "commands/async.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 PG_FUNCTION_INFO_V1(queen_stream_append_v1);
 }
 
 namespace queen_pg {
+
+bool guc_stream_notify = true;
+
+// Register queen.stream_notify.
+void producer_define_settings() {
+    DefineCustomBoolVariable(
+        "queen.stream_notify",
+        "NOTIFY queen_streams with the stream name on every applied stream append, close, create "
+        "and delete.",
+        "PostgreSQL serializes the commits of notifying transactions; a writer that wakes its own "
+        "readers (the sidecar) may turn it off for its sessions.",
+        &guc_stream_notify, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+}
 
 static SPIPlanPtr plan_find, plan_lock, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
     plan_stream_update, plan_claim, plan_next;
@@ -500,7 +514,7 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
                     v, nullptr, SPI_OK_UPDATE, "producer update");
             }
         }
-        Async_Notify("queen_streams", q->name_cstr);
+        if (guc_stream_notify) Async_Notify("queen_streams", q->name_cstr);
         a->status = "applied";
         a->has_so = a->has_no = a->has_closed = true;
         a->so = start;

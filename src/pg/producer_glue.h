@@ -16,4 +16,9 @@ void stream_write_messages(int64 partition_id, const Datum* elems, int n, int64*
 // encoding, or -1 when all are.
 int stream_json_invalid_index(const Datum* elems, int n);
 
+// queen.stream_notify: NOTIFY queen_streams on every applied append, close, create, delete.
+extern bool guc_stream_notify;
+// Register the streams' settings (called from _PG_init).
+void producer_define_settings();
+
 }  // namespace queen_pg

@@ -144,3 +144,16 @@ SELECT queen.blake3_hex('\x00'::bytea) = '2d3adedff11b61f14c886e35afa036736dcd87
        length(queen.blake3('abc'::bytea)) AS bytes;
 SELECT queen.blake3_hex(string_agg(set_byte('\x00'::bytea, 0, i % 251), ''::bytea ORDER BY i))
   FROM generate_series(0, 1024) i;
+
+-- ---- least privilege: the roles reach the functions, never the tables
+SET ROLE queen_writer;
+SELECT status, stream_offset FROM queen.stream_append('a', ARRAY['\x05'::bytea], NULL, 'w', 0, 0, p_now => '2026-01-01');
+SELECT status, cardinality(messages) FROM queen.stream_read('a');
+SELECT count(*) FROM queen.stream_producers;
+RESET ROLE;
+SET ROLE queen_reader;
+SELECT status, cardinality(messages) FROM queen.stream_read('a');
+SELECT status FROM queen.stream_head('a');
+SELECT status FROM queen.stream_append('a', ARRAY['\x06'::bytea]);
+SELECT queen.stream_delete('a');
+RESET ROLE;

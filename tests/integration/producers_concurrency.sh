@@ -9,8 +9,9 @@ set -euo pipefail
 RUN_ID="pc$$_$(date +%s)"
 WORK=$(mktemp -d)
 # a database of its own, with the extension as built now
-psql -X -q -d "${PGDATABASE:-postgres}" -c "CREATE DATABASE $RUN_ID" >/dev/null
-trap 'rm -rf "$WORK"; psql -X -q -d "${PGDATABASE:-postgres}" -c "DROP DATABASE IF EXISTS $RUN_ID" >/dev/null 2>&1' EXIT
+ADMIN_DB=${PGDATABASE:-postgres}
+psql -X -q -d "$ADMIN_DB" -c "CREATE DATABASE $RUN_ID" >/dev/null
+trap 'rm -rf "$WORK"; psql -X -q -d "$ADMIN_DB" -c "DROP DATABASE IF EXISTS $RUN_ID" >/dev/null 2>&1 || true' EXIT
 export PGDATABASE=$RUN_ID
 fail() {
     echo "FAIL: $*" >&2

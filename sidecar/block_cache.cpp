@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "log.h"
+
 namespace queen::sidecar {
 
 namespace {
@@ -479,13 +481,11 @@ void BlockCache::warn_pressure(int64_t now_mono, int64_t pid) {
     if (now_mono - last < cfg_.warn_interval_ms) return;
     if (!last_warning_mono_.compare_exchange_strong(last, now_mono)) return;
     warnings_++;
-    std::fprintf(stderr,
-                 "queen-sidecar: WARNING dedup cache at its memory budget (%lld MiB): partition "
-                 "%lld suppressed "
-                 "(answers -1 for %lld s); %lld partitions suppressed\n",
-                 static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
-                 static_cast<long long>(cfg_.cooldown_ms / 1000),
-                 static_cast<long long>(suppressed_.load()));
+    QLOG_WARN("dedup cache at its memory budget (%lld MiB): partition %lld suppressed "
+              "(answers -1 for %lld s); %lld partitions suppressed",
+              static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
+              static_cast<long long>(cfg_.cooldown_ms / 1000),
+              static_cast<long long>(suppressed_.load()));
 }
 
 // Idle upkeep; see the header.

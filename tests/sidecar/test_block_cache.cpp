@@ -56,7 +56,8 @@ struct World {
                 if (base < 0) base = out[0][i].offset;
                 surv.push_back(hs[i]);
             }
-        if (!surv.empty()) cache.on_commit(m.pid, base, surv.data(), surv.size());
+        if (!surv.empty())
+            cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
         return out[0];
     }
 };
@@ -189,7 +190,7 @@ TEST(BlockCache, OverlapForcesFullRebuild) {
     auto m = w.meta();
     w.flush(m, txns("a", 5));
     queen::Hash128 h = queen::txn_hash("zzz");
-    w.cache.on_commit(m.pid, 2, &h, 1);  // base <= verified_upto: impossible, be defensive
+    w.cache.on_commit(m.pid, 2, &h, 1, w.clock.wall_ms());  // base <= verified_upto: impossible, be defensive
     EXPECT_TRUE(w.cache.inspect(m.pid).force_rebuild);
     const int before = w.store.calls_window;
     int64_t v;
@@ -261,12 +262,12 @@ TEST(BlockCache, NoRefcountsCrossBlockDuplicateStaysKnown) {
     queen::Hash128 h = queen::txn_hash("twice");
     for (int i = 0; i < 4095; i++) w.flush(m, {"f" + std::to_string(i)});
     int64_t vu = w.cache.inspect(m.pid).verified_upto;
-    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // seals block 1 containing "twice"
+    w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // seals block 1 containing "twice"
     w.clock.advance(60000);
     for (int i = 0; i < 4095; i++) w.flush(m, {"g" + std::to_string(i)});
     vu = w.cache.inspect(m.pid).verified_upto;
     w.store.external_push(m.pid, {});  // keep the store's allocator aligned with the fake commits
-    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // and block 2
+    w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // and block 2
     w.clock.advance(50000);                   // block 1 is now stale, block 2 is not
     w.cache.sweep();
     int64_t v;
@@ -484,7 +485,9 @@ TEST(BlockCache, IdlePartitionsDoNotPinMemory) {
     w.cache.sweep();
     EXPECT_EQ(w.cache.resident_hashes(), 0);
     EXPECT_EQ(w.cache.entries(), 0u);
-    EXPECT_EQ(w.cache.resident_bytes(), 0);
+    // Only the footprint hints (one per hydrated partition, charged per node) remain.
+    EXPECT_EQ(w.cache.aux_entries(), 200u);
+    EXPECT_EQ(w.cache.resident_bytes(), 200 * BlockCache::aux_node_bytes());
 }
 
 TEST(BlockCache, FrontFilterHasNoFalseNegativesAndFewFalsePositives) {
@@ -511,7 +514,7 @@ TEST(BlockCache, MemoryAtMostEighteenBytesPerResidentHash) {
         hs.clear();
         for (int i = 0; i < 100; i++)
             hs.push_back(queen::txn_hash("m" + std::to_string(batch * 100 + i)));
-        w.cache.on_commit(m.pid, base, hs.data(), hs.size());
+        w.cache.on_commit(m.pid, base, hs.data(), hs.size(), w.clock.wall_ms());
         base += 100;
     }
     EntryInfo info = w.cache.inspect(m.pid);
@@ -539,7 +542,7 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
                 std::vector<queen::Hash128> hs{
                     queen::txn_hash(std::to_string(t) + ":" + std::to_string(round))};
                 w.cache.verified_for(metas[k], hs.data(), 1, w.backend);
-                w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1);
+                w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1, w.clock.wall_ms());
                 next[k] = w.cache.inspect(metas[k].pid).verified_upto + 1;
             }
         });
@@ -553,7 +556,20 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
     for (int t = 0; t < 4; t++) threads[t].join();
     stop = true;
     threads.back().join();
-    EXPECT_GE(w.cache.resident_bytes(), 0);
+    // The shared counters agree exactly with the entries they summarise, after all the
+    // concurrent commits, evictions and sweeps.
+    std::size_t hashes = 0;
+    int64_t bytes = 0;
+    for (const auto& m : metas) {
+        EntryInfo info = w.cache.inspect(m.pid);
+        hashes += info.resident;
+        bytes += info.bytes;
+    }
+    EXPECT_EQ(static_cast<int64_t>(hashes), w.cache.resident_hashes());
+    EXPECT_EQ(bytes + static_cast<int64_t>(w.cache.aux_entries()) * BlockCache::aux_node_bytes(),
+              w.cache.resident_bytes());
+    w.cache.sweep();
+    EXPECT_LE(w.cache.resident_bytes(), cfg.budget_bytes);
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ sanitize: sanitize-build
 # parts). Same sub-make pattern as above, in build/tsan, with g++ (TSan needs no clang).
 TSAN_CXX   ?= g++
 TSAN_DIR    = $(BUILD)/tsan
-TSAN_FLAGS  = $(filter-out -O2,$(HOST_FLAGS)) -O1 -fno-omit-frame-pointer -fsanitize=thread
+TSAN_FLAGS  = $(filter-out -O2,$(HOST_FLAGS)) -O1 -fno-omit-frame-pointer -fsanitize=thread -Wno-tsan
 TSAN_TESTS  = $(TSAN_DIR)/queen-sidecar-tests
 # halt_on_error: the first race ends the runner (no summary line -> counted as a failure).
 TSAN_ENV    = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

@@ -136,6 +136,20 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
         e->last_used.store(now_mono, std::memory_order_relaxed);
         // A window change invalidates the expiry bookkeeping: sticky until a rebuild succeeds.
         if (e->built && e->window_s != meta.window_s) e->force_rebuild = true;
+        // First contact with a partition that resolve found empty (last_offset -1) and that
+        // was never measured: it is born complete with nothing in it, no read needed. Sound
+        // however stale meta is: verified_upto = -1 vouches for nothing, and rows that
+        // appear later arrive by on_commit or as a gap that is topped up.
+        if (!e->built && !e->force_rebuild && meta.last_offset < 0 && footprint_hint(pid) == 0) {
+            clear_data(*e);
+            e->built = true;
+            e->window_s = meta.window_s;
+            e->hydrated_from = -1;
+            e->verified_upto = -1;
+            set_suppressed(*e, false);
+            reaccount(*e);
+            empty_births_++;
+        }
         if (!e->built || e->force_rebuild) {
             if (!admit_full_build(pid, *e, now_mono)) {
                 count(Verdict::Suppressed, why);

@@ -147,6 +147,8 @@ public:
     uint64_t evictions() const noexcept { return evictions_.load(); }
     uint64_t topups() const noexcept { return topups_.load(); }
     uint64_t hydrations() const noexcept { return hydrations_.load(); }
+    // Entries born empty without a read (first contact with an empty partition).
+    uint64_t empty_births() const noexcept { return empty_births_.load(); }
     const CacheConfig& config() const noexcept { return cfg_; }
 
 private:
@@ -227,6 +229,7 @@ private:
     std::atomic<uint64_t> evictions_{0};
     std::atomic<uint64_t> topups_{0};
     std::atomic<uint64_t> hydrations_{0};
+    std::atomic<uint64_t> empty_births_{0};
     std::atomic<uint64_t> verdicts_[static_cast<int>(Verdict::kCount)]{};
 };
 

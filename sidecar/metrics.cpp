@@ -166,6 +166,8 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
         sample(&out, "queen_sidecar_cache_events_total", "event=\"hydration\"",
                cache->hydrations());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"topup\"", cache->topups());
+        sample(&out, "queen_sidecar_cache_events_total", "event=\"empty_birth\"",
+               cache->empty_births());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"eviction\"", cache->evictions());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"warning\"", cache->warnings());
     }

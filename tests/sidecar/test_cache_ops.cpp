@@ -106,6 +106,26 @@ TEST(CacheClock, SidecarClockAnHourBehindStillExpires) {
     EXPECT_EQ(w.cache.inspect(m.pid).resident, 0u);
 }
 
+TEST(CacheFirstContact, EmptyPartitionIsBornWithoutAReadAndStaleMetaStaysSound) {
+    SkewWorld w(0);
+    auto m = w.meta("fresh");
+    ASSERT_EQ(m.last_offset, -1);
+    Verdict why;
+    w.flush(m, {"a", "b"}, &why);
+    EXPECT_EQ(why, Verdict::Vouch);
+    EXPECT_EQ(w.store.calls_window, 0) << "no hydration read for an empty partition";
+    EXPECT_EQ(w.cache.empty_births(), 1u);
+    // Stale meta: another writer stored rows after our resolve said "empty".
+    auto stale = w.meta("other");
+    w.store.external_push(stale.pid, {"x", "y", "z"});
+    auto out = w.flush(stale, {"x", "new"}, &why);
+    EXPECT_EQ(out[0].status, EntryStatus::Duplicate) << "vouched -1: the full probe saw x";
+    EXPECT_EQ(out[1].status, EntryStatus::Queued);
+    out = w.flush(stale, {"y"}, &why);  // the gap [0, 2] is topped up first
+    EXPECT_EQ(out[0].status, EntryStatus::Duplicate);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
 TEST(CacheClock, NoDatabaseTimeObservedMeansNothingExpires) {
     SkewWorld w(0);
     EXPECT_EQ(w.cache.db_now_ms(), INT64_MIN);

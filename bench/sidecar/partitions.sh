@@ -117,7 +117,7 @@ if e_after and "c1m" in med:
     lines.append("| 1M existing partitions / 100 partitions | %.2f |" % (med["c1m"][0] / statistics.median(e_after)))
 lines += ["", "Fill: %s partitions pushed once each in %s s (%s partitions stored)." % (format(int(fill), ","), fill_s, format(int(stored), ",")),
           "During the fill: max RSS %.1f MiB, max cache resident bytes %.1f MiB (budget %s MiB), max cache entries %s." % (max_rss / 2**20, max_res / 2**20, budget, format(max_parts, ",")),
-          "Process under its budget: %s (RSS includes the binary, libpq, buffers and the metadata memo)." % ("yes" if max_res <= B else "NO")]
+          "Cache resident bytes at most %.2f%% of its budget (a new entry is charged before the commit that follows evicts); RSS also holds the binary, libpq, buffers and the flusher's metadata memo." % (100.0 * max_res / B)]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

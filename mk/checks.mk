@@ -3,6 +3,10 @@
 # defines BUILD, CORE_SRCS, SIDECAR_SRCS and the rules this file reuses.
 #   make sanitize          core and sidecar GoogleTest runners under ASan + UBSan (build/asan/)
 #   make sanitize-build    build them only (scripts/test.sh runs them one by one)
+#   make tsan              the sidecar GoogleTest runner under ThreadSanitizer (build/tsan/)
+#   make tsan-build        build it only (scripts/test.sh runs and counts it)
+#   make sidecar-fuzz-regress  the sidecar fuzz target over tests/fuzz/corpus, once, with a
+#                          plain g++ driver under ASan + UBSan (no libFuzzer needed)
 #   make fuzz-core         libFuzzer over the segment decoder; FUZZ_SECONDS=60 by default
 #   make lint              clang-tidy (.clang-tidy) and cppcheck over src/core and sidecar/
 # Never more than -j2 on the shared machine.
@@ -31,6 +35,35 @@ sanitize: sanitize-build
 	@rc=0; for t in $(SAN_TESTS); do \
 	    echo "---- $$t ----"; $(SAN_ENV) $$t || rc=1; \
 	done; exit $$rc
+
+# ---- ThreadSanitizer: the sidecar's runner (its flusher, cache and server are the threaded
+# parts). Same sub-make pattern as above, in build/tsan, with g++ (TSan needs no clang).
+TSAN_CXX   ?= g++
+TSAN_DIR    = $(BUILD)/tsan
+TSAN_FLAGS  = $(filter-out -O2,$(HOST_FLAGS)) -O1 -fno-omit-frame-pointer -fsanitize=thread -Wno-tsan
+TSAN_TESTS  = $(TSAN_DIR)/queen-sidecar-tests
+# halt_on_error: the first race ends the runner (no summary line -> counted as a failure).
+TSAN_ENV    = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: tsan tsan-build
+tsan-build:
+	$(MAKE) --no-print-directory BUILD=$(TSAN_DIR) HOST_CXX=$(TSAN_CXX) \
+	    HOST_FLAGS='$(TSAN_FLAGS)' $(TSAN_TESTS)
+
+tsan: tsan-build
+	$(TSAN_ENV) $(TSAN_TESTS)
+
+# ---- the sidecar fuzz target's seed corpus, replayed once with g++ (ASan + UBSan) ----
+SIDECAR_REPLAY = $(BUILD)/fuzz/push_request_replay
+$(SIDECAR_REPLAY): tests/fuzz/replay_main.cpp $(FUZZ_SRCS) tests/fuzz/reference_push_parser.h $(SIDECAR_HDRS)
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	    -fno-sanitize-recover=undefined -Isrc -Isidecar -Itests/fuzz \
+	    -o $@ tests/fuzz/replay_main.cpp $(FUZZ_SRCS) -lsimdjson -lxxhash
+
+.PHONY: sidecar-fuzz-regress
+sidecar-fuzz-regress: $(SIDECAR_REPLAY)
+	$(SAN_ENV) $(SIDECAR_REPLAY) $(sort $(wildcard tests/fuzz/corpus/*))
 
 # ---- libFuzzer over the segment decoder (clang only) ----
 FUZZ_CXX ?= clang++

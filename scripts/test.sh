@@ -3,8 +3,9 @@
 #
 # Stages: install deps, build (make -j2), make install, start the throwaway PostgreSQL
 # (scripts/pg.sh), pg_regress over sql/*.sql and the isolation specs (make installcheck), every
-# GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests) and
-# the core fuzz target over its seed corpus, every executable tests/integration/*.sh, stop
+# GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests),
+# the sidecar runner under ThreadSanitizer (build/tsan/*-tests), the core fuzz target and the
+# sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, stop
 # PostgreSQL.
 # Each pg_regress/isolation test, each GoogleTest test and each integration script counts as
 # one test; a stage that breaks (build error, server that will not start, a crashed runner)
@@ -266,8 +267,10 @@ stage_gtest() {
 }
 
 # Stage: the core and sidecar GoogleTest runners again under ASan + UBSan (make sanitize-build
-# builds build/asan/*-tests from their own objects), counted like the other runners.
-# Then the core fuzz target replays its seed corpus once (one test; make fuzz-core-regress).
+# builds build/asan/*-tests from their own objects), and the sidecar runner under TSan (make
+# tsan-build -> build/tsan/*-tests), each counted like the other runners (one per test).
+# Then the sidecar fuzz target and the core fuzz target replay their seed corpora once (one
+# test each; make sidecar-fuzz-regress, make fuzz-core-regress).
 stage_sanitize() {
     local t
     banner "sanitizers: make sanitize (ASan + UBSan runners), fuzz_segment seed corpus"
@@ -278,6 +281,22 @@ stage_sanitize() {
         [[ -f $t && -x $t ]] || continue
         run_gtest_runner "$t" "asan/$(basename "$t")" "$LOGS/asan-$(basename "$t").log"
     done
+    if ! run_logged "$LOGS/tsan-build.log" 1500 make -k -j2 tsan-build; then
+        add_failed "stage: ThreadSanitizer build (see $LOGS/tsan-build.log)"
+    fi
+    for t in "$ROOT"/build/tsan/*-tests; do
+        [[ -f $t && -x $t ]] || continue
+        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+            run_gtest_runner "$t" "tsan/$(basename "$t")" "$LOGS/tsan-$(basename "$t").log"
+    done
+    echo "---- sidecar push parser fuzz target over tests/fuzz/corpus ----"
+    if run_logged "$LOGS/sidecar-fuzz-regress.log" 600 make --no-print-directory sidecar-fuzz-regress >/dev/null; then
+        add_passed 1
+        echo "ok     sidecar fuzz seed corpus"
+    else
+        add_failed "sidecar fuzz seed corpus (see $LOGS/sidecar-fuzz-regress.log)"
+        show_file "$LOGS/sidecar-fuzz-regress.log" 100
+    fi
     echo "---- fuzz_segment over tests/fuzz_core/corpus ----"
     if run_logged "$LOGS/fuzz-core-regress.log" 300 make --no-print-directory fuzz-core-regress >/dev/null; then
         add_passed 1

@@ -5,18 +5,33 @@
 
 #include <memory>
 
+#include "errors.h"
+#include "health.h"
 #include "json_writer.h"
+#include "log.h"
 #include "pg_backend.h"
 
 namespace queen::sidecar {
 
 namespace {
 
-// An error response.
+// An error response: public code and message only; the internal text of a 5xx is logged.
 HttpResponse error_response(const Status& s, int64_t index = -1) {
     HttpResponse r;
-    r.status = http_code(s.code());
-    r.body = json_error_body(s.message(), index);
+    PublicError e = public_error(s);
+    r.status = e.http;
+    r.body = json_error_body(e.message, e.code, index);
+    if (e.http >= 500)
+        QLOG_WARN("answered %d %s: %s%s%s", e.http, e.code.c_str(), s.message().c_str(),
+                  s.sqlstate().empty() ? "" : " SQLSTATE ", s.sqlstate().c_str());
+    return r;
+}
+
+// A 4xx/5xx with a code of the sidecar's own (routing, health).
+HttpResponse coded_error(int http, const char* code, const std::string& message) {
+    HttpResponse r;
+    r.status = http;
+    r.body = json_error_body(message, code);
     return r;
 }
 
@@ -114,7 +129,11 @@ Api::Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics&
     limits_.max_payload_bytes = settings.max_payload_bytes;
 }
 
-// Route by method and path.
+void Api::mount(std::string prefix, RouteFn fn) {
+    mounts_.emplace_back(std::move(prefix), std::move(fn));
+}
+
+// Route by method and path: mounted prefixes first, then the built-in table below.
 void Api::handle(HttpRequest&& req, Reply reply) {
     std::string path = req.target, query;
     std::size_t qm = path.find('?');
@@ -122,6 +141,8 @@ void Api::handle(HttpRequest&& req, Reply reply) {
         query = path.substr(qm + 1);
         path.resize(qm);
     }
+    for (auto& [prefix, fn] : mounts_)
+        if (path.rfind(prefix, 0) == 0) return fn(std::move(req), path, query, std::move(reply));
     auto counted = [this, reply = std::move(reply)](Endpoint ep) {
         return [this, reply, ep](HttpResponse r) {
             metrics_.count_request(ep, r.status);
@@ -138,12 +159,8 @@ void Api::handle(HttpRequest&& req, Reply reply) {
         return ack(std::move(req), counted(Endpoint::AckBatch), true);
     if (req.method == "POST" && path == "/api/v1/transaction")
         return transaction(std::move(req), counted(Endpoint::Transaction));
-    if (req.method == "GET" && path == "/health") {
-        HttpResponse r;
-        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") +
-                 (metrics_.pg_up.load() ? "up" : "unknown") + "\"}";
-        return counted(Endpoint::Health)(std::move(r));
-    }
+    if (req.method == "GET" && (path == "/health" || path == "/health/live" || path == "/health/ready"))
+        return health(path, counted(Endpoint::Health));
     if (req.method == "GET" && path == "/metrics") {
         HttpResponse r;
         r.content_type = "text/plain; version=0.0.4";
@@ -159,8 +176,29 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
             return pop(q, p, query, counted(Endpoint::Pop));
     }
-    counted(Endpoint::Other)(
-        error_response(Status(StatusCode::NotFound, "no route for " + req.method + " " + path)));
+    counted(Endpoint::Other)(coded_error(404, "no_route", "no route for " + req.method + " " + path));
+}
+
+// /health/live: the process serves HTTP (always 200 while it answers at all).
+// /health/ready: PostgreSQL answers the probe and the sidecar is not draining (else 503).
+// /health: the original summary, always 200, with the probe's verdict.
+void Api::health(const std::string& path, Reply reply) {
+    const bool pg = probe_ ? probe_->up() : metrics_.pg_up.load() != 0;
+    const bool draining = draining_ && draining_->load();
+    HttpResponse r;
+    if (path == "/health/live") {
+        r.body = "{\"status\":\"live\"}";
+    } else if (path == "/health/ready") {
+        if (draining)
+            r = coded_error(503, "shutting_down", "the sidecar is shutting down");
+        else if (!pg)
+            r = coded_error(503, "not_ready", "PostgreSQL is unreachable");
+        else
+            r.body = "{\"status\":\"ready\",\"postgres\":\"up\"}";
+    } else {
+        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") + (pg ? "up" : "down") + "\"}";
+    }
+    reply(std::move(r));
 }
 
 // Parse, layer 1, hand to the flusher; answer when every item has its final answer.
@@ -348,6 +386,14 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
         std::vector<ReadRow> rows;
         Status s = pg.read(queue, partition, start, batch, &rows);
         if (!s.is_ok()) return error_response(s);
+        // What an ack needs: transactionId + partitionId (the reference wire) or queue +
+        // partition, and the consumer group. The partition exists once it has messages, so
+        // resolving it here never creates one.
+        PartitionMeta meta;
+        if (!rows.empty()) {
+            s = pg.resolve_partition(queue, partition, &meta);
+            if (!s.is_ok()) return error_response(s);
+        }
         HttpResponse r;
         std::string& b = r.body;
         b = "{\"messages\":[";
@@ -361,6 +407,10 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
             json_append_string(&b, queue);
             b += ",\"partition\":";
             json_append_string(&b, partition);
+            b += ",\"partitionId\":";
+            json_append_int(&b, meta.pid);
+            b += ",\"consumerGroup\":";
+            json_append_string(&b, group);
             b += ",\"offset\":";
             json_append_int(&b, rows[i].offset);
             b += ",\"createdAt\":";
@@ -374,6 +424,211 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
     });
 }
 
+namespace {
+// One operation in queen.transaction's own shape (queue and partition on the operation).
+struct SqlOp {
+    bool push = true;
+    std::string queue, partition = "Default", txn, group = "__QUEUE_MODE__";
+    int64_t pid = -1;     // an ack by partitionId: names are looked up on the worker
+    std::string items;    // push: the JSON array handed to queen.push
+};
+
+// Where each answer of a reference-shaped operation comes from.
+struct RefOp {
+    bool push = true;
+    std::vector<std::pair<std::size_t, std::size_t>> items;  // push: (sql op, position)
+    std::size_t sql = 0;                                      // ack: its sql op
+};
+
+// Append `"key":value` pairs of an item, except its queue and partition, to out.
+void append_item_fields(simdjson::dom::object item, std::string* out) {
+    out->push_back('{');
+    bool first = true;
+    for (auto field : item) {
+        if (field.key == "queue" || field.key == "partition") continue;
+        if (!first) out->push_back(',');
+        first = false;
+        json_append_string(out, field.key);
+        out->push_back(':');
+        *out += simdjson::minify(field.value);
+    }
+    out->push_back('}');
+}
+
+// Translate the body into SqlOps. Two shapes are accepted for each operation:
+//   reference: {"type":"push","items":[{"queue","partition"?,"payload","transactionId"?}...]}
+//              {"type":"ack","transactionId","partitionId"|"queue"+"partition"?,
+//               "consumerGroup"?,"status"?}
+//   SQL:       {"type":"push","queue","partition"?,"items":[...]}
+// Items of one reference push may name several partitions: they become one SQL push per
+// (queue, partition), in order of first appearance, and their answers are put back in order.
+Status translate_ops(simdjson::dom::array ops, std::vector<SqlOp>* sql, std::vector<RefOp>* ref) {
+    int64_t i = 0;
+    for (simdjson::dom::element el : ops) {
+        const std::string at = "operation " + std::to_string(i);
+        simdjson::dom::object op;
+        if (el.get(op)) return Status(StatusCode::BadRequest, at + " is not an object");
+        std::string type;
+        if (!get_string(op, "type", &type) || (type != "push" && type != "ack"))
+            return Status(StatusCode::BadRequest, at + ": type must be \"push\" or \"ack\"");
+        std::string queue, partition;
+        bool has_queue = false, has_partition = false;
+        if (!get_string(op, "queue", &queue, &has_queue) ||
+            !get_string(op, "partition", &partition, &has_partition))
+            return Status(StatusCode::BadRequest, at + ": queue and partition must be strings");
+        RefOp r;
+        r.push = type == "push";
+        if (r.push) {
+            simdjson::dom::array items;
+            if (op["items"].get(items))
+                return Status(StatusCode::BadRequest, at + ": items must be an array");
+            std::vector<std::pair<std::string, std::string>> keys;  // (queue, partition) per sql op
+            std::vector<std::size_t> counts;
+            const std::size_t first_sql = sql->size();
+            int64_t k = 0;
+            for (simdjson::dom::element iel : items) {
+                const std::string iat = at + " item " + std::to_string(k);
+                simdjson::dom::object item;
+                if (iel.get(item)) return Status(StatusCode::BadRequest, iat + " is not an object");
+                std::string iq = queue, ip = has_partition ? partition : "Default";
+                bool iq_present = false, ip_present = false;
+                std::string tmp;
+                if (!get_string(item, "queue", &tmp, &iq_present))
+                    return Status(StatusCode::BadRequest, iat + ": queue must be a string");
+                if (iq_present) iq = tmp;
+                if (!get_string(item, "partition", &tmp, &ip_present))
+                    return Status(StatusCode::BadRequest, iat + ": partition must be a string");
+                if (ip_present) ip = tmp;
+                if (iq.empty())
+                    return Status(StatusCode::BadRequest,
+                                  iat + ": queue is missing (on the item or the operation)");
+                std::size_t j = 0;
+                while (j < keys.size() && (keys[j].first != iq || keys[j].second != ip)) j++;
+                if (j == keys.size()) {
+                    keys.emplace_back(iq, ip);
+                    counts.push_back(0);
+                    SqlOp so;
+                    so.queue = iq;
+                    so.partition = ip;
+                    so.items = "[";
+                    sql->push_back(std::move(so));
+                }
+                SqlOp& so = (*sql)[first_sql + j];
+                if (counts[j]) so.items.push_back(',');
+                append_item_fields(item, &so.items);
+                r.items.emplace_back(first_sql + j, counts[j]++);
+                k++;
+            }
+            for (std::size_t j = first_sql; j < sql->size(); j++) (*sql)[j].items.push_back(']');
+        } else {
+            SqlOp so;
+            so.push = false;
+            bool has_txn = false;
+            std::string status;
+            if (!get_string(op, "transactionId", &so.txn, &has_txn) || !has_txn)
+                return Status(StatusCode::BadRequest, at + ": transactionId must be a string");
+            if (!get_string(op, "consumerGroup", &so.group) ||
+                !get_string(op, "status", &status))
+                return Status(StatusCode::BadRequest,
+                              at + ": consumerGroup and status must be strings");
+            if (so.group.empty()) so.group = "__QUEUE_MODE__";
+            if (!status.empty() && status != "completed")
+                return Status(StatusCode::BadRequest,
+                              at + ": only status \"completed\" is supported");
+            int64_t pid;
+            if (has_queue) {
+                so.queue = queue;
+                if (has_partition) so.partition = partition;
+            } else if (!op["partitionId"].get(pid) && pid >= 0) {
+                so.pid = pid;
+            } else {
+                return Status(StatusCode::BadRequest,
+                              at + ": an ack needs queue (+ partition) or partitionId");
+            }
+            r.sql = sql->size();
+            sql->push_back(std::move(so));
+        }
+        ref->push_back(std::move(r));
+        i++;
+    }
+    return Status::ok();
+}
+
+// The argument of queen.transaction for the SQL-shaped operations.
+std::string sql_ops_json(const std::vector<SqlOp>& sql) {
+    std::string out = "{\"operations\":[";
+    for (std::size_t j = 0; j < sql.size(); j++) {
+        const SqlOp& o = sql[j];
+        if (j) out.push_back(',');
+        out += o.push ? "{\"type\":\"push\",\"queue\":" : "{\"type\":\"ack\",\"queue\":";
+        json_append_string(&out, o.queue);
+        out += ",\"partition\":";
+        json_append_string(&out, o.partition);
+        if (o.push) {
+            out += ",\"items\":";
+            out += o.items;
+        } else {
+            out += ",\"transactionId\":";
+            json_append_string(&out, o.txn);
+            out += ",\"consumerGroup\":";
+            json_append_string(&out, o.group);
+        }
+        out.push_back('}');
+    }
+    out += "]}";
+    return out;
+}
+
+// Put queen.transaction's results back in the shape of the request's operations.
+Status reassemble(const std::string& result, const std::vector<SqlOp>& sql,
+                  const std::vector<RefOp>& ref, std::string* out) {
+    simdjson::padded_string padded(result);
+    simdjson::dom::parser parser;
+    simdjson::dom::array results;
+    simdjson::dom::element root;
+    if (parser.parse(padded).get(root) || root["results"].get(results) ||
+        results.size() != sql.size())
+        return Status(StatusCode::Internal, "queen.transaction returned an unexpected result");
+    std::vector<simdjson::dom::element> by_sql;
+    for (simdjson::dom::element el : results) by_sql.push_back(el);
+    *out = "{\"success\":true,\"results\":[";
+    for (std::size_t i = 0; i < ref.size(); i++) {
+        if (i) out->push_back(',');
+        const RefOp& r = ref[i];
+        if (!r.push) {
+            *out += simdjson::minify(by_sql[r.sql]);
+            continue;
+        }
+        *out += "{\"type\":\"push\",\"items\":[";
+        for (std::size_t k = 0; k < r.items.size(); k++) {
+            auto [j, m] = r.items[k];
+            simdjson::dom::array items;
+            simdjson::dom::object it;
+            if (by_sql[j]["items"].get(items) || items.at(m).get(it))
+                return Status(StatusCode::Internal, "queen.transaction returned too few items");
+            if (k) out->push_back(',');
+            *out += "{\"index\":";
+            json_append_int(out, static_cast<int64_t>(k));
+            for (auto field : it) {
+                if (field.key == "index") continue;
+                out->push_back(',');
+                json_append_string(out, field.key);
+                out->push_back(':');
+                *out += simdjson::minify(field.value);
+            }
+            *out += ",\"queueName\":";
+            json_append_string(out, sql[j].queue);
+            *out += ",\"partition\":";
+            json_append_string(out, sql[j].partition);
+            out->push_back('}');
+        }
+        *out += "]}";
+    }
+    *out += "]}";
+    return Status::ok();
+}
+}  // namespace
+
 // {operations:[...]} -> queen.transaction; a duplicate push rolls everything back.
 void Api::transaction(HttpRequest&& req, Reply reply) {
     simdjson::padded_string padded(req.body);
@@ -383,17 +638,26 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
     simdjson::dom::array ops;
     if (obj["operations"].get(ops))
         return reply(error_response(Status(StatusCode::BadRequest, "operations must be an array")));
-    std::string ops_json = simdjson::minify(obj);  // queen.transaction takes {"operations": [...]}
-    with_pg(flusher_, std::move(reply), [ops_json](PgBackend& pg) {
+    auto sql = std::make_shared<std::vector<SqlOp>>();
+    auto ref = std::make_shared<std::vector<RefOp>>();
+    Status ts = translate_ops(ops, sql.get(), ref.get());
+    if (!ts.is_ok()) return reply(error_response(ts));
+    with_pg(flusher_, std::move(reply), [sql, ref](PgBackend& pg) {
+        for (SqlOp& o : *sql) {
+            if (o.pid < 0) continue;
+            Status s = pg.partition_names(o.pid, &o.queue, &o.partition);
+            if (!s.is_ok()) return error_response(s);
+        }
         std::string result;
-        Status s = pg.transaction(ops_json, &result);
+        Status s = pg.transaction(sql_ops_json(*sql), &result);
         HttpResponse r;
         if (s.code() == StatusCode::Conflict) {
             r.body = "{\"success\":false,\"reason\":\"duplicate\"}";
             return r;
         }
         if (!s.is_ok()) return error_response(s);
-        r.body = "{\"success\":true,\"result\":" + result + "}";
+        s = reassemble(result, *sql, *ref, &r.body);
+        if (!s.is_ok()) return error_response(s);
         return r;
     });
 }

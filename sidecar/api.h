@@ -3,8 +3,11 @@
 // Push bodies are parsed on the calling thread; SQL runs on the flusher's workers.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "block_cache.h"
 #include "flusher.h"
@@ -28,11 +31,26 @@ struct HttpResponse {
 
 using Reply = std::function<void(HttpResponse)>;
 
+// A handler for every request whose path starts with a mounted prefix. It gets the decoded
+// path (no query) and the raw query string, and must call reply exactly once.
+using RouteFn = std::function<void(HttpRequest&& req, const std::string& path,
+                                   const std::string& query, Reply reply)>;
+
+class PgProbe;
+
 class Api {
 public:
     Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics);
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply);
+    // The one extension point of the router: requests under prefix (e.g. "/v1/stream/") go to
+    // fn before any built-in route is tried. Mount everything before serving starts.
+    void mount(std::string prefix, RouteFn fn);
+    // Readiness inputs: the PostgreSQL probe and the server's draining flag (both optional).
+    void set_health(const PgProbe* probe, const std::atomic<bool>* draining) {
+        probe_ = probe;
+        draining_ = draining;
+    }
 
 private:
     void push(HttpRequest&& req, Reply reply);
@@ -41,7 +59,11 @@ private:
     void pop(const std::string& queue, const std::string& partition, const std::string& query,
              Reply reply);
     void transaction(HttpRequest&& req, Reply reply);
+    void health(const std::string& path, Reply reply);
 
+    std::vector<std::pair<std::string, RouteFn>> mounts_;
+    const PgProbe* probe_ = nullptr;
+    const std::atomic<bool>* draining_ = nullptr;
     ParseLimits limits_;
     Flusher& flusher_;
     BlockCache& cache_;

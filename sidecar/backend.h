@@ -56,6 +56,7 @@ struct EntryOut {
     EntryStatus status = EntryStatus::Queued;
     queen::Uuid id{};
     int64_t offset = -1;
+    int64_t created_ms = 0;  // the database's clock after the push (>= the rows' created_at)
 };
 
 // Everything a flush worker does with its connection.

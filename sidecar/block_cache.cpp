@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "log.h"
+
 namespace queen::sidecar {
 
 namespace {
@@ -36,9 +38,48 @@ inline bool hash_eq(const queen::Hash128& a, const queen::Hash128& b) noexcept {
 }  // namespace
 
 namespace {
-constexpr int64_t kEntryOverheadBytes = static_cast<int64_t>(256);  // entry + map node + handle
-constexpr int64_t kBlockOverheadBytes = 48;
+// What glibc's malloc really takes for a request of n bytes on a 64-bit system: the request
+// plus an 8-byte header, rounded up to 16, at least 32 (mallinfo2's uordblks counts this).
+constexpr int64_t chunk(std::size_t n) {
+    return n == 0 ? 0 : std::max<int64_t>(32, static_cast<int64_t>((n + 8 + 15) & ~std::size_t(15)));
+}
+// A hash table bucket pointer per element, times the average bucket count per element under
+// a max load factor of 1 with prime growth (between 1 and 2).
+constexpr int64_t kBucketBytes = 12;
 }  // namespace
+
+// make_shared's block (control block of 16 bytes + the Entry), the map node (next pointer,
+// key, handle) and its bucket.
+int64_t BlockCache::entry_overhead_bytes() noexcept {
+    return chunk(16 + sizeof(Entry)) + chunk(sizeof(void*) + sizeof(std::pair<const int64_t, EntryPtr>)) +
+           kBucketBytes;
+}
+
+// One node of a pid -> int64 map and its bucket.
+int64_t BlockCache::aux_node_bytes() noexcept {
+    return chunk(sizeof(void*) + sizeof(std::pair<const int64_t, int64_t>)) + kBucketBytes;
+}
+
+// Monotonic time plus the largest (database time - monotonic time) seen so far.
+int64_t BlockCache::db_now_ms() const noexcept {
+    const int64_t off = db_offset_.load(std::memory_order_relaxed);
+    if (off == INT64_MIN) return INT64_MIN;
+    return clock_.mono_ms() + off;
+}
+
+// Raise the offset to db_ms - now (lock-free max).
+void BlockCache::observe_db_time(int64_t db_ms) noexcept {
+    if (db_ms <= 0) return;
+    const int64_t off = db_ms - clock_.mono_ms();
+    int64_t cur = db_offset_.load(std::memory_order_relaxed);
+    while (off > cur && !db_offset_.compare_exchange_weak(cur, off, std::memory_order_relaxed)) {
+    }
+}
+
+// The longest time span one block may cover: an eighth of the window, at least idle_seal_ms.
+int64_t BlockCache::slice_ms(const Entry& e) const noexcept {
+    return std::max<int64_t>(cfg_.idle_seal_ms, static_cast<int64_t>(e.window_s) * 1000 / 8);
+}
 
 // Configuration is copied; the clock must outlive the cache.
 BlockCache::BlockCache(const CacheConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {}
@@ -65,8 +106,9 @@ BlockCache::EntryPtr BlockCache::find_or_create(int64_t pid) {
     EntryPtr& slot = map_[pid];
     if (!slot) {
         slot = std::make_shared<Entry>();
-        slot->bytes = kEntryOverheadBytes;
-        total_bytes_ += kEntryOverheadBytes;
+        slot->bytes = entry_overhead_bytes();
+        slot->charged = slot->bytes;
+        total_bytes_ += slot->bytes;
     }
     return slot;
 }
@@ -94,6 +136,20 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
         e->last_used.store(now_mono, std::memory_order_relaxed);
         // A window change invalidates the expiry bookkeeping: sticky until a rebuild succeeds.
         if (e->built && e->window_s != meta.window_s) e->force_rebuild = true;
+        // First contact with a partition that resolve found empty (last_offset -1) and that
+        // was never measured: it is born complete with nothing in it, no read needed. Sound
+        // however stale meta is: verified_upto = -1 vouches for nothing, and rows that
+        // appear later arrive by on_commit or as a gap that is topped up.
+        if (!e->built && !e->force_rebuild && meta.last_offset < 0 && footprint_hint(pid) == 0) {
+            clear_data(*e);
+            e->built = true;
+            e->window_s = meta.window_s;
+            e->hydrated_from = -1;
+            e->verified_upto = -1;
+            set_suppressed(*e, false);
+            reaccount(*e);
+            empty_births_++;
+        }
         if (!e->built || e->force_rebuild) {
             if (!admit_full_build(pid, *e, now_mono)) {
                 count(Verdict::Suppressed, why);
@@ -104,7 +160,7 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
                 return -1;
             }
         }
-        expire(*e, clock_.wall_ms());
+        expire(*e, db_now_ms());
         if (!e->gaps.empty() && !top_up(pid, *e, loader)) {
             bool rebuilt = e->force_rebuild && admit_full_build(pid, *e, now_mono) &&
                            full_build(pid, *e, meta.window_s, loader);
@@ -130,7 +186,7 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
 // footprint hint) estimate an empty window and are always admitted.
 bool BlockCache::admit_full_build(int64_t pid, Entry& e, int64_t now_mono) {
     // The estimate: the last measured footprint, or what the entry holds right now.
-    const int64_t held = e.bytes > kEntryOverheadBytes ? e.bytes : 0;
+    const int64_t held = e.bytes > entry_overhead_bytes() ? e.bytes : 0;
     const int64_t est = std::max(footprint_hint(pid), held);
     const int64_t until = cooldown_until(pid);
     if (est <= 0 && until == 0) {
@@ -166,6 +222,7 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
     clear_data(e);
     e.built = false;
     int64_t max_end = last;
+    for (const TxnRow& r : rows) observe_db_time(r.created_ms);
     for (const TxnRow& r : rows) {
         if (r.end < r.base ||
             r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
@@ -212,6 +269,7 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
             return false;
         }
         for (const TxnRow& r : rows) {
+            observe_db_time(r.created_ms);
             const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
             for (int64_t i = 0; i <= r.end - r.base; i++)
                 append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
@@ -227,13 +285,18 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
 // A commit: contiguous -> append and advance; gap -> record it (and still append ours);
 // overlap -> full rebuild.
 void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors,
-                           std::size_t n) {
+                           std::size_t n, int64_t created_ms) {
     if (!cfg_.enabled || n == 0) return;
+    observe_db_time(created_ms);
     EntryPtr e = find(pid);
     if (!e) return;
     {
         std::lock_guard<std::mutex> lk(e->mu);
         if (e->evicted || !e->built || e->force_rebuild) return;
+        if (created_ms <= 0) {
+            e->force_rebuild = true;  // no database time to stamp the hashes with
+            return;
+        }
         if (base <= e->verified_upto) {
             e->force_rebuild = true;  // impossible under a monotone allocator: be defensive
             return;
@@ -245,9 +308,8 @@ void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* surv
                 return;
             }
         }
-        const int64_t now_wall = clock_.wall_ms();
         for (std::size_t i = 0; i < n; i++)
-            append_hash(*e, survivors[i], base + static_cast<int64_t>(i), now_wall);
+            append_hash(*e, survivors[i], base + static_cast<int64_t>(i), created_ms);
         e->verified_upto = base + static_cast<int64_t>(n) - 1;
         maybe_rebuild_filter(*e);
         reaccount(*e);
@@ -268,17 +330,20 @@ void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
     e.hot.push_back(h);
     if (offset > e.hot_max_offset) e.hot_max_offset = offset;
     if (created_ms > e.hot_max_created_ms) e.hot_max_created_ms = created_ms;
+    if (created_ms < e.hot_min_created_ms) e.hot_min_created_ms = created_ms;
     e.filter.add(h);
     e.resident++;
     total_hashes_++;
 }
 
-// Sort the hot buffer into an immutable block. A partial seal (idle entries) merges into the
-// newest block when both fit in one block, so slow partitions do not collect tiny blocks.
+// Sort the hot buffer into an immutable block. A partial seal (idle or slow entries) merges
+// into the newest block when both fit in one block and the result spans at most a slice, so
+// slow partitions neither collect tiny blocks nor keep one block of hashes forever.
 void BlockCache::seal_hot(Entry& e, bool partial) {
     if (e.hot.empty()) return;
     std::sort(e.hot.begin(), e.hot.end(), HashLess());
-    if (partial && !e.blocks.empty() && e.blocks.back().h.size() + e.hot.size() <= kBlockHashes) {
+    if (partial && !e.blocks.empty() && e.blocks.back().h.size() + e.hot.size() <= kBlockHashes &&
+        e.hot_max_created_ms - e.blocks.back().min_created_ms <= slice_ms(e)) {
         Block& last = e.blocks.back();
         std::vector<queen::Hash128> merged;
         merged.reserve(last.h.size() + e.hot.size());
@@ -287,32 +352,40 @@ void BlockCache::seal_hot(Entry& e, bool partial) {
         last.h.swap(merged);
         last.max_offset = std::max(last.max_offset, e.hot_max_offset);
         last.max_created_ms = std::max(last.max_created_ms, e.hot_max_created_ms);
+        last.min_created_ms = std::min(last.min_created_ms, e.hot_min_created_ms);
     } else {
         if (partial) e.hot.shrink_to_fit();
         Block b;
         b.h.swap(e.hot);
         b.max_offset = e.hot_max_offset;
         b.max_created_ms = e.hot_max_created_ms;
+        b.min_created_ms = e.hot_min_created_ms;
         e.blocks.push_back(std::move(b));
     }
     std::vector<queen::Hash128>().swap(e.hot);
     e.hot_max_offset = -1;
     e.hot_max_created_ms = 0;
+    e.hot_min_created_ms = INT64_MAX;
 }
 
 // Drop front blocks whose newest row is older than window + slack; raise hydrated_from to
 // each dropped block's highest offset. An all-stale hot buffer behind no blocks goes too.
-void BlockCache::expire(Entry& e, int64_t now_wall) {
-    if (!e.built) return;
-    const int64_t cutoff = now_wall - static_cast<int64_t>(e.window_s) * 1000 - cfg_.skew_slack_ms;
+void BlockCache::expire(Entry& e, int64_t now_db) {
+    if (!e.built || now_db == INT64_MIN) return;  // no database time observed yet: keep all
+    const int64_t cutoff = now_db - static_cast<int64_t>(e.window_s) * 1000 - cfg_.skew_slack_ms;
     bool dropped = false;
-    while (!e.blocks.empty() && e.blocks.front().max_created_ms < cutoff) {
-        Block& b = e.blocks.front();
+    std::size_t drop = 0;
+    while (drop < e.blocks.size() && e.blocks[drop].max_created_ms < cutoff) {
+        Block& b = e.blocks[drop];
         e.hydrated_from = std::max(e.hydrated_from, b.max_offset);
         e.resident -= b.h.size();
         total_hashes_ -= static_cast<int64_t>(b.h.size());
-        e.blocks.pop_front();
+        drop++;
         dropped = true;
+    }
+    if (drop) {
+        e.blocks.erase(e.blocks.begin(), e.blocks.begin() + static_cast<std::ptrdiff_t>(drop));
+        if (e.blocks.empty()) std::vector<Block>().swap(e.blocks);
     }
     if (e.blocks.empty() && !e.hot.empty() && e.hot_max_created_ms < cutoff) {
         e.hydrated_from = std::max(e.hydrated_from, e.hot_max_offset);
@@ -321,6 +394,7 @@ void BlockCache::expire(Entry& e, int64_t now_wall) {
         std::vector<queen::Hash128>().swap(e.hot);
         e.hot_max_offset = -1;
         e.hot_max_created_ms = 0;
+        e.hot_min_created_ms = INT64_MAX;
         dropped = true;
     }
     if (e.hydrated_from > e.verified_upto) e.hydrated_from = e.verified_upto;
@@ -343,12 +417,13 @@ bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
 void BlockCache::clear_data(Entry& e) {
     total_hashes_ -= static_cast<int64_t>(e.resident);
     e.resident = 0;
-    e.blocks.clear();
+    std::vector<Block>().swap(e.blocks);
     std::vector<queen::Hash128>().swap(e.hot);
     e.hot_max_offset = -1;
     e.hot_max_created_ms = 0;
+    e.hot_min_created_ms = INT64_MAX;
     e.filter.clear();
-    e.gaps.clear();
+    std::vector<std::pair<int64_t, int64_t>>().swap(e.gaps);
 }
 
 // Keep the filter within about 1.25-1.6 bytes per resident hash and never saturated.
@@ -372,13 +447,14 @@ void BlockCache::maybe_rebuild_filter(Entry& e) {
 void BlockCache::reaccount(Entry& e) {
     int64_t bytes = 0;
     if (!e.evicted) {
-        bytes = kEntryOverheadBytes +
-                static_cast<int64_t>(e.hot.capacity() * kHashBytes + e.filter.bytes());
-        for (const Block& b : e.blocks)
-            bytes += kBlockOverheadBytes + static_cast<int64_t>(b.h.capacity() * kHashBytes);
+        bytes = entry_overhead_bytes() + chunk(e.hot.capacity() * kHashBytes) +
+                chunk(e.filter.bytes()) + chunk(e.blocks.capacity() * sizeof(Block)) +
+                chunk(e.gaps.capacity() * sizeof(e.gaps[0]));
+        for (const Block& b : e.blocks) bytes += chunk(b.h.capacity() * kHashBytes);
     }
     total_bytes_ += bytes - e.bytes;
     e.bytes = bytes;
+    e.charged.store(bytes, std::memory_order_relaxed);
 }
 
 // Maintain the suppressed-partitions gauge.
@@ -388,29 +464,50 @@ void BlockCache::set_suppressed(Entry& e, bool on) {
     suppressed_ += on ? 1 : -1;
 }
 
-// LRU eviction, never of `except` nor of anything used within recent_use_ms; victims are
-// only try_locked (see the locking protocol).
+// Approximate LRU eviction without sorting, never of `except` nor of anything used within
+// recent_use_ms; victims are only try_locked (see the locking protocol). Pass 1 (map lock
+// shared) sums charged bytes by idle age in power-of-two millisecond buckets; the oldest
+// buckets that free enough (down to 5% of the budget below the limit, so the next admissions
+// fit without another round) are chosen; pass 2 collects their handles; they are evicted
+// outside the map lock. O(entries) per round, and rounds are rare.
 bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int64_t limit,
                                   int64_t now_mono) {
     auto fits = [&] { return total_bytes_.load() - own + need <= limit; };
     if (fits()) return true;
+    const int64_t target = limit - cfg_.budget_bytes / 20;
+    const int64_t want = total_bytes_.load() - own + need - target;
+    constexpr int kAgeBuckets = 48;
+    auto bucket_of = [](int64_t age) {
+        int b = 0;
+        while (b + 1 < kAgeBuckets && (int64_t(1) << (b + 1)) <= age) b++;
+        return b;
+    };
+    int64_t by_age[kAgeBuckets] = {};
+    {
+        std::shared_lock<std::shared_mutex> lk(map_mu_);
+        for (const auto& [pid, e] : map_) {
+            const int64_t age = now_mono - e->last_used.load(std::memory_order_relaxed);
+            if (pid == except || age < cfg_.recent_use_ms) continue;
+            by_age[bucket_of(age)] += e->charged.load(std::memory_order_relaxed);
+        }
+    }
+    int threshold = kAgeBuckets;
+    int64_t freed_est = 0;
+    while (threshold > 0 && freed_est < want) freed_est += by_age[--threshold];
     struct Cand {
-        int64_t used;
         int64_t pid;
         EntryPtr e;
     };
     std::vector<Cand> cands;
     {
         std::shared_lock<std::shared_mutex> lk(map_mu_);
-        cands.reserve(map_.size());
-        for (const auto& [pid, e] : map_)
-            if (pid != except)
-                cands.push_back({e->last_used.load(std::memory_order_relaxed), pid, e});
+        for (const auto& [pid, e] : map_) {
+            const int64_t age = now_mono - e->last_used.load(std::memory_order_relaxed);
+            if (pid == except || age < cfg_.recent_use_ms || bucket_of(age) < threshold) continue;
+            cands.push_back({pid, e});
+        }
     }
-    std::sort(cands.begin(), cands.end(),
-              [](const Cand& a, const Cand& b) { return a.used < b.used; });
     for (Cand& c : cands) {
-        if (now_mono - c.used < cfg_.recent_use_ms) break;
         if (!c.e->mu.try_lock()) continue;
         int64_t freed = 0;
         if (!c.e->evicted) {
@@ -423,11 +520,11 @@ bool BlockCache::evict_until_fits(int64_t except, int64_t own, int64_t need, int
         }
         c.e->mu.unlock();
         remove_from_map(c.pid, c.e.get());
-        if (freed > kEntryOverheadBytes) {
+        if (freed > entry_overhead_bytes()) {
             set_footprint_hint(c.pid, freed);
             evictions_++;
         }
-        if (fits()) return true;
+        if (total_bytes_.load() - own + need <= target) break;
     }
     return fits();
 }
@@ -442,7 +539,7 @@ int64_t BlockCache::footprint_hint(int64_t pid) const {
 // Remember pid's footprint (soft-capped map).
 void BlockCache::set_footprint_hint(int64_t pid, int64_t bytes) {
     std::lock_guard<std::mutex> lk(aux_mu_);
-    footprint_[pid] = bytes;
+    if (footprint_.insert_or_assign(pid, bytes).second) total_bytes_ += aux_node_bytes();
     if (footprint_.size() > cfg_.aux_soft_cap) prune_aux_locked(clock_.mono_ms());
 }
 
@@ -456,7 +553,7 @@ int64_t BlockCache::cooldown_until(int64_t pid) const {
 // Start pid's cooldown (soft-capped map).
 void BlockCache::set_cooldown(int64_t pid, int64_t until) {
     std::lock_guard<std::mutex> lk(aux_mu_);
-    cooldown_[pid] = until;
+    if (cooldown_.insert_or_assign(pid, until).second) total_bytes_ += aux_node_bytes();
     if (cooldown_.size() > cfg_.aux_soft_cap) prune_aux_locked(clock_.mono_ms());
 }
 
@@ -464,6 +561,7 @@ void BlockCache::set_cooldown(int64_t pid, int64_t until) {
 // Losing a hint or a cooldown only costs a re-measured estimate.
 void BlockCache::prune_aux_locked(int64_t now_mono) {
     const std::size_t target = cfg_.aux_soft_cap - cfg_.aux_soft_cap / 10;
+    const std::size_t before = cooldown_.size() + footprint_.size();
     if (cooldown_.size() > cfg_.aux_soft_cap) {
         for (auto it = cooldown_.begin(); it != cooldown_.end();)
             it = it->second <= now_mono ? cooldown_.erase(it) : std::next(it);
@@ -471,6 +569,8 @@ void BlockCache::prune_aux_locked(int64_t now_mono) {
     }
     if (footprint_.size() > cfg_.aux_soft_cap)
         while (footprint_.size() > target) footprint_.erase(footprint_.begin());
+    total_bytes_ -= static_cast<int64_t>(before - cooldown_.size() - footprint_.size()) *
+                    aux_node_bytes();
 }
 
 // One warning per warn_interval process-wide.
@@ -479,19 +579,17 @@ void BlockCache::warn_pressure(int64_t now_mono, int64_t pid) {
     if (now_mono - last < cfg_.warn_interval_ms) return;
     if (!last_warning_mono_.compare_exchange_strong(last, now_mono)) return;
     warnings_++;
-    std::fprintf(stderr,
-                 "queen-sidecar: WARNING dedup cache at its memory budget (%lld MiB): partition "
-                 "%lld suppressed "
-                 "(answers -1 for %lld s); %lld partitions suppressed\n",
-                 static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
-                 static_cast<long long>(cfg_.cooldown_ms / 1000),
-                 static_cast<long long>(suppressed_.load()));
+    QLOG_WARN("dedup cache at its memory budget (%lld MiB): partition %lld suppressed "
+              "(answers -1 for %lld s); %lld partitions suppressed",
+              static_cast<long long>(cfg_.budget_bytes >> 20), static_cast<long long>(pid),
+              static_cast<long long>(cfg_.cooldown_ms / 1000),
+              static_cast<long long>(suppressed_.load()));
 }
 
 // Idle upkeep; see the header.
 void BlockCache::sweep() {
     const int64_t now_mono = clock_.mono_ms();
-    const int64_t now_wall = clock_.wall_ms();
+    const int64_t now_db = db_now_ms();
     std::vector<std::pair<int64_t, EntryPtr>> all;
     {
         std::shared_lock<std::shared_mutex> lk(map_mu_);
@@ -503,9 +601,13 @@ void BlockCache::sweep() {
         bool drop = false;
         if (!e->evicted) {
             const int64_t idle = now_mono - e->last_used.load(std::memory_order_relaxed);
-            if (idle >= cfg_.idle_seal_ms) {
+            // Idle, or slow: a hot buffer whose oldest hash is a slice old is sealed, so
+            // that its hashes can expire with their block.
+            const bool slow = !e->hot.empty() && now_db != INT64_MIN &&
+                              now_db - e->hot_min_created_ms >= slice_ms(*e);
+            if (idle >= cfg_.idle_seal_ms || slow) {
                 seal_hot(*e, true);
-                expire(*e, now_wall);
+                expire(*e, now_db);
                 maybe_rebuild_filter(*e);
                 reaccount(*e);
             }

@@ -11,6 +11,24 @@
 //   - hashes live in sorted immutable 4096-hash blocks plus one hot buffer sealed at capacity;
 //     expiry drops whole front blocks whose newest row is past the window (+ slack) and raises
 //     hydrated_from; no refcounts (a hash lives independently in each block containing it);
+//     a block spans at most a slice of time (window/8, at least idle_seal_ms), and the sweeper
+//     seals a hot buffer whose oldest hash is a slice old, so a partition pushed every few
+//     seconds sheds its stale hashes too (at most about a slice's worth stays past the window);
+//
+// One clock: the cache never reads the sidecar's wall clock. Every hash is stamped with the
+// created_at PostgreSQL gave it (rows read back, and the clock_timestamp() a push returns,
+// taken after the rows were written: an upper bound of their created_at). "Now" for expiry is
+// the database's clock as last observed (the newest such timestamp, a lower bound of the
+// database's now() at the moment it was read) carried forward by the monotonic clock. So the
+// cache can only under-estimate the database's time, which keeps hashes longer, never shorter;
+// with no observation yet nothing expires.
+//
+// Memory: every entry is charged what it costs in the allocator (the entry with its
+// shared_ptr control block, the map node and bucket, each heap block's size plus 16 bytes of
+// malloc overhead), auxiliary map nodes included; tests/sidecar/test_cache_memory.cpp checks the
+// figure against mallinfo2(). Eviction never sorts: one pass builds a histogram of idle ages
+// (power-of-two buckets) and bytes, a second evicts the oldest buckets until the total is 5% of
+// the budget below the limit, so one eviction round serves many admissions.
 //   - a local hit never decides: it returns -1 so SQL runs the full probe;
 //   - a front filter (front_filter.h) answers most "absent" checks with one cache line.
 //
@@ -27,7 +45,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -98,8 +115,17 @@ public:
     int64_t verified_for(const PartitionMeta& meta, const queen::Hash128* hashes, std::size_t n,
                          CacheLoader& loader, Verdict* why = nullptr);
 
-    // A committed push of pid allocated [base, base + n - 1] to these survivors, in order.
-    void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n);
+    // A committed push of pid allocated [base, base + n - 1] to these survivors, in order;
+    // created_ms is the database's time for the push (an upper bound of the rows' created_at;
+    // 0 = unknown: the entry is rebuilt from the database instead).
+    void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n,
+                   int64_t created_ms);
+
+    // The database's time as last observed, carried forward by the monotonic clock (a lower
+    // bound of the database's now()); INT64_MIN before the first observation.
+    int64_t db_now_ms() const noexcept;
+    // Record a database timestamp (a created_at read back or returned by a push).
+    void observe_db_time(int64_t db_ms) noexcept;
 
     // Periodic upkeep: seal and expire idle entries, drop empty idle ones, prune aux maps,
     // enforce the budget.
@@ -111,6 +137,9 @@ public:
     int64_t suppressed_partitions() const noexcept { return suppressed_.load(); }
     std::size_t entries() const;
     std::size_t aux_entries() const;
+    // Bytes charged for one entry with nothing resident, and per auxiliary map node.
+    static int64_t entry_overhead_bytes() noexcept;
+    static int64_t aux_node_bytes() noexcept;
     uint64_t verdict_count(Verdict v) const noexcept {
         return verdicts_[static_cast<int>(v)].load();
     }
@@ -118,12 +147,15 @@ public:
     uint64_t evictions() const noexcept { return evictions_.load(); }
     uint64_t topups() const noexcept { return topups_.load(); }
     uint64_t hydrations() const noexcept { return hydrations_.load(); }
+    // Entries born empty without a read (first contact with an empty partition).
+    uint64_t empty_births() const noexcept { return empty_births_.load(); }
     const CacheConfig& config() const noexcept { return cfg_; }
 
 private:
     struct Block {
         std::vector<queen::Hash128> h;  // sorted
         int64_t max_offset = -1;
+        int64_t min_created_ms = INT64_MAX;
         int64_t max_created_ms = 0;
     };
     struct Entry {
@@ -138,13 +170,15 @@ private:
         int64_t hydrated_from = -1;
         int64_t verified_upto = -1;
         std::vector<std::pair<int64_t, int64_t>> gaps;
-        std::deque<Block> blocks;
+        std::vector<Block> blocks;  // oldest first (a vector: an empty one allocates nothing)
         std::vector<queen::Hash128> hot;
         int64_t hot_max_offset = -1;
+        int64_t hot_min_created_ms = INT64_MAX;
         int64_t hot_max_created_ms = 0;
         FrontFilter filter;
         std::size_t resident = 0;
-        int64_t bytes = 0;  // what this entry contributes to total_bytes_
+        int64_t bytes = 0;                  // what this entry contributes to total_bytes_
+        std::atomic<int64_t> charged{0};    // a copy of bytes readable without mu (eviction)
     };
     using EntryPtr = std::shared_ptr<Entry>;
 
@@ -158,7 +192,8 @@ private:
     bool top_up(int64_t pid, Entry& e, CacheLoader& loader);
     void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms);
     void seal_hot(Entry& e, bool partial);
-    void expire(Entry& e, int64_t now_wall);
+    void expire(Entry& e, int64_t now_db);
+    int64_t slice_ms(const Entry& e) const noexcept;
     bool contains(const Entry& e, const queen::Hash128& h) const;
     void clear_data(Entry& e);
     void maybe_rebuild_filter(Entry& e);
@@ -185,6 +220,7 @@ private:
     mutable std::mutex aux_mu_;
     std::unordered_map<int64_t, int64_t> cooldown_;   // pid -> mono ms deadline
     std::unordered_map<int64_t, int64_t> footprint_;  // pid -> last measured bytes
+    std::atomic<int64_t> db_offset_{INT64_MIN};  // max(db time - mono time) observed
     std::atomic<int64_t> total_bytes_{0};
     std::atomic<int64_t> total_hashes_{0};
     std::atomic<int64_t> suppressed_{0};
@@ -193,6 +229,7 @@ private:
     std::atomic<uint64_t> evictions_{0};
     std::atomic<uint64_t> topups_{0};
     std::atomic<uint64_t> hydrations_{0};
+    std::atomic<uint64_t> empty_births_{0};
     std::atomic<uint64_t> verdicts_[static_cast<int>(Verdict::kCount)]{};
 };
 

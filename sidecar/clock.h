@@ -17,13 +17,18 @@ public:
     virtual int64_t mono_ms() const noexcept = 0;
 };
 
-// The real clock.
+// The real clock. The wall reading can be shifted by a fixed offset (test-only setting
+// --clock-offset-ms: shows that nothing whose correctness matters reads the sidecar's clock).
 class SystemClock final : public Clock {
 public:
     int64_t wall_ms() const noexcept override;
     int64_t mono_ms() const noexcept override;
+    void set_wall_offset_ms(int64_t ms) noexcept { offset_ = ms; }
     // A process-wide instance.
     static SystemClock& instance();
+
+private:
+    std::atomic<int64_t> offset_{0};
 };
 
 // A clock that only moves when told to; both readings advance together.

@@ -396,9 +396,10 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
         }
         // Survivors got contiguous offsets from the segment's base B: feed the cache.
         std::vector<queen::Hash128> survivors;
-        int64_t base = -1;
+        int64_t base = -1, created_ms = 0;
         bool contiguous = true;
         for (std::size_t k = 0; k < rows.size(); k++) {
+            created_ms = std::max(created_ms, rows[k].created_ms);
             if (rows[k].status != EntryStatus::Queued) continue;
             if (base < 0)
                 base = rows[k].offset;
@@ -407,7 +408,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             survivors.push_back(sg.hashes[k]);
         }
         if (!survivors.empty() && contiguous)
-            cache_.on_commit(sg.meta.pid, base, survivors.data(), survivors.size());
+            cache_.on_commit(sg.meta.pid, base, survivors.data(), survivors.size(), created_ms);
         const auto& pend = items[sg.part];
         for (std::size_t k = 0; k < pend.size(); k++) {
             const std::size_t l = sg.leader_of[k];

@@ -4,12 +4,13 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <optional>
 
 #include "json_writer.h"
+#include "log.h"
 
 namespace queen::sidecar {
 
@@ -20,7 +21,6 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
-constexpr auto kIdleTimeout = std::chrono::seconds(300);
 constexpr std::size_t kReadBuffer = 64 * 1024;  // a typical push arrives in one recv
 
 using Strand = asio::strand<asio::io_context::executor_type>;
@@ -28,39 +28,107 @@ using Socket = asio::basic_stream_socket<tcp, Strand>;
 using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Strand>;
 
+// Monotonic milliseconds (accept log rate limit).
+int64_t mono_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// An error answer of the server itself.
+HttpResponse server_error(int status, const char* code, const std::string& message) {
+    return HttpResponse{status, json_error_body(message, code)};
+}
+
 // One client connection. The socket and its deadline timer share the connection's strand
 // (concrete executor types: no type-erased executor on the hot path). The deadline is armed
-// once per phase (reading a request, writing an answer), not per socket operation.
+// once per phase (idle, header, body, write), not per socket operation; a phase number makes
+// a timer callback that was already queued when the deadline moved a no-op.
 class Session : public std::enable_shared_from_this<Session> {
 public:
-    Session(Strand strand, HttpServer& srv) : sock_(strand), timer_(strand), srv_(srv) {
-        buf_.reserve(kReadBuffer);
+    Session(Strand strand, HttpServer& srv) : sock_(strand), timer_(strand), srv_(srv) {}
+    ~Session() {
+        if (admitted_) srv_.metrics().connections_open--;
     }
 
     Socket& socket() { return sock_; }
 
-    // Begin reading on the connection's strand.
+    // Serve the connection: begin reading on its strand.
     void start() {
+        admitted_ = true;
+        srv_.metrics().connections_open++;
+        buf_.reserve(kReadBuffer);
         asio::dispatch(sock_.get_executor(), [self = shared_from_this()] { self->read(); });
     }
 
-private:
-    // Close the socket when the deadline passes (pending operations then fail and close).
-    void arm_deadline() {
-        timer_.expires_after(kIdleTimeout);
-        timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-            if (ec) return;  // re-armed or cancelled
-            beast::error_code ignore;
-            self->sock_.close(ignore);
+    // Over the connection limit: answer 503 at once, then linger briefly so the client can
+    // read it (closing with unread input would reset the connection and lose the answer).
+    void reject() {
+        asio::dispatch(sock_.get_executor(), [self = shared_from_this()] {
+            auto res = std::make_shared<http::response<http::string_body>>(
+                http::status::service_unavailable, 11);
+            res->set(http::field::server, "queen-sidecar");
+            res->set(http::field::content_type, "application/json");
+            res->set(http::field::retry_after, "1");
+            res->keep_alive(false);
+            res->body() = json_error_body("too many client connections; retry later",
+                                          "too_many_connections");
+            res->prepare_payload();
+            self->arm(std::chrono::milliseconds(2000));
+            http::async_write(self->sock_, *res,
+                              [self, res](beast::error_code ec, std::size_t) {
+                                  if (ec) return self->close_now();
+                                  beast::error_code ignore;
+                                  self->sock_.shutdown(tcp::socket::shutdown_send, ignore);
+                                  self->discard();
+                              });
         });
     }
 
-    // Read one whole request.
+private:
+    // Read and drop input until the peer closes or the deadline closes the socket.
+    void discard() {
+        buf_.clear();
+        sock_.async_read_some(buf_.prepare(4096),
+                              [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                                  if (ec) return self->close_now();
+                                  self->discard();
+                              });
+    }
+
+    // Start a phase: close the socket when its deadline passes.
+    void arm(std::chrono::milliseconds d) {
+        const uint64_t phase = ++phase_;
+        timer_.expires_after(d);
+        timer_.async_wait([self = shared_from_this(), phase](beast::error_code ec) {
+            if (ec || phase != self->phase_) return;  // re-armed or cancelled
+            self->srv_.metrics().client_timeouts++;
+            self->close_now();
+        });
+    }
+
+    // End the current phase's deadline.
+    void disarm() {
+        ++phase_;
+        timer_.cancel();
+    }
+
+    // Read one whole request. On a kept-alive connection with nothing buffered, first wait
+    // (idle deadline) for the request's first byte; the header deadline starts there.
     void read() {
         parser_.emplace();
-        parser_->body_limit(static_cast<uint64_t>(srv_.body_limit()));
+        parser_->body_limit(static_cast<uint64_t>(srv_.limits().body_limit));
         parser_->header_limit(64 * 1024);
-        arm_deadline();
+        if (buf_.size() > 0) return read_header();
+        arm(std::chrono::milliseconds(srv_.limits().idle_timeout_ms));
+        sock_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+            if (ec) return self->close_now();
+            self->read_header();
+        });
+    }
+
+    // The headers, under the header deadline.
+    void read_header() {
+        arm(std::chrono::milliseconds(srv_.limits().header_timeout_ms));
         http::async_read_header(sock_, buf_, *parser_,
                                 [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                     self->on_header(ec);
@@ -68,9 +136,10 @@ private:
     }
 
     // Headers are in: answer `Expect: 100-continue` (curl sends it for large bodies and would
-    // otherwise wait a second before sending), then read the body.
+    // otherwise wait a second before sending), then read the body under the body deadline.
     void on_header(beast::error_code ec) {
         if (ec) return on_read(ec);
+        arm(std::chrono::milliseconds(srv_.limits().body_timeout_ms));
         auto& req = parser_->get();
         if (beast::iequals(req[http::field::expect], "100-continue") && !parser_->is_done()) {
             auto cont = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
@@ -98,37 +167,41 @@ private:
         if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
             ec == asio::error::bad_descriptor)
             return close();
-        srv_.add_inflight(1);
-        if (ec == http::error::body_limit) {
-            srv_.metrics().count_request(Endpoint::Other, 413);
-            return write(
-                HttpResponse{413, json_error_body("request body is larger than " +
-                                                  std::to_string(srv_.body_limit()) + " bytes")},
-                11, false);
-        }
         if (ec) {
             if (ec == http::error::partial_message || ec == asio::error::eof ||
-                ec == asio::error::connection_reset) {
-                srv_.add_inflight(-1);
+                ec == asio::error::connection_reset)
                 return close();
+            srv_.add_inflight(1);
+            if (ec == http::error::body_limit) {
+                srv_.metrics().count_request(Endpoint::Other, 413);
+                return write(server_error(413, "body_too_large",
+                                          "request body is larger than " +
+                                              std::to_string(srv_.limits().body_limit) + " bytes"),
+                             11, false);
+            }
+            if (ec == http::error::header_limit) {
+                srv_.metrics().count_request(Endpoint::Other, 431);
+                return write(server_error(431, "header_too_large",
+                                          "request headers are larger than 64 KiB"),
+                             11, false);
             }
             srv_.metrics().count_request(Endpoint::Other, 400);
-            return write(
-                HttpResponse{400, json_error_body("malformed HTTP request: " + ec.message())}, 11,
-                false);
+            return write(server_error(400, "malformed_http", "malformed HTTP request"), 11, false);
         }
+        srv_.add_inflight(1);
         http::request<http::string_body> req = parser_->release();
         const bool keep = req.keep_alive();
         const unsigned version = req.version();
         if (srv_.draining()) {
-            return write(HttpResponse{503, json_error_body("the sidecar is shutting down")},
+            srv_.metrics().count_request(Endpoint::Other, 503);
+            return write(server_error(503, "shutting_down", "the sidecar is shutting down"),
                          version, false);
         }
         HttpRequest r;
         r.method = std::string(req.method_string());
         r.target = std::string(req.target());
         r.body = std::move(req.body());
-        timer_.cancel();  // no deadline while the request is being served
+        disarm();  // no deadline while the request is being served
         srv_.api().handle(std::move(r),
                           [self = shared_from_this(), keep, version](HttpResponse resp) {
                               asio::post(self->sock_.get_executor(),
@@ -148,7 +221,7 @@ private:
         res->keep_alive(keep);
         res->body() = std::move(resp.body);
         res->prepare_payload();
-        arm_deadline();
+        arm(std::chrono::milliseconds(srv_.limits().write_timeout_ms));
         http::async_write(
             sock_, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
                 self->srv_.add_inflight(-1);
@@ -159,9 +232,16 @@ private:
 
     // Half-close politely; the deadline no longer matters.
     void close() {
-        timer_.cancel();
+        disarm();
         beast::error_code ec;
         sock_.shutdown(tcp::socket::shutdown_send, ec);
+    }
+
+    // Close at once (deadline passed, or the peer is gone): pending operations fail.
+    void close_now() {
+        disarm();
+        beast::error_code ec;
+        sock_.close(ec);
     }
 
     Socket sock_;
@@ -169,12 +249,20 @@ private:
     beast::flat_buffer buf_;
     std::optional<http::request_parser<http::string_body>> parser_;
     HttpServer& srv_;
+    uint64_t phase_ = 0;
+    bool admitted_ = false;
 };
 
 }  // namespace
 
-HttpServer::HttpServer(asio::io_context& ioc, Api& api, Metrics& metrics, int64_t body_limit)
-    : ioc_(ioc), acceptor_(ioc), api_(api), metrics_(metrics), body_limit_(body_limit) {}
+HttpServer::HttpServer(asio::io_context& ioc, Api& api, Metrics& metrics, ServerLimits limits)
+    : ioc_(ioc),
+      accept_strand_(asio::make_strand(ioc)),
+      acceptor_(accept_strand_),
+      accept_timer_(accept_strand_),
+      api_(api),
+      metrics_(metrics),
+      limits_(limits) {}
 
 // Resolve, bind, listen (error codes only).
 Status HttpServer::listen(const std::string& host, uint16_t port, uint16_t* bound_port) {
@@ -194,27 +282,57 @@ Status HttpServer::listen(const std::string& host, uint16_t port, uint16_t* boun
     return Status::ok();
 }
 
-void HttpServer::start() { do_accept(); }
+void HttpServer::start() {
+    asio::dispatch(accept_strand_, [this] { do_accept(); });
+}
 
-// Accept forever until the acceptor closes; each connection gets its own strand.
+// Accept until the acceptor closes; each connection gets its own strand. Over the connection
+// limit a connection is answered 503 and closed. Runs on accept_strand_.
 void HttpServer::do_accept() {
     auto session = std::make_shared<Session>(asio::make_strand(ioc_), *this);
-    acceptor_.async_accept(session->socket(), [this, session](beast::error_code ec) {
-        if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-        if (!ec) {
+    acceptor_.async_accept(
+        session->socket(), asio::bind_executor(accept_strand_, [this, session](beast::error_code ec) {
+            if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+            if (ec) return on_accept_error(ec);
+            accept_backoff_ms_ = 0;
             session->socket().set_option(tcp::no_delay(true), ec);
-            session->start();
-        }
+            if (metrics_.connections_open.load() >= limits_.max_connections) {
+                metrics_.connections_rejected++;
+                session->reject();
+            } else {
+                session->start();
+            }
+            do_accept();
+        }));
+}
+
+// accept() failed (typically EMFILE: no file descriptor left). Waiting is the only remedy
+// that does not spin: the pending connection stays in the kernel's backlog until a descriptor
+// frees up. Logged at most once a second.
+void HttpServer::on_accept_error(const boost::system::error_code& ec) {
+    metrics_.accept_errors++;
+    accept_backoff_ms_ = accept_backoff_ms_ ? std::min<int64_t>(1000, accept_backoff_ms_ * 2) : 10;
+    const int64_t now = mono_ms();
+    if (last_accept_log_ms_ < 0 || now - last_accept_log_ms_ >= 1000) {
+        last_accept_log_ms_ = now;
+        QLOG_WARN("accept failed: %s; retrying in %lld ms (%lld connections open)",
+                  ec.message().c_str(), static_cast<long long>(accept_backoff_ms_),
+                  static_cast<long long>(metrics_.connections_open.load()));
+    }
+    accept_timer_.expires_after(std::chrono::milliseconds(accept_backoff_ms_));
+    accept_timer_.async_wait([this](beast::error_code tec) {
+        if (tec || !acceptor_.is_open()) return;
         do_accept();
     });
 }
 
-// Close the acceptor on its own executor.
+// Close the acceptor on its own strand.
 void HttpServer::begin_drain() {
     draining_ = true;
-    asio::post(ioc_, [this] {
+    asio::post(accept_strand_, [this] {
         beast::error_code ec;
         acceptor_.close(ec);
+        accept_timer_.cancel();
     });
 }
 

@@ -75,9 +75,11 @@ void json_append_int(std::string* out, int64_t v) {
 }
 
 // The 4xx/5xx body shape.
-std::string json_error_body(std::string_view message, int64_t index) {
+std::string json_error_body(std::string_view message, std::string_view code, int64_t index) {
     std::string out = "{\"error\":";
     json_append_string(&out, message);
+    out += ",\"code\":";
+    json_append_string(&out, code);
     if (index >= 0) {
         out += ",\"index\":";
         json_append_int(&out, index);

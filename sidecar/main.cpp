@@ -1,12 +1,23 @@
-// queen-sidecar: settings, wiring, the ready line, signals and the staged shutdown
-// (SIGTERM/SIGINT: stop accepting, finish in-flight requests and flushes, answer, exit 0).
+// queen-sidecar: settings, wiring, the ready line, signals and the staged shutdown.
+//
+// Signals: SIGTERM and SIGINT are blocked in every thread and taken by one signal thread
+// (sigtimedwait), so they are seen whatever the event loop is doing.
+//   first signal   stop accepting, finish and answer in-flight requests, exit 0;
+//   second signal  exit at once with 128 + signal (nothing more is answered);
+//   drain deadline (--drain-timeout-ms after the first signal, plus 1 s for the rest of the
+//                  shutdown) the process exits with status 1 whatever is still running.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
-#include <csignal>
-#include <mutex>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -14,13 +25,50 @@
 #include "block_cache.h"
 #include "clock.h"
 #include "flusher.h"
+#include "health.h"
 #include "http_server.h"
+#include "log.h"
 #include "metrics.h"
 #include "pg_backend.h"
 #include "settings.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;
+
+namespace {
+// Wait for SIGTERM/SIGINT and run the shutdown stages described above. on_first is called once
+// (it must only post work); `done` is set by main when the orderly shutdown has finished.
+void signal_thread(sigset_t set, int64_t drain_timeout_ms, std::function<void(int)> on_first,
+                   const std::atomic<bool>* done) {
+    int sig = 0;
+    while ((sig = sigwaitinfo(&set, nullptr)) < 0) {
+    }
+    QLOG_INFO("signal %d: draining (a second signal exits at once; deadline %lld ms)", sig,
+              static_cast<long long>(drain_timeout_ms));
+    on_first(sig);
+    const int64_t grace_ms = drain_timeout_ms + 1000;
+    timespec ts{static_cast<time_t>(grace_ms / 1000), static_cast<long>(grace_ms % 1000) * 1000000};
+    timespec start{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int s2 = sigtimedwait(&set, nullptr, &ts);
+        if (s2 > 0) {
+            QLOG_WARN("second signal %d: exiting now", s2);
+            std::_Exit(128 + s2);
+        }
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        const int64_t elapsed = (now.tv_sec - start.tv_sec) * 1000 +
+                                (now.tv_nsec - start.tv_nsec) / 1000000;
+        if (elapsed >= grace_ms) break;
+        const int64_t left = grace_ms - elapsed;
+        ts = {static_cast<time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000};
+    }
+    if (done->load()) return;
+    QLOG_ERROR("drain deadline passed with work still running: exiting with status 1");
+    std::_Exit(1);
+}
+}  // namespace
 
 // Build everything from the settings, serve until a signal, drain, exit.
 int main(int argc, char** argv) {
@@ -32,11 +80,26 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (!s.is_ok()) {
-        std::fprintf(stderr, "queen-sidecar: %s\n", s.message().c_str());
+        QLOG_ERROR("queen-sidecar: %s", s.message().c_str());
         return 2;
     }
+    LogFormat lf = LogFormat::Text;
+    parse_log_format(st.log_format, &lf);
+    log_configure(lf);
+    // Before any thread exists: every thread inherits the mask, only signal_thread takes them.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
-    Clock& clock = SystemClock::instance();
+
+    SystemClock& clock = SystemClock::instance();
+    if (st.clock_offset_ms) {
+        clock.set_wall_offset_ms(st.clock_offset_ms);
+        QLOG_WARN("TEST ONLY: the sidecar's wall clock is shifted by %lld ms",
+                  static_cast<long long>(st.clock_offset_ms));
+    }
     Metrics metrics;
     CacheConfig cc;
     cc.enabled = st.dedup_cache != 0;
@@ -51,8 +114,7 @@ int main(int argc, char** argv) {
         if (i == 0) {
             Status c = pg->ensure_connected();
             if (!c.is_ok())
-                std::fprintf(stderr, "queen-sidecar: warning: %s (will retry per request)\n",
-                             c.message().c_str());
+                QLOG_WARN("%s (will retry per request)", c.message().c_str());
             else
                 metrics.pg_up = 1;
         }
@@ -65,17 +127,27 @@ int main(int argc, char** argv) {
     fc.meta_ttl_ms = st.meta_ttl_ms;
     Flusher flusher(fc, std::move(backends), cache, metrics, clock);
     Api api(st, flusher, cache, metrics);
+    PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
-    HttpServer server(ioc, api, metrics, st.max_body_bytes);
+    ServerLimits lim;
+    lim.body_limit = st.max_body_bytes;
+    lim.max_connections = st.max_connections;
+    lim.idle_timeout_ms = st.idle_timeout_ms;
+    lim.header_timeout_ms = st.header_timeout_ms;
+    lim.body_timeout_ms = st.body_timeout_ms;
+    lim.write_timeout_ms = st.write_timeout_ms;
+    HttpServer server(ioc, api, metrics, lim);
+    api.set_health(&probe, server.draining_flag());
     std::string host;
     uint16_t port = 0, bound = 0;
     split_host_port(st.listen, &host, &port);
     s = server.listen(host, port, &bound);
     if (!s.is_ok()) {
-        std::fprintf(stderr, "queen-sidecar: %s\n", s.message().c_str());
+        QLOG_ERROR("queen-sidecar: %s", s.message().c_str());
         return 1;
     }
+    probe.start();
     flusher.start();
     server.start();
 
@@ -93,14 +165,13 @@ int main(int argc, char** argv) {
         }
     });
 
-    // Staged shutdown.
-    asio::signal_set signals(ioc, SIGTERM, SIGINT);
+    // Staged shutdown: the signal thread posts the drain; the loop stops once nothing is in
+    // flight (or at the deadline, which the signal thread also enforces).
     asio::steady_timer drain_timer(ioc);
     int64_t drain_deadline = 0;
     std::function<void()> poll_drain = [&] {
         if (server.inflight() <= 0 || clock.mono_ms() >= drain_deadline) {
-            std::fprintf(stderr, "queen-sidecar: drained (%lld in flight), exiting\n",
-                         static_cast<long long>(server.inflight()));
+            QLOG_INFO("drained (%lld in flight), exiting", static_cast<long long>(server.inflight()));
             ioc.stop();
             return;
         }
@@ -109,19 +180,21 @@ int main(int argc, char** argv) {
             if (!ec) poll_drain();
         });
     };
-    signals.async_wait([&](boost::system::error_code ec, int sig) {
-        if (ec) return;
-        std::fprintf(stderr, "queen-sidecar: signal %d: draining\n", sig);
-        server.begin_drain();
-        drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
-        poll_drain();
-    });
+    std::atomic<bool> shutdown_done{false};
+    std::thread(signal_thread, sigs, st.drain_timeout_ms,
+                std::function<void(int)>([&](int) {
+                    asio::post(ioc, [&] {
+                        server.begin_drain();
+                        drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
+                        poll_drain();
+                    });
+                }),
+                &shutdown_done)
+        .detach();
 
-    std::fprintf(stderr,
-                 "queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)\n",
-                 host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
-                 cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
-    std::fflush(stderr);
+    QLOG_INFO("queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)",
+              host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
+              cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
 
     std::vector<std::thread> threads;
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
@@ -134,5 +207,7 @@ int main(int argc, char** argv) {
     }
     sweep_cv.notify_all();
     sweeper.join();
-    return 0;
+    probe.stop();
+    shutdown_done = true;
+    std::_Exit(0);  // the signal thread is still parked in sigtimedwait
 }

@@ -119,6 +119,19 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
     header(&out, "queen_sidecar_inflight_requests", "gauge", "requests being served");
     sample(&out, "queen_sidecar_inflight_requests", nullptr,
            static_cast<double>(m.inflight_requests.load()));
+    header(&out, "queen_sidecar_connections_open", "gauge", "client connections being served");
+    sample(&out, "queen_sidecar_connections_open", nullptr,
+           static_cast<double>(m.connections_open.load()));
+    header(&out, "queen_sidecar_connections_rejected_total", "counter",
+           "connections refused with 503 over --max-connections");
+    sample(&out, "queen_sidecar_connections_rejected_total", nullptr,
+           m.connections_rejected.load());
+    header(&out, "queen_sidecar_accept_errors_total", "counter",
+           "accept() failures (each one backs off before accepting again)");
+    sample(&out, "queen_sidecar_accept_errors_total", nullptr, m.accept_errors.load());
+    header(&out, "queen_sidecar_client_timeouts_total", "counter",
+           "connections closed by a header, body, idle or write deadline");
+    sample(&out, "queen_sidecar_client_timeouts_total", nullptr, m.client_timeouts.load());
     m.flush_messages.render(&out, "queen_sidecar_flush_messages", "messages per flushed segment");
     m.flush_partitions.render(&out, "queen_sidecar_flush_partitions", "segments per push SQL call");
     m.sql_seconds.render(&out, "queen_sidecar_sql_seconds", "SQL call latency");
@@ -153,6 +166,8 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
         sample(&out, "queen_sidecar_cache_events_total", "event=\"hydration\"",
                cache->hydrations());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"topup\"", cache->topups());
+        sample(&out, "queen_sidecar_cache_events_total", "event=\"empty_birth\"",
+               cache->empty_births());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"eviction\"", cache->evictions());
         sample(&out, "queen_sidecar_cache_events_total", "event=\"warning\"", cache->warnings());
     }

@@ -57,6 +57,10 @@ struct Metrics {
     std::atomic<int64_t> pending_items{0};
     std::atomic<int64_t> inflight_requests{0};
     std::atomic<int> pg_up{0};
+    std::atomic<int64_t> connections_open{0};       // client connections being served
+    std::atomic<uint64_t> connections_rejected{0};  // over --max-connections: 503
+    std::atomic<uint64_t> accept_errors{0};         // accept() failures (EMFILE, ...)
+    std::atomic<uint64_t> client_timeouts{0};       // header/body/idle/write deadlines hit
     Histogram flush_messages;    // messages per segment
     Histogram flush_partitions;  // segments per SQL call
     Histogram sql_seconds;       // latency of each SQL call

@@ -32,12 +32,14 @@ const StmtDef kStmts[] = {
     // metadata memo. The extension ignores a vouch when the queue's window, read under the
     // partition row lock, is larger (a /configure grew it while the memo was stale).
     {"queen_push1",
-     "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
+     "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segment($1, $2, $3, $4, $5)",
      5,
      {kInt8, kBytea, kBytea, kInt8, kInt4}},
     {"queen_pushN",
-     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8 "
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segments($1, $2, $3, $4, $5)",
      5,
      {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
@@ -327,6 +329,9 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         r.e.status = std::strcmp(PQgetvalue(g.r, i, 2), "queued") == 0 ? EntryStatus::Queued
                                                                        : EntryStatus::Duplicate;
         std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
+        // The function scan finishes before the select list runs: clock_timestamp() here is
+        // after every row's created_at (the block cache's one clock, see block_cache.h).
+        if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
         all.push_back(r);
     }
     auto before = [](const Row& a, const Row& b) {

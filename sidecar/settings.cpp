@@ -51,6 +51,20 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->drain_timeout_ms;
     else if (name == "connect-timeout-s")
         b.i = &st->connect_timeout_s;
+    else if (name == "max-connections")
+        b.i = &st->max_connections;
+    else if (name == "idle-timeout-ms")
+        b.i = &st->idle_timeout_ms;
+    else if (name == "header-timeout-ms")
+        b.i = &st->header_timeout_ms;
+    else if (name == "body-timeout-ms")
+        b.i = &st->body_timeout_ms;
+    else if (name == "write-timeout-ms")
+        b.i = &st->write_timeout_ms;
+    else if (name == "log-format")
+        b.s = &st->log_format;
+    else if (name == "clock-offset-ms")
+        b.i = &st->clock_offset_ms;
     return b;
 }
 
@@ -111,6 +125,20 @@ const std::vector<SettingSpec>& setting_specs() {
          "SIGTERM: longest wait for in-flight work (30000)"},
         {"connect-timeout-s", "QUEEN_CONNECT_TIMEOUT_S", false, 1, 600,
          "PostgreSQL connect timeout (3)"},
+        {"max-connections", "QUEEN_MAX_CONNECTIONS", false, 1, 1000000,
+         "client connections served at once; one more is answered 503 (1024)"},
+        {"idle-timeout-ms", "QUEEN_IDLE_TIMEOUT_MS", false, 100, 86400000,
+         "close a kept-alive connection idle this long (60000)"},
+        {"header-timeout-ms", "QUEEN_HEADER_TIMEOUT_MS", false, 100, 3600000,
+         "close a connection whose request headers take longer (10000)"},
+        {"body-timeout-ms", "QUEEN_BODY_TIMEOUT_MS", false, 100, 3600000,
+         "close a connection whose request body takes longer (30000)"},
+        {"write-timeout-ms", "QUEEN_WRITE_TIMEOUT_MS", false, 100, 3600000,
+         "close a connection that does not take its answer in time (60000)"},
+        {"log-format", "QUEEN_LOG_FORMAT", true, 0, 0,
+         "text (timestamp level message) or json (one object per line)"},
+        {"clock-offset-ms", "QUEEN_CLOCK_OFFSET_MS", false, -86400000, 86400000,
+         "TEST ONLY: shift the sidecar's wall clock (the cache must not depend on it) (0)"},
     };
     return specs;
 }
@@ -151,6 +179,9 @@ Status load_settings(int argc, char** argv, Settings* out, bool* want_help) {
         Status s = assign(*found, out, value);
         if (!s.is_ok()) return s;
     }
+    if (out->log_format != "text" && out->log_format != "json")
+        return Status(StatusCode::BadRequest,
+                      "--log-format: expected text or json, got " + out->log_format);
     std::string host;
     uint16_t port;
     if (!split_host_port(out->listen, &host, &port))

@@ -27,6 +27,13 @@ struct Settings {
     int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
     int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
     int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout
+    int64_t max_connections = 1024;       // client connections; one more gets 503
+    int64_t idle_timeout_ms = 60000;      // kept-alive connection waiting for a request
+    int64_t header_timeout_ms = 10000;    // first byte of a request to the end of its headers
+    int64_t body_timeout_ms = 30000;      // end of the headers to the end of the body
+    int64_t write_timeout_ms = 60000;     // sending one answer
+    std::string log_format = "text";      // text | json
+    int64_t clock_offset_ms = 0;          // TEST ONLY: shifts the sidecar's wall clock
 };
 
 // One row of the table (exposed for --help and the docs).

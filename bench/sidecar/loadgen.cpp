@@ -63,6 +63,8 @@ struct Options {
     std::string part_prefix = "p";
     std::string run_tag = "r";
     uint64_t seed = 1;
+    bool sequential = false;    // http: partitions in order (0, 1, 2, ...) instead of at random
+    int64_t max_requests = 0;   // http: stop issuing after this many (0 = no cap)
     std::vector<int> cpu_pids;
     int cpu_children_of = 0;
 };
@@ -109,6 +111,8 @@ Options parse_args(int argc, char** argv) {
         else if (k == "--part-prefix") o.part_prefix = v;
         else if (k == "--run-tag") o.run_tag = v;
         else if (k == "--seed") o.seed = std::strtoull(v.c_str(), nullptr, 10);
+        else if (k == "--sequential") o.sequential = v == "1";
+        else if (k == "--max-requests") o.max_requests = std::atoll(v.c_str());
         else if (k == "--cpu-pids") {
             std::size_t pos = 0;
             while (pos < v.size()) {
@@ -463,11 +467,15 @@ int run_http(const Options& o) {
     std::vector<uint8_t> dup;
     int busy = 0;
     int printed_errors = 0;
+    int64_t issued = 0;
 
     // Start the next request on c (if still issuing).
     auto issue = [&](Conn& c, double now) {
-        if (now >= t_end) return;
-        w.make(static_cast<int>(w.rand() % static_cast<uint64_t>(o.partitions)), &c.batch);
+        if (now >= t_end || (o.max_requests > 0 && issued >= o.max_requests)) return;
+        const int part = o.sequential ? static_cast<int>(issued % o.partitions)
+                                      : static_cast<int>(w.rand() % static_cast<uint64_t>(o.partitions));
+        issued++;
+        w.make(part, &c.batch);
         build_http(o, w, c.batch, &c.out);
         c.sent = 0;
         c.in.clear();

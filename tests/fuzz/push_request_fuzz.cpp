@@ -65,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (!(reference_number_refusal(r) && ref_bad < 0))
                 mismatch("both refused, but for different kinds or items");
         }
-        std::string err = queen::sidecar::json_error_body(s.message(), bad);
+        std::string err = queen::sidecar::json_error_body(s.message(), "bad_request", bad);
         if (err.empty() || bad >= static_cast<int64_t>(size) + 1) __builtin_trap();
         return 0;
     }

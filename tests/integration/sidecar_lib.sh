@@ -48,7 +48,7 @@ start_sidecar() {
     local pid=$!
     SIDECAR_PIDS+=("$pid")
     for i in $(seq 1 100); do
-        port=$(sed -n 's/^queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+        port=$(sed -n 's/.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\)[^0-9].*/\1/p' "$log")
         [[ -n $port ]] && break
         kill -0 "$pid" 2>/dev/null || fail "sidecar $name died at start: $(cat "$log")"
         sleep 0.05

@@ -36,7 +36,7 @@ out=$(post "$A_PORT" /api/v1/push '{"items":[]}')
 # Read whole answers first: `curl | grep -q` under pipefail fails when grep exits before curl
 # has written everything (SIGPIPE).
 health=$(curl -sf "http://127.0.0.1:$A_PORT/health") || fail "health unreachable"
-grep -q '"ok"' <<<"$health" || fail "health: $health"
+[[ $health == '{"status":"ok","postgres":"up"}' ]] || fail "health: $health"
 metrics=$(curl -sf "http://127.0.0.1:$A_PORT/metrics") || fail "metrics unreachable"
 grep -q 'queen_sidecar_messages_total{status="duplicate"} 2' <<<"$metrics" || fail "metrics"
 echo PASS

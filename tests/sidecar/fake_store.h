@@ -102,6 +102,7 @@ public:
                 if (h != queen::txn_hash(msgs[i].txn))
                     return Status(StatusCode::BadRequest, "hash mismatch");
                 EntryOut e;
+                e.created_ms = now;
                 int64_t off = probe(pt, h, from, now);
                 int64_t full = probe(pt, h, pt.txns_start - 1, now);
                 if (off != full) unsound_vouches++;

@@ -56,7 +56,8 @@ struct World {
                 if (base < 0) base = out[0][i].offset;
                 surv.push_back(hs[i]);
             }
-        if (!surv.empty()) cache.on_commit(m.pid, base, surv.data(), surv.size());
+        if (!surv.empty())
+            cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
         return out[0];
     }
 };
@@ -72,6 +73,7 @@ TEST(BlockCache, EntriesAreBornCompleteByFullWindowHydration) {
     World w;
     auto m = w.meta();
     w.store.external_push(m.pid, txns("old", 10));
+    m = w.meta();  // the flusher resolves on first contact: it sees last_offset 9
     int64_t v = 0;
     Verdict why;
     auto out = w.flush(m, txns("new", 5), &v, &why);
@@ -97,6 +99,7 @@ TEST(BlockCache, HydrationAddsFiveSecondsOfSkewSlack) {
     w.store.external_push(m.pid, {"edge"});  // created at t0
     w.clock.advance(63000);  // 63 s later: outside the 60 s window, inside +5 s slack
     w.store.external_push(m.pid, {"fresh"});
+    m = w.meta();
     int64_t v;
     Verdict why;
     w.flush(m, {"edge"}, &v, &why);
@@ -106,6 +109,7 @@ TEST(BlockCache, HydrationAddsFiveSecondsOfSkewSlack) {
     auto m2 = w2.meta();
     w2.store.external_push(m2.pid, {"edge"});
     w2.clock.advance(66000);  // beyond window + slack: not read
+    m2 = w2.meta();
     w2.flush(m2, {"other"}, &v, &why);
     EXPECT_EQ(why, Verdict::Vouch);
     EXPECT_EQ(w2.cache.inspect(m2.pid).resident, 1u);  // only "other"
@@ -189,7 +193,7 @@ TEST(BlockCache, OverlapForcesFullRebuild) {
     auto m = w.meta();
     w.flush(m, txns("a", 5));
     queen::Hash128 h = queen::txn_hash("zzz");
-    w.cache.on_commit(m.pid, 2, &h, 1);  // base <= verified_upto: impossible, be defensive
+    w.cache.on_commit(m.pid, 2, &h, 1, w.clock.wall_ms());  // base <= verified_upto: impossible, be defensive
     EXPECT_TRUE(w.cache.inspect(m.pid).force_rebuild);
     const int before = w.store.calls_window;
     int64_t v;
@@ -261,12 +265,12 @@ TEST(BlockCache, NoRefcountsCrossBlockDuplicateStaysKnown) {
     queen::Hash128 h = queen::txn_hash("twice");
     for (int i = 0; i < 4095; i++) w.flush(m, {"f" + std::to_string(i)});
     int64_t vu = w.cache.inspect(m.pid).verified_upto;
-    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // seals block 1 containing "twice"
+    w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // seals block 1 containing "twice"
     w.clock.advance(60000);
     for (int i = 0; i < 4095; i++) w.flush(m, {"g" + std::to_string(i)});
     vu = w.cache.inspect(m.pid).verified_upto;
     w.store.external_push(m.pid, {});  // keep the store's allocator aligned with the fake commits
-    w.cache.on_commit(m.pid, vu + 1, &h, 1);  // and block 2
+    w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // and block 2
     w.clock.advance(50000);                   // block 1 is now stale, block 2 is not
     w.cache.sweep();
     int64_t v;
@@ -484,6 +488,9 @@ TEST(BlockCache, IdlePartitionsDoNotPinMemory) {
     w.cache.sweep();
     EXPECT_EQ(w.cache.resident_hashes(), 0);
     EXPECT_EQ(w.cache.entries(), 0u);
+    // Nothing remains: the partitions were empty at first contact (born without a read, so
+    // no footprint hint either).
+    EXPECT_EQ(w.cache.aux_entries(), 0u);
     EXPECT_EQ(w.cache.resident_bytes(), 0);
 }
 
@@ -511,7 +518,7 @@ TEST(BlockCache, MemoryAtMostEighteenBytesPerResidentHash) {
         hs.clear();
         for (int i = 0; i < 100; i++)
             hs.push_back(queen::txn_hash("m" + std::to_string(batch * 100 + i)));
-        w.cache.on_commit(m.pid, base, hs.data(), hs.size());
+        w.cache.on_commit(m.pid, base, hs.data(), hs.size(), w.clock.wall_ms());
         base += 100;
     }
     EntryInfo info = w.cache.inspect(m.pid);
@@ -539,7 +546,7 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
                 std::vector<queen::Hash128> hs{
                     queen::txn_hash(std::to_string(t) + ":" + std::to_string(round))};
                 w.cache.verified_for(metas[k], hs.data(), 1, w.backend);
-                w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1);
+                w.cache.on_commit(metas[k].pid, next[k] > 0 ? next[k] : 0, hs.data(), 1, w.clock.wall_ms());
                 next[k] = w.cache.inspect(metas[k].pid).verified_upto + 1;
             }
         });
@@ -553,7 +560,20 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
     for (int t = 0; t < 4; t++) threads[t].join();
     stop = true;
     threads.back().join();
-    EXPECT_GE(w.cache.resident_bytes(), 0);
+    // The shared counters agree exactly with the entries they summarise, after all the
+    // concurrent commits, evictions and sweeps.
+    std::size_t hashes = 0;
+    int64_t bytes = 0;
+    for (const auto& m : metas) {
+        EntryInfo info = w.cache.inspect(m.pid);
+        hashes += info.resident;
+        bytes += info.bytes;
+    }
+    EXPECT_EQ(static_cast<int64_t>(hashes), w.cache.resident_hashes());
+    EXPECT_EQ(bytes + static_cast<int64_t>(w.cache.aux_entries()) * BlockCache::aux_node_bytes(),
+              w.cache.resident_bytes());
+    w.cache.sweep();
+    EXPECT_LE(w.cache.resident_bytes(), cfg.budget_bytes);
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The block cache's memory, measured from the process (bench/sidecar/cache_memory.cpp) at 10M
+# resident hashes in three shapes; writes bench/sidecar/MEMORY.md. A measurement, not a test.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+make -C "$REPO" -j2 build/libqueensidecar.a build/libqueencore.a >/dev/null
+mkdir -p "$REPO/build/bench"
+BIN=$REPO/build/bench/queen-sidecar-cache-memory
+g++ -std=c++17 -O2 -g -I"$REPO/src" -I"$REPO/sidecar" -I"$(pg_config --includedir)" -o "$BIN" \
+    "$HERE/cache_memory.cpp" "$REPO/build/libqueensidecar.a" "$REPO/build/libqueencore.a" \
+    -lpq -lsimdjson -lxxhash -pthread
+OUT=$HERE/MEMORY.md
+{
+    echo "# queen sidecar: block cache memory per resident hash (issue 7)"
+    echo
+    echo "Written by \`bench/sidecar/memory.sh\` ($(date -u '+%Y-%m-%d %H:%M') UTC, commit $(git -C "$REPO" rev-parse --short HEAD))."
+    echo "Each row fills a fresh cache through its real paths (first contact, commits of 100 hashes)"
+    echo "with 10,000,000 hashes and compares its own figure with glibc's (mallinfo2: in-use chunks +"
+    echo "mmapped blocks) and with the growth of the process's resident set (/proc/self/statm)."
+    echo
+    echo "| partitions x hashes | cache's count B/hash | malloc B/hash | RSS B/hash | count / malloc |"
+    echo "| --- | ---: | ---: | ---: | ---: |"
+    for shape in "10 1000000" "10000 1000" "1000000 10"; do
+        set -- $shape
+        line=$("$BIN" --partitions "$1" --hashes-per "$2")
+        kv() { tr ' ' '\n' <<<"$line" | sed -n "s/^$1=//p"; }
+        echo "| $(printf "%'d" "$1") x $(printf "%'d" "$2") | $(kv counted_per_hash) | $(kv malloc_per_hash) | $(kv rss_per_hash) | $(kv counted_over_malloc) |"
+    done
+} >"$OUT"
+cat "$OUT"

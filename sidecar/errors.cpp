@@ -1,0 +1,122 @@
+// SQLSTATE and Status kind -> (HTTP status, code, message); see errors.h.
+#include "errors.h"
+
+#include <cstring>
+
+namespace queen::sidecar {
+
+namespace {
+// The default code of a Status kind.
+const char* kind_code(StatusCode c) {
+    switch (c) {
+        case StatusCode::Ok:
+            return "ok";
+        case StatusCode::BadRequest:
+            return "bad_request";
+        case StatusCode::TooLarge:
+            return "too_large";
+        case StatusCode::Busy:
+            return "busy";
+        case StatusCode::Unavailable:
+            return "unavailable";
+        case StatusCode::Conflict:
+            return "conflict";
+        case StatusCode::NotFound:
+            return "not_found";
+        case StatusCode::Internal:
+            return "internal";
+    }
+    return "internal";
+}
+
+struct StateMap {
+    const char* prefix;  // a full SQLSTATE or a two-character class
+    int http;
+    const char* code;
+    bool show_message;  // the extension's own message is meant for clients
+};
+
+// Most specific first; a class entry (two characters) matches every SQLSTATE of the class.
+const StateMap kStates[] = {
+    {"22023", 400, "invalid_parameter", true},
+    {"22P02", 400, "invalid_input", true},
+    {"22P05", 400, "invalid_input", true},
+    {"22001", 400, "value_too_long", true},
+    {"2202E", 400, "invalid_parameter", true},
+    {"22", 400, "invalid_input", true},
+    {"42704", 404, "not_found", true},
+    {"23505", 409, "conflict", true},
+    {"23", 409, "conflict", true},
+    {"42501", 403, "permission_denied", false},
+    {"54", 413, "too_large", true},
+    {"55P03", 503, "lock_timeout", false},
+    {"57014", 503, "statement_timeout", false},
+    {"40001", 503, "serialization_failure", false},
+    {"40P01", 503, "deadlock", false},
+    {"53", 503, "unavailable", false},
+    {"57P", 503, "unavailable", false},
+    {"08", 503, "unavailable", false},
+};
+
+// Safe fixed messages for codes whose PostgreSQL text is internal.
+const char* fixed_message(const char* code) {
+    if (!std::strcmp(code, "permission_denied"))
+        return "the sidecar's database role may not do this";
+    if (!std::strcmp(code, "lock_timeout")) return "a lock was not granted in time; retry";
+    if (!std::strcmp(code, "statement_timeout")) return "a statement timed out; retry";
+    if (!std::strcmp(code, "serialization_failure") || !std::strcmp(code, "deadlock"))
+        return "a concurrent transaction interfered; retry";
+    if (!std::strcmp(code, "unavailable")) return "PostgreSQL is unavailable; retry";
+    return "internal error";
+}
+}  // namespace
+
+std::string primary_message(const std::string& msg) {
+    std::string m = msg.substr(0, msg.find('\n'));
+    // "<stmt>: PostgreSQL unavailable: ERROR:  text" or "ERROR:  text" or "FATAL:  text"
+    for (const char* tag : {"ERROR:  ", "FATAL:  ", "PANIC:  "}) {
+        std::size_t p = m.find(tag);
+        if (p != std::string::npos) {
+            m = m.substr(p + std::strlen(tag));
+            break;
+        }
+    }
+    while (!m.empty() && (m.back() == ' ' || m.back() == '\r')) m.pop_back();
+    return m;
+}
+
+PublicError public_error(const Status& s) {
+    PublicError e;
+    const std::string& st = s.sqlstate();
+    if (!st.empty()) {
+        for (const StateMap& m : kStates) {
+            if (st.compare(0, std::strlen(m.prefix), m.prefix) != 0) continue;
+            e.http = m.http;
+            e.code = m.code;
+            e.message = m.show_message ? primary_message(s.message()) : fixed_message(m.code);
+            if (e.message.empty()) e.message = fixed_message(m.code);
+            return e;
+        }
+        e.http = 500;
+        e.code = "internal";
+        e.message = "internal error (SQLSTATE " + st + ")";
+        return e;
+    }
+    e.http = http_code(s.code());
+    e.code = kind_code(s.code());
+    switch (s.code()) {
+        case StatusCode::Unavailable:
+            e.message = fixed_message("unavailable");
+            break;
+        case StatusCode::Internal:
+            e.message = "internal error";
+            break;
+        default:
+            // Messages of the sidecar's own checks (parsing, limits, backpressure) are written
+            // for clients; only the first line is ever shown.
+            e.message = s.message().substr(0, s.message().find('\n'));
+    }
+    return e;
+}
+
+}  // namespace queen::sidecar

@@ -63,7 +63,12 @@ int main(int argc, char** argv) {
     fc.max_flush_partitions = st.max_flush_partitions;
     fc.max_pending_items = st.max_pending_items;
     fc.meta_ttl_ms = st.meta_ttl_ms;
-    Flusher flusher(fc, std::move(backends), cache, metrics, clock);
+    // The non-push endpoints get connections of their own (never queued behind pushes).
+    std::vector<std::unique_ptr<Backend>> sql_backends;
+    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)
+        sql_backends.push_back(
+            std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
+    Flusher flusher(fc, std::move(backends), cache, metrics, clock, std::move(sql_backends));
     Api api(st, flusher, cache, metrics);
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
@@ -127,6 +132,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    flusher.abandon();  // nobody can be answered any more: send nothing else
     flusher.stop();
     {
         std::lock_guard<std::mutex> lk(sweep_mu);

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Failure isolation through a real sidecar and PostgreSQL: 40 concurrent good requests to 40
+# partitions plus one whose payload holds \u0000 (which PostgreSQL refuses), three rounds. The
+# bad one alone is answered 400; every good one is answered 201 `queued` at its exact offset;
+# exactly the good messages are stored. Then: a body without transactionIds sent twice is
+# stored once (the second answer names the first copy).
+source "$(dirname "$0")/sidecar_lib.sh"
+start_sidecar A
+Q=${RUN_ID}_iso
+python3 - "$A_PORT" "$Q" <<'PY' || fail "isolation"
+import http.client, json, sys, threading
+port, q = int(sys.argv[1]), sys.argv[2]
+bad = 0
+for rnd in range(3):
+    res = {}
+    def send(i):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        if i == 40:
+            body = '{"items":[{"queue":"%s","partition":"p7","payload":{"s":"a\\u0000b"},"transactionId":"bad-%d"}]}' % (q, rnd)
+        else:
+            body = json.dumps({"items": [{"queue": q, "partition": "p%d" % i, "payload": {"i": i, "r": rnd},
+                                          "transactionId": "g-%d-%d" % (i, rnd)}]})
+        c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        res[i] = (r.status, json.loads(r.read()))
+    ts = [threading.Thread(target=send, args=(i,)) for i in range(41)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    for i in range(40):
+        st, body = res[i]
+        if st != 201 or body[0]["status"] != "queued" or body[0]["offset"] != rnd:
+            bad += 1
+            print("round", rnd, "good request", i, "got", st, body)
+    st, body = res[40]
+    if st != 400 or "error" not in body or "u0000" not in body["error"]:
+        bad += 1
+        print("round", rnd, "bad request got", st, body)
+print("wrong answers:", bad)
+sys.exit(1 if bad else 0)
+PY
+n=$(sql "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id, LATERAL queen.read(q.name, p.name, 0, 100) WHERE q.name = '$Q'")
+[[ $n == 120 ]] || fail "120 good messages stored, found $n"
+[[ $(sql "SELECT count(*) FROM queen.read('$Q', 'p7', 0, 100) WHERE transaction_id LIKE 'bad-%'") == 0 ]] || fail "the bad message was stored"
+
+# A body without transactionIds, sent twice unchanged (a client retrying a lost answer).
+body="{\"items\":[{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}},{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}}]}"
+first=$(post "$A_PORT" /api/v1/push "$body")
+[[ $(head -1 <<<"$first") == 201 ]] || fail "first send: $first"
+second=$(post "$A_PORT" /api/v1/push "$body")
+f=$(tail -n +2 <<<"$first"); s=$(tail -n +2 <<<"$second")
+[[ $(json_get "$f" '[x["status"] for x in d]') == "['queued', 'queued']" ]] || fail "two distinct items: $f"
+[[ $(json_get "$s" '[x["status"] for x in d]') == "['duplicate', 'duplicate']" ]] || fail "retry must be duplicate: $s"
+[[ $(json_get "$s" '[x["message_id"] for x in d]') == "$(json_get "$f" '[x["message_id"] for x in d]')" ]] || fail "retry names the first copies: $f / $s"
+[[ $(sql "SELECT count(*) FROM queen.read('$Q', 'auto', 0, 100)") == 2 ]] || fail "stored once"
+echo PASS

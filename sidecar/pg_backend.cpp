@@ -233,7 +233,9 @@ Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     std::string state = st ? st : "";
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 ||
+    // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
+    // the connection unexpectedly", a failed send), so the connection is not to be trusted.
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
         state.rfind("57P", 0) == 0 || state == "53300") {
         disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;

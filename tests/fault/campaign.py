@@ -231,10 +231,8 @@ def check(pg, args, hist):
         if len(copies) > 1:
             violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
         for _, _, payload in copies:
-            if t.startswith("auto-"):
-                if payload not in hist.auto_sent:
-                    violations.append("stored %s/%s that no client sent" % (p, t))
-                auto_seen[payload] = auto_seen.get(payload, 0) + 1
+            if (p, t) not in hist.sent and payload in hist.auto_sent:
+                auto_seen[payload] = auto_seen.get(payload, 0) + 1  # sent without transactionId
             elif payload not in hist.sent.get((p, t), ()):
                 violations.append("stored %s/%s with a payload no client sent" % (p, t))
     for payload, n in auto_seen.items():

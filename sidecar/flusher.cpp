@@ -538,6 +538,9 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
     if (!s.is_ok()) {
         if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
+        // First once whole without vouches: a refused vouch (e.g. one above a last_offset that
+        // a restore moved back) must not cost a split.
+        if (vouch && splittable(s)) return attempt(b, ctx, units, false);
         if (splittable(s) && units.size() > 1) {
             // Only some unit is at fault: halve and try each half on its own (no vouches, so a
             // refused vouch cannot be the reason twice).
@@ -548,7 +551,6 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             attempt(b, ctx, hi, false);
             return;
         }
-        if (vouch && splittable(s)) return attempt(b, ctx, units, false);  // once without a vouch
         return fail_units(units, s);
     }
     for (std::size_t i = 0; i < segs.size(); i++) {

@@ -23,6 +23,7 @@ import http.client
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -280,7 +281,10 @@ def main():
         pg.start()
         pg.sql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS queen")
         extra = ["--pool-size", "2", "--drain-timeout-ms", "1000"]
-        sidecars = [Sidecar(n, args.sidecar, pg.conninfo(), args.workdir, extra) for n in "AB"]
+        # A copy of its own: a rebuild during the run must not change (or remove) the binary.
+        binary = os.path.join(args.workdir, "queen-sidecar")
+        shutil.copy2(args.sidecar, binary)
+        sidecars = [Sidecar(n, binary, pg.conninfo(), args.workdir, extra) for n in "AB"]
         for s in sidecars:
             s.start()
         hist = History()

@@ -75,6 +75,9 @@ public:
     // pid among log_txns rows with base_offset > after, else -1.
     virtual Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
                             std::vector<int64_t>* offsets) = 0;
+    // Ask the server to cancel whatever statement is running (any thread may call it; a
+    // no-op when idle or not connected).
+    virtual void cancel() {}
 };
 
 }  // namespace queen::sidecar

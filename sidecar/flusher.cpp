@@ -98,6 +98,10 @@ void Flusher::sql_loop(Backend* b) {
 // Stop sending: see flusher.h.
 void Flusher::abandon() {
     abandoning_.store(true);
+    // A statement still waiting (a lock, a slow server) would commit with nobody to answer:
+    // cancel it. One already committing cannot be stopped; it is the only such window.
+    for (auto& b : backends_) b->cancel();
+    for (auto& b : sql_backends_) b->cancel();
     for (auto& cv : cvs_) cv.notify_all();
     sql_cv_.notify_all();
 }

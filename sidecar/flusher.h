@@ -105,8 +105,9 @@ public:
     void start();
     // Let the workers finish everything queued, then join them.
     void stop();
-    // Nobody is left to answer (the drain deadline passed): flushes in flight finish, nothing
-    // queued is sent any more; its items are answered Unavailable. Call before stop().
+    // Nobody is left to answer (the drain deadline passed): statements in flight are
+    // cancelled, nothing queued is sent any more (its items are answered Unavailable), a lost
+    // answer is not looked up further. Call before stop().
     void abandon();
 
     // Queue a parsed, layer-1-marked job. job->done runs once every item is answered (maybe on

@@ -173,6 +173,11 @@ PgBackend::~PgBackend() { disconnect(); }
 
 // Close the connection and forget what was prepared on it.
 void PgBackend::disconnect() {
+    {
+        std::lock_guard<std::mutex> lk(cancel_mu_);
+        if (cancel_) PQfreeCancel(cancel_);
+        cancel_ = nullptr;
+    }
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
     for (bool& p : prepared_) p = false;
@@ -217,7 +222,17 @@ Status PgBackend::ensure_connected() {
         return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
     }
     if (metrics_) metrics_->pg_connects++;
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    cancel_ = PQgetCancel(conn_);
     return Status::ok();
+}
+
+// Send a cancel request for the running statement, if any.
+void PgBackend::cancel() {
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    if (!cancel_) return;
+    char err[256];
+    (void) PQcancel(cancel_, err, sizeof err);  // best effort: the statement may have finished
 }
 
 // Map a failed result to a Status kind by SQLSTATE; *broken tells whether the connection is

@@ -12,6 +12,7 @@
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,8 @@ public:
 
     // Connect now if not connected (normally lazy).
     Status ensure_connected();
+    // PQcancel through the cancel object made at connect time (thread-safe).
+    void cancel() override;
 
 private:
     enum Stmt : int {
@@ -88,6 +91,8 @@ private:
     int connect_timeout_s_;
     Metrics* metrics_;
     PGconn* conn_ = nullptr;
+    std::mutex cancel_mu_;        // guards cancel_ (cancel() runs on other threads)
+    PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
     bool prepared_[kStmtCount] = {};
     int64_t last_failure_mono_ = INT64_MIN / 2;
 };

@@ -63,6 +63,10 @@ int main(int argc, char** argv) {
     fc.max_flush_partitions = st.max_flush_partitions;
     fc.max_pending_items = st.max_pending_items;
     fc.meta_ttl_ms = st.meta_ttl_ms;
+    fc.max_segment_bytes = st.max_segment_bytes;
+    fc.max_flush_bytes = st.max_flush_bytes;
+    fc.max_pending_bytes = st.max_pending_bytes;
+    fc.resolve_deadline_ms = st.resolve_deadline_ms;
     // The non-push endpoints get connections of their own (never queued behind pushes).
     std::vector<std::unique_ptr<Backend>> sql_backends;
     for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)

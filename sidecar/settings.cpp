@@ -51,6 +51,14 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->drain_timeout_ms;
     else if (name == "connect-timeout-s")
         b.i = &st->connect_timeout_s;
+    else if (name == "max-segment-bytes")
+        b.i = &st->max_segment_bytes;
+    else if (name == "max-flush-bytes")
+        b.i = &st->max_flush_bytes;
+    else if (name == "max-pending-bytes")
+        b.i = &st->max_pending_bytes;
+    else if (name == "resolve-deadline-ms")
+        b.i = &st->resolve_deadline_ms;
     return b;
 }
 
@@ -111,6 +119,14 @@ const std::vector<SettingSpec>& setting_specs() {
          "SIGTERM: longest wait for in-flight work (30000)"},
         {"connect-timeout-s", "QUEEN_CONNECT_TIMEOUT_S", false, 1, 600,
          "PostgreSQL connect timeout (3)"},
+        {"max-segment-bytes", "QUEEN_MAX_SEGMENT_BYTES", false, 1 << 16, 512 << 20,
+         "bytes of one partition's segment in one flush (64 MiB)"},
+        {"max-flush-bytes", "QUEEN_MAX_FLUSH_BYTES", false, 1 << 16, 768 << 20,
+         "bytes of one SQL call, all segments (128 MiB)"},
+        {"max-pending-bytes", "QUEEN_MAX_PENDING_BYTES", false, 1 << 16, int64_t(1) << 40,
+         "unflushed bytes before 429 (512 MiB)"},
+        {"resolve-deadline-ms", "QUEEN_RESOLVE_DEADLINE_MS", false, 0, 600000,
+         "longest search for a lost COMMIT's outcome before 503 (10000)"},
     };
     return specs;
 }

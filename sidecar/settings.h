@@ -27,6 +27,10 @@ struct Settings {
     int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
     int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
     int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout
+    int64_t max_segment_bytes = 64 << 20;    // one partition's segment in one flush
+    int64_t max_flush_bytes = 128 << 20;     // one push_segments call
+    int64_t max_pending_bytes = 512 << 20;   // queued-but-unflushed bytes before 429
+    int64_t resolve_deadline_ms = 10000;     // lost COMMIT: longest outcome lookup before 503
 };
 
 // One row of the table (exposed for --help and the docs).

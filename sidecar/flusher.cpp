@@ -611,7 +611,7 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
                               std::vector<Seg>& segs, const Status& why) {
     std::vector<std::vector<int64_t>> found(segs.size());
     for (;;) {
-        if (abandoning_.load() || clock_.mono_ms() >= ctx.deadline_mono)
+        if (abandoning_.load() || clock_.mono_ms() >= ctx.deadline_mono || ctx.resends >= 64)
             return fail_units(
                 units, Status(StatusCode::Unknown,
                               "PostgreSQL's answer was lost and the outcome could not be looked "
@@ -630,6 +630,7 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
     bool committed = false;
     for (const auto& f : found)
         for (int64_t off : f) committed |= off >= 0;
+    ctx.resends++;
     if (!committed) return attempt(b, ctx, units, false);  // nothing written: send again
     // Committed: stored leaders (and their layer-2 followers) are answered here; the other
     // leaders were duplicates inside it and are sent again to learn their originals.

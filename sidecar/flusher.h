@@ -150,6 +150,7 @@ private:
         const std::vector<PartQueue*>* parts;
         std::vector<PartitionMeta> metas;
         int64_t deadline_mono;
+        int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
     struct Seg;
     struct MemoEntry {

@@ -508,6 +508,25 @@ TEST(FlusherFaults, UndecidableOutcomeIs503AndARetryIsExact) {
     EXPECT_EQ(store.copies(100, "x"), 1);
 }
 
+// A server that loses every answer: the resends are bounded, the items end as Unknown (503),
+// and nothing was written.
+TEST(FlusherFaults, EndlesslyLostAnswersAreBounded) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.lose_before_commit = 1000000;
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(29);
+    std::vector<Answer> out;
+    Status err;
+    sc.flusher.submit(make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &out, &err));
+    sc.drain();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].status, 2);
+    EXPECT_EQ(err.code(), StatusCode::Unknown);
+    EXPECT_EQ(store.calls_push, 65) << "the first call and 64 resends";
+    EXPECT_EQ(store.copies(100, "x"), 0);
+}
+
 // A status word the sidecar does not know fails that item closed; the others are answered.
 TEST(FlusherFaults, UnknownStatusFailsClosed) {
     ManualClock clock;

@@ -212,11 +212,16 @@ void Api::push(HttpRequest&& req, Reply reply) {
     flusher_.submit(std::move(job));
 }
 
-// 201 + one object per item in input order, or the first failure. Items of one request
-// usually share queue and partition: their escaped fragment is reused while it stays the same.
+// 201 + one object per item in input order, or one error when no item was stored or found
+// stored (then nothing of the request was written). A failed item among answered ones is
+// {"index","transaction_id","queueName","partition","status":"error","error","code"}. Items of
+// one request usually share queue and partition: their escaped fragment is reused while it
+// stays the same.
 HttpResponse push_response(PushJob& job) {
     HttpResponse r;
-    {
+    bool any_answered = false;
+    for (const ItemAnswer& a : job.answers) any_answered |= !a.failed;
+    if (!any_answered) {
         std::lock_guard<std::mutex> lk(job.err_mu);
         if (!job.error.is_ok()) return error_response(job.error);
     }
@@ -233,6 +238,22 @@ HttpResponse push_response(PushJob& job) {
         if (i) out.push_back(',');
         out += "{\"index\":";
         json_append_int(&out, static_cast<int64_t>(i));
+        if (a.failed) {
+            out += ",\"transaction_id\":";
+            json_append_string(&out, it.txn);
+            out += ",\"queueName\":";
+            json_append_string(&out, it.queue);
+            out += ",\"partition\":";
+            json_append_string(&out, it.partition);
+            // The same public form as a request-level error: a stable code, no server internals.
+            const PublicError pe = public_error(a.error);
+            out += ",\"status\":\"error\",\"error\":";
+            json_append_string(&out, pe.message);
+            out += ",\"code\":";
+            json_append_string(&out, pe.code);
+            out += "}";
+            continue;
+        }
         out += ",\"message_id\":\"";
         queen::uuid_to_text(a.id, idbuf);
         out.append(idbuf, 36);

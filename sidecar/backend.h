@@ -49,7 +49,9 @@ struct SegmentIn {
     int32_t window_s = 0;                  // p_window: the window the vouch assumed
 };
 
-enum class EntryStatus : uint8_t { Queued = 0, Duplicate = 1 };
+// Unknown: SQL answered a status string the sidecar does not know; it fails closed (the item is
+// answered `error`, never guessed to be a duplicate).
+enum class EntryStatus : uint8_t { Queued = 0, Duplicate = 1, Unknown = 2 };
 
 // One answer row.
 struct EntryOut {
@@ -66,9 +68,17 @@ public:
     virtual Status resolve_partition(std::string_view queue, std::string_view partition,
                                      PartitionMeta* out) = 0;
     // One transaction pushing every segment (out[i] answers segs[i], one EntryOut per entry);
-    // returns only after COMMIT.
+    // returns only after COMMIT. StatusCode::Unknown when the call was sent but its answer was
+    // lost (it may or may not have committed); Unavailable when nothing was sent.
     virtual Status push_segments(const std::vector<SegmentIn>& segs,
                                  std::vector<std::vector<EntryOut>>* out) = 0;
+    // Read-only outcome check: for each ids[i], the offset at which it is stored in partition
+    // pid among log_txns rows with base_offset > after, else -1.
+    virtual Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                            std::vector<int64_t>* offsets) = 0;
+    // Ask the server to cancel whatever statement is running (any thread may call it; a
+    // no-op when idle or not connected).
+    virtual void cancel() {}
 };
 
 }  // namespace queen::sidecar

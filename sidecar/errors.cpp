@@ -6,29 +6,6 @@
 namespace queen::sidecar {
 
 namespace {
-// The default code of a Status kind.
-const char* kind_code(StatusCode c) {
-    switch (c) {
-        case StatusCode::Ok:
-            return "ok";
-        case StatusCode::BadRequest:
-            return "bad_request";
-        case StatusCode::TooLarge:
-            return "too_large";
-        case StatusCode::Busy:
-            return "busy";
-        case StatusCode::Unavailable:
-            return "unavailable";
-        case StatusCode::Conflict:
-            return "conflict";
-        case StatusCode::NotFound:
-            return "not_found";
-        case StatusCode::Internal:
-            return "internal";
-    }
-    return "internal";
-}
-
 struct StateMap {
     const char* prefix;  // a full SQLSTATE or a two-character class
     int http;
@@ -103,13 +80,16 @@ PublicError public_error(const Status& s) {
         return e;
     }
     e.http = http_code(s.code());
-    e.code = kind_code(s.code());
+    e.code = status_code_name(s.code());
     switch (s.code()) {
         case StatusCode::Unavailable:
             e.message = fixed_message("unavailable");
             break;
         case StatusCode::Internal:
             e.message = "internal error";
+            break;
+        case StatusCode::Unknown:
+            e.message = "the outcome of this write is not known yet; send the same request again";
             break;
         default:
             // Messages of the sidecar's own checks (parsing, limits, backpressure) are written

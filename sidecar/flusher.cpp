@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <thread>
+#include <unordered_map>
 
 #include "core/segment_codec.h"
 
@@ -16,6 +18,27 @@ struct HashOfHash {
         return static_cast<std::size_t>(h.prefix());
     }
 };
+
+// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
+// framing).
+int64_t item_bytes(const PushItem& it) {
+    return static_cast<int64_t>(it.payload.size() + it.txn.size()) + 48;
+}
+
+// Whether a failed call may be split and retried: the server refused something in it (and so
+// rolled all of it back), as opposed to a connection or capacity problem.
+bool splittable(const Status& s) {
+    switch (s.code()) {
+        case StatusCode::BadRequest:
+        case StatusCode::NotFound:
+        case StatusCode::Conflict:
+        case StatusCode::Internal:
+        case StatusCode::TooLarge:
+            return true;
+        default:
+            return false;
+    }
+}
 
 // The flusher's partition key.
 std::string part_key(const PushItem& it) {
@@ -30,26 +53,57 @@ std::string part_key(const PushItem& it) {
 // Keep the first error; mark the item.
 void PushJob::fail(std::size_t i, const Status& s) {
     answers[i].failed = true;
+    answers[i].error = s;
     std::lock_guard<std::mutex> lk(err_mu);
     if (error.is_ok()) error = s;
 }
 
 Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
-                 BlockCache& cache, Metrics& metrics, const Clock& clock)
+                 BlockCache& cache, Metrics& metrics, const Clock& clock,
+                 std::vector<std::unique_ptr<Backend>> sql_backends)
     : cfg_(cfg),
       backends_(std::move(backends)),
       cache_(cache),
       metrics_(metrics),
       clock_(clock),
       cvs_(std::max<std::size_t>(1, backends_.size())),
-      ready_(std::max<std::size_t>(1, backends_.size())) {}
+      ready_(std::max<std::size_t>(1, backends_.size())),
+      sql_backends_(std::move(sql_backends)) {}
 
 Flusher::~Flusher() { stop(); }
 
-// One thread per backend connection; worker i flushes lane i.
+// One thread per backend connection; worker i flushes lane i; the SQL workers take run_sql.
 void Flusher::start() {
     for (std::size_t i = 0; i < backends_.size(); i++)
         threads_.emplace_back([this, p = backends_[i].get(), i] { worker_loop(p, i); });
+    for (auto& sb : sql_backends_) threads_.emplace_back([this, p = sb.get()] { sql_loop(p); });
+}
+
+// A SQL worker: run closures until stopped (abandoned ones are dropped unanswered: nobody
+// listens any more).
+void Flusher::sql_loop(Backend* b) {
+    for (;;) {
+        std::function<void(Backend&)> fn;
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            sql_cv_.wait(lk, [&] { return !sql_jobs_.empty() || stopping_; });
+            if (sql_jobs_.empty()) return;
+            fn = std::move(sql_jobs_.front());
+            sql_jobs_.pop_front();
+        }
+        if (!abandoning_.load()) fn(*b);
+    }
+}
+
+// Stop sending: see flusher.h.
+void Flusher::abandon() {
+    abandoning_.store(true);
+    // A statement still waiting (a lock, a slow server) would commit with nobody to answer:
+    // cancel it. One already committing cannot be stopped; it is the only such window.
+    for (auto& b : backends_) b->cancel();
+    for (auto& b : sql_backends_) b->cancel();
+    for (auto& cv : cvs_) cv.notify_all();
+    sql_cv_.notify_all();
 }
 
 // A stable spread of partitions over the workers.
@@ -64,6 +118,7 @@ void Flusher::stop() {
         stopping_ = true;
     }
     for (auto& cv : cvs_) cv.notify_all();
+    sql_cv_.notify_all();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
@@ -72,6 +127,11 @@ void Flusher::stop() {
 int64_t Flusher::pending_items() const {
     std::lock_guard<std::mutex> lk(mu_);
     return pending_;
+}
+
+int64_t Flusher::pending_bytes() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return pending_bytes_;
 }
 
 // Drop every memoised partition.
@@ -85,9 +145,12 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
     PushJob* j = job.get();
     const std::size_t n = j->req.items.size();
     j->answers.assign(n, ItemAnswer{});
-    int64_t leaders = 0;
+    int64_t leaders = 0, bytes = 0;
     for (const auto& it : j->req.items)
-        if (it.leader < 0) leaders++;
+        if (it.leader < 0) {
+            leaders++;
+            bytes += item_bytes(it);
+        }
     metrics_.messages_layer1_duplicate += static_cast<uint64_t>(static_cast<int64_t>(n) - leaders);
     if (leaders == 0) {
         j->done(*j);
@@ -100,12 +163,15 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
     uint64_t woke = 0;  // lanes that got a newly ready partition (bit i = lane i; all if > 63)
     {
         std::lock_guard<std::mutex> lk(mu_);
-        if (stopping_) {
+        if (stopping_ || abandoning_.load()) {
             refused = true;
             why = Status(StatusCode::Unavailable, "the sidecar is shutting down");
         } else if (pending_ + leaders > cfg_.max_pending_items && pending_ > 0) {
             refused = true;
             why = Status(StatusCode::Busy, "too many messages waiting for PostgreSQL; retry later");
+        } else if (pending_bytes_ + bytes > cfg_.max_pending_bytes && pending_bytes_ > 0) {
+            refused = true;
+            why = Status(StatusCode::Busy, "too many bytes waiting for PostgreSQL; retry later");
         } else {
             PartQueue* pq = nullptr;
             for (std::size_t i = 0; i < n; i++) {
@@ -131,6 +197,7 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
                 }
             }
             pending_ += leaders;
+            pending_bytes_ += bytes;
             metrics_.pending_items.store(pending_);
         }
     }
@@ -140,7 +207,10 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
             std::lock_guard<std::mutex> lk(j->err_mu);
             j->error = why;
         }
-        for (auto& a : j->answers) a.failed = true;
+        for (auto& a : j->answers) {
+            a.failed = true;
+            a.error = why;
+        }
         j->done(*j);
         return;
     }
@@ -154,27 +224,53 @@ void Flusher::run_sql(std::function<void(Backend&)> fn) {
         std::lock_guard<std::mutex> lk(mu_);
         sql_jobs_.push_back(std::move(fn));
     }
-    for (auto& cv : cvs_) cv.notify_one();  // rare: whichever worker is idle takes it
+    if (!sql_backends_.empty()) {
+        sql_cv_.notify_one();
+        return;
+    }
+    for (auto& cv : cvs_) cv.notify_one();  // no SQL workers: whichever push worker is idle
 }
 
-// Pop a lane's ready partitions and move out their pending items (at most one segment's
-// worth each).
+// Pop a lane's ready partitions and move out their pending items: at most one segment's worth
+// each (items and bytes), at most max_flush_bytes in all (the first partition always gets at
+// least one item, so a single item at the payload limit still goes).
 void Flusher::take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                                 std::vector<std::vector<Pending>>* items) {
     std::deque<PartQueue*>& ready = ready_[lane];
-    while (!ready.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions) {
+    int64_t flush_bytes = 0;
+    while (!ready.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions &&
+           (parts->empty() || flush_bytes < cfg_.max_flush_bytes)) {
         PartQueue* pq = ready.front();
         ready.pop_front();
         pq->queued = false;
         pq->in_flight = true;
+        const int64_t room = std::min(cfg_.max_segment_bytes, cfg_.max_flush_bytes - flush_bytes);
+        std::size_t n = 0;
+        int64_t seg_bytes = 0;
+        while (n < pq->pending.size() && static_cast<int64_t>(n) < cfg_.max_segment_items) {
+            const Pending& pd = pq->pending[n];
+            const int64_t ib = item_bytes(pd.job->req.items[pd.idx]);
+            if ((n > 0 || !parts->empty()) && seg_bytes + ib > room) break;
+            seg_bytes += ib;
+            n++;
+        }
+        if (n == 0) {  // not even one item fits beside what is taken: next call
+            pq->in_flight = false;
+            pq->queued = true;
+            ready.push_front(pq);
+            break;
+        }
         std::vector<Pending> take;
-        if (static_cast<int64_t>(pq->pending.size()) <= cfg_.max_segment_items) {
+        if (n == pq->pending.size()) {
             take.swap(pq->pending);
         } else {
-            take.assign(pq->pending.begin(), pq->pending.begin() + cfg_.max_segment_items);
-            pq->pending.erase(pq->pending.begin(), pq->pending.begin() + cfg_.max_segment_items);
+            take.assign(pq->pending.begin(), pq->pending.begin() + static_cast<std::ptrdiff_t>(n));
+            pq->pending.erase(pq->pending.begin(),
+                              pq->pending.begin() + static_cast<std::ptrdiff_t>(n));
         }
         pending_ -= static_cast<int64_t>(take.size());
+        pending_bytes_ -= seg_bytes;
+        flush_bytes += seg_bytes;
         parts->push_back(pq);
         items->push_back(std::move(take));
     }
@@ -210,11 +306,12 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
         std::function<void(Backend&)> fn;
         {
             std::unique_lock<std::mutex> lk(mu_);
+            const bool takes_sql = sql_backends_.empty();
             cvs_[lane].wait(lk, [&] {
-                return !ready_[lane].empty() || !sql_jobs_.empty() ||
+                return !ready_[lane].empty() || (takes_sql && !sql_jobs_.empty()) ||
                        (stopping_ && parts_.empty());
             });
-            if (!sql_jobs_.empty()) {
+            if (takes_sql && !sql_jobs_.empty()) {
                 fn = std::move(sql_jobs_.front());
                 sql_jobs_.pop_front();
             } else if (!ready_[lane].empty()) {
@@ -224,7 +321,7 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
             }
         }
         if (fn) {
-            fn(*b);
+            if (!abandoning_.load()) fn(*b);
             continue;
         }
         process(*b, parts, items);
@@ -288,6 +385,7 @@ void Flusher::finish_item(PushJob* job) {
         const ItemAnswer& la = job->answers[l];
         ItemAnswer& a = job->answers[i];
         a.failed = la.failed;
+        a.error = la.error;
         a.status = EntryStatus::Duplicate;
         a.id = la.id;
         a.offset = la.offset;
@@ -296,40 +394,92 @@ void Flusher::finish_item(PushJob* job) {
     job->done(*job);
 }
 
-// Build one segment per partition (layer 2), ask the cache for p_verified, push them all in
-// one call, feed commits back to the cache, answer every item.
-void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
-                      std::vector<std::vector<Pending>>& items) {
-    struct Seg {
-        std::size_t part;
-        PartitionMeta meta;
-        std::vector<std::size_t>
-            leader_of;                   // for each pending item: its leader's position in leaders
-        std::vector<uint8_t> is_leader;  // for each pending item: first with its hash
-        std::vector<queen::Hash128> hashes;  // leaders' hashes
-        std::string hash_blob;
-        std::string segment;
-    };
-    std::vector<Seg> segs;
-    segs.reserve(parts.size());
-    constexpr uint32_t kNoSlot = UINT32_MAX;
-    std::vector<uint32_t> first;  // layer-2 table, reused for every segment
-    auto fail_part = [&](std::size_t p, const Status& s) {
-        for (const Pending& pd : items[p]) {
+// One partition's segment inside one attempt: layer 2 over its units' items.
+struct Flusher::Seg {
+    std::size_t part = 0;
+    std::vector<Pending> pend;             // every item, in unit order
+    std::vector<uint32_t> unit_of;         // for each item: its unit's position in the attempt
+    std::vector<std::size_t> leader_of;    // for each item: its leader's position in hashes
+    std::vector<uint8_t> is_leader;        // for each item: first with its hash
+    std::vector<queen::Hash128> hashes;    // leaders' hashes
+    std::vector<queen::Uuid> ids;          // leaders' message ids
+    std::string hash_blob;
+    std::string segment;
+};
+
+// Answer every item of units with failure s.
+void Flusher::fail_units(const std::vector<const Unit*>& units, const Status& s) {
+    for (const Unit* u : units)
+        for (const Pending& pd : u->items) {
             pd.job->fail(pd.idx, s);
             metrics_.messages_failed++;
             finish_item(pd.job);
         }
-    };
+}
+
+// Resolve metadata per partition, cut the items into units (one job's items of one
+// partition), and push them all in one attempt.
+void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
+                      std::vector<std::vector<Pending>>& items) {
+    FlushCtx ctx;
+    ctx.parts = &parts;
+    ctx.metas.resize(parts.size());
+    ctx.deadline_mono = clock_.mono_ms() + cfg_.resolve_deadline_ms;
+    std::vector<Unit> units;
     for (std::size_t p = 0; p < parts.size(); p++) {
-        Seg sg;
-        sg.part = p;
-        Status s = meta_for(b, *parts[p], &sg.meta);
-        if (!s.is_ok()) {
-            fail_part(p, s);
+        if (abandoning_.load()) {
+            Unit u{p, std::move(items[p])};
+            fail_units({&u}, Status(StatusCode::Unavailable,
+                                    "the sidecar stopped before this message was sent"));
             continue;
         }
-        const auto& pend = items[p];
+        Status s = meta_for(b, *parts[p], &ctx.metas[p]);
+        if (!s.is_ok()) {
+            Unit u{p, std::move(items[p])};
+            fail_units({&u}, s);
+            continue;
+        }
+        std::unordered_map<PushJob*, std::size_t> unit_of_job;
+        for (const Pending& pd : items[p]) {
+            auto ins = unit_of_job.emplace(pd.job, units.size());
+            if (ins.second) units.push_back(Unit{p, {}});
+            units[ins.first->second].items.push_back(pd);
+        }
+    }
+    if (units.empty()) return;
+    std::vector<const Unit*> all;
+    all.reserve(units.size());
+    for (const Unit& u : units) all.push_back(&u);
+    attempt(b, ctx, all, true);
+}
+
+// Build one segment per partition from the units (layer 2), ask the cache for p_verified when
+// vouching, push them all in one call, feed commits back to the cache, answer every item.
+void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                      bool vouch) {
+    if (units.empty()) return;
+    if (abandoning_.load())
+        return fail_units(units, Status(StatusCode::Unavailable,
+                                        "the sidecar stopped before this message was sent"));
+    // Segments in partition order of first appearance.
+    std::vector<Seg> segs;
+    std::unordered_map<std::size_t, std::size_t> seg_of_part;
+    for (std::size_t u = 0; u < units.size(); u++) {
+        auto ins = seg_of_part.emplace(units[u]->part, segs.size());
+        if (ins.second) {
+            segs.emplace_back();
+            segs.back().part = units[u]->part;
+        }
+        Seg& sg = segs[ins.first->second];
+        for (const Pending& pd : units[u]->items) {
+            sg.pend.push_back(pd);
+            sg.unit_of.push_back(static_cast<uint32_t>(u));
+        }
+    }
+    constexpr uint32_t kNoSlot = UINT32_MAX;
+    std::vector<uint32_t> first;  // layer-2 table, reused for every segment
+    for (Seg& sg : segs) {
+        const auto& pend = sg.pend;
         // First-wins on the hash: an open-addressing table of leader positions.
         std::size_t cap = 16;
         while (cap < pend.size() * 2) cap <<= 1;
@@ -352,23 +502,25 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             sg.leader_of[k] = sg.hashes.size();
             sg.is_leader[k] = 1;
             sg.hashes.push_back(it.hash);
+            sg.ids.push_back(it.id);
             builder.add(queen::MessageView{it.id, queen::ContentType::Json, it.txn, it.payload});
         }
         sg.segment = builder.finish();
         sg.hash_blob.assign(reinterpret_cast<const char*>(sg.hashes.data()),
                             sg.hashes.size() * kHashBytes);
-        segs.push_back(std::move(sg));
     }
-    if (segs.empty()) return;
     std::vector<SegmentIn> in;
     in.reserve(segs.size());
     for (Seg& sg : segs) {
+        const PartitionMeta& meta = ctx.metas[sg.part];
         SegmentIn si;
-        si.pid = sg.meta.pid;
+        si.pid = meta.pid;
         si.hashes = &sg.hash_blob;
         si.segment = &sg.segment;
-        si.verified = cache_.verified_for(sg.meta, sg.hashes.data(), sg.hashes.size(), b);
-        si.window_s = sg.meta.window_s;
+        // A vouch always travels with the window it was made for (never one without it).
+        si.verified =
+            vouch ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b) : -1;
+        si.window_s = meta.window_s;
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
@@ -379,21 +531,35 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
     metrics_.sql_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();
-    if (s.is_ok() && out.size() != segs.size())
-        s = Status(StatusCode::Internal, "push_segments returned the wrong number of segments");
+    if (s.is_ok()) {
+        bool shape_ok = out.size() == segs.size();
+        for (std::size_t i = 0; shape_ok && i < segs.size(); i++)
+            shape_ok = out[i].size() == segs[i].hashes.size();
+        // It committed, but the answer cannot be read: find out what is stored instead.
+        if (!shape_ok)
+            s = Status(StatusCode::Unknown, "push_segments returned an answer of the wrong shape");
+    }
+    if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
     if (!s.is_ok()) {
         if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
-        for (const Seg& sg : segs) fail_part(sg.part, s);
-        return;
+        // First once whole without vouches: a refused vouch (e.g. one above a last_offset that
+        // a restore moved back) must not cost a split.
+        if (vouch && splittable(s)) return attempt(b, ctx, units, false);
+        if (splittable(s) && units.size() > 1) {
+            // Only some unit is at fault: halve and try each half on its own (no vouches, so a
+            // refused vouch cannot be the reason twice).
+            const std::size_t half = units.size() / 2;
+            std::vector<const Unit*> lo(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(half));
+            std::vector<const Unit*> hi(units.begin() + static_cast<std::ptrdiff_t>(half), units.end());
+            attempt(b, ctx, lo, false);
+            attempt(b, ctx, hi, false);
+            return;
+        }
+        return fail_units(units, s);
     }
     for (std::size_t i = 0; i < segs.size(); i++) {
         Seg& sg = segs[i];
         const auto& rows = out[i];
-        if (rows.size() != sg.hashes.size()) {
-            fail_part(sg.part, Status(StatusCode::Internal,
-                                      "push_segments returned the wrong number of rows"));
-            continue;
-        }
         // Survivors got contiguous offsets from the segment's base B: feed the cache.
         std::vector<queen::Hash128> survivors;
         int64_t base = -1, created_ms = 0;
@@ -408,22 +574,94 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             survivors.push_back(sg.hashes[k]);
         }
         if (!survivors.empty() && contiguous)
-            cache_.on_commit(sg.meta.pid, base, survivors.data(), survivors.size(), created_ms);
-        const auto& pend = items[sg.part];
+            cache_.on_commit(ctx.metas[sg.part].pid, base, survivors.data(), survivors.size(), created_ms);
+        const auto& pend = sg.pend;
         for (std::size_t k = 0; k < pend.size(); k++) {
             const std::size_t l = sg.leader_of[k];
             const EntryOut& r = rows[l];
-            ItemAnswer& a = pend[k].job->answers[pend[k].idx];
+            PushJob* job = pend[k].job;
+            if (r.status == EntryStatus::Unknown) {  // fail closed: never guess `duplicate`
+                job->fail(pend[k].idx, Status(StatusCode::Internal,
+                                              "PostgreSQL answered an unknown status"));
+                metrics_.messages_failed++;
+                finish_item(job);
+                continue;
+            }
+            ItemAnswer& a = job->answers[pend[k].idx];
             a.id = r.id;
             a.offset = r.offset;
             a.status = sg.is_leader[k] ? r.status : EntryStatus::Duplicate;
+            // A duplicate of this very message is the copy an earlier attempt of this flush
+            // stored (its answer was lost): it is this request's write.
+            if (sg.is_leader[k] && a.status == EntryStatus::Duplicate && r.id == sg.ids[l])
+                a.status = EntryStatus::Queued;
             if (a.status == EntryStatus::Queued)
                 metrics_.messages_queued++;
             else
                 metrics_.messages_duplicate++;
-            finish_item(pend[k].job);
+            finish_item(job);
         }
     }
+}
+
+// The call was sent and its answer lost. It was one transaction: it committed if and only if
+// some leader's message id is stored (a call whose leaders were all duplicates wrote nothing,
+// which is the same as not committing). Look that up on a fresh connection until the
+// deadline; then answer what is known and send again what is not.
+void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                              std::vector<Seg>& segs, const Status& why) {
+    std::vector<std::vector<int64_t>> found(segs.size());
+    for (;;) {
+        if (abandoning_.load() || clock_.mono_ms() >= ctx.deadline_mono || ctx.resends >= 64)
+            return fail_units(
+                units, Status(StatusCode::Unknown,
+                              "PostgreSQL's answer was lost and the outcome could not be looked "
+                              "up in time; retry the same request (" + why.message() + ")"));
+        bool ok = true;
+        for (std::size_t i = 0; ok && i < segs.size(); i++) {
+            found[i].clear();
+            const PartitionMeta& meta = ctx.metas[segs[i].part];
+            // Offsets only grow: everything this call wrote lies above the memo's last_offset.
+            Status s = b.find_ids(meta.pid, meta.last_offset, segs[i].ids, &found[i]);
+            ok = s.is_ok() && found[i].size() == segs[i].ids.size();
+        }
+        if (ok) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.resolve_retry_ms));
+    }
+    bool committed = false;
+    for (const auto& f : found)
+        for (int64_t off : f) committed |= off >= 0;
+    ctx.resends++;
+    if (!committed) return attempt(b, ctx, units, false);  // nothing written: send again
+    // Committed: stored leaders (and their layer-2 followers) are answered here; the other
+    // leaders were duplicates inside it and are sent again to learn their originals.
+    std::vector<Unit> again(units.size());
+    for (std::size_t u = 0; u < units.size(); u++) again[u].part = units[u]->part;
+    for (std::size_t i = 0; i < segs.size(); i++) {
+        Seg& sg = segs[i];
+        for (std::size_t k = 0; k < sg.pend.size(); k++) {
+            const std::size_t l = sg.leader_of[k];
+            const int64_t off = found[i][l];
+            if (off < 0) {
+                again[sg.unit_of[k]].items.push_back(sg.pend[k]);
+                continue;
+            }
+            PushJob* job = sg.pend[k].job;
+            ItemAnswer& a = job->answers[sg.pend[k].idx];
+            a.id = sg.ids[l];
+            a.offset = off;
+            a.status = sg.is_leader[k] ? EntryStatus::Queued : EntryStatus::Duplicate;
+            if (a.status == EntryStatus::Queued)
+                metrics_.messages_queued++;
+            else
+                metrics_.messages_duplicate++;
+            finish_item(job);
+        }
+    }
+    std::vector<const Unit*> rest;
+    for (const Unit& u : again)
+        if (!u.items.empty()) rest.push_back(&u);
+    attempt(b, ctx, rest, false);
 }
 
 }  // namespace queen::sidecar

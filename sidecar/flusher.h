@@ -10,8 +10,23 @@
 // on rows another connection wrote: with -1 probes over large windows this is the difference
 // between reading a few rows and re-reading whole windows.
 //
-// Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts and the stop flag
-// (cvs_[i] is waited on with mu_ held); memo_mu_ guards the metadata memo; a PushJob's err_mu
+// Faults. A fused call that fails for a data reason (the extension refused something) is split
+// in halves by unit (one request's items of one partition) and each half retried without
+// vouches, so only the offending request's items fail. A call whose answer was lost (the
+// connection broke after sending) is resolved: the sidecar looks up the message ids it sent
+// (find_ids); if any is stored the transaction committed and those items are `queued`, the
+// rest (duplicates inside it) are pushed again to learn their originals; if none is, nothing
+// was written and the call is sent again. Only when that cannot be decided before
+// resolve_deadline_ms are the items answered with StatusCode::Unknown (HTTP 503). Every item
+// gets its own answer; a request is answered with one error only when none of its items
+// committed.
+//
+// Non-push endpoints run on their own backends (sql_backends) and threads, so a slow read never
+// waits behind, or stalls, a push.
+//
+// Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
+// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); memo_mu_ guards the
+// metadata memo; a PushJob's err_mu
 // guards its error text. Order: mu_ and memo_mu_ are
 // never held together; neither is held while calling the Backend or the BlockCache (those run
 // with no Flusher lock held); err_mu is a leaf. A job's answers[i] is written only by the
@@ -45,6 +60,7 @@ struct ItemAnswer {
     queen::Uuid id{};
     int64_t offset = -1;
     bool failed = false;
+    Status error;  // why, when failed
 };
 
 // One push request in flight.
@@ -53,7 +69,7 @@ struct PushJob {
     std::vector<ItemAnswer> answers;
     std::atomic<int64_t> remaining{0};
     std::mutex err_mu;
-    Status error;  // the first failure (guarded by err_mu)
+    Status error;  // the first failure (guarded by err_mu): the answer when no item succeeded
     // Called exactly once, on whichever thread answers the last leader.
     std::function<void(PushJob&)> done;
     std::shared_ptr<PushJob> self;  // keeps the job alive while items are queued
@@ -64,8 +80,13 @@ struct PushJob {
 
 struct FlusherConfig {
     int64_t max_segment_items = 10000;
+    int64_t max_segment_bytes = 64 << 20;   // one partition's segment in one flush
     int64_t max_flush_partitions = 64;
+    int64_t max_flush_bytes = 128 << 20;    // one push_segments call (PostgreSQL caps a value at 1 GB)
     int64_t max_pending_items = 1000000;
+    int64_t max_pending_bytes = 512 << 20;  // queued-but-unflushed bytes before 429
+    int64_t resolve_deadline_ms = 10000;    // longest search for a lost commit's outcome
+    int64_t resolve_retry_ms = 200;
     int64_t meta_ttl_ms = 30000;
     std::size_t memo_soft_cap = 100000;
 };
@@ -73,14 +94,21 @@ struct FlusherConfig {
 class Flusher {
 public:
     // One worker per backend; the flusher owns them. cache may be disabled but not null.
+    // sql_backends run the non-push endpoints (run_sql), one thread each; when empty, the push
+    // workers take those jobs too.
     Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
-            BlockCache& cache, Metrics& metrics, const Clock& clock);
+            BlockCache& cache, Metrics& metrics, const Clock& clock,
+            std::vector<std::unique_ptr<Backend>> sql_backends = {});
     ~Flusher();
 
     // Start the worker threads.
     void start();
     // Let the workers finish everything queued, then join them.
     void stop();
+    // Nobody is left to answer (the drain deadline passed): statements in flight are
+    // cancelled, nothing queued is sent any more (its items are answered Unavailable), a lost
+    // answer is not looked up further. Call before stop().
+    void abandon();
 
     // Queue a parsed, layer-1-marked job. job->done runs once every item is answered (maybe on
     // this thread when nothing needs a flush, or when the job is refused: Busy/Unavailable).
@@ -94,6 +122,7 @@ public:
     void run_sql(std::function<void(Backend&)> fn);
 
     int64_t pending_items() const;
+    int64_t pending_bytes() const;
 
     // Forget memoised metadata (tests, or after a partition vanished).
     void forget_meta();
@@ -111,6 +140,19 @@ private:
         bool in_flight = false;
         bool queued = false;
     };
+    // One request's items of one partition, in arrival order: what a failing flush is split by.
+    struct Unit {
+        std::size_t part;
+        std::vector<Pending> items;
+    };
+    // What one process() call shares between its attempts.
+    struct FlushCtx {
+        const std::vector<PartQueue*>* parts;
+        std::vector<PartitionMeta> metas;
+        int64_t deadline_mono;
+        int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
+    };
+    struct Seg;
     struct MemoEntry {
         PartitionMeta meta;
         int64_t fetched_mono = 0;
@@ -124,6 +166,14 @@ private:
     std::size_t lane_of(const std::string& key) const;
     void process(Backend& b, const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& items);
+    // Push units in one call; split on data errors, resolve lost answers (see the top).
+    void attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
+    // The answer of a call was lost: find out what committed, answer or send again.
+    void resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                         std::vector<Seg>& segs, const Status& why);
+    // Answer every item of units with failure s.
+    void fail_units(const std::vector<const Unit*>& units, const Status& s);
+    void sql_loop(Backend* b);
     void release(const std::vector<PartQueue*>& parts);
     Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);
     void finish_item(PushJob* job);
@@ -138,9 +188,13 @@ private:
     std::vector<std::condition_variable> cvs_;  // one per lane (its worker waits on it)
     std::unordered_map<std::string, std::unique_ptr<PartQueue>> parts_;
     std::vector<std::deque<PartQueue*>> ready_;  // one per lane
+    std::vector<std::unique_ptr<Backend>> sql_backends_;
+    std::condition_variable sql_cv_;
     std::deque<std::function<void(Backend&)>> sql_jobs_;
     int64_t pending_ = 0;
+    int64_t pending_bytes_ = 0;
     bool stopping_ = false;
+    std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
     std::mutex memo_mu_;

@@ -182,6 +182,9 @@ bool Cursor::string(Value* out) {
                 if (end - p < 6) return fail("bad \\u escape");
                 const int32_t cp = hex4(p + 2);
                 if (cp < 0) return fail("bad \\u escape");
+                // PostgreSQL's JSON parser (with escapes decoded, as queen checks payloads)
+                // refuses \u0000: text cannot hold a zero byte.
+                if (cp == 0) return fail("\\u0000 cannot be stored (PostgreSQL text refuses it)");
                 p += 6;
                 if (cp >= 0xd800 && cp <= 0xdbff) {
                     if (end - p < 6 || p[0] != '\\' || p[1] != 'u')

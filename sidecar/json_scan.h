@@ -1,6 +1,8 @@
 // Strict JSON scanning without a tree, for the push hot path: RFC 8259 grammar, UTF-8 checked
 // inside strings (outside them only ASCII is valid), escapes checked (a \u surrogate must be a
-// proper pair), nesting at most kMaxDepth. The push parser (push_request.cpp) walks its
+// proper pair), nesting at most kMaxDepth. It accepts exactly what the extension's payload check
+// accepts in a UTF8 database (pg_verifymbstr + pg_parse_json with escapes decoded): on top of
+// RFC 8259 that refuses \u0000 anywhere, in keys too. The push parser (push_request.cpp) walks its
 // envelope with these pieces and keeps each payload as a span of the request text, so nothing
 // is re-serialized: a payload is stored as sent, minus insignificant whitespace.
 // Pure functions over [p, end); no allocation except unescape()/minify() output.

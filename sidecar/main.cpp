@@ -125,7 +125,16 @@ int main(int argc, char** argv) {
     fc.max_flush_partitions = st.max_flush_partitions;
     fc.max_pending_items = st.max_pending_items;
     fc.meta_ttl_ms = st.meta_ttl_ms;
-    Flusher flusher(fc, std::move(backends), cache, metrics, clock);
+    fc.max_segment_bytes = st.max_segment_bytes;
+    fc.max_flush_bytes = st.max_flush_bytes;
+    fc.max_pending_bytes = st.max_pending_bytes;
+    fc.resolve_deadline_ms = st.resolve_deadline_ms;
+    // The non-push endpoints get connections of their own (never queued behind pushes).
+    std::vector<std::unique_ptr<Backend>> sql_backends;
+    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)
+        sql_backends.push_back(
+            std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
+    Flusher flusher(fc, std::move(backends), cache, metrics, clock, std::move(sql_backends));
     Api api(st, flusher, cache, metrics);
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
 
@@ -200,6 +209,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    flusher.abandon();  // nobody can be answered any more: send nothing else
     flusher.stop();
     {
         std::lock_guard<std::mutex> lk(sweep_mu);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <unordered_map>
 
 namespace queen::sidecar {
 
@@ -19,6 +20,7 @@ struct StmtDef {
     const char* sql;
     int nparams;
     Oid types[6];
+    bool read_only;  // changes nothing: safe to send again on a fresh connection
 };
 
 // Every statement the daemon runs. Casts pin the result types for binary decoding.
@@ -27,7 +29,7 @@ const StmtDef kStmts[] = {
      "SELECT partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
      "FROM queen.resolve_partition($1, $2)",
      2,
-     {kText, kText}},
+     {kText, kText}, true},
     // $5 / $5[] is p_window: the window (seconds) each vouch was computed under, from the
     // metadata memo. The extension ignores a vouch when the queue's window, read under the
     // partition row lock, is larger (a /configure grew it while the memo was stale).
@@ -36,13 +38,13 @@ const StmtDef kStmts[] = {
      "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segment($1, $2, $3, $4, $5)",
      5,
-     {kInt8, kBytea, kBytea, kInt8, kInt4}},
+     {kInt8, kBytea, kBytea, kInt8, kInt4}, false},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
      "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segments($1, $2, $3, $4, $5)",
      5,
-     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}},
+     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}, false},
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
@@ -50,7 +52,7 @@ const StmtDef kStmts[] = {
      "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY "
      "t.base_offset",
      2,
-     {kInt8, kInt8}},
+     {kInt8, kInt8}, true},
     {"queen_range",
      "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * "
      "1000)::int8, "
@@ -58,26 +60,37 @@ const StmtDef kStmts[] = {
      "$3 "
      "ORDER BY base_offset",
      3,
-     {kInt8, kInt8, kInt8}},
-    {"queen_configure", "SELECT queen.configure($1, $2::jsonb)::text", 2, {kText, kText}},
-    {"queen_ack", "SELECT queen.ack($1, $2, $3, $4)::text", 4, {kText, kText, kText, kText}},
+     {kInt8, kInt8, kInt8}, true},
+    {"queen_configure", "SELECT queen.configure($1, $2::jsonb)::text", 2, {kText, kText}, false},
+    {"queen_ack", "SELECT queen.ack($1, $2, $3, $4)::text", 4, {kText, kText, kText, kText}, false},
     {"queen_committed",
      "SELECT queen.committed_offset($1, $2, $3)::int8",
      3,
-     {kText, kText, kText}},
+     {kText, kText, kText}, true},
     {"queen_read",
      "SELECT message_offset::int8, message_id::text, transaction_id::text, payload::text, "
      "floor(extract(epoch FROM created_at) * 1000)::int8 FROM queen.read($1, $2, $3::int8, "
      "$4::int4)",
      4,
-     {kText, kText, kText, kText}},
-    {"queen_txn", "SELECT queen.transaction($1::jsonb)::text", 1, {kText}},
+     {kText, kText, kText, kText}, true},
+    {"queen_txn", "SELECT queen.transaction($1::jsonb)::text", 1, {kText}, false},
     {"queen_names",
      "SELECT q.name, p.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id "
      "WHERE p.id = $1",
      1,
-     {kInt8}},
+     {kInt8}, true},
+    {"queen_find_ids",
+     "SELECT base_offset::int8, message_ids FROM queen.log_txns WHERE partition_id = $1 AND "
+     "base_offset > $2 AND message_ids IS NOT NULL ORDER BY base_offset",
+     2,
+     {kInt8, kInt8},
+     true},
 };
+static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 12, "one definition per statement");
+
+// The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
+// values over 1 GB anyway). The flusher's byte limits keep calls far below it.
+constexpr std::size_t kMaxParamBytes = std::size_t(1) << 30;
 
 // Monotonic milliseconds.
 int64_t mono_ms() {
@@ -162,6 +175,11 @@ PgBackend::~PgBackend() { disconnect(); }
 
 // Close the connection and forget what was prepared on it.
 void PgBackend::disconnect() {
+    {
+        std::lock_guard<std::mutex> lk(cancel_mu_);
+        if (cancel_) PQfreeCancel(cancel_);
+        cancel_ = nullptr;
+    }
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
     for (bool& p : prepared_) p = false;
@@ -176,8 +194,23 @@ Status PgBackend::ensure_connected() {
     if (now - last_failure_mono_ < 500)
         return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
     const std::string timeout = std::to_string(connect_timeout_s_);
-    const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-    const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar", nullptr};
+    // Defaults first: the connection string (dbname, expanded) overrides any of them.
+    const char* keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "options",
+                          "connect_timeout",  "application_name", "dbname",
+                          nullptr};
+    const char* vals[] = {"1",
+                          "10",
+                          "5",
+                          "3",
+                          "20000",
+                          "-c statement_timeout=30000 -c lock_timeout=10000 "
+                          "-c idle_in_transaction_session_timeout=60000 "
+                          "-c client_connection_check_interval=2000",
+                          timeout.c_str(),
+                          "queen-sidecar",
+                          conninfo_.c_str(),
+                          nullptr};
     conn_ = PQconnectdbParams(keys, vals, 1);
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
         std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
@@ -191,26 +224,48 @@ Status PgBackend::ensure_connected() {
         return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
     }
     if (metrics_) metrics_->pg_connects++;
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    cancel_ = PQgetCancel(conn_);
     return Status::ok();
 }
 
-// Map a failed result to a Status kind by SQLSTATE (a broken connection is Unavailable).
-Status PgBackend::error_status(PGresult* res, const char* what) {
+// Send a cancel request for the running statement, if any.
+void PgBackend::cancel() {
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    if (!cancel_) return;
+    char err[256];
+    (void) PQcancel(cancel_, err, sizeof err);  // best effort: the statement may have finished
+}
+
+// Map a failed result to a Status kind by SQLSTATE; *broken tells whether the connection is
+// gone (then it is closed and the kind is Unavailable; exec decides whether that means Unknown).
+Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
+    *broken = false;
     if (metrics_) metrics_->sql_errors++;
-    std::string msg =
-        res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "no connection");
+    // The primary message only: no CONTEXT lines (server internals) travel to clients.
+    const char* primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    std::string msg = primary ? primary
+                      : res   ? PQresultErrorMessage(res)
+                              : (conn_ ? PQerrorMessage(conn_) : "no connection");
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     std::string state = st ? st : "";
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 ||
+    // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
+    // the connection unexpectedly", a failed send), so the connection is not to be trusted.
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
         state.rfind("57P", 0) == 0 || state == "53300") {
         disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;
+        *broken = true;
         return Status(StatusCode::Unavailable,
                       std::string(what) + ": PostgreSQL unavailable: " + msg, state);
     }
-    if (state == "22023" || state == "22P02" || state == "22001")
-        return Status(StatusCode::BadRequest, msg, state);
+    // Rolled back for a passing reason (timeouts, cancels, serialization, deadlocks, resources):
+    // nothing was written and a later try may succeed.
+    if (state == "57014" || state == "55P03" || state == "40001" || state == "40P01" ||
+        state.rfind("53", 0) == 0)
+        return Status(StatusCode::Unavailable, std::string(what) + ": " + msg, state);
+    if (state.rfind("22", 0) == 0) return Status(StatusCode::BadRequest, msg, state);
     if (state == "42704") return Status(StatusCode::NotFound, msg, state);
     if (state == "23505") return Status(StatusCode::Conflict, msg, state);
     return Status(StatusCode::Internal, std::string(what) + ": " + msg, state);
@@ -220,24 +275,37 @@ Status PgBackend::error_status(PGresult* res, const char* what) {
 Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                        const int* formats, PGresult** out) {
     *out = nullptr;
-    Status c = ensure_connected();
-    if (!c.is_ok()) return c;
     const StmtDef& def = kStmts[st];
-    if (!prepared_[st]) {
-        ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
-        if (PQresultStatus(g.r) != PGRES_COMMAND_OK) return error_status(g.r, def.name);
-        prepared_[st] = true;
-    }
-    if (metrics_) metrics_->sql_calls++;
-    PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        Status s = error_status(r, def.name);
+    for (int round = 0;; round++) {
+        const bool pooled = conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
+        Status c = ensure_connected();
+        if (!c.is_ok()) return c;
+        bool broken = false;
+        if (!prepared_[st]) {
+            ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
+            if (PQresultStatus(g.r) != PGRES_COMMAND_OK) {
+                Status s = error_status(g.r, def.name, &broken);
+                if (broken && pooled && round == 0) continue;  // preparing changes nothing
+                return s;
+            }
+            prepared_[st] = true;
+        }
+        if (metrics_) metrics_->sql_calls++;
+        PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            if (metrics_) metrics_->pg_up = 1;
+            *out = r;
+            return Status::ok();
+        }
+        Status s = error_status(r, def.name, &broken);
         if (r) PQclear(r);
-        return s;
+        if (!broken) return s;
+        if (def.read_only) {
+            if (pooled && round == 0) continue;  // a stale pooled connection: once more, fresh
+            return s;
+        }
+        return Status(StatusCode::Unknown, s.message(), s.sqlstate());
     }
-    if (metrics_) metrics_->pg_up = 1;
-    *out = r;
-    return Status::ok();
 }
 
 // queen.resolve_partition.
@@ -269,6 +337,8 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         put_be64(&pid, segs[0].pid);
         put_be64(&ver, segs[0].verified);
         put_be32(&win, segs[0].window_s);
+        if (segs[0].hashes->size() > kMaxParamBytes || segs[0].segment->size() > kMaxParamBytes)
+            return Status(StatusCode::TooLarge, "a segment is larger than 1 GB");
         const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(),
                            win.data()};
         int len[] = {8, static_cast<int>(segs[0].hashes->size()),
@@ -285,6 +355,8 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
             hash_bytes += 4 + sg.hashes->size();
             blob_bytes += 4 + sg.segment->size();
         }
+        if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
+            return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
         hashes.reserve(hashes.size() + hash_bytes);
         blobs.reserve(blobs.size() + blob_bytes);
         pids.reserve(pids.size() + 12 * segs.size());
@@ -326,8 +398,11 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
             r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) ||
             PQgetlength(g.r, i, 3) != 16 || !col_int8(g.r, i, 4, &r.e.offset))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
-        r.e.status = std::strcmp(PQgetvalue(g.r, i, 2), "queued") == 0 ? EntryStatus::Queued
-                                                                       : EntryStatus::Duplicate;
+        // Fail closed: only the two known words count; anything else is an error answer.
+        const char* st = PQgetvalue(g.r, i, 2);
+        r.e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
+                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
+                                                         : EntryStatus::Unknown;
         std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
         // The function scan finishes before the select list runs: clock_timestamp() here is
         // after every row's created_at (the block cache's one clock, see block_cache.h).
@@ -372,6 +447,37 @@ Status PgBackend::load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<Tx
     Status s = exec(kRange, 3, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
     return txn_rows(g.r, rows);
+}
+
+// Where the given message ids are stored among the partition's rows above `after`.
+Status PgBackend::find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                           std::vector<int64_t>* offsets) {
+    offsets->assign(ids.size(), -1);
+    std::string a, b;
+    put_be64(&a, pid);
+    put_be64(&b, after);
+    const char* v[] = {a.data(), b.data()};
+    int len[] = {8, 8}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kFindIds, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    std::unordered_map<std::string, std::size_t> want;
+    want.reserve(ids.size() * 2);
+    for (std::size_t i = 0; i < ids.size(); i++)
+        want.emplace(std::string(reinterpret_cast<const char*>(ids[i].b), 16), i);
+    const int n = PQntuples(g.r);
+    for (int r = 0; r < n; r++) {
+        int64_t base = 0;
+        if (!col_int8(g.r, r, 0, &base) || PQgetisnull(g.r, r, 1))
+            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+        const char* p = PQgetvalue(g.r, r, 1);
+        const int len_ids = PQgetlength(g.r, r, 1);
+        for (int k = 0; k + 16 <= len_ids; k += 16) {
+            auto it = want.find(std::string(p + k, 16));
+            if (it != want.end()) (*offsets)[it->second] = base + k / 16;
+        }
+    }
+    return Status::ok();
 }
 
 // queen.configure -> its jsonb as text.

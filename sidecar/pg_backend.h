@@ -1,11 +1,18 @@
 // The libpq Backend: one connection, prepared statements with binary parameters and results,
 // lazy (re)connection with a short back-off. Never builds SQL from strings: every statement is
 // a constant with $n parameters. Not thread-safe: one per flush worker.
+//
+// Connections are made with TCP keepalives (idle 10 s, every 5 s, 3 probes), a TCP user timeout
+// (20 s) and, per session, statement_timeout 30 s, lock_timeout 10 s,
+// idle_in_transaction_session_timeout 60 s and client_connection_check_interval 2 s: a
+// half-open connection or a stuck lock fails a call instead of holding a worker forever.
+// Anything in the connection string overrides these (its `options` replaces them all).
 #pragma once
 
 #include <libpq-fe.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -35,6 +42,8 @@ public:
     Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
                        std::vector<TxnRow>* rows) override;
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override;
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offsets) override;
 
     // The other endpoints.
     Status configure(const std::string& queue, const std::string& options_json,
@@ -50,6 +59,8 @@ public:
 
     // Connect now if not connected (normally lazy).
     Status ensure_connected();
+    // PQcancel through the cancel object made at connect time (thread-safe).
+    void cancel() override;
 
 private:
     enum Stmt : int {
@@ -64,18 +75,24 @@ private:
         kRead,
         kTxn,
         kNames,
+        kFindIds,
         kStmtCount
     };
-    // Run prepared statement st (preparing it on first use on this connection).
+    // Run prepared statement st (preparing it on first use on this connection). A statement
+    // that changes nothing is retried once on a fresh connection when a pooled one turns out
+    // broken (a PostgreSQL restart); one that writes reports a broken connection after sending
+    // as StatusCode::Unknown.
     Status exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                 const int* formats, PGresult** out);
-    Status error_status(PGresult* res, const char* what);
+    Status error_status(PGresult* res, const char* what, bool* broken);
     void disconnect();
 
     std::string conninfo_;
     int connect_timeout_s_;
     Metrics* metrics_;
     PGconn* conn_ = nullptr;
+    std::mutex cancel_mu_;        // guards cancel_ (cancel() runs on other threads)
+    PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
     bool prepared_[kStmtCount] = {};
     int64_t last_failure_mono_ = INT64_MIN / 2;
 };

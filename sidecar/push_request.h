@@ -22,7 +22,7 @@ struct ParseLimits {
 struct PushItem {
     std::string queue;
     std::string partition;  // "Default" when absent
-    std::string txn;        // the transactionId (the generated id's text when absent)
+    std::string txn;        // the transactionId (derived from the body when absent: see below)
     std::string payload;    // minified JSON text
     queen::Uuid id{};       // the id this item gets if it is stored
     queen::Hash128 hash{};  // txn_hash(txn)
@@ -32,6 +32,12 @@ struct PushItem {
 struct PushRequest {
     std::vector<PushItem> items;
 };
+
+// The transactionId of item `index` of a body that names none: "auto-<hash of the body>-<index>".
+// Stable, so a retry of the same body unchanged (after a 503 or a lost connection) is answered
+// `duplicate` with the first copy's id instead of being written twice; two byte-identical
+// bodies within the window are therefore one send.
+std::string derived_txn(const queen::Hash128& body_hash, std::size_t index);
 
 // Parse {"items":[...]} (a bare array is accepted too). On error returns BadRequest or
 // TooLarge and sets *bad_index to the offending item (-1 when the body itself is wrong).

@@ -65,6 +65,14 @@ Binding bind(Settings* st, const std::string& name) {
         b.s = &st->log_format;
     else if (name == "clock-offset-ms")
         b.i = &st->clock_offset_ms;
+    else if (name == "max-segment-bytes")
+        b.i = &st->max_segment_bytes;
+    else if (name == "max-flush-bytes")
+        b.i = &st->max_flush_bytes;
+    else if (name == "max-pending-bytes")
+        b.i = &st->max_pending_bytes;
+    else if (name == "resolve-deadline-ms")
+        b.i = &st->resolve_deadline_ms;
     return b;
 }
 
@@ -139,6 +147,14 @@ const std::vector<SettingSpec>& setting_specs() {
          "text (timestamp level message) or json (one object per line)"},
         {"clock-offset-ms", "QUEEN_CLOCK_OFFSET_MS", false, -86400000, 86400000,
          "TEST ONLY: shift the sidecar's wall clock (the cache must not depend on it) (0)"},
+        {"max-segment-bytes", "QUEEN_MAX_SEGMENT_BYTES", false, 1 << 16, 512 << 20,
+         "bytes of one partition's segment in one flush (64 MiB)"},
+        {"max-flush-bytes", "QUEEN_MAX_FLUSH_BYTES", false, 1 << 16, 768 << 20,
+         "bytes of one SQL call, all segments (128 MiB)"},
+        {"max-pending-bytes", "QUEEN_MAX_PENDING_BYTES", false, 1 << 16, int64_t(1) << 40,
+         "unflushed bytes before 429 (512 MiB)"},
+        {"resolve-deadline-ms", "QUEEN_RESOLVE_DEADLINE_MS", false, 0, 600000,
+         "longest search for a lost COMMIT's outcome before 503 (10000)"},
     };
     return specs;
 }

@@ -34,6 +34,10 @@ struct Settings {
     int64_t write_timeout_ms = 60000;     // sending one answer
     std::string log_format = "text";      // text | json
     int64_t clock_offset_ms = 0;          // TEST ONLY: shifts the sidecar's wall clock
+    int64_t max_segment_bytes = 64 << 20;    // one partition's segment in one flush
+    int64_t max_flush_bytes = 128 << 20;     // one push_segments call
+    int64_t max_pending_bytes = 512 << 20;   // queued-but-unflushed bytes before 429
+    int64_t resolve_deadline_ms = 10000;     // lost COMMIT: longest outcome lookup before 503
 };
 
 // One row of the table (exposed for --help and the docs).

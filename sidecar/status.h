@@ -12,7 +12,9 @@ enum class StatusCode {
     BadRequest,   // the client's input is wrong: HTTP 400
     TooLarge,     // body or item limits: HTTP 413
     Busy,         // backpressure: HTTP 429
-    Unavailable,  // PostgreSQL unreachable or the connection broke: HTTP 503
+    Unavailable,  // PostgreSQL unreachable before anything was sent: HTTP 503
+    Unknown,      // sent, but the connection broke before the answer: the outcome is unknown
+                  // until it is looked up (HTTP 503 only if that cannot be decided in time)
     Conflict,     // a duplicate inside a transaction (23505)
     NotFound,     // unknown queue/partition (42704): HTTP 404
     Internal,     // anything else: HTTP 500
@@ -39,6 +41,31 @@ private:
     std::string sqlstate_;
 };
 
+// The stable machine-readable name of a Status kind (the `code` of an error answer).
+inline const char* status_code_name(StatusCode c) noexcept {
+    switch (c) {
+        case StatusCode::Ok:
+            return "ok";
+        case StatusCode::BadRequest:
+            return "bad_request";
+        case StatusCode::TooLarge:
+            return "too_large";
+        case StatusCode::Busy:
+            return "busy";
+        case StatusCode::Unavailable:
+            return "unavailable";
+        case StatusCode::Unknown:
+            return "outcome_unknown";
+        case StatusCode::Conflict:
+            return "conflict";
+        case StatusCode::NotFound:
+            return "not_found";
+        case StatusCode::Internal:
+            return "internal";
+    }
+    return "internal";
+}
+
 // The HTTP status code for a Status kind.
 inline int http_code(StatusCode c) noexcept {
     switch (c) {
@@ -51,6 +78,7 @@ inline int http_code(StatusCode c) noexcept {
         case StatusCode::Busy:
             return 429;
         case StatusCode::Unavailable:
+        case StatusCode::Unknown:
             return 503;
         case StatusCode::Conflict:
             return 409;

@@ -1,5 +1,7 @@
 // The reference push parser (see reference_push_parser.h): the sidecar's parser before
-// json_scan replaced it, unchanged apart from its namespace.
+// json_scan replaced it, apart from its namespace and two later rules of the parser: a decoded
+// zero byte in any string (only \u0000 can produce one) refuses the body, as PostgreSQL does,
+// and an absent transactionId is derived from the body (derived_txn).
 #include "reference_push_parser.h"
 
 #include <simdjson.h>
@@ -33,6 +35,33 @@ Status optional_string(simdjson::dom::object obj, const char* key, std::string_v
     return Status::ok();
 }
 
+// Whether any string (key or value) under e holds a zero byte once decoded.
+bool holds_zero_byte(simdjson::dom::element e) {
+    switch (e.type()) {
+        case simdjson::dom::element_type::STRING: {
+            std::string_view sv;
+            return !e.get(sv) && sv.find('\0') != std::string_view::npos;
+        }
+        case simdjson::dom::element_type::ARRAY: {
+            simdjson::dom::array arr;
+            if (e.get(arr)) return false;
+            for (simdjson::dom::element c : arr)
+                if (holds_zero_byte(c)) return true;
+            return false;
+        }
+        case simdjson::dom::element_type::OBJECT: {
+            simdjson::dom::object obj;
+            if (e.get(obj)) return false;
+            for (auto kv : obj)
+                if (kv.key.find('\0') != std::string_view::npos || holds_zero_byte(kv.value))
+                    return true;
+            return false;
+        }
+        default:
+            return false;
+    }
+}
+
 }  // namespace
 
 // Parse and validate every item; the first bad item stops parsing.
@@ -46,6 +75,8 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
     if (err)
         return Status(StatusCode::BadRequest,
                       std::string("malformed JSON: ") + simdjson::error_message(err));
+    if (holds_zero_byte(root))
+        return Status(StatusCode::BadRequest, "malformed JSON: \\u0000 cannot be stored");
     simdjson::dom::array items;
     if (root.is_object()) {
         simdjson::dom::object o;
@@ -102,7 +133,8 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
                 return Status(StatusCode::BadRequest, why);
             it.txn.assign(sv);
         } else {
-            it.txn = queen::uuid_to_string(it.id);
+            it.txn = derived_txn(queen::hash_bytes(body.data(), body.size()),
+                                 static_cast<std::size_t>(idx));
         }
         it.hash = queen::txn_hash(it.txn);
         out->items.push_back(std::move(it));

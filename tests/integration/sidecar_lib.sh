@@ -44,7 +44,8 @@ start_sidecar() {
     local name=$1
     shift
     local log=$WORK/sidecar-$name.log port="" i
-    "$SIDECAR_BIN" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+    : >"$log"  # exists before the first read (the background job opens it later)
+    "$SIDECAR_BIN" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
     local pid=$!
     SIDECAR_PIDS+=("$pid")
     for i in $(seq 1 100); do

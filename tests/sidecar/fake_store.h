@@ -5,7 +5,9 @@
 // one and counts any disagreement: a vouch that would have let a duplicate in.
 #pragma once
 
+#include <cstring>
 #include <map>
+#include <string_view>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -75,6 +77,79 @@ public:
     Status push(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
         std::lock_guard<std::mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
+        calls_push++;
+        if (lose_before_commit > 0) {  // sent, then the connection broke: nothing written
+            lose_before_commit--;
+            return Status(StatusCode::Unknown, "connection lost before COMMIT");
+        }
+        // The extension refuses a payload holding the marker: the whole call rolls back.
+        for (const SegmentIn& sg : segs) {
+            queen::SegmentReader rd(reinterpret_cast<const uint8_t*>(sg.segment->data()),
+                                    sg.segment->size());
+            queen::MessageView mv;
+            while (rd.next(&mv))
+                if (!reject_payload.empty() &&
+                    std::string_view(mv.payload).find(reject_payload) != std::string_view::npos)
+                    return Status(StatusCode::BadRequest, "payload is not valid JSON", "22P02");
+        }
+        Status st = push_locked(segs, out);
+        if (!st.is_ok()) return st;
+        if (lose_after_commit > 0) {  // committed, then the answer was lost
+            lose_after_commit--;
+            out->clear();
+            return Status(StatusCode::Unknown, "connection lost after COMMIT");
+        }
+        if (!unknown_status_txn.empty()) {
+            for (std::size_t s = 0; s < segs.size(); s++) {
+                queen::SegmentReader rd(reinterpret_cast<const uint8_t*>(segs[s].segment->data()),
+                                        segs[s].segment->size());
+                queen::MessageView mv;
+                for (std::size_t i = 0; rd.next(&mv); i++)
+                    if (mv.txn == unknown_status_txn) (*out)[s][i].status = EntryStatus::Unknown;
+            }
+        }
+        return Status::ok();
+    }
+
+    // The outcome lookup: ids stored above `after`.
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offs) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (down) return Status(StatusCode::Unavailable, "down");
+        calls_find++;
+        if (fail_finds > 0) {
+            fail_finds--;
+            return Status(StatusCode::Unavailable, "down");
+        }
+        offs->assign(ids.size(), -1);
+        const Part& pt = parts_.at(pid);
+        for (auto it = pt.ids.upper_bound(after); it != pt.ids.end(); ++it)
+            for (std::size_t i = 0; i < ids.size(); i++)
+                if (it->second == ids[i]) (*offs)[i] = it->first;
+        return Status::ok();
+    }
+
+    // How many stored copies of txn partition pid holds (anywhere in its log).
+    int copies(int64_t pid, const std::string& txn) {
+        std::lock_guard<std::mutex> lk(mu_);
+        const queen::Hash128 h = queen::txn_hash(txn);
+        int n = 0;
+        for (const TxnRow& r : parts_.at(pid).txns)
+            for (std::size_t i = 0; i + 16 <= r.hashes.size(); i += 16)
+                n += std::memcmp(r.hashes.data() + i, h.b, 16) == 0;
+        return n;
+    }
+
+    int lose_before_commit = 0;
+    int lose_after_commit = 0;
+    int fail_finds = 0;
+    std::string reject_payload;
+    std::string unknown_status_txn;
+    int calls_push = 0, calls_find = 0;
+
+private:
+    Status push_locked(const std::vector<SegmentIn>& segs,
+                       std::vector<std::vector<EntryOut>>* out) {
         out->assign(segs.size(), {});
         const int64_t now = clock_.wall_ms();
         for (std::size_t s = 0; s < segs.size(); s++) {
@@ -132,6 +207,8 @@ public:
         }
         return Status::ok();
     }
+
+public:
 
     Status load_window(int64_t pid, int64_t window_s, int64_t* last, std::vector<TxnRow>* rows) {
         std::lock_guard<std::mutex> lk(mu_);
@@ -229,6 +306,10 @@ public:
     }
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override {
         return s_.load_range(pid, lo, hi, rows);
+    }
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offs) override {
+        return s_.find_ids(pid, after, ids, offs);
     }
 
 private:

@@ -6,6 +6,9 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <thread>
+#include <atomic>
+#include <condition_variable>
 
 #include "fake_store.h"
 #include "flusher.h"
@@ -324,6 +327,10 @@ public:
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override {
         return inner_.load_range(pid, lo, hi, rows);
     }
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offs) override {
+        return inner_.find_ids(pid, after, ids, offs);
+    }
 
 private:
     FakeBackend inner_;
@@ -372,6 +379,262 @@ TEST(Flusher, EachPartitionIsFlushedByOneWorkerAndStopDrains) {
         used.insert(*workers.begin());
     }
     EXPECT_GT(used.size(), 1u) << "partitions are spread over the workers";
+}
+
+// A job whose items carry the given payloads (txn "" = none), for the fault tests.
+std::shared_ptr<PushJob> payload_job(const std::vector<Item>& items,
+                                     const std::vector<std::string>& payloads,
+                                     queen::UuidV7Generator& gen, int64_t now,
+                                     std::vector<Answer>* out, std::vector<Status>* errs) {
+    auto job = make_job(items, gen, now, out);
+    for (std::size_t i = 0; i < payloads.size(); i++) job->req.items[i].payload = payloads[i];
+    auto inner = job->done;
+    job->done = [inner, errs](PushJob& j) {
+        inner(j);
+        for (const ItemAnswer& a : j.answers) errs->push_back(a.error);
+    };
+    return job;
+}
+
+// 40 good requests to 40 partitions and one the extension refuses, fused into one call: only
+// the bad one fails; every good one gets its real answer (bisection by request).
+TEST(FlusherFaults, ADataErrorFailsOnlyItsOwnRequest) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.reject_payload = "POISON";
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(21);
+    std::vector<std::vector<Answer>> out(41);
+    std::vector<std::vector<Status>> errs(41);
+    for (int j = 0; j < 40; j++)
+        sc.flusher.submit(payload_job({{"q", "p" + std::to_string(j), "g" + std::to_string(j)}},
+                                      {"{\"n\":1}"}, gen, clock.wall_ms(), &out[j], &errs[j]));
+    // The bad request shares a partition with good request 7.
+    sc.flusher.submit(payload_job({{"q", "p7", "bad"}, {"q", "p40", "bad2"}},
+                                  {"\"POISON\"", "2"}, gen, clock.wall_ms(), &out[40], &errs[40]));
+    ASSERT_TRUE(sc.flusher.run_once(sc.backend));  // one batch: all 41 partitions
+    EXPECT_FALSE(sc.flusher.run_once(sc.backend));
+    for (int j = 0; j < 40; j++) {
+        ASSERT_EQ(out[j].size(), 1u) << "request " << j << " answered";
+        EXPECT_EQ(out[j][0].status, 0) << "request " << j << " queued";
+        EXPECT_EQ(out[j][0].offset, 0);
+    }
+    ASSERT_EQ(out[40].size(), 2u);
+    EXPECT_EQ(out[40][0].status, 2) << "the refused payload fails";
+    EXPECT_EQ(errs[40][0].code(), StatusCode::BadRequest);
+    // Its other item went in another unit (partition p40) and is stored.
+    EXPECT_EQ(out[40][1].status, 0);
+    EXPECT_GT(store.calls_push, 2) << "the call was split";
+}
+
+// COMMIT went through but the answer was lost: the outcome is looked up, every item gets its
+// exact answer (queued at the stored offset, duplicates with their originals), nothing is
+// written twice.
+TEST(FlusherFaults, LostAnswerAfterCommitIsResolved) {
+    ManualClock clock;
+    FakeStore store(clock);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(22);
+    std::vector<Answer> first, out;
+    sc.flusher.submit(make_job({{"q", "a", "old"}}, gen, clock.wall_ms(), &first));
+    sc.drain();
+    ASSERT_EQ(first[0].status, 0);
+    store.lose_after_commit = 1;
+    store.fail_finds = 2;  // the lookup itself needs a few tries
+    FlusherConfig fc;
+    sc.flusher.submit(make_job({{"q", "a", "n1"}, {"q", "a", "old"}, {"q", "b", "n2"},
+                                {"q", "a", "n1"}, {"q", "a", ""}},
+                               gen, clock.wall_ms(), &out));
+    sc.drain();
+    ASSERT_EQ(out.size(), 5u);
+    EXPECT_EQ(out[0].status, 0);
+    EXPECT_EQ(out[0].offset, 1);
+    EXPECT_EQ(out[1].status, 1) << "a duplicate inside the lost call keeps its original";
+    EXPECT_EQ(out[1].id, first[0].id);
+    EXPECT_EQ(out[1].offset, 0);
+    EXPECT_EQ(out[2].status, 0);
+    EXPECT_EQ(out[2].offset, 0);
+    EXPECT_EQ(out[3].status, 1);
+    EXPECT_EQ(out[3].id, out[0].id);
+    EXPECT_EQ(out[4].status, 0);
+    const int64_t pa = store.by_id(100).id;
+    EXPECT_EQ(store.copies(pa, "n1"), 1);
+    EXPECT_EQ(store.copies(pa, "old"), 1);
+    EXPECT_GE(store.calls_find, 3);
+}
+
+// The connection broke before COMMIT: nothing is stored, so the call is sent again and
+// answered normally.
+TEST(FlusherFaults, LostAnswerBeforeCommitIsSentAgain) {
+    ManualClock clock;
+    FakeStore store(clock);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(23);
+    std::vector<Answer> out;
+    store.lose_before_commit = 1;
+    sc.flusher.submit(make_job({{"q", "a", "x"}, {"q", "a", "y"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].status, 0);
+    EXPECT_EQ(out[1].status, 0);
+    EXPECT_EQ(out[1].offset, 1);
+    EXPECT_EQ(store.copies(100, "x"), 1);
+    EXPECT_EQ(store.calls_push, 2);
+}
+
+// When the outcome cannot be looked up before the deadline, the items are answered Unknown
+// (503); a retry of the same items gets the exact answer and writes nothing twice.
+TEST(FlusherFaults, UndecidableOutcomeIs503AndARetryIsExact) {
+    ManualClock clock;
+    FakeStore store(clock);
+    FlusherConfig fc;
+    fc.resolve_deadline_ms = 0;  // no time to look it up
+    Sidecar sc(store, clock, CacheConfig(), fc);
+    queen::UuidV7Generator gen(24);
+    std::vector<Answer> out, again;
+    Status err;
+    store.lose_after_commit = 1;
+    sc.flusher.submit(make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &out, &err));
+    sc.drain();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].status, 2);
+    EXPECT_EQ(err.code(), StatusCode::Unknown);
+    EXPECT_EQ(http_code(err.code()), 503);
+    sc.flusher.submit(make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &again));
+    sc.drain();
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_EQ(again[0].status, 1);
+    EXPECT_EQ(again[0].offset, 0);
+    EXPECT_EQ(store.copies(100, "x"), 1);
+}
+
+// A server that loses every answer: the resends are bounded, the items end as Unknown (503),
+// and nothing was written.
+TEST(FlusherFaults, EndlesslyLostAnswersAreBounded) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.lose_before_commit = 1000000;
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(29);
+    std::vector<Answer> out;
+    Status err;
+    sc.flusher.submit(make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &out, &err));
+    sc.drain();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].status, 2);
+    EXPECT_EQ(err.code(), StatusCode::Unknown);
+    EXPECT_EQ(store.calls_push, 65) << "the first call and 64 resends";
+    EXPECT_EQ(store.copies(100, "x"), 0);
+}
+
+// A status word the sidecar does not know fails that item closed; the others are answered.
+TEST(FlusherFaults, UnknownStatusFailsClosed) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.unknown_status_txn = "weird";
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(25);
+    std::vector<Answer> out;
+    sc.flusher.submit(make_job({{"q", "a", "ok"}, {"q", "a", "weird"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].status, 0);
+    EXPECT_EQ(out[1].status, 2) << "never reported as duplicate";
+}
+
+// Pending work is bounded by bytes as well as items (429), and flushes are cut by bytes.
+TEST(FlusherFaults, ByteLimits) {
+    ManualClock clock;
+    FakeStore store(clock);
+    FlusherConfig fc;
+    fc.max_pending_bytes = 3200;  // three items of 1052 bytes
+    fc.max_segment_bytes = 1200;
+    fc.max_flush_bytes = 2000;
+    Sidecar sc(store, clock, CacheConfig(), fc);
+    queen::UuidV7Generator gen(26);
+    const std::string big = "\"" + std::string(1000, 'x') + "\"";
+    std::vector<std::vector<Answer>> out(4);
+    std::vector<std::vector<Status>> errs(4);
+    for (int j = 0; j < 4; j++)
+        sc.flusher.submit(payload_job({{"q", j < 2 ? "a" : "b", "t" + std::to_string(j)}}, {big},
+                                      gen, clock.wall_ms(), &out[j], &errs[j]));
+    ASSERT_EQ(out[3].size(), 1u) << "the fourth 1 kB item is refused at once";
+    EXPECT_EQ(out[3][0].status, 2);
+    EXPECT_EQ(errs[3][0].code(), StatusCode::Busy);
+    EXPECT_EQ(sc.flusher.pending_items(), 3);
+    ASSERT_TRUE(sc.flusher.run_once(sc.backend));
+    // 1.2 kB per segment: partition a's two items cannot share one; b waits for the next call.
+    EXPECT_EQ(out[0].size(), 1u);
+    EXPECT_EQ(out[1].size(), 0u);
+    sc.drain();
+    for (int j = 0; j < 3; j++) {
+        ASSERT_EQ(out[j].size(), 1u);
+        EXPECT_EQ(out[j][0].status, 0);
+    }
+    EXPECT_EQ(sc.flusher.pending_bytes(), 0);
+}
+
+// Non-push endpoints run on their own backends: a stalled one never delays a push.
+TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
+    ManualClock clock;
+    FakeStore store(clock);
+    std::vector<std::unique_ptr<Backend>> push, sql;
+    push.push_back(std::make_unique<FakeBackend>(store));
+    sql.push_back(std::make_unique<FakeBackend>(store));
+    Metrics metrics;
+    BlockCache cache(CacheConfig(), clock);
+    Flusher flusher(FlusherConfig(), std::move(push), cache, metrics, clock, std::move(sql));
+    flusher.start();
+    std::mutex m;
+    std::condition_variable cv;
+    bool release = false, sql_started = false;
+    flusher.run_sql([&](Backend&) {
+        std::unique_lock<std::mutex> lk(m);
+        sql_started = true;
+        cv.notify_all();
+        cv.wait(lk, [&] { return release; });
+    });
+    {
+        std::unique_lock<std::mutex> lk(m);
+        cv.wait(lk, [&] { return sql_started; });
+    }
+    queen::UuidV7Generator gen(27);
+    std::vector<Answer> out;
+    std::atomic<bool> done{false};
+    auto job = make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &out);
+    auto inner = job->done;
+    job->done = [inner, &done](PushJob& j) {
+        inner(j);
+        done = true;
+    };
+    flusher.submit(job);
+    for (int i = 0; i < 500 && !done; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(done.load()) << "the push was answered while the SQL job was stuck";
+    {
+        std::lock_guard<std::mutex> lk(m);
+        release = true;
+    }
+    cv.notify_all();
+    flusher.stop();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].status, 0);
+}
+
+// After abandon(), nothing queued is sent: its items are answered Unavailable.
+TEST(FlusherFaults, AbandonSendsNothingQueued) {
+    ManualClock clock;
+    FakeStore store(clock);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(28);
+    std::vector<Answer> out;
+    Status err;
+    sc.flusher.submit(make_job({{"q", "a", "x"}}, gen, clock.wall_ms(), &out, &err));
+    sc.flusher.abandon();
+    sc.drain();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].status, 2);
+    EXPECT_EQ(err.code(), StatusCode::Unavailable);
+    EXPECT_EQ(store.calls_push, 0);
 }
 
 }  // namespace

@@ -17,18 +17,41 @@ Status parse(const std::string& body, PushRequest* out, int64_t* bad,
 TEST(PushRequest, ParsesItemsWithDefaults) {
     PushRequest r;
     int64_t bad;
-    ASSERT_TRUE(
-        parse(
-            R"({"items":[{"queue":"q","payload":{"a": [1, 2]},"transactionId":"t"},{"queue":"q","partition":"p","payload":null}]})",
-            &r, &bad)
-            .is_ok());
+    const std::string body =
+        R"({"items":[{"queue":"q","payload":{"a": [1, 2]},"transactionId":"t"},{"queue":"q","partition":"p","payload":null}]})";
+    ASSERT_TRUE(parse(body, &r, &bad).is_ok());
     ASSERT_EQ(r.items.size(), 2u);
     EXPECT_EQ(r.items[0].partition, "Default");
     EXPECT_EQ(r.items[0].payload, "{\"a\":[1,2]}");
     EXPECT_EQ(r.items[0].hash, queen::txn_hash("t"));
-    EXPECT_EQ(r.items[1].txn, queen::uuid_to_string(r.items[1].id))
-        << "generated id's text is the transactionId";
+    EXPECT_EQ(r.items[1].txn, derived_txn(queen::hash_bytes(body.data(), body.size()), 1))
+        << "an absent transactionId is derived from the body";
+    EXPECT_EQ(r.items[1].txn.rfind("auto-", 0), 0u);
     EXPECT_EQ(r.items[1].payload, "null");
+    // The same body again derives the same identity (a retry is a duplicate, not a new write).
+    PushRequest r2;
+    ASSERT_TRUE(parse(body, &r2, &bad).is_ok());
+    EXPECT_EQ(r2.items[1].txn, r.items[1].txn);
+}
+
+TEST(PushRequest, RefusesWhatPostgresRefuses) {
+    PushRequest r;
+    int64_t bad;
+    // \u0000 anywhere (payload string, key, transactionId): jsonb/text cannot hold it.
+    for (const char* b : {R"({"items":[{"queue":"q","payload":"a\u0000b"}]})",
+                          R"({"items":[{"queue":"q","payload":{"k\u0000":1}}]})",
+                          R"({"items":[{"queue":"q","payload":1,"transactionId":"\u0000"}]})",
+                          R"({"items":[{"queue":"q","payload":"\udc00"}]})",
+                          R"({"items":[{"queue":"q","payload":"\ud800x"}]})",
+                          "{\"items\":[{\"queue\":\"q\",\"payload\":\"\xed\xa0\x80\"}]}",
+                          "{\"items\":[{\"queue\":\"q\",\"payload\":\"\xc0\x80\"}]}"}) {
+        Status s = parse(b, &r, &bad);
+        EXPECT_EQ(s.code(), StatusCode::BadRequest) << b;
+    }
+    // Still fine: other escapes, \u0001 in a payload, characters outside the BMP.
+    EXPECT_TRUE(parse(R"({"items":[{"queue":"q","payload":"\u0001\u00e9\ud83d\ude00"}]})", &r,
+                      &bad)
+                    .is_ok());
 }
 
 TEST(PushRequest, EmptyItemsIsFine) {

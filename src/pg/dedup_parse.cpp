@@ -103,7 +103,8 @@ List* parse_with_aliases(char* query) {
             ErrorData* e = CopyErrorData();
             if (attempt < 8 && e->message != nullptr &&
                 strcmp(e->message, "subquery in FROM must have an alias") == 0)
-                retry = add_subquery_alias(sql, e->cursorpos);
+                // inside SPI the position arrives as an internal one (_SPI_error_callback)
+                retry = add_subquery_alias(sql, e->cursorpos > 0 ? e->cursorpos : e->internalpos);
             if (retry == nullptr) PG_RE_THROW();
             FlushErrorState();
         }

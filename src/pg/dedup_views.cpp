@@ -8,7 +8,9 @@
 // one view therefore serialise; after the wait, READ COMMITTED statements see the committed
 // offsets of the call that went first. The log is read without locks (queen.read), so pushes
 // never wait on a view and a view never waits on a push. The processing-time clock is p_now
-// only: the same calls over the same log give the same changelog.
+// only: the same calls over the same log give the same changelog. Every statement runs
+// non-read-only so it takes a fresh snapshot: after waiting for the lock it sees the state the
+// previous call committed (a read-only statement would reuse the pre-wait snapshot).
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
 #include "pg/glue.h"
@@ -197,7 +199,7 @@ void load_pending(Run* run, const ViewRow* v, CxxError* err) {
     SPIPlanPtr plan = spi_plan(&plan_pending,
         "SELECT key, payload::text, rowtime, src_partition, src_offset FROM queen.dedup_pending"
         " WHERE view_id = $1 ORDER BY pos", 1, types);
-    if (SPI_execute_plan(plan, args, nullptr, true, 0) != SPI_OK_SELECT)
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup pending lookup failed");
     std::vector<Row>* bundle = nullptr;
     cxx_capture(*err, [&] { bundle = new std::vector<Row>(SPI_processed); });
@@ -228,7 +230,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
         "  CROSS JOIN LATERAL queen.read($2, p.name, COALESCE(o.next_offset, 0), $5) m"
         " WHERE q.name = $2 AND p.last_offset >= COALESCE(o.next_offset, 0)"
         " ORDER BY p.name, p.id, m.message_offset", 5, types);
-    if (SPI_execute_plan(plan, args, nulls, true, 0) != SPI_OK_SELECT)
+    if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup read failed");
     bool rowtime_view = run->opts.order == Order::Rowtime;
     int64 last_pid = -1;
@@ -291,7 +293,7 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
         "SELECT key, COALESCE(payload::text, ''), rowtime, src_partition, src_offset, kind,"
         "       written_at FROM queen.dedup_state WHERE view_id = $1 AND key = ANY ($2)",
         2, types);
-    if (SPI_execute_plan(plan, args, nullptr, true, 0) != SPI_OK_SELECT)
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup state lookup failed");
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
         HeapTuple t = SPI_tuptable->vals[i];
@@ -319,7 +321,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
         "SELECT key, COALESCE(payload::text, ''), rowtime, src_partition, src_offset, kind,"
         "       written_at FROM queen.dedup_state"
         " WHERE view_id = $1 AND kind = 2 AND rowtime <= $2", 2, types);
-    if (SPI_execute_plan(plan, args, nullptr, true, 0) != SPI_OK_SELECT)
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
         HeapTuple t = SPI_tuptable->vals[i];

@@ -5,7 +5,7 @@
 -- below, in the caller's transaction.
 --
 -- Locking: dedup_advance / dedup_watermark / dedup_flush take the view's queen.dedup_views row
--- FOR UPDATE first and hold it to commit: one view's calls serialise, different views never
+-- FOR NO KEY UPDATE first and hold it to commit: one view's calls serialise, different views never
 -- wait on each other. They take no partition lock (they only read the log). drop_dedup_view
 -- takes the same row lock. A DELETE of a queue some view reads is refused (2BP01).
 

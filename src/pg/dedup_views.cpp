@@ -4,8 +4,9 @@
 // caller's transaction, so a rollback or a killed session leaves no trace and the next call
 // emits exactly what the interrupted one would have.
 //
-// Locks: the view's queen.dedup_views row FOR UPDATE, first and only (held to commit). Calls on
-// one view therefore serialise; after the wait, READ COMMITTED statements see the committed
+// Locks: the view's queen.dedup_views row FOR NO KEY UPDATE, first and only, held to commit
+// (NO KEY, so the KEY SHARE of foreign-key checks on its rows never waits). Calls on one view
+// therefore serialise; after the wait, READ COMMITTED statements see the committed
 // offsets of the call that went first. The log is read without locks (queen.read), so pushes
 // never wait on a view and a view never waits on a push. The processing-time clock is p_now
 // only: the same calls over the same log give the same changelog. Every statement runs
@@ -142,7 +143,7 @@ void load_view(text* name, ViewRow* v, Options* o) {
         "       v.update_before, v.generate_insert, v.mini_batch, v.mini_batch_size,"
         "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq"
         "  FROM queen.dedup_views v JOIN queen.queues q ON q.id = v.queue_id"
-        " WHERE v.name = $1 FOR UPDATE OF v", 1, types);
+        " WHERE v.name = $1 FOR NO KEY UPDATE OF v", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup view lookup failed");
     if (SPI_processed != 1)

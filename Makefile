@@ -4,14 +4,17 @@
 #   make installcheck  pg_regress + isolation specs against a running server (see scripts/test.sh)
 #   make unit          build and run the GoogleTest runner
 EXTENSION   = queen
-EXTVERSION  = 0.1.0
+EXTVERSION  = 0.2.0
 MODULE_big  = queen
 
 CORE_SRCS = $(wildcard src/core/*.cpp)
 PG_SRCS   = $(wildcard src/pg/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql
+# sql/queen--0.1.0.sql is the frozen 0.1.0 install script (committed); the current install
+# script and the upgrade script are built (see below).
+DATA       = sql/$(EXTENSION)--0.1.0.sql
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION).sql sql/$(EXTENSION)--%.sql,$(sort $(wildcard sql/*.sql))))
@@ -37,6 +40,14 @@ include $(PGXS)
 SQL_MODULES = $(sort $(wildcard sql/modules/*.sql))
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES)
 	cat $^ > $@
+
+# The upgrade script: the hand-written delta (table changes, drops of the old functions), then
+# the part of sql/queen.sql after its REPLAYED BY UPGRADES marker, then the modules (new in 0.2.0).
+sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: sql/upgrade/0.1.0--$(EXTVERSION).sql sql/$(EXTENSION).sql $(SQL_MODULES)
+	{ cat sql/upgrade/0.1.0--$(EXTVERSION).sql && \
+	  sed -n '/^-- =* REPLAYED BY UPGRADES/,$$p' sql/$(EXTENSION).sql && \
+	  grep -q 'REPLAYED BY UPGRADES' sql/$(EXTENSION).sql && \
+	  cat $(SQL_MODULES) /dev/null; } > $@ || { rm -f $@; false; }
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

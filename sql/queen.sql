@@ -1,5 +1,10 @@
 -- queen: exact, windowed deduplication for message logs kept in PostgreSQL.
--- The one install script; `make` copies it to queen--<version>.sql.
+-- The core install script; `make` builds queen--<version>.sql from it and sql/modules/*.sql.
+-- Two parts: the tables (up to the REPLAYED marker) and everything after it (functions,
+-- registrations, roles, grants). An upgrade script is a hand-written delta of the tables
+-- (sql/upgrade/), which also drops every function of the old version, followed by the replayed
+-- part of this file and the modules (see the Makefile): the functions of an upgraded database are
+-- therefore exactly those of a fresh install. A table change goes here AND into a delta.
 \echo Use "CREATE EXTENSION queen" to load this file. \quit
 
 -- Locking protocol (shared by every write path; see src/pg/push_path.cpp):
@@ -8,9 +13,17 @@
 --     NO KEY UPDATE (the allocator update never changes a key) still excludes every other
 --     pusher, but not the KEY SHARE lock a foreign-key check of consumer_groups takes, so an
 --     ack never waits on a push;
---   * anything that locks several partitions (push_segments, transaction, run_retention) takes
---     them in ascending id order, the single global order, so two of them cannot deadlock;
---   * acks lock only their consumer group row, after any partition locks their caller holds.
+--   * anything that locks several partitions (push_segments, transaction, run_retention,
+--     drop_queue) takes them in ascending id order, the single global order, so two of them
+--     cannot deadlock;
+--   * creating partitions waits on other transactions' uncommitted unique-index entries, so
+--     creation has a global order too: queen.transaction creates every partition it names
+--     sorted by (queue, partition) (collation "C") before it locks any; partition creation
+--     only ever happens before partition locks are taken;
+--   * queue rows are locked (configure, drop_queue) before any partition row, never after;
+--   * acks lock only their consumer group row, after any partition locks their caller holds;
+--   * the retention procedure holds at most one partition lock at a time (it commits after
+--     each partition's batch).
 
 CREATE TABLE queen.queues (
     id                   bigserial PRIMARY KEY,
@@ -77,6 +90,11 @@ CREATE TABLE queen.consumer_acks (
     message_offset bigint NOT NULL,
     PRIMARY KEY (partition_id, group_name, message_offset)
 );
+
+-- ================================================================ REPLAYED BY UPGRADES
+-- Everything below runs again at each ALTER EXTENSION UPDATE (after the delta dropped the old
+-- version's functions): only CREATE FUNCTION/PROCEDURE, registrations, roles and grants here,
+-- each of which must also succeed on a database that already holds the tables.
 
 -- ---------------------------------------------------------------- C entry points
 CREATE FUNCTION queen.txn_hash(text) RETURNS bytea
@@ -333,19 +351,26 @@ BEGIN
 END
 $$;
 
--- Apply push and ack operations atomically and in order. Every partition involved is
--- locked first, in ascending id order; a duplicate push raises unique_violation and so
--- nothing of the transaction is kept.
+-- Apply push and ack operations atomically and in order.
+-- Locks (the global order, see the top of this file): first every partition a push names is
+-- created if new, sorted by (queue, partition) in collation "C" (creation waits on other
+-- transactions' uncommitted unique-index entries, so it needs one order too); then every
+-- partition involved is locked in ascending id order; only then are the operations applied.
+-- A duplicate push raises unique_violation and so nothing of the transaction is kept.
 CREATE FUNCTION queen.transaction(p_ops jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_ops     jsonb := p_ops -> 'operations';
     v_op      jsonb;
     v_type    text;
+    v_pushes  text[] := '{}';   -- queue, partition, queue, partition, ... of push operations
+    v_acks    text[] := '{}';   -- the same of ack operations
     v_pids    bigint[] := '{}';
     v_pid     bigint;
+    v_pair    record;
     v_results jsonb := '[]';
     v_row     record;
     v_pushed  jsonb;
@@ -357,7 +382,7 @@ BEGIN
         RAISE EXCEPTION 'transaction must be an object with an "operations" array'
             USING ERRCODE = '22023';
     END IF;
-    -- 1. validate, and find (or create, for pushes) every partition
+    -- 1. validate every operation and collect the partitions it names
     FOR v_op IN SELECT value FROM jsonb_array_elements(v_ops) LOOP
         IF jsonb_typeof(v_op) <> 'object' THEN
             RAISE EXCEPTION 'operation % is not an object', v_i USING ERRCODE = '22023';
@@ -370,25 +395,40 @@ BEGIN
             RAISE EXCEPTION 'operation %: "partition" must be a string', v_i USING ERRCODE = '22023';
         END IF;
         IF v_type = 'push' THEN
-            SELECT r.partition_id INTO v_pid
-              FROM queen.resolve_partition(v_op ->> 'queue', COALESCE(v_op ->> 'partition', 'Default')) r;
+            v_pushes := v_pushes || ARRAY[v_op ->> 'queue', COALESCE(v_op ->> 'partition', 'Default')];
         ELSIF v_type = 'ack' THEN
             IF jsonb_typeof(v_op -> 'transactionId') IS DISTINCT FROM 'string' THEN
                 RAISE EXCEPTION 'operation %: "transactionId" must be a string', v_i
                     USING ERRCODE = '22023';
             END IF;
-            v_pid := queen.partition_id(v_op ->> 'queue', COALESCE(v_op ->> 'partition', 'Default'));
+            v_acks := v_acks || ARRAY[v_op ->> 'queue', COALESCE(v_op ->> 'partition', 'Default')];
         ELSE
             RAISE EXCEPTION 'operation %: type must be "push" or "ack"', v_i USING ERRCODE = '22023';
         END IF;
-        v_pids := v_pids || v_pid;
         v_i := v_i + 1;
     END LOOP;
-    -- 2. the one global lock order: ascending partition id
+    -- 2. find or create the pushed partitions, in the global creation order
+    FOR v_pair IN
+        SELECT d.q, d.p FROM (SELECT DISTINCT v_pushes[2 * g - 1] AS q, v_pushes[2 * g] AS p
+                                FROM generate_series(1, cardinality(v_pushes) / 2) g) d
+         ORDER BY d.q COLLATE "C", d.p COLLATE "C"
+    LOOP
+        SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(v_pair.q, v_pair.p) r;
+        v_pids := v_pids || v_pid;
+    END LOOP;
+    -- acked partitions must exist (a push earlier in this transaction may have created them)
+    FOR v_pair IN
+        SELECT d.q, d.p FROM (SELECT DISTINCT v_acks[2 * g - 1] AS q, v_acks[2 * g] AS p
+                                FROM generate_series(1, cardinality(v_acks) / 2) g) d
+         ORDER BY d.q COLLATE "C", d.p COLLATE "C"
+    LOOP
+        v_pids := v_pids || queen.partition_id(v_pair.q, v_pair.p);
+    END LOOP;
+    -- 3. the one global lock order: ascending partition id
     FOR v_pid IN SELECT DISTINCT u FROM unnest(v_pids) u ORDER BY u LOOP
         PERFORM 1 FROM queen.log_partitions WHERE id = v_pid FOR NO KEY UPDATE;
     END LOOP;
-    -- 3. apply in order
+    -- 4. apply in order
     v_i := 0;
     FOR v_op IN SELECT value FROM jsonb_array_elements(v_ops) LOOP
         IF v_op ->> 'type' = 'push' THEN
@@ -421,96 +461,431 @@ BEGIN
 END
 $$;
 
--- Delete segments older than retention_seconds (when set) and log_txns rows older than the
--- dedup window, oldest first, at most p_max_rows rows in all, each partition under its row
--- lock (taken in ascending id order; partitions with nothing eligible are not locked). With a window of 0 the hashes stay until their segment
--- is deleted, so acks keep resolving. Returns counts.
-CREATE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
+-- ---------------------------------------------------------------- retention
+-- Retention deletes, per partition and oldest first, the segments older than the queue's
+-- retention_seconds (when set) and the log_txns rows older than its dedup window (window 0:
+-- the hash rows whose segment is gone, so acks keep resolving), never a row holding an offset
+-- at or above queen.retention_floor(partition). Every purge holds that partition's row lock
+-- (FOR NO KEY UPDATE), so it serializes with pushes exactly like a push does.
+
+-- Extension point: the lowest offset retention must keep in a partition, or NULL (no floor).
+-- A module that must hold messages (dedup views) replaces this with CREATE OR REPLACE.
+CREATE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT NULL::bigint $$;
+
+-- Whether a partition has anything retention may delete now (read without locking, so that
+-- partitions with nothing eligible are never locked).
+CREATE FUNCTION queen.retention_eligible(p_partition_id bigint, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+         WHERE p.id = p_partition_id
+           AND ((q.retention_seconds IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
+                                    WHERE s.partition_id = p.id
+                                    ORDER BY s.base_offset LIMIT 1) o
+                     WHERE o.created_at < p_now - make_interval(secs => q.retention_seconds)))
+                OR EXISTS (
+                    SELECT 1 FROM (SELECT t.created_at, t.end_offset FROM queen.log_txns t
+                                    WHERE t.partition_id = p.id
+                                    ORDER BY t.base_offset LIMIT 1) o
+                     WHERE CASE WHEN q.dedup_window_seconds > 0
+                                THEN o.created_at < p_now - make_interval(secs => q.dedup_window_seconds)
+                                ELSE o.end_offset < p.log_start END)))
+$$;
+
+-- Purge one partition: lock its row, delete at most p_max_rows rows in all (segments first,
+-- then hashes), advance log_start / txns_start. Returns what it deleted. Internal (no grant).
+CREATE FUNCTION queen.retention_purge(p_partition_id bigint, p_max_rows int, p_now timestamptz,
+                                      OUT segments_deleted int, OUT txns_deleted int)
 LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_part     record;
-    v_left     int := p_max_rows;
-    v_now      timestamptz := clock_timestamp();
-    v_upto     bigint;
-    v_n        int;
-    v_segs     bigint := 0;
-    v_txns     bigint := 0;
-    v_parts    int := 0;
-    v_start    bigint;
+    v_ret   int;
+    v_win   int;
+    v_start bigint;
+    v_floor bigint;
+    v_upto  bigint;
+    v_n     int;
+    v_left  int := p_max_rows;
+BEGIN
+    segments_deleted := 0;
+    txns_deleted := 0;
+    SELECT q.retention_seconds, q.dedup_window_seconds INTO v_ret, v_win
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+     WHERE p.id = p_partition_id FOR NO KEY UPDATE OF p;
+    IF NOT FOUND THEN
+        RETURN;  -- dropped meanwhile
+    END IF;
+    v_floor := queen.retention_floor(p_partition_id);
+    -- segments: the oldest prefix older than retention (and below the floor)
+    IF v_ret IS NOT NULL THEN
+        SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
+            SELECT s.end_offset,
+                   bool_and(s.created_at < p_now - make_interval(secs => v_ret)
+                            AND (v_floor IS NULL OR s.end_offset < v_floor))
+                       OVER (ORDER BY s.base_offset) AS all_old
+              FROM (SELECT base_offset, end_offset, created_at FROM queen.log_segments
+                     WHERE partition_id = p_partition_id
+                     ORDER BY base_offset LIMIT v_left) s) x
+         WHERE x.all_old;
+        IF v_n > 0 THEN
+            DELETE FROM queen.log_segments
+             WHERE partition_id = p_partition_id AND base_offset <= v_upto;
+            UPDATE queen.log_partitions SET log_start = v_upto + 1 WHERE id = p_partition_id;
+            segments_deleted := v_n;
+            v_left := v_left - v_n;
+        END IF;
+    END IF;
+    IF v_left <= 0 THEN
+        RETURN;
+    END IF;
+    -- hashes: the oldest prefix older than the window (window 0: whose segment is gone)
+    SELECT log_start INTO v_start FROM queen.log_partitions WHERE id = p_partition_id;
+    SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
+        SELECT t.end_offset,
+               bool_and(CASE WHEN v_win > 0
+                             THEN t.created_at < p_now - make_interval(secs => v_win)
+                             ELSE t.end_offset < v_start END
+                        AND (v_floor IS NULL OR t.end_offset < v_floor))
+                   OVER (ORDER BY t.base_offset) AS all_old
+          FROM (SELECT base_offset, end_offset, created_at FROM queen.log_txns
+                 WHERE partition_id = p_partition_id
+                 ORDER BY base_offset LIMIT v_left) t) x
+     WHERE x.all_old;
+    IF v_n > 0 THEN
+        DELETE FROM queen.log_txns WHERE partition_id = p_partition_id AND base_offset <= v_upto;
+        UPDATE queen.log_partitions SET txns_start = v_upto + 1 WHERE id = p_partition_id;
+        txns_deleted := v_n;
+    END IF;
+END
+$$;
+
+-- Bounded purge in the caller's transaction: at most p_max_rows rows in all, partitions in
+-- ascending id order (only those with something eligible are locked). Every lock it takes is
+-- held until the caller commits: for a periodic job use queen.run_retention_procedure, which
+-- commits after each partition. Returns counts.
+CREATE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pid   bigint;
+    v_left  int := p_max_rows;
+    v_now   timestamptz := clock_timestamp();
+    v_r     record;
+    v_segs  bigint := 0;
+    v_txns  bigint := 0;
+    v_parts int := 0;
 BEGIN
     IF p_max_rows IS NULL OR p_max_rows < 1 THEN
         RAISE EXCEPTION 'p_max_rows must be at least 1' USING ERRCODE = '22023';
     END IF;
-    FOR v_part IN
-        SELECT p.id, q.retention_seconds, q.dedup_window_seconds
-          FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-         ORDER BY p.id
-    LOOP
+    FOR v_pid IN SELECT p.id FROM queen.log_partitions p ORDER BY p.id LOOP
         EXIT WHEN v_left <= 0;
-        -- skip (without locking) a partition whose oldest rows are not yet eligible
-        CONTINUE WHEN NOT (
-            (v_part.retention_seconds IS NOT NULL AND EXISTS (
-                SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
-                                WHERE s.partition_id = v_part.id
-                                ORDER BY s.base_offset LIMIT 1) o
-                 WHERE o.created_at < v_now - make_interval(secs => v_part.retention_seconds)))
-            OR EXISTS (
-                SELECT 1 FROM (SELECT t.created_at, t.end_offset FROM queen.log_txns t
-                                WHERE t.partition_id = v_part.id
-                                ORDER BY t.base_offset LIMIT 1) o
-                 WHERE CASE WHEN v_part.dedup_window_seconds > 0
-                            THEN o.created_at < v_now - make_interval(secs => v_part.dedup_window_seconds)
-                            ELSE o.end_offset < (SELECT lp.log_start FROM queen.log_partitions lp
-                                                  WHERE lp.id = v_part.id) END));
-        PERFORM 1 FROM queen.log_partitions WHERE id = v_part.id FOR NO KEY UPDATE;
+        CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
+        SELECT * INTO v_r FROM queen.retention_purge(v_pid, v_left, v_now);
         v_parts := v_parts + 1;
-        -- segments: the oldest prefix older than retention
-        IF v_part.retention_seconds IS NOT NULL THEN
-            SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
-                SELECT s.end_offset,
-                       bool_and(s.created_at < v_now - make_interval(secs => v_part.retention_seconds))
-                           OVER (ORDER BY s.base_offset) AS all_old
-                  FROM (SELECT base_offset, end_offset, created_at FROM queen.log_segments
-                         WHERE partition_id = v_part.id
-                         ORDER BY base_offset LIMIT v_left) s) x
-             WHERE x.all_old;
-            IF v_n > 0 THEN
-                DELETE FROM queen.log_segments
-                 WHERE partition_id = v_part.id AND base_offset <= v_upto;
-                UPDATE queen.log_partitions SET log_start = v_upto + 1 WHERE id = v_part.id;
-                v_segs := v_segs + v_n;
-                v_left := v_left - v_n;
-            END IF;
-        END IF;
-        EXIT WHEN v_left <= 0;
-        -- hashes: the oldest prefix older than the window (window 0: whose segment is gone)
-        SELECT log_start INTO v_start FROM queen.log_partitions WHERE id = v_part.id;
-        SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
-            SELECT t.end_offset,
-                   bool_and(CASE WHEN v_part.dedup_window_seconds > 0
-                                 THEN t.created_at < v_now - make_interval(secs => v_part.dedup_window_seconds)
-                                 ELSE t.end_offset < v_start END)
-                       OVER (ORDER BY t.base_offset) AS all_old
-              FROM (SELECT base_offset, end_offset, created_at FROM queen.log_txns
-                     WHERE partition_id = v_part.id
-                     ORDER BY base_offset LIMIT v_left) t) x
-         WHERE x.all_old;
-        IF v_n > 0 THEN
-            DELETE FROM queen.log_txns WHERE partition_id = v_part.id AND base_offset <= v_upto;
-            UPDATE queen.log_partitions SET txns_start = v_upto + 1 WHERE id = v_part.id;
-            v_txns := v_txns + v_n;
-            v_left := v_left - v_n;
-        END IF;
+        v_segs := v_segs + v_r.segments_deleted;
+        v_txns := v_txns + v_r.txns_deleted;
+        v_left := v_left - v_r.segments_deleted - v_r.txns_deleted;
     END LOOP;
     RETURN jsonb_build_object('segmentsDeleted', v_segs, 'txnsDeleted', v_txns,
                               'partitionsVisited', v_parts);
 END
 $$;
 
--- Nothing here is for PUBLIC by default.
+-- One step of the committing retention run: purge one batch (at most p_batch_rows rows) of the
+-- next eligible partition after p_state's cursor and return the new state, or the final state
+-- with "done": true when no partition is left. A partition whose batch was full is visited
+-- again by the next step. p_state NULL starts a run.
+CREATE FUNCTION queen.retention_step(p_state jsonb, p_batch_rows int DEFAULT 10000)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_state jsonb := COALESCE(p_state, jsonb_build_object(
+        'afterPartitionId', 0, 'segmentsDeleted', 0, 'txnsDeleted', 0,
+        'partitionsVisited', 0, 'batches', 0));
+    v_after bigint;
+    v_pid   bigint;
+    v_now   timestamptz := clock_timestamp();
+    v_r     record;
+BEGIN
+    IF p_batch_rows IS NULL OR p_batch_rows < 1 THEN
+        RAISE EXCEPTION 'p_batch_rows must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF jsonb_typeof(v_state) <> 'object' OR jsonb_typeof(v_state -> 'afterPartitionId') <> 'number' THEN
+        RAISE EXCEPTION 'p_state must be NULL or a state returned by queen.retention_step'
+            USING ERRCODE = '22023';
+    END IF;
+    IF v_state ? 'done' THEN
+        RETURN v_state;
+    END IF;
+    v_after := (v_state ->> 'afterPartitionId')::bigint;
+    FOR v_pid IN SELECT p.id FROM queen.log_partitions p WHERE p.id > v_after ORDER BY p.id LOOP
+        CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
+        SELECT * INTO v_r FROM queen.retention_purge(v_pid, p_batch_rows, v_now);
+        RETURN v_state || jsonb_build_object(
+            -- a full batch may have left more: the next step visits this partition again
+            'afterPartitionId', CASE WHEN v_r.segments_deleted + v_r.txns_deleted >= p_batch_rows
+                                     THEN v_pid - 1 ELSE v_pid END,
+            'segmentsDeleted', (v_state ->> 'segmentsDeleted')::bigint + v_r.segments_deleted,
+            'txnsDeleted', (v_state ->> 'txnsDeleted')::bigint + v_r.txns_deleted,
+            'lastPartitionId', v_pid,
+            'partitionsVisited', (v_state ->> 'partitionsVisited')::bigint
+                + CASE WHEN v_pid IS DISTINCT FROM (v_state ->> 'lastPartitionId')::bigint
+                       THEN 1 ELSE 0 END,
+            'batches', (v_state ->> 'batches')::bigint + 1);
+    END LOOP;
+    RETURN (v_state - 'afterPartitionId' - 'lastPartitionId') || jsonb_build_object('done', true);
+END
+$$;
+
+-- Retention that never stalls pushes: CALL it at top level (not inside BEGIN ... COMMIT); it
+-- commits after every batch, so it holds at most one partition lock at a time, for one batch.
+-- SECURITY INVOKER on purpose (a SECURITY DEFINER procedure may not COMMIT): everything it
+-- does happens in queen.retention_step, which is SECURITY DEFINER; the body uses no operator.
+CREATE PROCEDURE queen.run_retention_procedure(p_batch_rows int DEFAULT 10000,
+                                               INOUT result jsonb DEFAULT NULL)
+LANGUAGE plpgsql
+AS $$
+BEGIN
+    result := NULL;
+    LOOP
+        result := queen.retention_step(result, p_batch_rows);
+        EXIT WHEN result OPERATOR(pg_catalog.?) 'done';
+        COMMIT;
+    END LOOP;
+END
+$$;
+
+-- ---------------------------------------------------------------- explain
+-- Why a push of this transactionId would (or would not) be a duplicate now: a jsonb object
+-- (docs/sql-interface.md). The same rule as the push's probe: the earliest occurrence at or
+-- above txns_start in a log_txns row created within the window. Read-only and unlocked: a
+-- snapshot answer, not a reservation. Reads the partition's retained hashes (and, when the
+-- hash is gone, the retained segments below txns_start): a diagnostic, not a hot path.
+CREATE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pid     bigint := queen.partition_id(p_queue, p_partition);
+    v_win     int;
+    v_lstart  bigint;
+    v_tstart  bigint;
+    v_now     timestamptz := clock_timestamp();
+    v_hash    bytea;
+    v_off     bigint;
+    v_created timestamptz;
+    v_ids     bytea;
+    v_idx     int;
+    v_id      uuid;
+    v_dup     boolean := false;
+    v_purged  boolean;
+    v_reason  text;
+    v_left    numeric;
+BEGIN
+    IF p_transaction_id IS NULL THEN
+        RAISE EXCEPTION 'transactionId must not be null' USING ERRCODE = '22023';
+    END IF;
+    SELECT q.dedup_window_seconds, p.log_start, p.txns_start INTO v_win, v_lstart, v_tstart
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = v_pid;
+    v_hash := queen.txn_hash(p_transaction_id);
+    -- the occurrence a push would answer with: earliest retained one inside the window
+    IF v_win > 0 THEN
+        SELECT t.base_offset + u.idx, t.created_at, t.message_ids, u.idx
+          INTO v_off, v_created, v_ids, v_idx
+          FROM queen.log_txns t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
+         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart
+           AND t.created_at >= v_now - make_interval(secs => v_win)
+           AND t.base_offset + u.idx >= v_tstart AND u.h = v_hash
+         ORDER BY 1 LIMIT 1;
+        v_dup := FOUND;
+    END IF;
+    IF v_dup THEN
+        v_reason := 'inside the window';
+        v_purged := v_off < v_lstart;
+        v_left := round(greatest(0, extract(epoch FROM
+                      v_created + make_interval(secs => v_win) - v_now))::numeric, 3);
+    ELSE
+        -- not a duplicate: the latest occurrence still known, if any
+        SELECT t.base_offset + u.idx, t.created_at, t.message_ids, u.idx
+          INTO v_off, v_created, v_ids, v_idx
+          FROM queen.log_txns t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
+         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart
+           AND t.base_offset + u.idx >= v_tstart AND u.h = v_hash
+         ORDER BY 1 DESC LIMIT 1;
+        IF FOUND THEN
+            v_reason := CASE WHEN v_win = 0 THEN 'window is 0: no probe'
+                             ELSE 'outside the window' END;
+            v_purged := v_off < v_lstart;
+            v_left := 0;
+        ELSE
+            v_ids := NULL;
+            IF v_tstart > v_lstart THEN
+                -- its hash may be purged while its message is still kept
+                SELECT r.message_offset, r.created_at, r.message_id INTO v_off, v_created, v_id
+                  FROM queen.read(p_queue, p_partition, v_lstart,
+                                  least(v_tstart - v_lstart, 2147483647)::int) r
+                 WHERE r.transaction_id = p_transaction_id AND r.message_offset < v_tstart
+                 ORDER BY r.message_offset DESC LIMIT 1;
+            END IF;
+            IF v_off IS NOT NULL THEN
+                v_reason := 'hash purged by retention (message still kept)';
+                v_purged := true;
+                v_left := 0;
+            ELSIF v_tstart > 0 THEN
+                v_reason := format('not among the retained hashes (offsets below %s were purged)', v_tstart);
+                v_purged := NULL;
+            ELSE
+                v_reason := 'never stored';
+                v_purged := false;
+            END IF;
+        END IF;
+    END IF;
+    -- the message id a duplicate answer carries (the zero UUID when the segment is gone)
+    IF v_off IS NOT NULL AND v_id IS NULL THEN
+        IF v_off < v_lstart THEN
+            v_id := '00000000-0000-0000-0000-000000000000';
+        ELSIF v_ids IS NOT NULL AND length(v_ids) >= (v_idx + 1) * 16 THEN
+            v_id := encode(substring(v_ids FROM v_idx * 16 + 1 FOR 16), 'hex')::uuid;
+        ELSE
+            SELECT r.message_id INTO v_id FROM queen.read(p_queue, p_partition, v_off, 1) r
+             WHERE r.message_offset = v_off;
+        END IF;
+    END IF;
+    RETURN jsonb_build_object(
+        'queue', p_queue, 'partition', p_partition, 'transactionId', p_transaction_id,
+        'duplicate', v_dup, 'reason', v_reason,
+        'offset', v_off, 'messageId', v_id, 'createdAt', v_created,
+        'dedupWindowSeconds', v_win, 'windowLeftSeconds', v_left,
+        'purged', v_purged, 'hashesRetainedFrom', v_tstart, 'segmentsRetainedFrom', v_lstart);
+END
+$$;
+
+-- ---------------------------------------------------------------- drop_queue
+-- Remove a queue and everything under it; 42704 for an unknown queue. Locks: the queue row
+-- (FOR UPDATE), then its partitions in ascending id order (FOR UPDATE), so a push waiting on
+-- one of them answers 42704 once this commits. Rows keyed by partition id without a foreign
+-- key (segments, hashes, acks) are deleted here; everything else goes by ON DELETE CASCADE from
+-- queen.queues / queen.log_partitions: a module table that holds per-queue or per-partition
+-- rows references one of them ON DELETE CASCADE, and drop_queue leaves no orphan behind.
+CREATE FUNCTION queen.drop_queue(p_queue text) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_qid   bigint;
+    v_pids  bigint[];
+    v_segs  bigint;
+    v_txns  bigint;
+BEGIN
+    IF p_queue IS NULL OR p_queue = '' THEN
+        RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+    SELECT id INTO v_qid FROM queen.queues WHERE name = p_queue FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'queue "%" does not exist', p_queue USING ERRCODE = '42704';
+    END IF;
+    SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_pids
+      FROM (SELECT id FROM queen.log_partitions WHERE queue_id = v_qid ORDER BY id FOR UPDATE) l;
+    DELETE FROM queen.consumer_acks WHERE partition_id = ANY (v_pids);
+    DELETE FROM queen.log_txns WHERE partition_id = ANY (v_pids);
+    GET DIAGNOSTICS v_txns = ROW_COUNT;
+    DELETE FROM queen.log_segments WHERE partition_id = ANY (v_pids);
+    GET DIAGNOSTICS v_segs = ROW_COUNT;
+    DELETE FROM queen.queues WHERE id = v_qid;  -- cascades: partitions, consumer groups, modules
+    RETURN jsonb_build_object('queue', p_queue, 'partitionsDropped', cardinality(v_pids),
+                              'segmentsDeleted', v_segs, 'txnsDeleted', v_txns);
+END
+$$;
+
+-- ---------------------------------------------------------------- backup
+-- Every table and sequence holding user data is extension configuration, so pg_dump dumps its
+-- rows (and the sequences' positions) and a restore into a fresh database is complete.
+SELECT pg_catalog.pg_extension_config_dump('queen.queues', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.queues_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_segments', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_txns', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.consumer_groups', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.consumer_acks', '');
+
+-- ---------------------------------------------------------------- roles and privileges
+-- Least privilege. Three roles (cluster-wide, so created only when absent; another database's
+-- install may create them at the same moment): queen_writer (push, ack, read), queen_reader
+-- (read), queen_admin (configure, retention, drop). Every function runs as the extension's owner
+-- (SECURITY DEFINER) with search_path pinned to pg_catalog, pg_temp and every queen object
+-- schema-qualified, so nothing in a caller's schemas can stand in for what it calls. No role
+-- gets any table privilege: the functions are the only way in. Internal helpers get no grant.
+DO $$
+DECLARE
+    v_role text;
+BEGIN
+    FOREACH v_role IN ARRAY ARRAY['queen_writer', 'queen_reader', 'queen_admin'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
+            BEGIN
+                EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', v_role);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- created meanwhile by an install in another database
+            END;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- Every function of the core runs as the owner with the pinned search_path (the procedure
+-- cannot: a SECURITY DEFINER procedure may not COMMIT; see run_retention_procedure).
+DO $$
+DECLARE
+    v_fn regprocedure;
+BEGIN
+    FOR v_fn IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+                 WHERE p.pronamespace = 'queen'::regnamespace AND p.prokind = 'f' LOOP
+        EXECUTE pg_catalog.format(
+            'ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', v_fn);
+    END LOOP;
+END
+$$;
+
 REVOKE ALL ON ALL TABLES IN SCHEMA queen FROM PUBLIC;
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA queen FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.txn_hash(text) TO PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.log_unnest_hashes(bytea) TO PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA queen FROM PUBLIC;
+REVOKE ALL ON ALL ROUTINES IN SCHEMA queen FROM PUBLIC;
+GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
+-- read
+GRANT EXECUTE ON FUNCTION
+    queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
+    queen.read(text, text, bigint, int), queen.partition_id(text, text),
+    queen.committed_offset(text, text, text), queen.explain(text, text, text)
+    TO queen_reader, queen_writer, queen_admin;
+-- push and ack
+GRANT EXECUTE ON FUNCTION
+    queen.resolve_partition(text, text), queen.push(text, text, jsonb),
+    queen.push_segment(bigint, bytea, bytea, bigint, int),
+    queen.push_segments(bigint[], bytea[], bytea[], bigint[], int[]),
+    queen.ack(text, text, text, text), queen.transaction(jsonb)
+    TO queen_writer;
+-- administration
+GRANT EXECUTE ON FUNCTION
+    queen.configure(text, jsonb), queen.run_retention(int), queen.retention_step(jsonb, int),
+    queen.drop_queue(text)
+    TO queen_admin;
+GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, jsonb) TO queen_admin;

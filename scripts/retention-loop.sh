@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The ready-made periodic retention runner: runs `CALL queen.run_retention_procedure(batch)`
+# every --interval seconds against one database, forever (until SIGTERM / SIGINT). The procedure
+# commits after every partition's batch, so pushes never wait for more than one batch of one
+# partition. A failed run (server restarting, ...) is logged and retried at the next interval.
+# No pg_cron needed; run it under systemd, a container supervisor or nohup.
+#
+#   scripts/retention-loop.sh [--interval SECONDS] [--batch ROWS] [--once] [--dbname CONNINFO]
+#
+# Connection: libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSFILE, ...) or
+# --dbname with a database name or conninfo string. The role needs queen_admin.
+# Output: one line per run, `<UTC time> retention <result jsonb>` (or `... retention failed`).
+# --once: a single run; exit status 0 when it succeeded.
+set -uo pipefail
+interval=60
+batch=10000
+once=0
+dbname=
+while (($#)); do
+    case $1 in
+        --interval) interval=${2:?}; shift 2 ;;
+        --batch) batch=${2:?}; shift 2 ;;
+        --once) once=1; shift ;;
+        --dbname) dbname=${2:?}; shift 2 ;;
+        -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+        *) echo "retention-loop: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[[ $interval =~ ^[0-9]+$ && $interval -ge 1 ]] || { echo "retention-loop: --interval must be a whole number >= 1" >&2; exit 2; }
+[[ $batch =~ ^[0-9]+$ && $batch -ge 1 ]] || { echo "retention-loop: --batch must be a whole number >= 1" >&2; exit 2; }
+conn=()
+[[ -n $dbname ]] && conn=(-d "$dbname")
+
+stop=0
+sleeper=
+# Stop after the current run; wake a sleep at once.
+on_signal() {
+    stop=1
+    [[ -n $sleeper ]] && kill "$sleeper" 2>/dev/null
+}
+trap on_signal TERM INT
+
+# One run; prints its line, returns psql's status.
+run_once() {
+    local out rc
+    out=$(psql -X -q -t -A -v ON_ERROR_STOP=1 "${conn[@]}" \
+        -c "CALL queen.run_retention_procedure($batch, NULL)" 2>&1)
+    rc=$?
+    if ((rc == 0)); then
+        echo "$(date -u +%FT%TZ) retention $out"
+    else
+        echo "$(date -u +%FT%TZ) retention failed: ${out//$'\n'/ }" >&2
+    fi
+    return $rc
+}
+
+if ((once)); then
+    run_once
+    exit $?
+fi
+while ((!stop)); do
+    run_once
+    ((stop)) && break
+    sleep "$interval" &
+    sleeper=$!
+    wait "$sleeper" 2>/dev/null
+    sleeper=
+done
+echo "$(date -u +%FT%TZ) retention loop stopped"
+exit 0

@@ -237,7 +237,7 @@ $$;
 -- The parser behind create_dedup_view_sql (PostgreSQL's raw_parser): the recognised options.
 CREATE FUNCTION queen.dedup_parse_query(p_query text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'queen_dedup_parse_query_v1'
-    LANGUAGE C IMMUTABLE STRICT
+    LANGUAGE C IMMUTABLE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
 -- Create a view from Flink's deduplication query shape; returns the options it recognised.
@@ -273,7 +273,7 @@ $$;
 
 -- A queue some dedup view reads cannot be deleted (queen.drop_queue included): 2BP01.
 CREATE FUNCTION queen.dedup_views_guard_queue() RETURNS trigger
-LANGUAGE plpgsql
+LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -321,7 +321,7 @@ CREATE FUNCTION queen.dedup_flush(p_name text, p_now timestamptz DEFAULT now())
 
 -- The id of a view, or 42704.
 CREATE FUNCTION queen.dedup_view_id(p_name text) RETURNS bigint
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

@@ -140,7 +140,10 @@ SELECT q AS query, pg_temp.err(format('SELECT queen.create_dedup_view_sql(%L, %L
 -- ---- drop: the view, its state, changelog and offsets go
 SELECT queen.drop_dedup_view('if_b');
 SELECT count(*) FROM queen.dedup_views WHERE name = 'if_b';
-SELECT count(*) AS leftovers FROM queen.dedup_changelog c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id);
+SELECT (SELECT count(*) FROM queen.dedup_change_blocks c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
+     + (SELECT count(*) FROM queen.dedup_state c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
+     + (SELECT count(*) FROM queen.dedup_pending c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
+     + (SELECT count(*) FROM queen.dedup_offsets c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id)) AS leftovers;
 
 -- ---- a queue read by a view cannot be deleted (queen.drop_queue too): 2BP01
 SELECT pg_temp.err($$DELETE FROM queen.queues WHERE name = 'dq_sql'$$);

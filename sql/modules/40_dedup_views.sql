@@ -51,9 +51,11 @@ CREATE TABLE queen.dedup_views (
 -- One row per key: kind 1 kept row (keep-last, retracting keep-first, proctime keep-first's
 -- flag), 2 pending rowtime keep-first candidate, 3 fired marker. written_at is the
 -- processing time of the last write (its TTL clock).
+-- The hot tables (state, changelog, pending) carry no foreign key (a per-row RI check would
+-- cost more than the operator): drop_dedup_view deletes their rows itself.
 CREATE TABLE queen.dedup_state (
-    view_id       bigint NOT NULL REFERENCES queen.dedup_views (id) ON DELETE CASCADE,
-    key           text NOT NULL,                  -- the key's canonical JSON text
+    view_id       bigint NOT NULL,
+    key           text COLLATE "C" NOT NULL,      -- the key's canonical JSON text
     kind          smallint NOT NULL CHECK (kind IN (1, 2, 3)),
     payload       jsonb,                          -- NULL where only a marker is needed
     rowtime       bigint,
@@ -64,17 +66,18 @@ CREATE TABLE queen.dedup_state (
 );
 CREATE INDEX dedup_state_candidates ON queen.dedup_state (view_id, rowtime) WHERE kind = 2;
 
-CREATE TABLE queen.dedup_changelog (
-    view_id          bigint NOT NULL REFERENCES queen.dedup_views (id) ON DELETE CASCADE,
-    seq              bigint NOT NULL,
-    kind             text NOT NULL CHECK (kind IN ('+I', '-U', '+U')),
-    key              text,
-    payload          jsonb,
-    rowtime          bigint,
-    source_partition text NOT NULL,
-    source_offset    bigint NOT NULL,
-    PRIMARY KEY (view_id, seq)
+-- The changelog, one row per call that emitted anything: changes holds its changes (seq
+-- first_seq..last_seq) packed in seq order (src/core/dedup_changes.h: kind, key, payload as
+-- jsonb's binary form, rowtime, source partition and offset). One tuple per call, not one per change: the
+-- per-row heap and index work is what made a changelog cost more than the operator.
+CREATE TABLE queen.dedup_change_blocks (
+    view_id   bigint NOT NULL,
+    first_seq bigint NOT NULL,
+    last_seq  bigint NOT NULL,
+    changes   bytea NOT NULL,
+    PRIMARY KEY (view_id, first_seq)
 );
+ALTER TABLE queen.dedup_change_blocks ALTER COLUMN changes SET COMPRESSION lz4;
 
 -- The next unconsumed offset of each partition a view has consumed from.
 CREATE TABLE queen.dedup_offsets (
@@ -86,7 +89,7 @@ CREATE TABLE queen.dedup_offsets (
 
 -- The pending mini-batch bundle, in arrival order.
 CREATE TABLE queen.dedup_pending (
-    view_id       bigint NOT NULL REFERENCES queen.dedup_views (id) ON DELETE CASCADE,
+    view_id       bigint NOT NULL,
     pos           int NOT NULL,
     key           text NOT NULL,
     payload       jsonb NOT NULL,
@@ -99,7 +102,7 @@ CREATE TABLE queen.dedup_pending (
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_state', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_changelog', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.dedup_change_blocks', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_offsets', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_pending', '');
 
@@ -263,11 +266,16 @@ CREATE FUNCTION queen.drop_dedup_view(p_name text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_id bigint;
 BEGIN
-    DELETE FROM queen.dedup_views WHERE name = p_name;
+    DELETE FROM queen.dedup_views WHERE name = p_name RETURNING id INTO v_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dedup view "%" does not exist', p_name USING ERRCODE = '42704';
     END IF;
+    DELETE FROM queen.dedup_state WHERE view_id = v_id;
+    DELETE FROM queen.dedup_change_blocks WHERE view_id = v_id;
+    DELETE FROM queen.dedup_pending WHERE view_id = v_id;
 END
 $$;
 
@@ -335,6 +343,14 @@ BEGIN
 END
 $$;
 
+-- The changes of one packed block, seq numbered from p_first_seq.
+CREATE FUNCTION queen.dedup_block_changes(p_first_seq bigint, p_block bytea)
+    RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
+                   source_partition text, source_offset bigint)
+    AS 'MODULE_PATHNAME', 'queen_dedup_block_changes_v1'
+    LANGUAGE C IMMUTABLE STRICT SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp;
+
 -- Persisted changes with seq >= p_from_seq, in seq order, at most p_limit.
 CREATE FUNCTION queen.dedup_changelog(p_name text, p_from_seq bigint DEFAULT 0,
                                       p_limit int DEFAULT 1000)
@@ -351,8 +367,10 @@ BEGIN
     END IF;
     RETURN QUERY
         SELECT c.seq, c.kind, c.key, c.payload, c.rowtime, c.source_partition, c.source_offset
-          FROM queen.dedup_changelog c
-         WHERE c.view_id = v_id AND c.seq >= COALESCE(p_from_seq, 0)
+          FROM queen.dedup_change_blocks b,
+               LATERAL queen.dedup_block_changes(b.first_seq, b.changes) c
+         WHERE b.view_id = v_id AND b.last_seq >= COALESCE(p_from_seq, 0)
+           AND c.seq >= COALESCE(p_from_seq, 0)
          ORDER BY c.seq LIMIT p_limit;
 END
 $$;
@@ -408,7 +426,7 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------- privileges
-REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state, queen.dedup_changelog,
+REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state, queen.dedup_change_blocks,
     queen.dedup_offsets, queen.dedup_pending FROM PUBLIC;
 REVOKE ALL ON SEQUENCE queen.dedup_views_id_seq FROM PUBLIC;
 REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),
@@ -417,7 +435,7 @@ REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),
     queen.dedup_advance(text, int, timestamptz), queen.dedup_watermark(text, bigint, timestamptz),
     queen.dedup_flush(text, timestamptz), queen.dedup_view_id(text),
     queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
-    queen.retention_floor(bigint) FROM PUBLIC;
+    queen.dedup_block_changes(bigint, bytea), queen.retention_floor(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),
     queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text) TO queen_admin;
 GRANT EXECUTE ON FUNCTION queen.dedup_advance(text, int, timestamptz),

@@ -29,7 +29,10 @@ const KeyState* StateMap::find(const std::string& key) const {
 }
 
 // Load a persisted state without marking it dirty.
-void StateMap::load(const KeyState& s) { states_[s.row.key] = s; }
+void StateMap::load(const KeyState& s) {
+    states_[s.row.key] = s;
+    loaded_[s.row.key] = true;
+}
 
 // Write a state and remember the key as dirty.
 void StateMap::put(const KeyState& s) {

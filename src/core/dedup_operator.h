@@ -78,6 +78,8 @@ public:
     const KeyState* find(const std::string& key) const;
     // Load a stored state (not marked dirty).
     void load(const KeyState& s);
+    // Whether a key's state was loaded (exists in the caller's store).
+    bool was_loaded(const std::string& key) const { return loaded_.count(key) != 0; }
     // Write a state (marked dirty).
     void put(const KeyState& s);
     // Every stored state (for watermark firing and tests).
@@ -89,6 +91,7 @@ public:
 private:
     std::unordered_map<std::string, KeyState> states_;
     std::unordered_map<std::string, bool> dirty_;
+    std::unordered_map<std::string, bool> loaded_;
     std::vector<std::string> dirty_order_;
 };
 

@@ -12,6 +12,7 @@
 // only: the same calls over the same log give the same changelog. Every statement runs
 // non-read-only so it takes a fresh snapshot: after waiting for the lock it sees the state the
 // previous call committed (a read-only statement would reuse the pre-wait snapshot).
+#include "core/dedup_changes.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
 #include "pg/glue.h"
@@ -19,11 +20,13 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 PG_FUNCTION_INFO_V1(queen_dedup_advance_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_watermark_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_flush_v1);
+PG_FUNCTION_INFO_V1(queen_dedup_block_changes_v1);
 }
 
 namespace queen_pg {
@@ -50,8 +53,13 @@ struct Run {
     std::vector<int> merged_part;        // merged[i]'s partition index
     std::vector<char> input_skip;
     std::vector<Change> out;
+    std::string block;                   // the packed changelog block
+    std::string* labels = nullptr;       // display keys of out (new[])
     explicit Run(const Options& o) : opts(o), op(new Deduplicator(o)) {}
-    ~Run() { delete op; }
+    ~Run() {
+        delete op;
+        delete[] labels;
+    }
 };
 
 struct RunHolder {
@@ -78,18 +86,27 @@ struct ViewRow {
     int64 next_seq;
 };
 
-SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_log,
+SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_insert, plan_log,
     plan_offsets, plan_pending_del, plan_pending_ins, plan_view_upd;
 
-// A text column of the current SPI row as (pointer, length); false when NULL.
+// A text (or jsonb: its binary container) column of the current SPI row as (pointer,
+// length); false when NULL. Payloads travel as jsonb's own bytes: no text round trip.
 bool col_text(HeapTuple tup, TupleDesc desc, int col, const char** p, int* len) {
     bool isnull;
     Datum d = SPI_getbinval(tup, desc, col, &isnull);
     if (isnull) return false;
-    text* t = DatumGetTextPP(d);
+    struct varlena* t = pg_detoast_datum_packed((struct varlena*) DatumGetPointer(d));
     *p = VARDATA_ANY(t);
     *len = (int) VARSIZE_ANY_EXHDR(t);
     return true;
+}
+
+// A jsonb datum from the bytes of its container.
+Datum jsonb_datum(const std::string& s) {
+    Jsonb* j = static_cast<Jsonb*>(palloc(VARHDRSZ + s.size()));
+    SET_VARSIZE(j, VARHDRSZ + s.size());
+    memcpy(VARDATA(j), s.data(), s.size());
+    return JsonbPGetDatum(j);
 }
 
 // An int8 column (0 when NULL, *isnull set).
@@ -198,7 +215,7 @@ void load_pending(Run* run, const ViewRow* v, CxxError* err) {
     Oid types[1] = {INT8OID};
     Datum args[1] = {Int64GetDatum(v->id)};
     SPIPlanPtr plan = spi_plan(&plan_pending,
-        "SELECT key, payload::text, rowtime, src_partition, src_offset FROM queen.dedup_pending"
+        "SELECT key, payload, rowtime, src_partition, src_offset FROM queen.dedup_pending"
         " WHERE view_id = $1 ORDER BY pos", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup pending lookup failed");
@@ -224,7 +241,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
     char nulls[5] = {' ', ' ', ' ', v->has_rowtime_path ? ' ' : 'n', ' '};
     SPIPlanPtr plan = spi_plan(&plan_read,
         "SELECT p.id, p.name, m.message_offset, m.created_at,"
-        "       COALESCE(m.payload #> $3, 'null'::jsonb)::text, m.payload::text, m.payload #>> $4"
+        "       COALESCE(m.payload #> $3, 'null'::jsonb)::text, m.payload, m.payload #>> $4"
         "  FROM queen.log_partitions p"
         "  JOIN queen.queues q ON q.id = p.queue_id"
         "  LEFT JOIN queen.dedup_offsets o ON o.view_id = $1 AND o.partition_id = p.id"
@@ -291,8 +308,9 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
     Oid types[2] = {INT8OID, TEXTARRAYOID};
     Datum args[2] = {Int64GetDatum(v->id), make_array(ks, nullptr, n, TEXTOID)};
     SPIPlanPtr plan = spi_plan(&plan_state,
-        "SELECT key, COALESCE(payload::text, ''), rowtime, src_partition, src_offset, kind,"
-        "       written_at FROM queen.dedup_state WHERE view_id = $1 AND key = ANY ($2)",
+        "SELECT key, payload, rowtime, src_partition, src_offset, kind,"
+        "       written_at FROM queen.dedup_state"
+        " WHERE view_id = $1 AND key = ANY ($2::text[] COLLATE \"C\")",
         2, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup state lookup failed");
@@ -319,7 +337,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     Oid types[2] = {INT8OID, INT8OID};
     Datum args[2] = {Int64GetDatum(v->id), Int64GetDatum(wm)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
-        "SELECT key, COALESCE(payload::text, ''), rowtime, src_partition, src_offset, kind,"
+        "SELECT key, payload, rowtime, src_partition, src_offset, kind,"
         "       written_at FROM queen.dedup_state"
         " WHERE view_id = $1 AND kind = 2 AND rowtime <= $2", 2, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
@@ -341,94 +359,113 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     }
 }
 
-// Upsert every key the operator wrote. Markers (fired keys, proctime keep-first flags) keep
-// no payload: the state stays compact.
+// Write every key the operator wrote: an UPDATE for keys that were loaded (they exist), an
+// INSERT for the others (the view lock excludes any concurrent writer of this view's keys).
+// Markers (fired keys, proctime keep-first flags) keep no payload: the state stays compact.
 void write_states(Run* run, const ViewRow* v) {
     const std::vector<std::string>& dirty = run->st.dirty();
-    int n = (int) dirty.size();
-    if (n == 0) return;
+    int total = (int) dirty.size();
+    if (total == 0) return;
     bool marker_only_flag = run->opts.order == Order::Proctime && run->opts.keep == Keep::First;
-    Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* kd = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* p = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    bool* pn = static_cast<bool*>(palloc(sizeof(bool) * n));
-    Datum* rt = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    bool* rtn = static_cast<bool*>(palloc(sizeof(bool) * n));
-    Datum* wa = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* sp = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    for (int i = 0; i < n; i++) {
-        const KeyState* s = run->st.find(dirty[i]);
-        k[i] = text_datum(s->row.key);
-        kd[i] = Int16GetDatum((int16) s->kind);
-        pn[i] = s->kind == StateKind::Fired || marker_only_flag;
-        p[i] = pn[i] ? (Datum) 0 : text_datum(s->row.payload);
-        rtn[i] = !v->has_rowtime_path;
-        rt[i] = Int64GetDatum(s->row.rowtime);
-        wa[i] = TimestampTzGetDatum(s->written_at);
-        sp[i] = text_datum(s->row.partition);
-        so[i] = Int64GetDatum(s->row.offset);
+    for (int pass = 0; pass < 2; pass++) {
+        bool updates = pass == 0;
+        Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        Datum* kd = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        Datum* p = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        bool* pn = static_cast<bool*>(palloc(sizeof(bool) * total));
+        Datum* rt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        bool* rtn = static_cast<bool*>(palloc(sizeof(bool) * total));
+        Datum* wa = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        Datum* sp = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+        int n = 0;
+        for (int i = 0; i < total; i++) {
+            if (run->st.was_loaded(dirty[i]) != updates) continue;
+            const KeyState* s = run->st.find(dirty[i]);
+            k[n] = text_datum(s->row.key);
+            kd[n] = Int16GetDatum((int16) s->kind);
+            pn[n] = s->kind == StateKind::Fired || marker_only_flag;
+            p[n] = pn[n] ? (Datum) 0 : jsonb_datum(s->row.payload);
+            rtn[n] = !v->has_rowtime_path;
+            rt[n] = Int64GetDatum(s->row.rowtime);
+            wa[n] = TimestampTzGetDatum(s->written_at);
+            sp[n] = text_datum(s->row.partition);
+            so[n] = Int64GetDatum(s->row.offset);
+            n++;
+        }
+        if (n == 0) continue;
+        Oid types[8] = {INT8OID, TEXTARRAYOID, INT2ARRAYOID, JSONBARRAYOID, INT8ARRAYOID,
+                        TIMESTAMPTZARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+        Datum args[8] = {Int64GetDatum(v->id), make_array(k, nullptr, n, TEXTOID),
+                         make_array(kd, nullptr, n, INT2OID), make_array(p, pn, n, JSONBOID),
+                         make_array(rt, rtn, n, INT8OID), make_array(wa, nullptr, n, TIMESTAMPTZOID),
+                         make_array(sp, nullptr, n, TEXTOID), make_array(so, nullptr, n, INT8OID)};
+        SPIPlanPtr plan = updates
+            ? spi_plan(&plan_upsert,
+                  "UPDATE queen.dedup_state AS s SET kind = u.kd, payload = u.p, rowtime = u.rt,"
+                  "       written_at = u.wa, src_partition = u.sp, src_offset = u.so"
+                  "  FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)"
+                  " WHERE s.view_id = $1 AND s.key = u.k COLLATE \"C\"", 8, types)
+            : spi_plan(&plan_insert,
+                  "INSERT INTO queen.dedup_state (view_id, key, kind, payload, rowtime, written_at,"
+                  "                               src_partition, src_offset)"
+                  " SELECT $1, u.k, u.kd, u.p, u.rt, u.wa, u.sp, u.so"
+                  "   FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)",
+                  8, types);
+        int rc = SPI_execute_plan(plan, args, nullptr, false, 0);
+        if (rc != (updates ? SPI_OK_UPDATE : SPI_OK_INSERT) || (int) SPI_processed != n)
+            elog(ERROR, "queen: dedup state write failed (%d, " UINT64_FORMAT " of %d rows)", rc,
+                 SPI_processed, n);
     }
-    Oid types[8] = {INT8OID, TEXTARRAYOID, INT2ARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
-                    TIMESTAMPTZARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
-    Datum args[8] = {Int64GetDatum(v->id), make_array(k, nullptr, n, TEXTOID),
-                     make_array(kd, nullptr, n, INT2OID), make_array(p, pn, n, TEXTOID),
-                     make_array(rt, rtn, n, INT8OID), make_array(wa, nullptr, n, TIMESTAMPTZOID),
-                     make_array(sp, nullptr, n, TEXTOID), make_array(so, nullptr, n, INT8OID)};
-    SPIPlanPtr plan = spi_plan(&plan_upsert,
-        "INSERT INTO queen.dedup_state AS s (view_id, key, kind, payload, rowtime, written_at,"
-        "                                    src_partition, src_offset)"
-        " SELECT $1, u.k, u.kd, u.p::jsonb, u.rt, u.wa, u.sp, u.so"
-        "   FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)"
-        " ON CONFLICT (view_id, key) DO UPDATE SET kind = EXCLUDED.kind,"
-        "    payload = EXCLUDED.payload, rowtime = EXCLUDED.rowtime,"
-        "    written_at = EXCLUDED.written_at, src_partition = EXCLUDED.src_partition,"
-        "    src_offset = EXCLUDED.src_offset", 8, types);
-    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
-        elog(ERROR, "queen: dedup state write failed");
 }
 
-// Append the emitted changes to the changelog and return them as the call's rows.
+// Append the emitted changes to the changelog as one packed block (src/core/dedup_changes.h)
+// and return them as the call's rows.
 void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* next_seq) {
     int n = (int) run->out.size();
     if (n == 0) return;
-    Datum* kd = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* p = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* rt = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    bool* rtn = static_cast<bool*>(palloc(sizeof(bool) * n));
-    Datum* sp = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * n));
+    CxxError err;
+    bytea* block = nullptr;
+    std::string* labels = nullptr;  // display keys (#>> '{}' of the JSON key)
+    bool* label_null = static_cast<bool*>(palloc(sizeof(bool) * n));
+    size_t size = 0;
+    cxx_capture(err, [&] {
+        labels = new std::string[n];
+        ChangeBlockWriter w;
+        for (int i = 0; i < n; i++) {
+            const Change& c = run->out[i];
+            labels[i] = json_scalar_text(c.row.key, &label_null[i]);
+            w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.row.payload,
+                   c.row.rowtime, c.row.partition, c.row.offset});
+        }
+        size = w.finish().size();
+        run->block = w.finish();
+    });
+    if (err.failed) delete[] labels;
+    cxx_raise(err);
+    block = static_cast<bytea*>(palloc(VARHDRSZ + size));
+    SET_VARSIZE(block, VARHDRSZ + size);
+    memcpy(VARDATA(block), run->block.data(), size);
+    Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};
+    Datum args[4] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq), Int64GetDatum(*next_seq + n - 1),
+                     PointerGetDatum(block)};
+    SPIPlanPtr plan = spi_plan(&plan_log,
+        "INSERT INTO queen.dedup_change_blocks (view_id, first_seq, last_seq, changes)"
+        " VALUES ($1, $2, $3, $4)", 4, types);
+    run->labels = labels;  // freed with the run if the insert errors out
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: dedup changelog write failed");
     for (int i = 0; i < n; i++) {
         const Change& c = run->out[i];
-        kd[i] = CStringGetTextDatum(change_kind_name(c.kind));
-        k[i] = text_datum(c.row.key);
-        p[i] = text_datum(c.row.payload);
-        rtn[i] = !v->has_rowtime_path;
-        rt[i] = Int64GetDatum(c.row.rowtime);
-        sp[i] = text_datum(c.row.partition);
-        so[i] = Int64GetDatum(c.row.offset);
-    }
-    Oid types[8] = {INT8OID, INT8OID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
-                    TEXTARRAYOID, INT8ARRAYOID};
-    Datum args[8] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq),
-                     make_array(kd, nullptr, n, TEXTOID), make_array(k, nullptr, n, TEXTOID),
-                     make_array(p, nullptr, n, TEXTOID), make_array(rt, rtn, n, INT8OID),
-                     make_array(sp, nullptr, n, TEXTOID), make_array(so, nullptr, n, INT8OID)};
-    SPIPlanPtr plan = spi_plan(&plan_log,
-        "INSERT INTO queen.dedup_changelog (view_id, seq, kind, key, payload, rowtime,"
-        "                                   source_partition, source_offset)"
-        " SELECT $1, $2 + u.o - 1, u.kd, u.k::jsonb #>> '{}', u.p::jsonb, u.rt, u.sp, u.so"
-        "   FROM unnest($3, $4, $5, $6, $7, $8) WITH ORDINALITY AS u(kd, k, p, rt, sp, so, o)"
-        " RETURNING seq, kind, key, payload, rowtime, source_partition, source_offset",
-        8, types);
-    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT_RETURNING)
-        elog(ERROR, "queen: dedup changelog write failed");
-    for (uint64 i = 0; i < SPI_processed; i++) {
         Datum values[7];
-        bool nulls[7];
-        for (int c = 0; c < 7; c++)
-            values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1, &nulls[c]);
+        bool nulls[7] = {false, false, label_null[i], false, !v->has_rowtime_path, false, false};
+        values[0] = Int64GetDatum(*next_seq + i);
+        values[1] = CStringGetTextDatum(change_kind_name(c.kind));
+        values[2] = label_null[i] ? (Datum) 0 : text_datum(labels[i]);
+        values[3] = jsonb_datum(c.row.payload);
+        values[4] = Int64GetDatum(c.row.rowtime);
+        values[5] = text_datum(c.row.partition);
+        values[6] = Int64GetDatum(c.row.offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     *next_seq += n;
@@ -485,20 +522,20 @@ void write_pending(Run* run, const ViewRow* v, bool had_pending) {
     Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * n));
     for (int i = 0; i < n; i++) {
         k[i] = text_datum(b[i].key);
-        p[i] = text_datum(b[i].payload);
+        p[i] = jsonb_datum(b[i].payload);
         rt[i] = Int64GetDatum(b[i].rowtime);
         rtn[i] = !v->has_rowtime_path;
         sp[i] = text_datum(b[i].partition);
         so[i] = Int64GetDatum(b[i].offset);
     }
-    Oid types[6] = {INT8OID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+    Oid types[6] = {INT8OID, TEXTARRAYOID, JSONBARRAYOID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
     Datum args[6] = {Int64GetDatum(v->id), make_array(k, nullptr, n, TEXTOID),
-                     make_array(p, nullptr, n, TEXTOID), make_array(rt, rtn, n, INT8OID),
+                     make_array(p, nullptr, n, JSONBOID), make_array(rt, rtn, n, INT8OID),
                      make_array(sp, nullptr, n, TEXTOID), make_array(so, nullptr, n, INT8OID)};
     SPIPlanPtr plan = spi_plan(&plan_pending_ins,
         "INSERT INTO queen.dedup_pending (view_id, pos, key, payload, rowtime, src_partition,"
         "                                 src_offset)"
-        " SELECT $1, u.o, u.k, u.p::jsonb, u.rt, u.sp, u.so"
+        " SELECT $1, u.o, u.k, u.p, u.rt, u.sp, u.so"
         "   FROM unnest($2, $3, $4, $5, $6) WITH ORDINALITY AS u(k, p, rt, sp, so, o)",
         6, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
@@ -632,4 +669,36 @@ extern "C" Datum queen_dedup_watermark_v1(PG_FUNCTION_ARGS) {
 // queen.dedup_flush(p_name, p_now).
 extern "C" Datum queen_dedup_flush_v1(PG_FUNCTION_ARGS) {
     return queen_pg::dedup_run(fcinfo, queen_pg::Mode::Flush);
+}
+
+// queen.dedup_block_changes(p_first_seq, p_block): the changes of one packed block.
+extern "C" Datum queen_dedup_block_changes_v1(PG_FUNCTION_ARGS) {
+    int64 seq = PG_GETARG_INT64(0);
+    bytea* b = PG_GETARG_BYTEA_PP(1);
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    queen::dedup::ChangeBlockReader r(reinterpret_cast<const uint8*>(VARDATA_ANY(b)),
+                                      VARSIZE_ANY_EXHDR(b));
+    queen::dedup::PackedChange c;
+    static const char* kinds[3] = {"+I", "-U", "+U"};
+    while (r.next(&c)) {
+        Datum values[7];
+        bool nulls[7] = {false, false, c.key_null, false, c.rowtime_null, false, false};
+        values[0] = Int64GetDatum(seq++);
+        values[1] = CStringGetTextDatum(kinds[c.kind]);
+        values[2] = c.key_null ? (Datum) 0
+                               : PointerGetDatum(cstring_to_text_with_len(c.key.data(), (int) c.key.size()));
+        Jsonb* j = static_cast<Jsonb*>(palloc(VARHDRSZ + c.payload.size()));
+        SET_VARSIZE(j, VARHDRSZ + c.payload.size());
+        memcpy(VARDATA(j), c.payload.data(), c.payload.size());
+        values[3] = JsonbPGetDatum(j);
+        values[4] = Int64GetDatum(c.rowtime);
+        values[5] = PointerGetDatum(cstring_to_text_with_len(c.partition.data(), (int) c.partition.size()));
+        values[6] = Int64GetDatum(c.offset);
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    if (r.error() != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen.dedup_change_blocks row: %s", r.error())));
+    return (Datum) 0;
 }

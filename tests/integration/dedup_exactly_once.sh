@@ -4,7 +4,7 @@
 # (same p_max_rows, same p_now) over one queue. The victim's calls are interrupted in the middle:
 #   * rollback: BEGIN; call; ROLLBACK; then the call again;
 #   * kill: the call is made to wait inside dedup_advance after it has written state (a blocker
-#     session holds an uncommitted changelog row with the seq the call will insert), then its
+#     session holds an uncommitted changelog block with the seq the call will insert), then its
 #     backend is killed with pg_terminate_backend; then the call again;
 #   * timeout: the same wait, ended by statement_timeout.
 # After each fault the victim's changelog is unchanged, and at the end both changelogs (every
@@ -82,8 +82,8 @@ interrupted_call() {
     before=$(changes "$v")
     next=$((before + 1))
     PGAPPNAME="${RUN}_blocker" psql -X -q -v ON_ERROR_STOP=1 -c "BEGIN" \
-        -c "INSERT INTO queen.dedup_changelog (view_id, seq, kind, key, payload, rowtime, source_partition, source_offset)
-            VALUES ($vid, $next, '+I', 'blocker', 'null', NULL, 'x', 0)" \
+        -c "INSERT INTO queen.dedup_change_blocks (view_id, first_seq, last_seq, changes)
+            VALUES ($vid, $next, $next, '\\x00')" \
         -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
     bpid=$!
     BG_PIDS+=("$bpid")
@@ -116,7 +116,7 @@ interrupted_call() {
     sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '${RUN}_blocker'" >/dev/null
     wait "$bpid" 2>/dev/null || true
     [[ $(changes "$v") == "$before" ]] || fail "$v call $c ($how) left changes behind"
-    [[ $(sql "SELECT count(*) FROM queen.dedup_changelog WHERE view_id = $vid AND key = 'blocker'") == 0 ]] ||
+    [[ $(sql "SELECT count(*) FROM queen.dedup_change_blocks WHERE view_id = $vid AND changes = '\\x00'") == 0 ]] ||
         fail "blocker row committed"
 }
 

@@ -64,7 +64,18 @@ CREATE TABLE queen.dedup_state (
     src_offset    bigint NOT NULL,
     PRIMARY KEY (view_id, key)
 );
-CREATE INDEX dedup_state_candidates ON queen.dedup_state (view_id, rowtime) WHERE kind = 2;
+-- Half-empty pages: a key's rewrite stays on its page as a HOT update (no index insert).
+ALTER TABLE queen.dedup_state SET (fillfactor = 50);
+
+-- The pending rowtime keep-first candidates by rowtime (what a watermark releases). A separate
+-- table, not an index on dedup_state: an indexed rowtime would make every state rewrite of a
+-- rowtime view a non-HOT update.
+CREATE TABLE queen.dedup_candidates (
+    view_id bigint NOT NULL,
+    rowtime bigint NOT NULL,
+    key     text COLLATE "C" NOT NULL,
+    PRIMARY KEY (view_id, rowtime, key)
+);
 
 -- The changelog, one row per call that emitted anything: changes holds its changes (seq
 -- first_seq..last_seq) packed in seq order (src/core/dedup_changes.h: kind, key, payload as
@@ -102,6 +113,7 @@ CREATE TABLE queen.dedup_pending (
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_state', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.dedup_candidates', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_change_blocks', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_offsets', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_pending', '');
@@ -274,6 +286,7 @@ BEGIN
         RAISE EXCEPTION 'dedup view "%" does not exist', p_name USING ERRCODE = '42704';
     END IF;
     DELETE FROM queen.dedup_state WHERE view_id = v_id;
+    DELETE FROM queen.dedup_candidates WHERE view_id = v_id;
     DELETE FROM queen.dedup_change_blocks WHERE view_id = v_id;
     DELETE FROM queen.dedup_pending WHERE view_id = v_id;
 END
@@ -400,8 +413,7 @@ BEGIN
                   WHERE s.view_id = v.id
                     AND (v.state_ttl_ms = 0 OR s.kind = 2 OR v.last_now IS NULL
                          OR s.written_at + make_interval(secs => v.state_ttl_ms / 1000.0) > v.last_now)),
-        'pendingCandidates', (SELECT count(*) FROM queen.dedup_state s
-                               WHERE s.view_id = v.id AND s.kind = 2),
+        'pendingCandidates', (SELECT count(*) FROM queen.dedup_candidates c WHERE c.view_id = v.id),
         'pendingBundle', (SELECT count(*) FROM queen.dedup_pending p WHERE p.view_id = v.id),
         'offsets', COALESCE((SELECT jsonb_object_agg(p.name, o.next_offset ORDER BY p.name)
                                FROM queen.dedup_offsets o
@@ -426,7 +438,7 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------- privileges
-REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state, queen.dedup_change_blocks,
+REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state, queen.dedup_candidates, queen.dedup_change_blocks,
     queen.dedup_offsets, queen.dedup_pending FROM PUBLIC;
 REVOKE ALL ON SEQUENCE queen.dedup_views_id_seq FROM PUBLIC;
 REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),

@@ -31,7 +31,7 @@ const KeyState* StateMap::find(const std::string& key) const {
 // Load a persisted state without marking it dirty.
 void StateMap::load(const KeyState& s) {
     states_[s.row.key] = s;
-    loaded_[s.row.key] = true;
+    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime};
 }
 
 // Write a state and remember the key as dirty.

@@ -78,8 +78,15 @@ public:
     const KeyState* find(const std::string& key) const;
     // Load a stored state (not marked dirty).
     void load(const KeyState& s);
-    // Whether a key's state was loaded (exists in the caller's store).
-    bool was_loaded(const std::string& key) const { return loaded_.count(key) != 0; }
+    // What was loaded for a key (it exists in the caller's store), or nullptr.
+    struct Loaded {
+        StateKind kind;
+        int64_t rowtime;
+    };
+    const Loaded* loaded(const std::string& key) const {
+        auto it = loaded_.find(key);
+        return it == loaded_.end() ? nullptr : &it->second;
+    }
     // Write a state (marked dirty).
     void put(const KeyState& s);
     // Every stored state (for watermark firing and tests).
@@ -91,7 +98,7 @@ public:
 private:
     std::unordered_map<std::string, KeyState> states_;
     std::unordered_map<std::string, bool> dirty_;
-    std::unordered_map<std::string, bool> loaded_;
+    std::unordered_map<std::string, Loaded> loaded_;
     std::vector<std::string> dirty_order_;
 };
 

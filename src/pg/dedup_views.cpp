@@ -20,6 +20,7 @@
 extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -86,7 +87,8 @@ struct ViewRow {
     int64 next_seq;
 };
 
-SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_insert, plan_log,
+SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_insert,
+    plan_cand_del, plan_cand_ins, plan_log,
     plan_offsets, plan_pending_del, plan_pending_ins, plan_view_upd;
 
 // A text (or jsonb: its binary container) column of the current SPI row as (pointer,
@@ -337,9 +339,10 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     Oid types[2] = {INT8OID, INT8OID};
     Datum args[2] = {Int64GetDatum(v->id), Int64GetDatum(wm)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
-        "SELECT key, payload, rowtime, src_partition, src_offset, kind,"
-        "       written_at FROM queen.dedup_state"
-        " WHERE view_id = $1 AND kind = 2 AND rowtime <= $2", 2, types);
+        "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at"
+        "  FROM queen.dedup_candidates c"
+        "  JOIN queen.dedup_state s ON s.view_id = c.view_id AND s.key = c.key"
+        " WHERE c.view_id = $1 AND c.rowtime <= $2", 2, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
@@ -356,6 +359,52 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
             run->st.load(*s);
             delete s;
         });
+    }
+}
+
+// Keep queen.dedup_candidates (the rowtime index of pending rowtime keep-first candidates)
+// in step with the keys written: a candidate that left or moved is deleted, a new one inserted.
+void write_candidates(Run* run, const ViewRow* v) {
+    const std::vector<std::string>& dirty = run->st.dirty();
+    int total = (int) dirty.size();
+    Datum* dk = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+    Datum* drt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+    Datum* ik = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+    Datum* irt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+    int nd = 0, ni = 0;
+    for (int i = 0; i < total; i++) {
+        const StateMap::Loaded* old = run->st.loaded(dirty[i]);
+        const KeyState* s = run->st.find(dirty[i]);
+        bool was = old != nullptr && old->kind == StateKind::Candidate;
+        bool is = s->kind == StateKind::Candidate;
+        if (was && is && old->rowtime == s->row.rowtime) continue;
+        if (was) {
+            dk[nd] = text_datum(dirty[i]);
+            drt[nd++] = Int64GetDatum(old->rowtime);
+        }
+        if (is) {
+            ik[ni] = text_datum(dirty[i]);
+            irt[ni++] = Int64GetDatum(s->row.rowtime);
+        }
+    }
+    Oid types[3] = {INT8OID, INT8ARRAYOID, TEXTARRAYOID};
+    if (nd > 0) {
+        Datum args[3] = {Int64GetDatum(v->id), make_array(drt, nullptr, nd, INT8OID),
+                         make_array(dk, nullptr, nd, TEXTOID)};
+        SPIPlanPtr plan = spi_plan(&plan_cand_del,
+            "DELETE FROM queen.dedup_candidates c USING unnest($2, $3) AS u(rt, k)"
+            " WHERE c.view_id = $1 AND c.rowtime = u.rt AND c.key = u.k COLLATE \"C\"", 3, types);
+        if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_DELETE || (int) SPI_processed != nd)
+            elog(ERROR, "queen: dedup candidate delete failed");
+    }
+    if (ni > 0) {
+        Datum args[3] = {Int64GetDatum(v->id), make_array(irt, nullptr, ni, INT8OID),
+                         make_array(ik, nullptr, ni, TEXTOID)};
+        SPIPlanPtr plan = spi_plan(&plan_cand_ins,
+            "INSERT INTO queen.dedup_candidates (view_id, rowtime, key)"
+            " SELECT $1, u.rt, u.k FROM unnest($2, $3) AS u(rt, k)", 3, types);
+        if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
+            elog(ERROR, "queen: dedup candidate insert failed");
     }
 }
 
@@ -380,7 +429,7 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
         for (int i = 0; i < total; i++) {
-            if (run->st.was_loaded(dirty[i]) != updates) continue;
+            if ((run->st.loaded(dirty[i]) != nullptr) != updates) continue;
             const KeyState* s = run->st.find(dirty[i]);
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
@@ -417,6 +466,7 @@ void write_states(Run* run, const ViewRow* v) {
             elog(ERROR, "queen: dedup state write failed (%d, " UINT64_FORMAT " of %d rows)", rc,
                  SPI_processed, n);
     }
+    if (run->op->insert_only_first()) write_candidates(run, v);
 }
 
 // Append the emitted changes to the changelog as one packed block (src/core/dedup_changes.h)
@@ -586,6 +636,13 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     cb->arg = holder;
     MemoryContextRegisterResetCallback(CurrentMemoryContext, cb);
 
+    // Keyed joins (state rows of this call's keys) must go through the keys' index, whatever
+    // the statistics say: a hash join would read the view's whole state on every call.
+    int guc_level = NewGUCNestLevel();
+    (void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+                             GUC_ACTION_LOCAL, true, 0, false);
+    (void) set_config_option("enable_mergejoin", "off", PGC_USERSET, PGC_S_SESSION,
+                             GUC_ACTION_LOCAL, true, 0, false);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     ViewRow v;
     Options o;
@@ -647,6 +704,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     int64 consumed = (int64) run->merged.size();
     write_view(run, &v, next_seq, consumed, no_rowtime, now);
     SPI_finish();
+    AtEOXact_GUC(true, guc_level);
     delete holder->run;
     holder->run = nullptr;
     return (Datum) 0;

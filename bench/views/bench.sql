@@ -11,20 +11,20 @@ CREATE TABLE bv.samples (
     secs    float8 NOT NULL
 );
 
--- Message i of every benchmark queue: 10,000 keys, rowtime rising by 10 per message with jitter.
-CREATE FUNCTION bv.item(i bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+-- Message i of a benchmark queue with nkeys keys, rowtime rising by 10 per message with jitter.
+CREATE FUNCTION bv.item(i bigint, nkeys int) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
     SELECT jsonb_build_object('transactionId', 'm' || i,
-        'payload', jsonb_build_object('k', 'k' || (i % 10000), 't', i * 10 + (i * 7919) % 101 - 50,
+        'payload', jsonb_build_object('k', 'k' || (i % nkeys), 't', i * 10 + (i * 7919) % 101 - 50,
                                       'v', i, 'pad', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx')) $$;
 
 -- Push messages [from, to) to partition 'p' of q, 1000 a call, committing every call.
-CREATE PROCEDURE bv.fill(q text, from_i bigint, to_i bigint) LANGUAGE plpgsql AS $$
+CREATE PROCEDURE bv.fill(q text, from_i bigint, to_i bigint, nkeys int) LANGUAGE plpgsql AS $$
 DECLARE
     b bigint := from_i;
 BEGIN
     WHILE b < to_i LOOP
         PERFORM count(*) FROM queen.push(q, 'p',
-            (SELECT jsonb_agg(bv.item(i) ORDER BY i) FROM generate_series(b, least(b + 1000, to_i) - 1) i));
+            (SELECT jsonb_agg(bv.item(i, nkeys) ORDER BY i) FROM generate_series(b, least(b + 1000, to_i) - 1) i));
         COMMIT;
         b := b + 1000;
     END LOOP;

@@ -5,27 +5,7 @@
 -- emission (proctime: one net change per key; rowtime: the retracting function, full chain or,
 -- with compactChanges, one change per key). Cross-key order inside a flush is free: sorted by key.
 --
-SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.t(ms bigint) RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => ms / 1000.0) $$;
-CREATE FUNCTION pg_temp.push(q text, p text, VARIADIC items jsonb[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push(q, p, (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text, 'payload', i) ORDER BY o)
-        FROM unnest(items) WITH ORDINALITY u(i, o)));
-END $$;
-CREATE FUNCTION pg_temp.view(name text, q text, opts jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM queen.configure(q);
-    PERFORM queen.create_dedup_view(name, q, opts);
-END $$;
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\i sql/dedup_prelude.psql
 SELECT queen.configure('dq_mb') IS NOT NULL AS configured;
 
 -- ---- validation: size <= 0 (or left at Flink's default -1) fails for all four variants

@@ -4,21 +4,7 @@
 -- flags; keep-last emits +I then [-U] +U, a bare +U with both flags off, and suppresses a row
 -- identical to the stored one. Proctime is the consumption order of the queue.
 --
-SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.t(ms bigint) RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => ms / 1000.0) $$;
--- Push payloads to a partition, one message each, in order.
-CREATE FUNCTION pg_temp.push(q text, p text, VARIADIC items jsonb[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push(q, p, (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text, 'payload', i) ORDER BY o)
-        FROM unnest(items) WITH ORDINALITY u(i, o)));
-END $$;
-CREATE FUNCTION pg_temp.view(name text, q text, opts jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM queen.configure(q);
-    PERFORM queen.create_dedup_view(name, q, opts);
-END $$;
+\i sql/dedup_prelude.psql
 
 -- ---- proctime keep-first: first row per key as +I, later rows dropped
 SELECT pg_temp.view('pf', 'dq_pf', '{"key": "k", "order": "proctime", "keep": "first"}');

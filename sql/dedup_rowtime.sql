@@ -5,20 +5,7 @@
 -- the watermark (late rows dropped and counted, strict earlier replaces, tie keeps the
 -- incumbent, fired keys ignored, flags ignored).
 --
-SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.t(ms bigint) RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => ms / 1000.0) $$;
-CREATE FUNCTION pg_temp.push(q text, p text, VARIADIC items jsonb[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push(q, p, (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text, 'payload', i) ORDER BY o)
-        FROM unnest(items) WITH ORDINALITY u(i, o)));
-END $$;
-CREATE FUNCTION pg_temp.view(name text, q text, opts jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM queen.configure(q);
-    PERFORM queen.create_dedup_view(name, q, opts);
-END $$;
+\i sql/dedup_prelude.psql
 
 -- ---- rowtime keep-last, generateUpdateBefore: later-or-equal rowtime replaces (a tie: the
 -- later arrival wins), an older row is ignored, identical rows are not suppressed

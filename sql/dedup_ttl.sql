@@ -4,20 +4,7 @@
 -- and then reads as absent; reads never refresh. Each variant's write rule, the keep-first
 -- marker-only TTL, and the never-expiring pending candidate.
 --
-SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.t(ms bigint) RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => ms / 1000.0) $$;
-CREATE FUNCTION pg_temp.push(q text, p text, VARIADIC items jsonb[]) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push(q, p, (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text, 'payload', i) ORDER BY o)
-        FROM unnest(items) WITH ORDINALITY u(i, o)));
-END $$;
-CREATE FUNCTION pg_temp.view(name text, q text, opts jsonb) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM queen.configure(q);
-    PERFORM queen.create_dedup_view(name, q, opts);
-END $$;
+\i sql/dedup_prelude.psql
 -- Push one message and advance the view at processing time ms.
 CREATE FUNCTION pg_temp.step(v text, q text, item jsonb, ms bigint)
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint) LANGUAGE plpgsql AS $$

@@ -57,8 +57,16 @@ SELECT queen.dedup_stats('rf') - 'options' - 'view' AS stats;
 SELECT pg_temp.view('rf_flags', 'dq_rf', '{"key": "k", "order": "rowtime", "keep": "first", "rowtime": "t",
                                            "generateUpdateBefore": true, "generateInsert": false}');
 SELECT count(*) FROM queen.dedup_advance('rf_flags', 100, pg_temp.t(0));
-SELECT seq, kind, key, payload->'v' AS v, rowtime FROM queen.dedup_watermark('rf_flags', 1000, pg_temp.t(1))
- ORDER BY key;
+-- (a watermark emits what it releases in the arrival order of the candidate rows)
+SELECT seq, kind, key, payload->'v' AS v, rowtime FROM queen.dedup_watermark('rf_flags', 1000, pg_temp.t(1));
+
+-- ---- a strictly earlier replacement takes its own arrival's position; a tie keeps the
+-- incumbent and its position
+SELECT pg_temp.view('rf_pos', 'dq_pos', '{"key": "k", "order": "rowtime", "keep": "first", "rowtime": "t"}');
+SELECT pg_temp.push('dq_pos', 'p', '{"k": "a", "v": 1, "t": 5}', '{"k": "b", "v": 2, "t": 5}',
+                    '{"k": "c", "v": 3, "t": 6}', '{"k": "a", "v": 4, "t": 4}', '{"k": "b", "v": 5, "t": 5}');
+SELECT count(*) FROM queen.dedup_advance('rf_pos', 100, pg_temp.t(0));
+SELECT seq, kind, key, payload, rowtime, source_offset FROM queen.dedup_watermark('rf_pos', 10, pg_temp.t(1));
 
 -- ---- a row without an integer rowtime cannot be placed: skipped and counted
 SELECT pg_temp.view('rt_bad', 'dq_bad', '{"key": "k", "order": "rowtime", "keep": "last", "rowtime": ["m", "t"]}');

@@ -105,7 +105,8 @@ BEGIN
     RETURN n;
 END $$;
 
--- Advance the watermark and fire the candidates it passes, in (rowtime, key) order.
+-- Advance the watermark and fire the candidates it passes, in arrival order (one partition:
+-- the offset order).
 CREATE FUNCTION bv_pl.watermark(p_view text, p_wm bigint) RETURNS int LANGUAGE plpgsql AS $$
 DECLARE
     v   bv_pl.views;
@@ -117,7 +118,7 @@ BEGIN
     v.watermark := greatest(v.watermark, p_wm);
     seq := v.next_seq;
     FOR s IN SELECT * FROM bv_pl.state WHERE view_id = v.id AND kind = 2 AND rowtime <= v.watermark
-              ORDER BY rowtime, key LOOP
+              ORDER BY src_offset LOOP
         seq := bv_pl.emit(v.id, seq, '+I', s.key, s.payload, s.rowtime, s.src_offset);
         UPDATE bv_pl.state SET kind = 3, payload = NULL WHERE view_id = v.id AND key = s.key;
         n := n + 1;

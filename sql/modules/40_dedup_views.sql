@@ -70,10 +70,13 @@ ALTER TABLE queen.dedup_state SET (fillfactor = 50);
 -- The pending rowtime keep-first candidates by rowtime (what a watermark releases). A separate
 -- table, not an index on dedup_state: an indexed rowtime would make every state rewrite of a
 -- rowtime view a non-HOT update.
+-- arrival numbers the candidate row in the view's consumption order: a watermark emits what it
+-- releases in that order.
 CREATE TABLE queen.dedup_candidates (
     view_id bigint NOT NULL,
     rowtime bigint NOT NULL,
     key     text COLLATE "C" NOT NULL,
+    arrival bigint NOT NULL,
     PRIMARY KEY (view_id, rowtime, key)
 );
 

@@ -218,7 +218,7 @@ void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, std::vector<
         if (kv.second.kind == StateKind::Candidate && kv.second.row.rowtime <= wm_)
             due.push_back(&kv.second);
     std::sort(due.begin(), due.end(), [](const KeyState* a, const KeyState* b) {
-        if (a->row.rowtime != b->row.rowtime) return a->row.rowtime < b->row.rowtime;
+        if (a->row.arrival != b->row.arrival) return a->row.arrival < b->row.arrival;
         return a->row.key < b->row.key;
     });
     std::vector<Row> fire;

@@ -48,6 +48,7 @@ struct Row {
     int64_t rowtime = 0;
     std::string partition;  // where the row came from (carried into the changelog)
     int64_t offset = 0;
+    int64_t arrival = 0;  // position in the view's consumption order (the caller numbers rows)
 };
 
 enum class StateKind : uint8_t { Kept = 1, Candidate = 2, Fired = 3 };
@@ -113,7 +114,8 @@ public:
     // Flush the pending bundle (a checkpoint, close, or before a watermark).
     void flush(int64_t now, StateMap& st, std::vector<Change>& out);
     // Flush the bundle, advance the watermark to max(current, wm), and fire the rowtime
-    // keep-first candidates of `st` with rowtime <= watermark (in (rowtime, key) order).
+    // keep-first candidates of `st` with rowtime <= watermark, in the arrival order of the
+    // candidate rows (a strictly earlier replacement takes its own arrival's position).
     void watermark(int64_t wm, int64_t now, StateMap& st, std::vector<Change>& out);
 
     bool has_watermark() const { return has_wm_; }

@@ -85,6 +85,7 @@ struct ViewRow {
     int64 wm;
     int64 late;
     int64 next_seq;
+    int64 consumed;  // messages consumed before this call: the arrival number of the next one
 };
 
 SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_insert,
@@ -160,7 +161,7 @@ void load_view(text* name, ViewRow* v, Options* o) {
     SPIPlanPtr plan = spi_plan(&plan_view,
         "SELECT v.id, q.name, v.key_path, v.rowtime_path, v.order_rowtime, v.keep_last,"
         "       v.update_before, v.generate_insert, v.mini_batch, v.mini_batch_size,"
-        "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq"
+        "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq, v.consumed"
         "  FROM queen.dedup_views v JOIN queen.queues q ON q.id = v.queue_id"
         " WHERE v.name = $1 FOR NO KEY UPDATE OF v", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
@@ -189,6 +190,7 @@ void load_view(text* name, ViewRow* v, Options* o) {
     v->has_wm = !isnull;
     v->late = col_int8(t, d, 14, &isnull);
     v->next_seq = col_int8(t, d, 15, &isnull);
+    v->consumed = col_int8(t, d, 16, &isnull);
     const char* bad = validate(*o);
     if (bad != nullptr) QUEEN_BAD_INPUT("%s", bad);
 }
@@ -293,6 +295,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
         std::vector<size_t> order = merge_order(run->items, run->part_names, (size_t) max_rows);
         run->merged.reserve(order.size());
         for (size_t i : order) {
+            run->input[i].arrival = v->consumed + (int64_t) run->merged.size();
             run->merged.push_back(std::move(run->input[i]));
             run->skip.push_back(run->input_skip[i]);
             run->merged_part.push_back(run->items[i].partition);
@@ -339,7 +342,8 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     Oid types[2] = {INT8OID, INT8OID};
     Datum args[2] = {Int64GetDatum(v->id), Int64GetDatum(wm)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
-        "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at"
+        "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at,"
+        "       c.arrival"
         "  FROM queen.dedup_candidates c"
         "  JOIN queen.dedup_state s ON s.view_id = c.view_id AND s.key = c.key"
         " WHERE c.view_id = $1 AND c.rowtime <= $2", 2, types);
@@ -355,6 +359,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
         row_from(t, d, 1, &s->row, err);
         s->kind = StateKind::Candidate;
         s->written_at = col_int8(t, d, 7, &isnull);
+        s->row.arrival = col_int8(t, d, 8, &isnull);
         cxx_capture(*err, [&] {
             run->st.load(*s);
             delete s;
@@ -371,6 +376,7 @@ void write_candidates(Run* run, const ViewRow* v) {
     Datum* drt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     Datum* ik = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     Datum* irt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
+    Datum* iar = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     int nd = 0, ni = 0;
     for (int i = 0; i < total; i++) {
         const StateMap::Loaded* old = run->st.loaded(dirty[i]);
@@ -384,6 +390,7 @@ void write_candidates(Run* run, const ViewRow* v) {
         }
         if (is) {
             ik[ni] = text_datum(dirty[i]);
+            iar[ni] = Int64GetDatum(s->row.arrival);
             irt[ni++] = Int64GetDatum(s->row.rowtime);
         }
     }
@@ -398,11 +405,12 @@ void write_candidates(Run* run, const ViewRow* v) {
             elog(ERROR, "queen: dedup candidate delete failed");
     }
     if (ni > 0) {
-        Datum args[3] = {Int64GetDatum(v->id), make_array(irt, nullptr, ni, INT8OID),
-                         make_array(ik, nullptr, ni, TEXTOID)};
+        Oid itypes[4] = {INT8OID, INT8ARRAYOID, TEXTARRAYOID, INT8ARRAYOID};
+        Datum args[4] = {Int64GetDatum(v->id), make_array(irt, nullptr, ni, INT8OID),
+                         make_array(ik, nullptr, ni, TEXTOID), make_array(iar, nullptr, ni, INT8OID)};
         SPIPlanPtr plan = spi_plan(&plan_cand_ins,
-            "INSERT INTO queen.dedup_candidates (view_id, rowtime, key)"
-            " SELECT $1, u.rt, u.k FROM unnest($2, $3) AS u(rt, k)", 3, types);
+            "INSERT INTO queen.dedup_candidates (view_id, rowtime, key, arrival)"
+            " SELECT $1, u.rt, u.k, u.a FROM unnest($2, $3, $4) AS u(rt, k, a)", 4, itypes);
         if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
             elog(ERROR, "queen: dedup candidate insert failed");
     }

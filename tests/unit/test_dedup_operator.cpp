@@ -26,6 +26,7 @@ struct H {
         r.payload = p;
         r.rowtime = t;
         r.partition = "p0";
+        r.arrival = off;
         r.offset = off++;
         d.process(r, now, st, out);
     }
@@ -314,15 +315,25 @@ TEST(DedupRowtimeFirst, CandidateNeverExpires) {
     EXPECT_EQ(h.take(), (V{"+I a:1@1"}));
 }
 
-TEST(DedupRowtimeFirst, WatermarkFiresInRowtimeOrder) {
+TEST(DedupRowtimeFirst, WatermarkFiresInArrivalOrder) {
     H h(opts(Order::Rowtime, Keep::First));
     h.row("b", "1", 3);
     h.row("a", "2", 4);
     h.row("c", "3", 2);
     h.wm(3);
-    EXPECT_EQ(h.take(), (V{"+I c:3@2", "+I b:1@3"}));
+    EXPECT_EQ(h.take(), (V{"+I b:1@3", "+I c:3@2"}));
     h.wm(4);
     EXPECT_EQ(h.take(), (V{"+I a:2@4"}));
+}
+
+TEST(DedupRowtimeFirst, ReplacementTakesItsArrivalPosition) {
+    H h(opts(Order::Rowtime, Keep::First));
+    h.row("a", "1", 5);  // arrival 0
+    h.row("b", "2", 5);  // arrival 1
+    h.row("a", "3", 4);  // arrival 2: replaces a's candidate, which now goes after b
+    h.row("b", "4", 5);  // tie: b keeps its incumbent (and its position)
+    h.wm(10);
+    EXPECT_EQ(h.take(), (V{"+I b:2@5", "+I a:3@4"}));
 }
 
 // ---- mini-batch

@@ -15,6 +15,7 @@ RUN="dv$$"
 Q="${RUN}_q"
 WORK=$(mktemp -d /tmp/queen-dedup-eo.XXXXXX)
 BG_PIDS=()
+DB="queen_dedup_eo_$$"
 cleanup() {
     local p
     for p in "${BG_PIDS[@]:-}"; do
@@ -22,6 +23,7 @@ cleanup() {
         kill "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -36,7 +38,10 @@ for _ in $(seq 1 120); do
     psql -X -q -t -A -c "SELECT 1" >/dev/null 2>&1 && break
     sleep 0.5
 done
-PGOPTIONS="-c client_min_messages=warning" sql "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
+# A database of its own: the extension as installed now, nothing left by other tests.
+psql -X -q -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >/dev/null
+export PGDATABASE=$DB
+PGOPTIONS="-c client_min_messages=warning" sql "CREATE EXTENSION queen" >/dev/null
 sql "SELECT queen.configure('$Q')" >/dev/null
 
 # Push n messages starting at number `from` to partitions p0..p2 (round robin, one push each).

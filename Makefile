@@ -37,17 +37,20 @@ include $(PGXS)
 
 # The install script is sql/queen.sql (the core) followed by every sql/modules/*.sql in name
 # order (producers, dedup views, ...: one concept each); the versioned copy is built from them.
+# sql/finish/privileges.sql comes last in both scripts: no routine stays executable by PUBLIC.
 SQL_MODULES = $(sort $(wildcard sql/modules/*.sql))
-sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES)
+SQL_FINISH  = sql/finish/privileges.sql
+sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES) $(SQL_FINISH)
 	cat $^ > $@
 
 # The upgrade script: the hand-written delta (table changes, drops of the old functions), then
-# the part of sql/queen.sql after its REPLAYED BY UPGRADES marker, then the modules (new in 0.2.0).
-sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: sql/upgrade/0.1.0--$(EXTVERSION).sql sql/$(EXTENSION).sql $(SQL_MODULES)
+# the part of sql/queen.sql after its REPLAYED BY UPGRADES marker, then the modules (new in 0.2.0),
+# then sql/finish/privileges.sql.
+sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: sql/upgrade/0.1.0--$(EXTVERSION).sql sql/$(EXTENSION).sql $(SQL_MODULES) $(SQL_FINISH)
 	{ cat sql/upgrade/0.1.0--$(EXTVERSION).sql && \
 	  sed -n '/^-- =* REPLAYED BY UPGRADES/,$$p' sql/$(EXTENSION).sql && \
 	  grep -q 'REPLAYED BY UPGRADES' sql/$(EXTENSION).sql && \
-	  cat $(SQL_MODULES) /dev/null; } > $@ || { rm -f $@; false; }
+	  cat $(SQL_MODULES) $(SQL_FINISH); } > $@ || { rm -f $@; false; }
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

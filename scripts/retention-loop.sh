@@ -5,7 +5,10 @@
 # partition. A failed run (server restarting, ...) is logged and retried at the next interval.
 # No pg_cron needed; run it under systemd, a container supervisor or nohup.
 #
-#   scripts/retention-loop.sh [--interval SECONDS] [--batch ROWS] [--once] [--dbname CONNINFO]
+#   scripts/retention-loop.sh [--interval SECONDS] [--batch ROWS] [--pause SECONDS] [--once]
+#                             [--dbname CONNINFO]
+# --batch: rows one batch (one transaction) deletes at most (default 2000).
+# --pause: sleep between two batches of a run (default 0.02), to leave CPU and WAL to pushes.
 #
 # Connection: libpq's environment (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSFILE, ...) or
 # --dbname with a database name or conninfo string. The role needs queen_admin.
@@ -13,21 +16,24 @@
 # --once: a single run; exit status 0 when it succeeded.
 set -uo pipefail
 interval=60
-batch=10000
+batch=2000
+pause=0.02
 once=0
 dbname=
 while (($#)); do
     case $1 in
         --interval) interval=${2:?}; shift 2 ;;
         --batch) batch=${2:?}; shift 2 ;;
+        --pause) pause=${2:?}; shift 2 ;;
         --once) once=1; shift ;;
         --dbname) dbname=${2:?}; shift 2 ;;
-        -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "retention-loop: unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [[ $interval =~ ^[0-9]+$ && $interval -ge 1 ]] || { echo "retention-loop: --interval must be a whole number >= 1" >&2; exit 2; }
 [[ $batch =~ ^[0-9]+$ && $batch -ge 1 ]] || { echo "retention-loop: --batch must be a whole number >= 1" >&2; exit 2; }
+[[ $pause =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "retention-loop: --pause must be a number of seconds >= 0" >&2; exit 2; }
 conn=()
 [[ -n $dbname ]] && conn=(-d "$dbname")
 
@@ -44,7 +50,7 @@ trap on_signal TERM INT
 run_once() {
     local out rc
     out=$(psql -X -q -t -A -v ON_ERROR_STOP=1 "${conn[@]}" \
-        -c "CALL queen.run_retention_procedure($batch, NULL)" 2>&1)
+        -c "CALL queen.run_retention_procedure($batch, $pause)" 2>&1)
     rc=$?
     if ((rc == 0)); then
         echo "$(date -u +%FT%TZ) retention $out"

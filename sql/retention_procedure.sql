@@ -30,26 +30,31 @@ CREATE FUNCTION pg_temp.fill(q text) RETURNS void LANGUAGE sql AS $$
 $$;
 
 -- Clean slate: whatever earlier tests left eligible is purged now.
-CALL queen.run_retention_procedure(100000, NULL);
+CALL queen.run_retention_procedure(100000);
 SELECT queen.configure('rp_q', '{"dedupWindowSeconds": 60, "retentionSeconds": 60}') IS NOT NULL AS configured;
 SELECT pg_temp.fill('rp_q');
 SELECT * FROM pg_temp.state('rp_q');
 
 -- Batches of 4 rows: each partition's 10 rows (5 segments, 5 hash rows) take 3 batches.
-CALL queen.run_retention_procedure(4, NULL);
+CALL queen.run_retention_procedure(4);
 SELECT * FROM pg_temp.state('rp_q');
 -- Nothing left: done at once.
-CALL queen.run_retention_procedure(4, NULL);
+CALL queen.run_retention_procedure(4);
 -- Young rows stay; the allocator goes on.
 SELECT status, message_offset FROM queen.push('rp_q', 'p1', '[{"transactionId":"m0","payload":0}]');
-CALL queen.run_retention_procedure(4, NULL);
+CALL queen.run_retention_procedure(4);
+
+-- A pause between batches (seconds, holding nothing): same result, spread over time.
+SELECT pg_temp.fill('rp_q');
+CALL queen.run_retention_procedure(4, 0.01);
+SELECT * FROM pg_temp.state('rp_q');
 
 -- Step by step (what the procedure does between its commits).
 SELECT queen.configure('rp_s', '{"dedupWindowSeconds": 60, "retentionSeconds": 60}') IS NOT NULL AS configured;
 SELECT pg_temp.fill('rp_s');
 SELECT queen.retention_step(NULL, 7) - 'afterPartitionId' - 'lastPartitionId' AS step1;
 SELECT queen.retention_step(queen.retention_step(NULL, 7), 7) - 'afterPartitionId' - 'lastPartitionId' AS step2;
-CALL queen.run_retention_procedure(100, NULL);
+CALL queen.run_retention_procedure(100);
 
 -- The floor: a module's retention_floor keeps every message at or above it.
 CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
@@ -57,7 +62,7 @@ CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS 
     AS $$ SELECT CASE WHEN p_partition_id = queen.partition_id('rp_f', 'p2') THEN 3 END $$;
 SELECT queen.configure('rp_f', '{"dedupWindowSeconds": 60, "retentionSeconds": 60}') IS NOT NULL AS configured;
 SELECT pg_temp.fill('rp_f');
-CALL queen.run_retention_procedure(100, NULL);
+CALL queen.run_retention_procedure(100);
 SELECT * FROM pg_temp.state('rp_f');
 -- run_retention (the function) honours it too.
 UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
@@ -68,18 +73,18 @@ SELECT * FROM pg_temp.state('rp_f');
 CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $$ SELECT NULL::bigint $$;
-CALL queen.run_retention_procedure(100, NULL);
+CALL queen.run_retention_procedure(100);
 SELECT * FROM pg_temp.state('rp_f');
 
 -- Bad calls: a batch below 1 (22023), a state not made by retention_step (22023), and a
 -- CALL inside an explicit transaction block that has work to do: it cannot commit (2D000).
-SELECT pg_temp.sqlstate_of('CALL queen.run_retention_procedure(0, NULL)') AS zero_batch;
+SELECT pg_temp.sqlstate_of('CALL queen.run_retention_procedure(0)') AS zero_batch;
 SELECT pg_temp.sqlstate_of($q$SELECT queen.retention_step('[]', 10)$q$) AS bad_state,
        pg_temp.sqlstate_of($q$SELECT queen.retention_step('{"afterPartitionId": "x"}', 10)$q$) AS bad_cursor;
 SELECT pg_temp.fill('rp_q');
 BEGIN;
-CALL queen.run_retention_procedure(4, NULL);
+CALL queen.run_retention_procedure(4);
 ROLLBACK;
 SELECT * FROM pg_temp.state('rp_q');
 -- Leave nothing eligible behind for later tests.
-CALL queen.run_retention_procedure(100, NULL);
+CALL queen.run_retention_procedure(100);

@@ -56,7 +56,17 @@ SELECT queen.configure('roles_q', '{"dedupWindowSeconds": 600}') IS NOT NULL AS 
 ------------------------------------------------------------------------------------------
 -- The writer: push, ack, read; no table access, no configuration.
 ------------------------------------------------------------------------------------------
-SET ROLE queen_test_writer;
+-- (a real login as that role: a new session, not SET ROLE)
+SELECT current_user AS admin_user \gset
+\c - queen_test_writer
+SELECT session_user, current_user, pg_has_role('queen_writer', 'MEMBER') AS writer, pg_has_role('queen_admin', 'MEMBER') AS admin;
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
 SELECT index, status, message_offset FROM queen.push('roles_q', 'p', '[{"transactionId":"w1","payload":{"n":1}},{"transactionId":"w2","payload":2}]');
 SELECT status, message_offset FROM queen.push('roles_q', 'p', '[{"transactionId":"w1","payload":1}]');
 SELECT message_offset, transaction_id, payload FROM queen.read('roles_q', 'p', 0, 10);
@@ -85,7 +95,14 @@ SELECT pg_temp.sqlstate_of($q$SELECT queen.configure('roles_q', '{"dedupWindowSe
        pg_temp.sqlstate_of($q$CALL queen.run_retention_procedure(10)$q$) AS retention_procedure,
        pg_temp.sqlstate_of($q$SELECT queen.drop_queue('roles_q')$q$) AS drop_queue,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.retention_purge(1, 10, now())$q$) AS internal;
-RESET ROLE;
+\c - :admin_user
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+    RETURN SQLSTATE;
+END $$;
 SELECT dedup_window_seconds FROM queen.queues WHERE name = 'roles_q';
 
 ------------------------------------------------------------------------------------------
@@ -139,7 +156,7 @@ RESET ROLE;
 SET ROLE queen_test_admin;
 SELECT queen.configure('roles_q', '{"dedupWindowSeconds": 900}') ->> 'dedupWindowSeconds' AS window;
 SELECT jsonb_typeof(queen.run_retention(10)) AS retention;
-CALL queen.run_retention_procedure(10, NULL) \gset
+CALL queen.run_retention_procedure(10) \gset
 SELECT :'result'::jsonb ? 'done' AS retention_procedure_done;
 SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.push('roles_q', 'p', '[{"transactionId":"a1","payload":1}]')$q$) AS push,
        pg_temp.sqlstate_of($q$DELETE FROM queen.queues$q$) AS delete_table;

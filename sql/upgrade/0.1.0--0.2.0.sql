@@ -1,7 +1,7 @@
 \echo Use "ALTER EXTENSION queen UPDATE TO '0.2.0'" to load this file. \quit
 -- queen 0.1.0 -> 0.2.0: the hand-written delta. The Makefile appends the replayed part of
 -- sql/queen.sql (every function, the pg_dump registrations, roles and grants) and the modules
--- (new in 0.2.0) to build sql/queen--0.1.0--0.2.0.sql.
+-- (new in 0.2.0) and sql/finish/privileges.sql to build sql/queen--0.1.0--0.2.0.sql.
 --
 -- 1. Table changes between the two versions' CREATE TABLE sections: none in 0.2.0.
 --    (Every later table change of sql/queen.sql must be repeated here.)

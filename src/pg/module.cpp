@@ -1,5 +1,6 @@
 // Module entry: PG_MODULE_MAGIC, settings, and small shared helpers of the glue.
 #include "pg/glue.h"
+#include "pg/retention_worker.h"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -65,5 +66,7 @@ void _PG_init(void) {
         "queen.probe_cache_mb", "Memory budget of the per-backend probe cache, in megabytes.",
         "Least recently used partitions are forgotten beyond it.", &queen_pg::guc_probe_cache_mb,
         256, 1, 1048576, PGC_USERSET, GUC_UNIT_MB, nullptr, nullptr, nullptr);
+    queen_pg::retention_worker_define_gucs();
     MarkGUCPrefixReserved("queen");
+    queen_pg::retention_worker_register();
 }

@@ -34,7 +34,7 @@ if PGDATABASE=${DB}_missing "$ROOT/scripts/retention-loop.sh" --once >/dev/null 
     fail "--once succeeded without a database"
 fi
 
-PGDATABASE=$DB "$ROOT/scripts/retention-loop.sh" --interval 1 --batch 2 >"$WORK/loop.log" 2>&1 &
+PGDATABASE=$DB "$ROOT/scripts/retention-loop.sh" --interval 1 --batch 2 --pause 0.05 >"$WORK/loop.log" 2>&1 &
 LOOP_PID=$!
 # pushes keep going while it runs; everything expired goes within a few seconds
 deadline=$((SECONDS + 30))

@@ -56,7 +56,9 @@ SELECT queen.retention_step(NULL, 7) - 'afterPartitionId' - 'lastPartitionId' AS
 SELECT queen.retention_step(queen.retention_step(NULL, 7), 7) - 'afterPartitionId' - 'lastPartitionId' AS step2;
 CALL queen.run_retention_procedure(100);
 
--- The floor: a module's retention_floor keeps every message at or above it.
+-- The floor: a module's retention_floor keeps every message at or above it. The installed
+-- definition (a module may have replaced the core's stub) is saved and put back afterwards.
+SELECT pg_catalog.pg_get_functiondef('queen.retention_floor(bigint)'::regprocedure) AS floor_def \gset
 CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
     AS $$ SELECT CASE WHEN p_partition_id = queen.partition_id('rp_f', 'p2') THEN 3 END $$;
@@ -69,10 +71,9 @@ UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
  WHERE partition_id = queen.partition_id('rp_f', 'p2');
 SELECT queen.run_retention(100) AS summary;
 SELECT * FROM pg_temp.state('rp_f');
--- Back to the core's stub (no floor): the rest goes.
-CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-    AS $$ SELECT NULL::bigint $$;
+-- Back to the installed definition (no view reads rp_f, so no floor): the rest goes.
+:floor_def ;
+SELECT pg_catalog.pg_get_functiondef('queen.retention_floor(bigint)'::regprocedure) = :'floor_def' AS floor_restored;
 CALL queen.run_retention_procedure(100);
 SELECT * FROM pg_temp.state('rp_f');
 

@@ -1,0 +1,241 @@
+// The Deduplicate state machine; see dedup_operator.h and docs/dedup-views.md for the rules.
+#include "dedup_operator.h"
+
+#include <algorithm>
+
+namespace queen::dedup {
+
+// Mini-batch size is checked only when mini-batch is on, for every variant.
+const char* validate(const Options& o) noexcept {
+    if (o.mini_batch && o.mini_batch_size <= 0) return kMiniBatchSizeMessage;
+    if (o.ttl < 0) return "stateTtlMs must be >= 0";
+    return nullptr;
+}
+
+// Flink's short row-kind names.
+const char* change_kind_name(ChangeKind k) noexcept {
+    switch (k) {
+        case ChangeKind::Insert: return "+I";
+        case ChangeKind::UpdateBefore: return "-U";
+        case ChangeKind::UpdateAfter: return "+U";
+    }
+    return "?";
+}
+
+// A key's stored state, or nullptr.
+const KeyState* StateMap::find(const std::string& key) const {
+    auto it = states_.find(key);
+    return it == states_.end() ? nullptr : &it->second;
+}
+
+// Load a persisted state without marking it dirty.
+void StateMap::load(const KeyState& s) {
+    states_[s.row.key] = s;
+    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime};
+}
+
+// Write a state and remember the key as dirty.
+void StateMap::put(const KeyState& s) {
+    states_[s.row.key] = s;
+    if (dirty_.emplace(s.row.key, true).second) dirty_order_.push_back(s.row.key);
+}
+
+// Forget which keys were written.
+void StateMap::clear_dirty() {
+    dirty_.clear();
+    dirty_order_.clear();
+}
+
+// The state as the operator reads it: absent when expired (last_write + ttl <= now). Reads never
+// refresh. Rowtime keep-first candidates have no TTL (the watermark clears them).
+const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, int64_t now) const {
+    const KeyState* s = st.find(key);
+    if (s == nullptr) return nullptr;
+    if (o_.ttl > 0 && s->kind != StateKind::Candidate && s->written_at + o_.ttl <= now)
+        return nullptr;
+    return s;
+}
+
+// Write a key's state at processing time now (this is what (re)starts its TTL).
+void Deduplicator::write(StateMap& st, StateKind kind, const Row& r, int64_t now) {
+    KeyState s;
+    s.kind = kind;
+    s.row = r;
+    s.written_at = now;
+    st.put(s);
+}
+
+// Flink's updateDeduplicateResult: with either flag, +I for a first row, else [-U prev] +U cur;
+// with both flags off, a bare +U.
+void Deduplicator::emit_result(const KeyState* prev, const Row& cur,
+                               std::vector<Change>& out) const {
+    if (o_.update_before || o_.generate_insert) {
+        if (prev == nullptr) {
+            out.push_back({ChangeKind::Insert, cur});
+        } else {
+            if (o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev->row});
+            out.push_back({ChangeKind::UpdateAfter, cur});
+        }
+    } else {
+        out.push_back({ChangeKind::UpdateAfter, cur});
+    }
+}
+
+// Flink's isDuplicate: no previous row, or keep-last and prev <= cur (a tie: the later arrival
+// wins), or keep-first and cur < prev (strict: a tie keeps the incumbent).
+bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
+    if (prev == nullptr) return true;
+    if (o_.keep == Keep::Last) return prev->rowtime <= cur.rowtime;
+    return cur.rowtime < prev->rowtime;
+}
+
+// Proctime keep-last for one row (also the once-per-key step of its mini-batch flush).
+void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
+                                 std::vector<Change>& out) {
+    if (!o_.update_before && !o_.generate_insert) {  // no state at all
+        out.push_back({ChangeKind::UpdateAfter, r});
+        return;
+    }
+    const KeyState* prev = live(st, r.key, now);
+    KeyState prev_copy;
+    if (prev != nullptr) prev_copy = *prev;
+    write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
+    if (prev == nullptr) {
+        out.push_back({ChangeKind::Insert, r});
+        return;
+    }
+    // identical-row suppression: content equality, only without a TTL
+    if (o_.ttl == 0 && prev_copy.row.payload == r.payload) return;
+    if (o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev_copy.row});
+    out.push_back({ChangeKind::UpdateAfter, r});
+}
+
+// One row without mini-batch.
+void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+    if (o_.order == Order::Proctime) {
+        if (o_.keep == Keep::First) {
+            // the flag is written once, on the first row; flags ignored: always +I
+            if (live(st, r.key, now) != nullptr) return;
+            write(st, StateKind::Kept, r, now);
+            out.push_back({ChangeKind::Insert, r});
+        } else {
+            proctime_last(r, now, st, out);
+        }
+        return;
+    }
+    if (o_.keep == Keep::Last) {
+        // rowtime keep-last: eager; state written only when the row is kept
+        const KeyState* prev = live(st, r.key, now);
+        if (!replaces(prev ? &prev->row : nullptr, r)) return;
+        KeyState prev_copy;
+        if (prev != nullptr) prev_copy = *prev;
+        emit_result(prev ? &prev_copy : nullptr, r, out);
+        write(st, StateKind::Kept, r, now);
+        return;
+    }
+    // rowtime keep-first, insert-only: late rows dropped, fired keys ignored, earliest candidate
+    if (has_wm_ && r.rowtime < wm_) {
+        late_++;
+        return;
+    }
+    const KeyState* s = live(st, r.key, now);
+    if (s != nullptr && s->kind == StateKind::Fired) return;
+    if (s != nullptr && s->kind == StateKind::Candidate && !(r.rowtime < s->row.rowtime)) return;
+    write(st, StateKind::Candidate, r, now);
+}
+
+// Route a row: straight to the operator, or into the bundle (flushed when full).
+void Deduplicator::process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+    if (!o_.mini_batch) {
+        apply_row(r, now, st, out);
+        return;
+    }
+    bundle_.push_back(r);
+    if ((int64_t) bundle_.size() >= o_.mini_batch_size) flush(now, st, out);
+}
+
+// Finish the bundle: keys in order of first appearance, each key's rows in arrival order.
+void Deduplicator::flush(int64_t now, StateMap& st, std::vector<Change>& out) {
+    if (bundle_.empty()) return;
+    std::vector<std::string> keys;
+    std::unordered_map<std::string, std::vector<const Row*>> rows;
+    for (const Row& r : bundle_) {
+        auto& v = rows[r.key];
+        if (v.empty()) keys.push_back(r.key);
+        v.push_back(&r);
+    }
+    for (const std::string& k : keys) {
+        const std::vector<const Row*>& v = rows[k];
+        if (o_.order == Order::Proctime) {
+            if (o_.keep == Keep::First) {
+                // first row of the key in the bundle, then the per-row rule: +I only
+                if (live(st, k, now) != nullptr) continue;
+                write(st, StateKind::Kept, *v.front(), now);
+                out.push_back({ChangeKind::Insert, *v.front()});
+            } else {
+                proctime_last(*v.back(), now, st, out);  // one net change per key
+            }
+            continue;
+        }
+        // rowtime, both keeps: the retracting function
+        const KeyState* s = live(st, k, now);
+        KeyState prev;
+        bool has_prev = s != nullptr;
+        if (has_prev) prev = *s;
+        if (o_.compact_changes) {
+            // reduce the bundle to its winner, then at most one change; write only when kept
+            const Row* win = v.front();
+            for (size_t i = 1; i < v.size(); i++)
+                if (replaces(win, *v[i])) win = v[i];
+            if (!replaces(has_prev ? &prev.row : nullptr, *win)) continue;
+            emit_result(has_prev ? &prev : nullptr, *win, out);
+            write(st, StateKind::Kept, *win, now);
+            continue;
+        }
+        // replay every row in arrival order, full chain; state written on every bundle
+        for (const Row* r : v) {
+            if (!replaces(has_prev ? &prev.row : nullptr, *r)) continue;
+            emit_result(has_prev ? &prev : nullptr, *r, out);
+            prev.kind = StateKind::Kept;
+            prev.row = *r;
+            has_prev = true;
+        }
+        write(st, StateKind::Kept, prev.row, now);
+    }
+    bundle_.clear();
+}
+
+// Flush first, then advance the watermark and release the candidates it passes.
+void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, std::vector<Change>& out) {
+    flush(now, st, out);
+    if (!has_wm_ || wm > wm_) {
+        wm_ = wm;
+        has_wm_ = true;
+    }
+    if (!insert_only_first()) return;
+    std::vector<const KeyState*> due;
+    for (const auto& kv : st.all())
+        if (kv.second.kind == StateKind::Candidate && kv.second.row.rowtime <= wm_)
+            due.push_back(&kv.second);
+    std::sort(due.begin(), due.end(), [](const KeyState* a, const KeyState* b) {
+        if (a->row.arrival != b->row.arrival) return a->row.arrival < b->row.arrival;
+        return a->row.key < b->row.key;
+    });
+    std::vector<Row> fire;
+    fire.reserve(due.size());
+    for (const KeyState* s : due) fire.push_back(s->row);
+    for (const Row& r : fire) {
+        out.push_back({ChangeKind::Insert, r});
+        write(st, StateKind::Fired, r, now);  // the marker: written once, TTL from now
+    }
+}
+
+// Restore the scalar state and bundle persisted by the caller.
+void Deduplicator::restore(bool has_wm, int64_t wm, int64_t late, std::vector<Row> bundle) {
+    has_wm_ = has_wm;
+    wm_ = has_wm ? wm : std::numeric_limits<int64_t>::min();
+    late_ = late;
+    bundle_ = std::move(bundle);
+}
+
+}  // namespace queen::dedup

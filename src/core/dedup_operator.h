@@ -1,0 +1,149 @@
+// Flink's Deduplicate operator as a pure state machine (no PostgreSQL): the four variants
+// (proctime/rowtime x keep-first/keep-last), the generateUpdateBefore / generateInsert flags,
+// mini-batch bundles (with compact changes), idle-state TTL on a processing-time clock that the
+// caller supplies, and the watermark-released rowtime keep-first form with its late rows.
+//
+// The caller owns persistence: it loads the keyed states the next rows need into a StateMap,
+// drives the operator, and writes back the keys the map marks dirty. The operator's own
+// scalar state (watermark, late-row count, the pending bundle) is exposed for the same purpose.
+// Time values are opaque int64 in one unit (the glue uses microseconds); ttl uses that unit.
+#pragma once
+#include "firewall.h"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace queen::dedup {
+
+enum class Order : uint8_t { Proctime, Rowtime };
+enum class Keep : uint8_t { First, Last };
+
+struct Options {
+    Order order = Order::Proctime;
+    Keep keep = Keep::First;
+    bool update_before = false;   // generateUpdateBefore
+    bool generate_insert = true;  // table.exec.deduplicate.insert-update-after-sensitive-enabled
+    bool mini_batch = false;
+    int64_t mini_batch_size = -1;  // table.exec.mini-batch.size (Flink's default is -1)
+    bool compact_changes = false;  // table.exec.deduplicate.mini-batch.compact-changes-enabled
+    int64_t ttl = 0;               // table.exec.state.ttl; 0 = no TTL
+};
+
+// Flink's validation message for a mini-batch size <= 0.
+inline constexpr const char* kMiniBatchSizeMessage =
+    "table.exec.mini-batch.size should be greater than 0.";
+
+// nullptr when the options are valid, else the message to raise (size checked only when
+// mini-batch is enabled, for every variant).
+const char* validate(const Options& o) noexcept;
+
+// One input row. `key` is the state key (the glue uses the key's canonical JSON text);
+// `payload` is compared for proctime identical-row suppression (content, not row kind).
+struct Row {
+    std::string key;
+    std::string payload;
+    int64_t rowtime = 0;
+    std::string partition;  // where the row came from (carried into the changelog)
+    int64_t offset = 0;
+    int64_t arrival = 0;  // position in the view's consumption order (the caller numbers rows)
+};
+
+enum class StateKind : uint8_t { Kept = 1, Candidate = 2, Fired = 3 };
+
+// The state of one key: Kept (the row last kept: keep-last, retracting keep-first, proctime
+// keep-first's flag), Candidate (rowtime keep-first's pending first row; never expires), Fired
+// (rowtime keep-first's marker; row unused).
+struct KeyState {
+    StateKind kind = StateKind::Kept;
+    Row row;
+    int64_t written_at = 0;
+};
+
+enum class ChangeKind : uint8_t { Insert, UpdateBefore, UpdateAfter };
+
+// "+I", "-U", "+U".
+const char* change_kind_name(ChangeKind k) noexcept;
+
+struct Change {
+    ChangeKind kind;
+    Row row;
+};
+
+// Keyed state with a record of what changed. Absent keys read as no state.
+class StateMap {
+public:
+    // The stored state of a key, expired or not; nullptr when absent.
+    const KeyState* find(const std::string& key) const;
+    // Load a stored state (not marked dirty).
+    void load(const KeyState& s);
+    // What was loaded for a key (it exists in the caller's store), or nullptr.
+    struct Loaded {
+        StateKind kind;
+        int64_t rowtime;
+    };
+    const Loaded* loaded(const std::string& key) const {
+        auto it = loaded_.find(key);
+        return it == loaded_.end() ? nullptr : &it->second;
+    }
+    // Write a state (marked dirty).
+    void put(const KeyState& s);
+    // Every stored state (for watermark firing and tests).
+    const std::unordered_map<std::string, KeyState>& all() const { return states_; }
+    // Keys written since the last clear_dirty(), in first-write order.
+    const std::vector<std::string>& dirty() const { return dirty_order_; }
+    void clear_dirty();
+
+private:
+    std::unordered_map<std::string, KeyState> states_;
+    std::unordered_map<std::string, bool> dirty_;
+    std::unordered_map<std::string, Loaded> loaded_;
+    std::vector<std::string> dirty_order_;
+};
+
+class Deduplicator {
+public:
+    // The options must have passed validate().
+    explicit Deduplicator(const Options& o) : o_(o) {}
+
+    // One arriving row at processing time `now`. Without mini-batch it is applied at once;
+    // with mini-batch it joins the bundle, which flushes when it holds mini_batch_size rows.
+    void process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    // Flush the pending bundle (a checkpoint, close, or before a watermark).
+    void flush(int64_t now, StateMap& st, std::vector<Change>& out);
+    // Flush the bundle, advance the watermark to max(current, wm), and fire the rowtime
+    // keep-first candidates of `st` with rowtime <= watermark, in the arrival order of the
+    // candidate rows (a strictly earlier replacement takes its own arrival's position).
+    void watermark(int64_t wm, int64_t now, StateMap& st, std::vector<Change>& out);
+
+    bool has_watermark() const { return has_wm_; }
+    int64_t current_watermark() const { return wm_; }
+    int64_t late_rows() const { return late_; }
+    const std::vector<Row>& bundle() const { return bundle_; }
+    // Restore persisted scalar state and the pending bundle.
+    void restore(bool has_wm, int64_t wm, int64_t late, std::vector<Row> bundle);
+    // True when this view uses the watermark-released (insert-only) rowtime keep-first form.
+    bool insert_only_first() const {
+        return o_.order == Order::Rowtime && o_.keep == Keep::First && !o_.mini_batch;
+    }
+
+private:
+    const KeyState* live(const StateMap& st, const std::string& key, int64_t now) const;
+    void write(StateMap& st, StateKind kind, const Row& r, int64_t now);
+    // updateDeduplicateResult: +I / [-U] +U / bare +U.
+    void emit_result(const KeyState* prev, const Row& cur, std::vector<Change>& out) const;
+    // isDuplicate: whether cur replaces prev under the rowtime rule.
+    bool replaces(const Row* prev, const Row& cur) const;
+    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+
+    Options o_;
+    bool has_wm_ = false;
+    int64_t wm_ = std::numeric_limits<int64_t>::min();
+    int64_t late_ = 0;
+    std::vector<Row> bundle_;
+};
+
+}  // namespace queen::dedup

@@ -7,6 +7,7 @@
 
 #include "json_writer.h"
 #include "pg_backend.h"
+#include "streams_api.h"
 
 namespace queen::sidecar {
 
@@ -128,6 +129,7 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             reply(std::move(r));
         };
     };
+    if (streams_ && StreamsApi::owns(path)) return streams_->handle(std::move(req), std::move(reply));
     if (req.method == "POST" && path == "/api/v1/push")
         return push(std::move(req), counted(Endpoint::Push));
     if (req.method == "POST" && path == "/api/v1/configure")

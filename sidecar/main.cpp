@@ -18,6 +18,8 @@
 #include "metrics.h"
 #include "pg_backend.h"
 #include "settings.h"
+#include "streams_api.h"
+#include "streams_pg_backend.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;
@@ -65,6 +67,16 @@ int main(int argc, char** argv) {
     fc.meta_ttl_ms = st.meta_ttl_ms;
     Flusher flusher(fc, std::move(backends), cache, metrics, clock);
     Api api(st, flusher, cache, metrics);
+    // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
+    streams::Waiters stream_waiters(st.pg);
+    streams::Engine stream_engine(
+        [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
+        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch));
+    stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.notify(n); });
+    streams::StreamsLimits stream_limits;
+    stream_limits.long_poll_ms = st.stream_long_poll_ms;
+    StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);
+    api.set_streams(&streams_api);
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
     HttpServer server(ioc, api, metrics, st.max_body_bytes);
@@ -77,6 +89,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     flusher.start();
+    stream_waiters.start();
+    stream_engine.start();
     server.start();
 
     // Idle upkeep of the cache, once a second, on its own thread (a sweep over many partitions
@@ -113,6 +127,7 @@ int main(int argc, char** argv) {
         if (ec) return;
         std::fprintf(stderr, "queen-sidecar: signal %d: draining\n", sig);
         server.begin_drain();
+        streams_api.begin_drain();
         drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
         poll_drain();
     });
@@ -128,6 +143,8 @@ int main(int argc, char** argv) {
     ioc.run();
     for (auto& t : threads) t.join();
     flusher.stop();
+    stream_engine.stop();
+    stream_waiters.stop();
     {
         std::lock_guard<std::mutex> lk(sweep_mu);
         sweep_stop = true;

@@ -51,6 +51,14 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->drain_timeout_ms;
     else if (name == "connect-timeout-s")
         b.i = &st->connect_timeout_s;
+    else if (name == "stream-writers")
+        b.i = &st->stream_writers;
+    else if (name == "stream-readers")
+        b.i = &st->stream_readers;
+    else if (name == "stream-max-batch")
+        b.i = &st->stream_max_batch;
+    else if (name == "stream-long-poll-ms")
+        b.i = &st->stream_long_poll_ms;
     return b;
 }
 
@@ -111,6 +119,14 @@ const std::vector<SettingSpec>& setting_specs() {
          "SIGTERM: longest wait for in-flight work (30000)"},
         {"connect-timeout-s", "QUEEN_CONNECT_TIMEOUT_S", false, 1, 600,
          "PostgreSQL connect timeout (3)"},
+        {"stream-writers", "QUEEN_STREAM_WRITERS", false, 1, 64,
+         "Durable Streams writer connections, one per stream group (4)"},
+        {"stream-readers", "QUEEN_STREAM_READERS", false, 1, 64,
+         "Durable Streams reader connections (2)"},
+        {"stream-max-batch", "QUEEN_STREAM_MAX_BATCH", false, 1, 100000,
+         "stream appends fused into one transaction (256)"},
+        {"stream-long-poll-ms", "QUEEN_STREAM_LONG_POLL_MS", false, 100, 600000,
+         "long-poll wait before 204 (4000)"},
     };
     return specs;
 }

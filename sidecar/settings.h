@@ -27,6 +27,10 @@ struct Settings {
     int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
     int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
     int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout
+    int64_t stream_writers = 4;           // Durable Streams: writer connections (stream affinity)
+    int64_t stream_readers = 2;           // Durable Streams: reader connections
+    int64_t stream_max_batch = 256;       // appends fused into one transaction
+    int64_t stream_long_poll_ms = 4000;   // a long-poll with no news answers 204 after this
 };
 
 // One row of the table (exposed for --help and the docs).

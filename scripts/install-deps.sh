@@ -13,6 +13,7 @@ PACKAGES=(
     clang-tidy cppcheck                                                    # make lint
     libxxhash-dev libgtest-dev libboost-dev libsimdjson-dev                # libraries
     curl wrk python3                                                       # demo, benchmarks, tools
+    b3sum                                                                  # BLAKE3 reference program (tests)
 )
 
 # Print the packages that dpkg does not show as installed.

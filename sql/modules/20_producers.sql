@@ -1,0 +1,749 @@
+-- ================================================================ module: streams and producers
+-- Durable streams with idempotent producers (Ursula's exactly-once writes). The interface is
+-- docs/producers.md. A stream is one partition of the reserved queue __queen_streams (no dedup
+-- window); its messages go through the shared row-locked push path (queen.stream_write ->
+-- push_locked), and each (stream, producer) keeps its epoch/seq state in
+-- queen.stream_producers. The decision is the pure C++ state machine of
+-- src/core/producer_state.cpp (queen.producer_decide).
+--
+-- Locking protocol (consistent with queen.sql's):
+--   * every write of a stream (append, close, create with data, delete) locks the stream's
+--     queen.log_partitions row FOR NO KEY UPDATE first and only then reads queen.streams and
+--     queen.stream_producers with a fresh snapshot (READ COMMITTED); it holds the lock until
+--     commit, so the producer state it read cannot change before its data and state commit
+--     together. Each call locks one partition only, so it adds no lock-order cycle; a caller
+--     that appends to several streams in one transaction must call them in ascending
+--     partition id order (the sidecar does) to keep the one global order.
+--   * queen.streams and queen.stream_producers rows are only written while that partition lock
+--     is held; their foreign keys take KEY SHARE locks, which NO KEY UPDATE does not block.
+--   * an append whose answer is final and writes nothing (a duplicate, a fenced epoch, a key
+--     conflict, a closed stream, ...) is first decided on a plain snapshot without any lock:
+--     such an answer stays true forever once the state it was read from committed.
+--   * REPEATABLE READ / SERIALIZABLE: locking a row that a concurrent append changed fails
+--     with 40001 (retry the transaction), as for every push.
+
+-- Roles (created by queen.sql in 0.2.0; kept here, guarded, so this module stands alone).
+DO $$
+DECLARE
+    v_role text;
+BEGIN
+    FOREACH v_role IN ARRAY ARRAY['queen_writer', 'queen_reader', 'queen_admin'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
+            BEGIN
+                EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', v_role);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;
+            END;
+        END IF;
+    END LOOP;
+END
+$$;
+
+-- One row per stream; partition_id is its partition of queue __queen_streams.
+CREATE TABLE queen.streams (
+    partition_id       bigint PRIMARY KEY REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
+    name               text NOT NULL UNIQUE,
+    content_type       text NOT NULL,
+    ttl_seconds        bigint CHECK (ttl_seconds > 0),
+    expires_at         timestamptz,
+    closed             boolean NOT NULL DEFAULT false,
+    closed_by_producer text,     -- the closing producer tuple (NULL: closed without one)
+    closed_by_epoch    bigint,
+    closed_by_seq      bigint,
+    epoch_floor        bigint NOT NULL DEFAULT 0,  -- raised to every forgotten producer's epoch
+    last_stream_seq    text COLLATE "C",           -- Stream-Seq of the last write that sent one
+    created_at         timestamptz NOT NULL,
+    touched_at         timestamptz NOT NULL,       -- last read or write (TTL streams)
+    CHECK (ttl_seconds IS NULL OR expires_at IS NULL)
+);
+
+-- One row per (stream, producer): the state the decision reads.
+CREATE TABLE queen.stream_producers (
+    partition_id       bigint NOT NULL REFERENCES queen.streams (partition_id) ON DELETE CASCADE,
+    producer_id        text NOT NULL,
+    epoch              bigint NOT NULL,
+    seq                bigint NOT NULL,       -- highest applied seq of the epoch
+    newest_digest      bytea NOT NULL,        -- BLAKE3-256 of the newest write's body
+    newest_start       bigint NOT NULL,       -- its receipt: Stream-Offset ...
+    newest_next        bigint NOT NULL,       -- ... Stream-Next-Offset ...
+    newest_closed      boolean NOT NULL,      -- ... and whether it closed the stream
+    claim_digest       bytea NOT NULL,        -- BLAKE3-256 of the epoch's claim (seq 0)
+    claim_closed_epoch bigint,                -- what the claim closed (NULL: nothing)
+    claim_closed_seq   bigint,
+    last_seen          timestamptz NOT NULL,  -- the newest applied write
+    PRIMARY KEY (partition_id, producer_id)
+);
+CREATE INDEX stream_producers_last_seen ON queen.stream_producers (partition_id, last_seen);
+
+SELECT pg_catalog.pg_extension_config_dump('queen.streams', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.stream_producers', '');
+
+-- ---------------------------------------------------------------- C entry points
+CREATE FUNCTION queen.blake3(bytea) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'queen_blake3_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION queen.blake3_hex(bytea) RETURNS text
+    AS 'MODULE_PATHNAME', 'queen_blake3_hex_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The digest of the concatenation of the elements (internal).
+CREATE FUNCTION queen.blake3_concat(bytea[]) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'queen_blake3_concat_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp;
+
+-- The producer decision of src/core/producer_state.cpp (internal).
+CREATE FUNCTION queen.producer_decide(
+    p_known boolean, p_epoch bigint, p_seq bigint, p_newest_digest bytea, p_claim_digest bytea,
+    p_closed_epoch bigint, p_closed_seq bigint, p_epoch_floor bigint, p_producer_count bigint,
+    p_oldest_idle_seconds bigint, p_req_epoch bigint, p_req_seq bigint, p_req_digest bytea,
+    p_incarnation boolean,
+    OUT outcome text, OUT claim boolean, OUT evict_oldest boolean, OUT answer_epoch bigint,
+    OUT answer_seq bigint, OUT expected_seq bigint, OUT received_seq bigint,
+    OUT closed_epoch bigint, OUT closed_seq bigint)
+    AS 'MODULE_PATHNAME', 'queen_producer_decide_v1'
+    LANGUAGE C IMMUTABLE
+    SET search_path = pg_catalog, pg_temp;
+
+-- Append messages to a stream's partition through the row-locked push path (internal).
+CREATE FUNCTION queen.stream_write(p_partition_id bigint, p_messages bytea[],
+                                   OUT base_offset bigint, OUT end_offset bigint)
+    AS 'MODULE_PATHNAME', 'queen_stream_write_v1'
+    LANGUAGE C VOLATILE
+    SET search_path = pg_catalog, pg_temp;
+
+-- The payloads of a stored segment (internal).
+CREATE FUNCTION queen.segment_payloads(bytea) RETURNS bytea[]
+    AS 'MODULE_PATHNAME', 'queen_segment_payloads_v1'
+    LANGUAGE C IMMUTABLE STRICT
+    SET search_path = pg_catalog, pg_temp;
+
+-- ---------------------------------------------------------------- small helpers
+
+-- An offset as a stream offset string: 20 zero-padded decimal digits.
+CREATE FUNCTION queen.stream_offset(p_offset bigint) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.lpad(p_offset::text, 20, '0') $$;
+
+-- Parse a stream offset string: '-1' is the start (0); otherwise exactly 20 digits (22023).
+-- 'now' is resolved by the reader, not here.
+CREATE FUNCTION queen.stream_offset_parse(p_offset text) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_offset = '-1' THEN
+        RETURN 0;
+    END IF;
+    IF p_offset !~ '^[0-9]{20}$' OR p_offset > '09223372036854775807' THEN
+        RAISE EXCEPTION 'offset "%" is not a stream offset', p_offset USING ERRCODE = '22023',
+            HINT = 'Offsets are the 20-digit strings the stream returned, or -1 / now.';
+    END IF;
+    RETURN p_offset::bigint;
+END
+$$;
+
+-- The comparable part of a content type: its media type, lower case, spaces trimmed.
+CREATE FUNCTION queen.stream_media_type(p_content_type text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.lower(pg_catalog.btrim(pg_catalog.split_part(p_content_type, ';', 1))) $$;
+
+-- Reject a bad stream name (22023).
+CREATE FUNCTION queen.stream_check_name(p_name text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_name IS NULL OR p_name = '' THEN
+        RAISE EXCEPTION 'stream name must be a non-empty string' USING ERRCODE = '22023';
+    END IF;
+    IF pg_catalog.octet_length(p_name) > 1024 THEN
+        RAISE EXCEPTION 'stream name is longer than 1024 bytes' USING ERRCODE = '22023';
+    END IF;
+END
+$$;
+
+-- True when a stream row counts as gone at p_now (its TTL ran out or its expiry passed).
+CREATE FUNCTION queen.stream_expired(p_ttl_seconds bigint, p_expires_at timestamptz,
+                                     p_touched_at timestamptz, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (p_expires_at IS NOT NULL AND p_now >= p_expires_at)
+        OR (p_ttl_seconds IS NOT NULL
+            AND p_now >= p_touched_at + pg_catalog.make_interval(secs => p_ttl_seconds))
+$$;
+
+-- Remove a stream completely: its producers, stream row, segments, hashes and partition.
+-- The caller holds the partition row lock (internal).
+CREATE FUNCTION queen.stream_purge(p_partition_id bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM queen.log_segments WHERE partition_id = p_partition_id;
+    DELETE FROM queen.log_txns WHERE partition_id = p_partition_id;
+    DELETE FROM queen.consumer_acks WHERE partition_id = p_partition_id;
+    DELETE FROM queen.log_partitions WHERE id = p_partition_id;  -- cascades streams, producers
+END
+$$;
+
+-- ---------------------------------------------------------------- create
+-- Create a stream (201 created), or confirm an identical one (200 exists), or refuse another
+-- configuration (409 conflict). See docs/producers.md.
+CREATE FUNCTION queen.stream_create(p_name text,
+                                    p_content_type text DEFAULT 'application/octet-stream',
+                                    p_ttl_seconds bigint DEFAULT NULL,
+                                    p_expires_at timestamptz DEFAULT NULL,
+                                    p_closed boolean DEFAULT false,
+                                    p_messages bytea[] DEFAULT NULL,
+                                    p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (status text, next_offset text, content_type text, closed boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := COALESCE(p_now, pg_catalog.now());
+    v_ct     text := COALESCE(NULLIF(pg_catalog.btrim(p_content_type), ''), 'application/octet-stream');
+    v_closed boolean := COALESCE(p_closed, false);
+    v_qid    bigint;
+    v_pid    bigint;
+    v_s      queen.streams%ROWTYPE;
+    v_last   bigint;
+    v_w      record;
+BEGIN
+    PERFORM queen.stream_check_name(p_name);
+    IF p_ttl_seconds IS NOT NULL AND p_ttl_seconds <= 0 THEN
+        RAISE EXCEPTION 'ttl must be a positive number of seconds' USING ERRCODE = '22023';
+    END IF;
+    IF p_ttl_seconds IS NOT NULL AND p_expires_at IS NOT NULL THEN
+        RAISE EXCEPTION 'give a TTL or an expiry time, not both' USING ERRCODE = '22023';
+    END IF;
+    IF p_messages IS NOT NULL AND pg_catalog.array_position(p_messages, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'messages must not contain NULL' USING ERRCODE = '22023';
+    END IF;
+
+    INSERT INTO queen.queues (name, dedup_window_seconds) VALUES ('__queen_streams', 0)
+        ON CONFLICT (name) DO NOTHING;
+    SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = '__queen_streams';
+
+    LOOP
+        -- the partition of that name, locked (created when absent)
+        SELECT p.id, p.last_offset INTO v_pid, v_last FROM queen.log_partitions p
+         WHERE p.queue_id = v_qid AND p.name = p_name FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, p_name)
+                ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING;
+            CONTINUE;  -- lock it (or the one a concurrent create committed)
+        END IF;
+        SELECT * INTO v_s FROM queen.streams s WHERE s.partition_id = v_pid;
+        IF FOUND AND queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
+            PERFORM queen.stream_purge(v_pid);
+            CONTINUE;
+        END IF;
+        EXIT;
+    END LOOP;
+
+    IF v_s.partition_id IS NOT NULL THEN
+        status := CASE WHEN queen.stream_media_type(v_s.content_type) = queen.stream_media_type(v_ct)
+                            AND v_s.ttl_seconds IS NOT DISTINCT FROM p_ttl_seconds
+                            AND v_s.expires_at IS NOT DISTINCT FROM p_expires_at
+                            AND v_s.closed = v_closed
+                       THEN 'exists' ELSE 'conflict' END;
+        next_offset := queen.stream_offset(v_last + 1);
+        content_type := v_s.content_type;
+        closed := v_s.closed;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+
+    INSERT INTO queen.streams (partition_id, name, content_type, ttl_seconds, expires_at, closed,
+                               created_at, touched_at)
+    VALUES (v_pid, p_name, v_ct, p_ttl_seconds, p_expires_at, v_closed, v_now, v_now);
+    IF COALESCE(pg_catalog.cardinality(p_messages), 0) > 0 THEN
+        SELECT * INTO v_w FROM queen.stream_write(v_pid, p_messages);
+        v_last := v_w.end_offset;
+    END IF;
+    PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    status := 'created';
+    next_offset := queen.stream_offset(v_last + 1);
+    content_type := v_ct;
+    closed := v_closed;
+    RETURN NEXT;
+END
+$$;
+
+-- ---------------------------------------------------------------- append
+-- Append with or without producer headers; one typed answer row (docs/producers.md).
+CREATE FUNCTION queen.stream_append(p_name text,
+                                    p_messages bytea[],
+                                    p_content_type text DEFAULT NULL,
+                                    p_producer_id text DEFAULT NULL,
+                                    p_producer_epoch bigint DEFAULT NULL,
+                                    p_producer_seq bigint DEFAULT NULL,
+                                    p_digest text DEFAULT NULL,
+                                    p_incarnation text DEFAULT NULL,
+                                    p_close boolean DEFAULT false,
+                                    p_stream_seq text DEFAULT NULL,
+                                    p_body bytea DEFAULT NULL,
+                                    p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (status text, stream_offset text, next_offset text, stream_closed boolean,
+               producer_epoch bigint, producer_seq bigint, expected_seq bigint,
+               received_seq bigint, closed_epoch bigint, closed_seq bigint)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now      timestamptz := COALESCE(p_now, pg_catalog.now());
+    v_close    boolean := COALESCE(p_close, false);
+    v_n        int := COALESCE(pg_catalog.cardinality(p_messages), 0);
+    v_has_prod boolean := p_producer_id IS NOT NULL OR p_producer_epoch IS NOT NULL
+                          OR p_producer_seq IS NOT NULL;
+    v_digest   bytea;    -- the request's Producer-Digest, decoded
+    v_body     bytea;    -- BLAKE3-256 of the body
+    v_pass     int;
+    v_locked   boolean;
+    v_pid      bigint;
+    v_s        record;
+    v_p        queen.stream_producers%ROWTYPE;
+    v_known    boolean;
+    v_count    bigint;
+    v_oldest   timestamptz;
+    v_d        record;
+    v_outcome  text;     -- the producer decision's outcome (NULL without producer headers)
+    v_gone     bigint;
+    v_w        record;
+    v_start    bigint;
+    v_next     bigint;
+BEGIN
+    -- 1. malformed parameters: 22023 (the sidecar validates headers before calling)
+    PERFORM queen.stream_check_name(p_name);
+    IF v_has_prod THEN
+        IF p_producer_id IS NULL OR p_producer_epoch IS NULL OR p_producer_seq IS NULL THEN
+            RAISE EXCEPTION 'Producer-Id, Producer-Epoch and Producer-Seq go together'
+                USING ERRCODE = '22023';
+        END IF;
+        IF p_producer_id = '' OR pg_catalog.octet_length(p_producer_id) > 256 THEN
+            RAISE EXCEPTION 'Producer-Id must be 1 to 256 bytes' USING ERRCODE = '22023';
+        END IF;
+        IF p_producer_epoch NOT BETWEEN 0 AND 9007199254740991
+           OR p_producer_seq NOT BETWEEN 0 AND 9007199254740991 THEN
+            RAISE EXCEPTION 'Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991'
+                USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF p_digest IS NOT NULL THEN
+        IF p_digest !~ '^[0-9a-f]{64}$' THEN
+            RAISE EXCEPTION 'Producer-Digest must be 64 lowercase hex digits' USING ERRCODE = '22023';
+        END IF;
+        v_digest := pg_catalog.decode(p_digest, 'hex');
+    END IF;
+    IF p_stream_seq = '' THEN
+        RAISE EXCEPTION 'Stream-Seq must not be empty' USING ERRCODE = '22023';
+    END IF;
+    IF v_n = 0 AND NOT v_close THEN
+        RAISE EXCEPTION 'an append needs at least one message (or a close)' USING ERRCODE = '22023';
+    END IF;
+    IF v_n > 0 AND pg_catalog.array_position(p_messages, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'messages must not contain NULL' USING ERRCODE = '22023';
+    END IF;
+    IF v_has_prod OR v_digest IS NOT NULL THEN
+        v_body := CASE WHEN p_body IS NOT NULL THEN queen.blake3(p_body)
+                       ELSE queen.blake3_concat(COALESCE(p_messages, '{}'::bytea[])) END;
+    END IF;
+
+    -- 2. decide: pass 1 on a plain snapshot answers what is final and writes nothing; pass 2
+    --    (and every append without producer headers) decides under the partition row lock.
+    FOR v_pass IN (CASE WHEN v_has_prod THEN 1 ELSE 2 END)..2 LOOP
+        v_locked := v_pass = 2;
+        stream_offset := NULL; next_offset := NULL; stream_closed := NULL;
+        producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
+        received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
+
+        SELECT s.partition_id INTO v_pid FROM queen.streams s WHERE s.name = p_name;
+        IF FOUND AND v_locked THEN
+            PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
+        END IF;
+        SELECT s.*, lp.last_offset INTO v_s
+          FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
+         WHERE s.partition_id = v_pid;
+        IF v_pid IS NULL OR NOT FOUND
+           OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
+            status := 'not_found';
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF v_digest IS NOT NULL AND v_digest <> v_body THEN
+            status := 'digest_mismatch';
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        -- the producer's state and the decision
+        v_outcome := NULL;
+        IF v_has_prod THEN
+            IF v_locked THEN
+                -- forget producers idle for 7 days; the floor rises to their epochs
+                WITH gone AS (
+                    DELETE FROM queen.stream_producers sp
+                     WHERE sp.partition_id = v_pid
+                       AND sp.last_seen <= v_now - interval '7 days'
+                    RETURNING sp.epoch)
+                SELECT max(g.epoch) INTO v_gone FROM gone g;
+                IF v_gone > v_s.epoch_floor THEN
+                    UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+                    v_s.epoch_floor := v_gone;
+                END IF;
+            END IF;
+            SELECT * INTO v_p FROM queen.stream_producers sp
+             WHERE sp.partition_id = v_pid AND sp.producer_id = p_producer_id;
+            v_known := FOUND;
+            IF NOT v_locked AND (NOT v_known OR v_p.last_seen <= v_now - interval '7 days') THEN
+                CONTINUE;  -- a new or forgettable producer is decided under the lock
+            END IF;
+            v_count := NULL;
+            v_oldest := NULL;
+            IF NOT v_known THEN
+                SELECT count(*), min(sp.last_seen) INTO v_count, v_oldest
+                  FROM queen.stream_producers sp WHERE sp.partition_id = v_pid;
+            END IF;
+            SELECT * INTO v_d FROM queen.producer_decide(
+                v_known, v_p.epoch, v_p.seq, v_p.newest_digest, v_p.claim_digest,
+                v_p.claim_closed_epoch, v_p.claim_closed_seq, v_s.epoch_floor, v_count,
+                CASE WHEN v_oldest IS NULL THEN NULL
+                     ELSE floor(extract(epoch FROM v_now - v_oldest))::bigint END,
+                p_producer_epoch, p_producer_seq, v_digest, p_incarnation IS NOT NULL);
+            v_outcome := v_d.outcome;
+            producer_epoch := v_d.answer_epoch;
+            producer_seq := v_d.answer_seq;
+            expected_seq := v_d.expected_seq;
+            received_seq := v_d.received_seq;
+            closed_epoch := v_d.closed_epoch;
+            closed_seq := v_d.closed_seq;
+        END IF;
+
+        -- a closed stream: only a repeat of an applied write is answered as such
+        IF v_s.closed THEN
+            IF v_outcome IN ('duplicate', 'duplicate_evicted', 'key_conflict') THEN
+                NULL;  -- answered below
+            ELSE
+                producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
+                received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
+                status := CASE WHEN NOT v_has_prod AND v_n = 0 AND v_close THEN 'already_closed'
+                               ELSE 'stream_closed' END;
+                next_offset := queen.stream_offset(v_s.last_offset + 1);
+                stream_closed := true;
+                RETURN NEXT;
+                RETURN;
+            END IF;
+        ELSIF p_content_type IS NOT NULL
+              AND queen.stream_media_type(p_content_type) <> queen.stream_media_type(v_s.content_type) THEN
+            producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
+            received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
+            status := 'content_type_mismatch';
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF v_outcome <> 'applied' THEN
+            IF NOT v_locked AND v_d.outcome NOT IN ('duplicate', 'duplicate_evicted', 'key_conflict',
+                                                    'stale_epoch', 'epoch_closed') THEN
+                CONTINUE;  -- not final: decide again under the lock
+            END IF;
+            status := v_d.outcome;
+            IF v_d.outcome = 'duplicate' THEN
+                stream_offset := queen.stream_offset(v_p.newest_start);
+                next_offset := queen.stream_offset(v_p.newest_next);
+                stream_closed := v_p.newest_closed OR v_s.closed;
+            ELSIF v_d.outcome = 'duplicate_evicted' THEN
+                stream_closed := v_s.closed;
+            END IF;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        IF NOT v_locked THEN
+            CONTINUE;  -- it would apply: only under the lock
+        END IF;
+
+        IF p_stream_seq IS NOT NULL AND v_s.last_stream_seq IS NOT NULL
+           AND p_stream_seq COLLATE "C" <= v_s.last_stream_seq THEN
+            producer_epoch := NULL; producer_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
+            status := 'stream_seq_conflict';
+            next_offset := queen.stream_offset(v_s.last_offset + 1);
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        -- 3. write: data, stream row, producer state, in this transaction under the lock
+        IF v_has_prod AND v_d.evict_oldest THEN
+            WITH victim AS (
+                SELECT sp.producer_id FROM queen.stream_producers sp
+                 WHERE sp.partition_id = v_pid
+                 ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
+            gone AS (
+                DELETE FROM queen.stream_producers sp USING victim
+                 WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
+                RETURNING sp.epoch)
+            SELECT max(g.epoch) INTO v_gone FROM gone g;
+            IF v_gone > v_s.epoch_floor THEN
+                v_s.epoch_floor := v_gone;
+                UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+            END IF;
+        END IF;
+        IF v_n > 0 THEN
+            SELECT * INTO v_w FROM queen.stream_write(v_pid, p_messages);
+            v_start := v_w.base_offset;
+            v_next := v_w.end_offset + 1;
+        ELSE
+            v_start := v_s.last_offset + 1;
+            v_next := v_start;
+        END IF;
+        IF v_close OR p_stream_seq IS NOT NULL OR v_s.ttl_seconds IS NOT NULL THEN
+            UPDATE queen.streams s
+               SET closed = s.closed OR v_close,
+                   closed_by_producer = CASE WHEN v_close THEN p_producer_id ELSE s.closed_by_producer END,
+                   closed_by_epoch = CASE WHEN v_close THEN p_producer_epoch ELSE s.closed_by_epoch END,
+                   closed_by_seq = CASE WHEN v_close THEN p_producer_seq ELSE s.closed_by_seq END,
+                   last_stream_seq = COALESCE(p_stream_seq, s.last_stream_seq),
+                   touched_at = v_now
+             WHERE s.partition_id = v_pid;
+        END IF;
+        IF v_has_prod THEN
+            IF v_d.claim THEN
+                INSERT INTO queen.stream_producers AS sp
+                    (partition_id, producer_id, epoch, seq, newest_digest, newest_start,
+                     newest_next, newest_closed, claim_digest, claim_closed_epoch,
+                     claim_closed_seq, last_seen)
+                VALUES (v_pid, p_producer_id, p_producer_epoch, 0, v_body, v_start, v_next,
+                        v_close, v_body, v_d.closed_epoch, v_d.closed_seq, v_now)
+                ON CONFLICT (partition_id, producer_id) DO UPDATE
+                   SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = EXCLUDED.newest_digest,
+                       newest_start = EXCLUDED.newest_start, newest_next = EXCLUDED.newest_next,
+                       newest_closed = EXCLUDED.newest_closed, claim_digest = EXCLUDED.claim_digest,
+                       claim_closed_epoch = EXCLUDED.claim_closed_epoch,
+                       claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = EXCLUDED.last_seen;
+            ELSE
+                UPDATE queen.stream_producers sp
+                   SET seq = p_producer_seq, newest_digest = v_body, newest_start = v_start,
+                       newest_next = v_next, newest_closed = v_close, last_seen = v_now
+                 WHERE sp.partition_id = v_pid AND sp.producer_id = p_producer_id;
+            END IF;
+        END IF;
+        PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+        status := 'applied';
+        stream_offset := queen.stream_offset(v_start);
+        next_offset := queen.stream_offset(v_next);
+        stream_closed := v_close;
+        RETURN NEXT;
+        RETURN;
+    END LOOP;
+END
+$$;
+
+-- ---------------------------------------------------------------- close
+-- Close a stream without producer headers: 'closed', 'already_closed' or 'not_found'.
+CREATE FUNCTION queen.stream_close(p_name text, p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (status text, next_offset text)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_a record;
+BEGIN
+    SELECT * INTO v_a FROM queen.stream_append(p_name, '{}'::bytea[], p_close => true, p_now => p_now);
+    status := CASE v_a.status WHEN 'applied' THEN 'closed' ELSE v_a.status END;
+    next_offset := v_a.next_offset;
+    RETURN NEXT;
+END
+$$;
+
+-- ---------------------------------------------------------------- read
+-- Messages from an offset, in one snapshot of the stream's tail (docs/producers.md).
+CREATE FUNCTION queen.stream_read(p_name text, p_offset text DEFAULT '-1',
+                                  p_max_messages int DEFAULT 1000,
+                                  p_max_bytes int DEFAULT 1048576,
+                                  p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (status text, content_type text, messages bytea[], offsets text[],
+               next_offset text, up_to_date boolean, closed boolean)
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz := COALESCE(p_now, pg_catalog.now());
+    v_s     record;
+    v_from  bigint;
+    v_at    bigint;
+    v_bytes bigint := 0;
+    v_seg   record;
+    v_pay   bytea[];
+    v_i     int;
+    v_msgs  bytea[] := '{}';
+    v_offs  text[] := '{}';
+BEGIN
+    PERFORM queen.stream_check_name(p_name);
+    IF p_offset IS NULL THEN
+        RAISE EXCEPTION 'offset must not be NULL' USING ERRCODE = '22023';
+    END IF;
+    IF p_max_messages IS NULL OR p_max_messages < 1 OR p_max_bytes IS NULL OR p_max_bytes < 1 THEN
+        RAISE EXCEPTION 'p_max_messages and p_max_bytes must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF p_offset <> 'now' THEN
+        v_from := queen.stream_offset_parse(p_offset);
+    END IF;
+    -- the stream and its tail in one statement: every segment up to that tail is immutable
+    SELECT s.partition_id, s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.touched_at,
+           lp.last_offset, lp.log_start
+      INTO v_s
+      FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
+     WHERE s.name = p_name;
+    IF NOT FOUND OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
+        status := 'not_found';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF v_from IS NULL OR v_from > v_s.last_offset + 1 THEN
+        v_from := v_s.last_offset + 1;
+    END IF;
+    v_from := GREATEST(v_from, v_s.log_start);
+    v_at := v_from;
+    <<segs>>
+    FOR v_seg IN SELECT g.base_offset, g.data FROM queen.log_segments g
+                  WHERE g.partition_id = v_s.partition_id AND g.end_offset >= v_from
+                    AND g.base_offset <= v_s.last_offset
+                  ORDER BY g.base_offset LOOP
+        v_pay := queen.segment_payloads(v_seg.data);
+        FOR v_i IN (GREATEST(v_from - v_seg.base_offset, 0) + 1)..COALESCE(pg_catalog.cardinality(v_pay), 0) LOOP
+            EXIT segs WHEN pg_catalog.cardinality(v_msgs) >= p_max_messages
+                OR (pg_catalog.cardinality(v_msgs) > 0
+                    AND v_bytes + pg_catalog.octet_length(v_pay[v_i]) > p_max_bytes);
+            v_msgs := v_msgs || v_pay[v_i];
+            v_offs := v_offs || queen.stream_offset(v_seg.base_offset + v_i - 1);
+            v_bytes := v_bytes + pg_catalog.octet_length(v_pay[v_i]);
+            v_at := v_seg.base_offset + v_i;
+        END LOOP;
+    END LOOP;
+    IF v_s.ttl_seconds IS NOT NULL THEN
+        UPDATE queen.streams s SET touched_at = v_now
+         WHERE s.partition_id = v_s.partition_id AND s.touched_at < v_now;
+    END IF;
+    status := 'ok';
+    content_type := v_s.content_type;
+    messages := v_msgs;
+    offsets := v_offs;
+    next_offset := queen.stream_offset(v_at);
+    up_to_date := v_at = v_s.last_offset + 1;
+    closed := v_s.closed;
+    RETURN NEXT;
+END
+$$;
+
+-- ---------------------------------------------------------------- head
+-- A stream's metadata: 'ok' or 'not_found'.
+CREATE FUNCTION queen.stream_head(p_name text, p_now timestamptz DEFAULT NULL)
+RETURNS TABLE (status text, content_type text, next_offset text, closed boolean,
+               ttl_seconds bigint, expires_at timestamptz, created_at timestamptz)
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := COALESCE(p_now, pg_catalog.now());
+    v_s   record;
+BEGIN
+    PERFORM queen.stream_check_name(p_name);
+    SELECT s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.created_at, s.touched_at,
+           lp.last_offset
+      INTO v_s
+      FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
+     WHERE s.name = p_name;
+    IF NOT FOUND OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
+        status := 'not_found';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    status := 'ok';
+    content_type := v_s.content_type;
+    next_offset := queen.stream_offset(v_s.last_offset + 1);
+    closed := v_s.closed;
+    ttl_seconds := v_s.ttl_seconds;
+    expires_at := v_s.expires_at;
+    created_at := v_s.created_at;
+    RETURN NEXT;
+END
+$$;
+
+-- ---------------------------------------------------------------- delete
+-- Delete a stream and its history: 'deleted' or 'not_found' (an expired stream is purged and
+-- answers not_found).
+CREATE FUNCTION queen.stream_delete(p_name text, p_now timestamptz DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now timestamptz := COALESCE(p_now, pg_catalog.now());
+    v_pid bigint;
+    v_s   queen.streams%ROWTYPE;
+BEGIN
+    PERFORM queen.stream_check_name(p_name);
+    SELECT s.partition_id INTO v_pid FROM queen.streams s WHERE s.name = p_name;
+    IF NOT FOUND THEN
+        RETURN 'not_found';
+    END IF;
+    PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
+    SELECT * INTO v_s FROM queen.streams s WHERE s.partition_id = v_pid;
+    IF NOT FOUND THEN
+        RETURN 'not_found';
+    END IF;
+    PERFORM queen.stream_purge(v_pid);
+    IF queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
+        RETURN 'not_found';
+    END IF;
+    PERFORM pg_catalog.pg_notify('queen_streams', p_name);
+    RETURN 'deleted';
+END
+$$;
+
+-- ---------------------------------------------------------------- privileges
+DO $$
+DECLARE
+    v_fn regprocedure;
+BEGIN
+    FOR v_fn IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
+                 WHERE p.pronamespace = 'queen'::regnamespace AND p.prokind = 'f'
+                   AND p.proname IN ('blake3', 'blake3_hex', 'blake3_concat', 'producer_decide',
+                                     'stream_write', 'segment_payloads', 'stream_offset',
+                                     'stream_offset_parse', 'stream_media_type',
+                                     'stream_check_name', 'stream_expired', 'stream_purge',
+                                     'stream_create', 'stream_append', 'stream_close',
+                                     'stream_read', 'stream_head', 'stream_delete') LOOP
+        EXECUTE pg_catalog.format(
+            'ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', v_fn);
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
+    END LOOP;
+END
+$$;
+REVOKE ALL ON queen.streams, queen.stream_producers FROM PUBLIC;
+GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.blake3(bytea), queen.blake3_hex(bytea) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION queen.stream_offset(bigint), queen.stream_offset_parse(text)
+    TO queen_writer, queen_reader;
+GRANT EXECUTE ON FUNCTION
+    queen.stream_create(text, text, bigint, timestamptz, boolean, bytea[], timestamptz),
+    queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text,
+                        bytea, timestamptz),
+    queen.stream_close(text, timestamptz),
+    queen.stream_delete(text, timestamptz)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION
+    queen.stream_read(text, text, int, int, timestamptz),
+    queen.stream_head(text, timestamptz)
+    TO queen_reader, queen_writer;

@@ -123,13 +123,13 @@ void Api::handle(HttpRequest&& req, Reply reply) {
         query = path.substr(qm + 1);
         path.resize(qm);
     }
+    if (streams_ && StreamsApi::owns(path)) return streams_->handle(std::move(req), std::move(reply));
     auto counted = [this, reply = std::move(reply)](Endpoint ep) {
         return [this, reply, ep](HttpResponse r) {
             metrics_.count_request(ep, r.status);
             reply(std::move(r));
         };
     };
-    if (streams_ && StreamsApi::owns(path)) return streams_->handle(std::move(req), std::move(reply));
     if (req.method == "POST" && path == "/api/v1/push")
         return push(std::move(req), counted(Endpoint::Push));
     if (req.method == "POST" && path == "/api/v1/configure")

@@ -2,6 +2,7 @@
 #include "streams_api.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "json_writer.h"
 #include "streams_wire.h"
@@ -63,6 +64,8 @@ HttpResponse backend_error(const Status& s) {
             return r;
         }
         default:
+            std::fprintf(stderr, "queen-sidecar: streams: %s (SQLSTATE %s)\n",
+                         s.message().c_str(), s.sqlstate().c_str());
             return error(500, "INTERNAL", "internal error");
     }
 }
@@ -97,7 +100,8 @@ HttpResponse append_response(const AppendArgs& a, const AppendAnswer& x) {
         if (x.stream_closed) add(r, "Stream-Closed", std::string("true"));
     };
     if (st == "applied") {
-        HttpResponse r = empty(a.producer ? 200 : 204);
+        // A producer's data append is 200; a close-only POST (no body) is 204 like any close.
+        HttpResponse r = empty(a.producer && !a.messages.empty() ? 200 : 204);
         receipt(&r);
         producer_pair(&r);
         closed_pair(&r);
@@ -384,8 +388,10 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         }
     }
     Waiters* w = &waiters_;
-    std::string location = name;
-    engine_.on_writer(name, [a = std::move(a), reply = std::move(reply), w](StreamsBackend& b) {
+    const std::string* host = find_header(h, "host");
+    std::string origin = "http://" + (host ? *host : std::string("127.0.0.1"));
+    engine_.on_writer(name, [a = std::move(a), reply = std::move(reply), w,
+                             origin](StreamsBackend& b) {
         CreateAnswer x;
         Status s = b.create(a, &x);
         if (!s.is_ok()) return reply(backend_error(s));
@@ -397,7 +403,7 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
         if (x.closed) r.headers.emplace_back("Stream-Closed", "true");
         if (x.status == "created") {
-            std::string loc = "/v1/stream/";
+            std::string loc = origin + "/v1/stream/";
             for (unsigned char c : a.name) {
                 if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
                     loc.push_back(static_cast<char>(c));
@@ -457,6 +463,7 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     }
     AppendArgs shape;  // what append_response needs of the request
     shape.producer = a.producer;
+    if (!a.messages.empty()) shape.messages.emplace_back();
     engine_.append(std::move(a), [reply = std::move(reply), shape](Status s, AppendAnswer x) {
         if (!s.is_ok()) return reply(backend_error(s));
         reply(append_response(shape, x));

@@ -119,6 +119,12 @@ CREATE FUNCTION queen.segment_payloads(bytea) RETURNS bytea[]
     LANGUAGE C IMMUTABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
+-- The 0-based index of the first message that is not one JSON value, or NULL (internal).
+CREATE FUNCTION queen.stream_json_invalid(bytea[]) RETURNS int
+    AS 'MODULE_PATHNAME', 'queen_stream_json_invalid_v1'
+    LANGUAGE C IMMUTABLE STRICT
+    SET search_path = pg_catalog, pg_temp;
+
 -- ---------------------------------------------------------------- small helpers
 
 -- An offset as a stream offset string: 20 zero-padded decimal digits.
@@ -262,6 +268,12 @@ BEGIN
         RETURN;
     END IF;
 
+    IF COALESCE(pg_catalog.cardinality(p_messages), 0) > 0
+       AND queen.stream_media_type(v_ct) = 'application/json'
+       AND queen.stream_json_invalid(p_messages) IS NOT NULL THEN
+        RAISE EXCEPTION 'initial message % is not a JSON value', queen.stream_json_invalid(p_messages)
+            USING ERRCODE = '22023';
+    END IF;
     INSERT INTO queen.streams (partition_id, name, content_type, ttl_seconds, expires_at, closed,
                                created_at, touched_at)
     VALUES (v_pid, p_name, v_ct, p_ttl_seconds, p_expires_at, v_closed, v_now, v_now);
@@ -311,7 +323,6 @@ DECLARE
     v_locked   boolean;
     v_pid      bigint;
     v_s        record;
-    v_p        queen.stream_producers%ROWTYPE;
     v_known    boolean;
     v_count    bigint;
     v_oldest   timestamptz;
@@ -370,8 +381,16 @@ BEGIN
         IF FOUND AND v_locked THEN
             PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
         END IF;
-        SELECT s.*, lp.last_offset INTO v_s
+        -- the stream, its tail and this producer's row in one snapshot
+        SELECT s.partition_id, s.content_type, s.ttl_seconds, s.expires_at, s.closed,
+               s.epoch_floor, s.last_stream_seq, s.touched_at, lp.last_offset,
+               sp.producer_id IS NOT NULL AS known, sp.epoch, sp.seq, sp.newest_digest,
+               sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,
+               sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen
+          INTO v_s
           FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
+          LEFT JOIN queen.stream_producers sp
+                 ON sp.partition_id = s.partition_id AND sp.producer_id = p_producer_id
          WHERE s.partition_id = v_pid;
         IF v_pid IS NULL OR NOT FOUND
            OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
@@ -389,8 +408,14 @@ BEGIN
         -- the producer's state and the decision
         v_outcome := NULL;
         IF v_has_prod THEN
-            IF v_locked THEN
-                -- forget producers idle for 7 days; the floor rises to their epochs
+            v_known := v_s.known AND v_s.last_seen > v_now - interval '7 days';
+            IF NOT v_known THEN
+                IF NOT v_locked THEN
+                    CONTINUE;  -- a new or forgettable producer is decided under the lock
+                END IF;
+                -- Forget producers idle for 7 days (this one too, if it is); the floor rises
+                -- to their epochs. Only a new producer's answer depends on other producers
+                -- (the floor, the count), so the sweep runs only then.
                 WITH gone AS (
                     DELETE FROM queen.stream_producers sp
                      WHERE sp.partition_id = v_pid
@@ -401,23 +426,14 @@ BEGIN
                     UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
                     v_s.epoch_floor := v_gone;
                 END IF;
-            END IF;
-            SELECT * INTO v_p FROM queen.stream_producers sp
-             WHERE sp.partition_id = v_pid AND sp.producer_id = p_producer_id;
-            v_known := FOUND;
-            IF NOT v_locked AND (NOT v_known OR v_p.last_seen <= v_now - interval '7 days') THEN
-                CONTINUE;  -- a new or forgettable producer is decided under the lock
-            END IF;
-            v_count := NULL;
-            v_oldest := NULL;
-            IF NOT v_known THEN
                 SELECT count(*), min(sp.last_seen) INTO v_count, v_oldest
                   FROM queen.stream_producers sp WHERE sp.partition_id = v_pid;
             END IF;
             SELECT * INTO v_d FROM queen.producer_decide(
-                v_known, v_p.epoch, v_p.seq, v_p.newest_digest, v_p.claim_digest,
-                v_p.claim_closed_epoch, v_p.claim_closed_seq, v_s.epoch_floor, v_count,
-                CASE WHEN v_oldest IS NULL THEN NULL
+                v_known, v_s.epoch, v_s.seq, v_s.newest_digest, v_s.claim_digest,
+                v_s.claim_closed_epoch, v_s.claim_closed_seq, v_s.epoch_floor,
+                CASE WHEN v_known THEN NULL ELSE v_count END,
+                CASE WHEN v_known OR v_oldest IS NULL THEN NULL
                      ELSE floor(extract(epoch FROM v_now - v_oldest))::bigint END,
                 p_producer_epoch, p_producer_seq, v_digest, p_incarnation IS NOT NULL);
             v_outcome := v_d.outcome;
@@ -459,9 +475,9 @@ BEGIN
             END IF;
             status := v_d.outcome;
             IF v_d.outcome = 'duplicate' THEN
-                stream_offset := queen.stream_offset(v_p.newest_start);
-                next_offset := queen.stream_offset(v_p.newest_next);
-                stream_closed := v_p.newest_closed OR v_s.closed;
+                stream_offset := queen.stream_offset(v_s.newest_start);
+                next_offset := queen.stream_offset(v_s.newest_next);
+                stream_closed := v_s.newest_closed OR v_s.closed;
             ELSIF v_d.outcome = 'duplicate_evicted' THEN
                 stream_closed := v_s.closed;
             END IF;
@@ -481,20 +497,33 @@ BEGIN
             RETURN;
         END IF;
 
+        -- a JSON stream stores JSON values only (the sidecar checks before calling)
+        IF v_n > 0 AND queen.stream_media_type(v_s.content_type) = 'application/json' THEN
+            IF queen.stream_json_invalid(p_messages) IS NOT NULL THEN
+                producer_epoch := NULL; producer_seq := NULL; closed_epoch := NULL;
+                closed_seq := NULL;
+                status := 'invalid_json';
+                RETURN NEXT;
+                RETURN;
+            END IF;
+        END IF;
+
         -- 3. write: data, stream row, producer state, in this transaction under the lock
-        IF v_has_prod AND v_d.evict_oldest THEN
-            WITH victim AS (
-                SELECT sp.producer_id FROM queen.stream_producers sp
-                 WHERE sp.partition_id = v_pid
-                 ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
-            gone AS (
-                DELETE FROM queen.stream_producers sp USING victim
-                 WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
-                RETURNING sp.epoch)
-            SELECT max(g.epoch) INTO v_gone FROM gone g;
-            IF v_gone > v_s.epoch_floor THEN
-                v_s.epoch_floor := v_gone;
-                UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+        IF v_has_prod THEN  -- (nested: v_d exists only with producer headers)
+            IF v_d.evict_oldest THEN
+                WITH victim AS (
+                    SELECT sp.producer_id FROM queen.stream_producers sp
+                     WHERE sp.partition_id = v_pid
+                     ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
+                gone AS (
+                    DELETE FROM queen.stream_producers sp USING victim
+                     WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
+                    RETURNING sp.epoch)
+                SELECT max(g.epoch) INTO v_gone FROM gone g;
+                IF v_gone > v_s.epoch_floor THEN
+                    v_s.epoch_floor := v_gone;
+                    UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
+                END IF;
             END IF;
         END IF;
         IF v_n > 0 THEN
@@ -516,7 +545,7 @@ BEGIN
              WHERE s.partition_id = v_pid;
         END IF;
         IF v_has_prod THEN
-            IF v_d.claim THEN
+            IF v_d.claim THEN  -- v_d is assigned whenever there are producer headers
                 INSERT INTO queen.stream_producers AS sp
                     (partition_id, producer_id, epoch, seq, newest_digest, newest_start,
                      newest_next, newest_closed, claim_digest, claim_closed_epoch,
@@ -650,7 +679,8 @@ $$;
 -- A stream's metadata: 'ok' or 'not_found'.
 CREATE FUNCTION queen.stream_head(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (status text, content_type text, next_offset text, closed boolean,
-               ttl_seconds bigint, expires_at timestamptz, created_at timestamptz)
+               ttl_seconds bigint, expires_at timestamptz, created_at timestamptz,
+               partition_id bigint)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -661,7 +691,7 @@ DECLARE
 BEGIN
     PERFORM queen.stream_check_name(p_name);
     SELECT s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.created_at, s.touched_at,
-           lp.last_offset
+           lp.last_offset, s.partition_id
       INTO v_s
       FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
      WHERE s.name = p_name;
@@ -677,6 +707,7 @@ BEGIN
     ttl_seconds := v_s.ttl_seconds;
     expires_at := v_s.expires_at;
     created_at := v_s.created_at;
+    partition_id := v_s.partition_id;
     RETURN NEXT;
 END
 $$;
@@ -720,7 +751,7 @@ BEGIN
     FOR v_fn IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace = 'queen'::regnamespace AND p.prokind = 'f'
                    AND p.proname IN ('blake3', 'blake3_hex', 'blake3_concat', 'producer_decide',
-                                     'stream_write', 'segment_payloads', 'stream_offset',
+                                     'stream_write', 'segment_payloads', 'stream_json_invalid', 'stream_offset',
                                      'stream_offset_parse', 'stream_media_type',
                                      'stream_check_name', 'stream_expired', 'stream_purge',
                                      'stream_create', 'stream_append', 'stream_close',

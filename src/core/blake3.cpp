@@ -86,6 +86,7 @@ Blake3::Blake3() noexcept
     : chunk_counter_(0), block_len_(0), blocks_done_(0), stack_len_(0) {
     std::memcpy(cv_, kIv, sizeof cv_);
     std::memset(block_, 0, sizeof block_);
+    std::memset(stack_, 0, sizeof stack_);
 }
 
 // Merge completed subtrees: after chunk number total_chunks, one merge per trailing zero bit.

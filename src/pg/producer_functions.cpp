@@ -18,6 +18,8 @@
 #include "pg/push_path.h"
 
 extern "C" {
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
 PG_FUNCTION_INFO_V1(queen_blake3_v1);
@@ -26,6 +28,7 @@ PG_FUNCTION_INFO_V1(queen_blake3_concat_v1);
 PG_FUNCTION_INFO_V1(queen_producer_decide_v1);
 PG_FUNCTION_INFO_V1(queen_stream_write_v1);
 PG_FUNCTION_INFO_V1(queen_segment_payloads_v1);
+PG_FUNCTION_INFO_V1(queen_stream_json_invalid_v1);
 }
 
 namespace queen_pg {
@@ -252,4 +255,21 @@ extern "C" Datum queen_segment_payloads_v1(PG_FUNCTION_ARGS) {
         out[i] = PointerGetDatum(bytea_of(m.payload.data(), m.payload.size()));
     }
     PG_RETURN_ARRAYTYPE_P(construct_array(out, (int) count, BYTEAOID, -1, false, TYPALIGN_INT));
+}
+
+// queen.stream_json_invalid(bytea[]) -> int: the 0-based index of the first message that is
+// not one JSON value in the database encoding, or NULL when all are. Internal: the JSON
+// streams' check in queen.stream_append (no subtransaction, nothing stored).
+extern "C" Datum queen_stream_json_invalid_v1(PG_FUNCTION_ARGS) {
+    Datum* elems;
+    int n = bytea_elems(PG_GETARG_ARRAYTYPE_P(0), &elems, "messages");
+    for (int i = 0; i < n; i++) {
+        bytea* m = DatumGetByteaPP(elems[i]);
+        char* data = VARDATA_ANY(m);
+        int len = (int) VARSIZE_ANY_EXHDR(m);
+        if (!pg_verifymbstr(data, len, true)) PG_RETURN_INT32(i);
+        JsonLexContext* lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+        if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS) PG_RETURN_INT32(i);
+    }
+    PG_RETURN_NULL();
 }

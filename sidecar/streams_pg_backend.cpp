@@ -158,7 +158,8 @@ Status StreamsPgBackend::error_status(PGresult* res, const char* what) {
     std::string state = st ? st : "";
     std::string msg = res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "");
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.rfind("08", 0) == 0 ||
+    // No SQLSTATE: libpq's own failure (the server went away mid-statement).
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
         state.rfind("57P", 0) == 0) {
         disconnect();
         return Status(StatusCode::Unavailable,

@@ -132,7 +132,7 @@ class Locker:
     """A psql session holding the stream's partition row lock until released."""
 
     def __init__(self):
-        self.p = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"],
+        self.p = subprocess.Popen(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1"],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True)
         self.p.stdin.write("BEGIN;\nSELECT 'locked' FROM queen.log_partitions lp JOIN queen.streams s"
@@ -162,6 +162,15 @@ def wait_blocked():
 def writer_pids():
     return psql("SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE "
                 "application_name = 'queen-sidecar-streams'")
+
+
+def wait_gone(pids):
+    """Until the given backends have ended."""
+    for _ in range(1000):
+        if psql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = ANY('{{{pids}}}'::int[])") == "0":
+            return
+        time.sleep(0.01)
+    raise RuntimeError("the orphaned backends never ended")
 
 
 def pg_crash_restart():
@@ -227,13 +236,18 @@ def main():
             committed = True
             sc.start()
         elif fault == "kill-before-commit":
+            # The killed sidecar's backend still holds the statement: PostgreSQL finishes it
+            # once the lock is released (it learns of the lost client only when it answers),
+            # so the append commits without any sidecar. The retry must say so: 204.
             lk = Locker()
             c = send_async(sc.port, seq)
             wait_blocked()
+            orphans = writer_pids()
             sc.kill()
             c.close()
             lk.release()
-            committed = False
+            wait_gone(orphans)
+            committed = True
             sc.start()
         elif fault == "terminate-blocked":
             lk = Locker()

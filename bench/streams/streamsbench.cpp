@@ -10,6 +10,7 @@
 //             an out-of-order answer (409, the server saw seq k+1 before k) is resent
 //   multi     N producers over S streams (producer i writes stream i % S), one append at a
 //             time each
+//   dup       one producer applies seq 0 once, then repeats it (every answer a 204 duplicate)
 // Creates the streams first (PUT). Prints one line:
 //   mode=... appends=N seconds=T rate=R p50_us=X p99_us=Y retries=Z errors=E
 #include <arpa/inet.h>
@@ -221,12 +222,17 @@ int main(int argc, char** argv) {
                 if (!c.open()) return;
                 Result& r = results[static_cast<std::size_t>(p)];
                 const std::string id = "p" + std::to_string(p);
+                const bool dup = mode == "dup";
+                if (dup) {
+                    c.send_all(append_request(0, id, 0, body));
+                    if (c.read_answer() != 200) r.errors++;
+                }
                 for (int64_t seq = 0; Clock::now() < stop_at; seq++) {
                     auto s0 = Clock::now();
-                    int st = c.send_all(append_request(p % streams, id, seq, body))
+                    int st = c.send_all(append_request(p % streams, id, dup ? 0 : seq, body))
                                  ? c.read_answer()
                                  : -1;
-                    if (st == 200)
+                    if (st == (dup ? 204 : 200))
                         r.lat_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
                                                Clock::now() - s0)
                                                .count());

@@ -212,7 +212,7 @@ SELECT status FROM queen.stream_append('d', ARRAY['x'::bytea], 'application/json
 -- ---- privileges
 SELECT p.proname, p.prosecdef, p.proconfig
   FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace
-   AND (p.proname LIKE 'stream%' OR p.proname LIKE 'blake3%' OR p.proname IN ('producer_decide', 'segment_payloads'))
+   AND (p.proname LIKE 'stream%' OR p.proname LIKE 'blake3%' OR p.proname = 'segment_payloads')
  ORDER BY 1;
 SELECT has_function_privilege('queen_writer', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz)', 'EXECUTE') AS writer_append,
        has_function_privilege('queen_reader', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz)', 'EXECUTE') AS reader_append,

@@ -21,6 +21,24 @@ SELECT * FROM queen.stream_read('r', '00000000000000000099');  -- beyond the tai
 -- byte limit: stops before a message that would pass it, but always returns one
 SELECT messages, next_offset, up_to_date FROM queen.stream_read('r', '-1', 100, 3);
 SELECT messages, next_offset, up_to_date FROM queen.stream_read('r', '00000000000000000002', 100, 1);
+-- deep in a longer stream: from the middle of a segment, across segments, stopped by limits
+SELECT status FROM queen.stream_create('long', p_now => '2026-01-01');
+DO $$
+BEGIN
+    FOR i IN 0..99 LOOP
+        PERFORM queen.stream_append('long', ARRAY[int8send(3 * i), int8send(3 * i + 1), int8send(3 * i + 2)]);
+    END LOOP;
+END
+$$;
+SELECT cardinality(messages) AS n, offsets[1] AS first, offsets[cardinality(offsets)] AS last,
+       next_offset, up_to_date,
+       (SELECT bool_and(get_byte(m, 7) = (151 + k - 1) % 256)
+          FROM unnest(messages) WITH ORDINALITY u(m, k)) AS payloads_match
+  FROM queen.stream_read('long', '00000000000000000151', 10);
+SELECT cardinality(messages) AS n, offsets[1] AS first, next_offset, up_to_date
+  FROM queen.stream_read('long', '00000000000000000295', 100);
+SELECT cardinality(messages) AS n, next_offset FROM queen.stream_read('long', '-1', 1000, 8 * 7);
+
 -- offsets sort as strings exactly as they sort as numbers
 SELECT queen.stream_offset(9) < queen.stream_offset(10) AS sorted,
        queen.stream_offset(0), queen.stream_offset(9223372036854775807),

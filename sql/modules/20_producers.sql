@@ -4,7 +4,7 @@
 -- window); its messages go through the shared row-locked push path (queen.stream_write ->
 -- push_locked), and each (stream, producer) keeps its epoch/seq state in
 -- queen.stream_producers. The decision is the pure C++ state machine of
--- src/core/producer_state.cpp (queen.producer_decide).
+-- src/core/producer_state.cpp, run by queen.stream_append (src/pg/producer_append.cpp).
 --
 -- Locking protocol (consistent with queen.sql's):
 --   * every write of a stream (append, close, create with data, delete) locks the stream's
@@ -86,25 +86,6 @@ CREATE FUNCTION queen.blake3(bytea) RETURNS bytea
 CREATE FUNCTION queen.blake3_hex(bytea) RETURNS text
     AS 'MODULE_PATHNAME', 'queen_blake3_hex_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-
--- The digest of the concatenation of the elements (internal).
-CREATE FUNCTION queen.blake3_concat(bytea[]) RETURNS bytea
-    AS 'MODULE_PATHNAME', 'queen_blake3_concat_v1'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
-    SET search_path = pg_catalog, pg_temp;
-
--- The producer decision of src/core/producer_state.cpp (internal).
-CREATE FUNCTION queen.producer_decide(
-    p_known boolean, p_epoch bigint, p_seq bigint, p_newest_digest bytea, p_claim_digest bytea,
-    p_closed_epoch bigint, p_closed_seq bigint, p_epoch_floor bigint, p_producer_count bigint,
-    p_oldest_idle_seconds bigint, p_req_epoch bigint, p_req_seq bigint, p_req_digest bytea,
-    p_incarnation boolean,
-    OUT outcome text, OUT claim boolean, OUT evict_oldest boolean, OUT answer_epoch bigint,
-    OUT answer_seq bigint, OUT expected_seq bigint, OUT received_seq bigint,
-    OUT closed_epoch bigint, OUT closed_seq bigint)
-    AS 'MODULE_PATHNAME', 'queen_producer_decide_v1'
-    LANGUAGE C IMMUTABLE
-    SET search_path = pg_catalog, pg_temp;
 
 -- Append messages to a stream's partition through the row-locked push path (internal).
 CREATE FUNCTION queen.stream_write(p_partition_id bigint, p_messages bytea[],
@@ -291,7 +272,8 @@ END
 $$;
 
 -- ---------------------------------------------------------------- append
--- Append with or without producer headers; one typed answer row (docs/producers.md).
+-- Append with or without producer headers; one typed answer row (docs/producers.md). C:
+-- src/pg/producer_append.cpp (its header comment states the locking protocol).
 CREATE FUNCTION queen.stream_append(p_name text,
                                     p_messages bytea[],
                                     p_content_type text DEFAULT NULL,
@@ -307,274 +289,9 @@ CREATE FUNCTION queen.stream_append(p_name text,
 RETURNS TABLE (status text, stream_offset text, next_offset text, stream_closed boolean,
                producer_epoch bigint, producer_seq bigint, expected_seq bigint,
                received_seq bigint, closed_epoch bigint, closed_seq bigint)
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-#variable_conflict use_column
-DECLARE
-    v_now      timestamptz := COALESCE(p_now, pg_catalog.now());
-    v_close    boolean := COALESCE(p_close, false);
-    v_n        int := COALESCE(pg_catalog.cardinality(p_messages), 0);
-    v_has_prod boolean := p_producer_id IS NOT NULL OR p_producer_epoch IS NOT NULL
-                          OR p_producer_seq IS NOT NULL;
-    v_digest   bytea;    -- the request's Producer-Digest, decoded
-    v_body     bytea;    -- BLAKE3-256 of the body
-    v_pass     int;
-    v_locked   boolean;
-    v_pid      bigint;
-    v_s        record;
-    v_known    boolean;
-    v_count    bigint;
-    v_oldest   timestamptz;
-    v_d        record;
-    v_outcome  text;     -- the producer decision's outcome (NULL without producer headers)
-    v_gone     bigint;
-    v_w        record;
-    v_start    bigint;
-    v_next     bigint;
-BEGIN
-    -- 1. malformed parameters: 22023 (the sidecar validates headers before calling)
-    PERFORM queen.stream_check_name(p_name);
-    IF v_has_prod THEN
-        IF p_producer_id IS NULL OR p_producer_epoch IS NULL OR p_producer_seq IS NULL THEN
-            RAISE EXCEPTION 'Producer-Id, Producer-Epoch and Producer-Seq go together'
-                USING ERRCODE = '22023';
-        END IF;
-        IF p_producer_id = '' OR pg_catalog.octet_length(p_producer_id) > 256 THEN
-            RAISE EXCEPTION 'Producer-Id must be 1 to 256 bytes' USING ERRCODE = '22023';
-        END IF;
-        IF p_producer_epoch NOT BETWEEN 0 AND 9007199254740991
-           OR p_producer_seq NOT BETWEEN 0 AND 9007199254740991 THEN
-            RAISE EXCEPTION 'Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991'
-                USING ERRCODE = '22023';
-        END IF;
-    END IF;
-    IF p_digest IS NOT NULL THEN
-        IF p_digest !~ '^[0-9a-f]{64}$' THEN
-            RAISE EXCEPTION 'Producer-Digest must be 64 lowercase hex digits' USING ERRCODE = '22023';
-        END IF;
-        v_digest := pg_catalog.decode(p_digest, 'hex');
-    END IF;
-    IF p_stream_seq = '' THEN
-        RAISE EXCEPTION 'Stream-Seq must not be empty' USING ERRCODE = '22023';
-    END IF;
-    IF v_n = 0 AND NOT v_close THEN
-        RAISE EXCEPTION 'an append needs at least one message (or a close)' USING ERRCODE = '22023';
-    END IF;
-    IF v_n > 0 AND pg_catalog.array_position(p_messages, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'messages must not contain NULL' USING ERRCODE = '22023';
-    END IF;
-    IF v_has_prod OR v_digest IS NOT NULL THEN
-        v_body := CASE WHEN p_body IS NOT NULL THEN queen.blake3(p_body)
-                       ELSE queen.blake3_concat(COALESCE(p_messages, '{}'::bytea[])) END;
-    END IF;
-
-    -- 2. decide: pass 1 on a plain snapshot answers what is final and writes nothing; pass 2
-    --    (and every append without producer headers) decides under the partition row lock.
-    FOR v_pass IN (CASE WHEN v_has_prod THEN 1 ELSE 2 END)..2 LOOP
-        v_locked := v_pass = 2;
-        stream_offset := NULL; next_offset := NULL; stream_closed := NULL;
-        producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
-        received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
-
-        SELECT s.partition_id INTO v_pid FROM queen.streams s WHERE s.name = p_name;
-        IF FOUND AND v_locked THEN
-            PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
-        END IF;
-        -- the stream, its tail and this producer's row in one snapshot
-        SELECT s.partition_id, s.content_type, s.ttl_seconds, s.expires_at, s.closed,
-               s.epoch_floor, s.last_stream_seq, s.touched_at, lp.last_offset,
-               sp.producer_id IS NOT NULL AS known, sp.epoch, sp.seq, sp.newest_digest,
-               sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,
-               sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen
-          INTO v_s
-          FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
-          LEFT JOIN queen.stream_producers sp
-                 ON sp.partition_id = s.partition_id AND sp.producer_id = p_producer_id
-         WHERE s.partition_id = v_pid;
-        IF v_pid IS NULL OR NOT FOUND
-           OR queen.stream_expired(v_s.ttl_seconds, v_s.expires_at, v_s.touched_at, v_now) THEN
-            status := 'not_found';
-            RETURN NEXT;
-            RETURN;
-        END IF;
-
-        IF v_digest IS NOT NULL AND v_digest <> v_body THEN
-            status := 'digest_mismatch';
-            RETURN NEXT;
-            RETURN;
-        END IF;
-
-        -- the producer's state and the decision
-        v_outcome := NULL;
-        IF v_has_prod THEN
-            v_known := v_s.known AND v_s.last_seen > v_now - interval '7 days';
-            IF NOT v_known THEN
-                IF NOT v_locked THEN
-                    CONTINUE;  -- a new or forgettable producer is decided under the lock
-                END IF;
-                -- Forget producers idle for 7 days (this one too, if it is); the floor rises
-                -- to their epochs. Only a new producer's answer depends on other producers
-                -- (the floor, the count), so the sweep runs only then.
-                WITH gone AS (
-                    DELETE FROM queen.stream_producers sp
-                     WHERE sp.partition_id = v_pid
-                       AND sp.last_seen <= v_now - interval '7 days'
-                    RETURNING sp.epoch)
-                SELECT max(g.epoch) INTO v_gone FROM gone g;
-                IF v_gone > v_s.epoch_floor THEN
-                    UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
-                    v_s.epoch_floor := v_gone;
-                END IF;
-                SELECT count(*), min(sp.last_seen) INTO v_count, v_oldest
-                  FROM queen.stream_producers sp WHERE sp.partition_id = v_pid;
-            END IF;
-            SELECT * INTO v_d FROM queen.producer_decide(
-                v_known, v_s.epoch, v_s.seq, v_s.newest_digest, v_s.claim_digest,
-                v_s.claim_closed_epoch, v_s.claim_closed_seq, v_s.epoch_floor,
-                CASE WHEN v_known THEN NULL ELSE v_count END,
-                CASE WHEN v_known OR v_oldest IS NULL THEN NULL
-                     ELSE floor(extract(epoch FROM v_now - v_oldest))::bigint END,
-                p_producer_epoch, p_producer_seq, v_digest, p_incarnation IS NOT NULL);
-            v_outcome := v_d.outcome;
-            producer_epoch := v_d.answer_epoch;
-            producer_seq := v_d.answer_seq;
-            expected_seq := v_d.expected_seq;
-            received_seq := v_d.received_seq;
-            closed_epoch := v_d.closed_epoch;
-            closed_seq := v_d.closed_seq;
-        END IF;
-
-        -- a closed stream: only a repeat of an applied write is answered as such
-        IF v_s.closed THEN
-            IF v_outcome IN ('duplicate', 'duplicate_evicted', 'key_conflict') THEN
-                NULL;  -- answered below
-            ELSE
-                producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
-                received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
-                status := CASE WHEN NOT v_has_prod AND v_n = 0 AND v_close THEN 'already_closed'
-                               ELSE 'stream_closed' END;
-                next_offset := queen.stream_offset(v_s.last_offset + 1);
-                stream_closed := true;
-                RETURN NEXT;
-                RETURN;
-            END IF;
-        ELSIF p_content_type IS NOT NULL
-              AND queen.stream_media_type(p_content_type) <> queen.stream_media_type(v_s.content_type) THEN
-            producer_epoch := NULL; producer_seq := NULL; expected_seq := NULL;
-            received_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
-            status := 'content_type_mismatch';
-            RETURN NEXT;
-            RETURN;
-        END IF;
-
-        IF v_outcome <> 'applied' THEN
-            IF NOT v_locked AND v_d.outcome NOT IN ('duplicate', 'duplicate_evicted', 'key_conflict',
-                                                    'stale_epoch', 'epoch_closed') THEN
-                CONTINUE;  -- not final: decide again under the lock
-            END IF;
-            status := v_d.outcome;
-            IF v_d.outcome = 'duplicate' THEN
-                stream_offset := queen.stream_offset(v_s.newest_start);
-                next_offset := queen.stream_offset(v_s.newest_next);
-                stream_closed := v_s.newest_closed OR v_s.closed;
-            ELSIF v_d.outcome = 'duplicate_evicted' THEN
-                stream_closed := v_s.closed;
-            END IF;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-        IF NOT v_locked THEN
-            CONTINUE;  -- it would apply: only under the lock
-        END IF;
-
-        IF p_stream_seq IS NOT NULL AND v_s.last_stream_seq IS NOT NULL
-           AND p_stream_seq COLLATE "C" <= v_s.last_stream_seq THEN
-            producer_epoch := NULL; producer_seq := NULL; closed_epoch := NULL; closed_seq := NULL;
-            status := 'stream_seq_conflict';
-            next_offset := queen.stream_offset(v_s.last_offset + 1);
-            RETURN NEXT;
-            RETURN;
-        END IF;
-
-        -- a JSON stream stores JSON values only (the sidecar checks before calling)
-        IF v_n > 0 AND queen.stream_media_type(v_s.content_type) = 'application/json' THEN
-            IF queen.stream_json_invalid(p_messages) IS NOT NULL THEN
-                producer_epoch := NULL; producer_seq := NULL; closed_epoch := NULL;
-                closed_seq := NULL;
-                status := 'invalid_json';
-                RETURN NEXT;
-                RETURN;
-            END IF;
-        END IF;
-
-        -- 3. write: data, stream row, producer state, in this transaction under the lock
-        IF v_has_prod THEN  -- (nested: v_d exists only with producer headers)
-            IF v_d.evict_oldest THEN
-                WITH victim AS (
-                    SELECT sp.producer_id FROM queen.stream_producers sp
-                     WHERE sp.partition_id = v_pid
-                     ORDER BY sp.last_seen, sp.producer_id LIMIT 1),
-                gone AS (
-                    DELETE FROM queen.stream_producers sp USING victim
-                     WHERE sp.partition_id = v_pid AND sp.producer_id = victim.producer_id
-                    RETURNING sp.epoch)
-                SELECT max(g.epoch) INTO v_gone FROM gone g;
-                IF v_gone > v_s.epoch_floor THEN
-                    v_s.epoch_floor := v_gone;
-                    UPDATE queen.streams s SET epoch_floor = v_gone WHERE s.partition_id = v_pid;
-                END IF;
-            END IF;
-        END IF;
-        IF v_n > 0 THEN
-            SELECT * INTO v_w FROM queen.stream_write(v_pid, p_messages);
-            v_start := v_w.base_offset;
-            v_next := v_w.end_offset + 1;
-        ELSE
-            v_start := v_s.last_offset + 1;
-            v_next := v_start;
-        END IF;
-        IF v_close OR p_stream_seq IS NOT NULL OR v_s.ttl_seconds IS NOT NULL THEN
-            UPDATE queen.streams s
-               SET closed = s.closed OR v_close,
-                   closed_by_producer = CASE WHEN v_close THEN p_producer_id ELSE s.closed_by_producer END,
-                   closed_by_epoch = CASE WHEN v_close THEN p_producer_epoch ELSE s.closed_by_epoch END,
-                   closed_by_seq = CASE WHEN v_close THEN p_producer_seq ELSE s.closed_by_seq END,
-                   last_stream_seq = COALESCE(p_stream_seq, s.last_stream_seq),
-                   touched_at = v_now
-             WHERE s.partition_id = v_pid;
-        END IF;
-        IF v_has_prod THEN
-            IF v_d.claim THEN  -- v_d is assigned whenever there are producer headers
-                INSERT INTO queen.stream_producers AS sp
-                    (partition_id, producer_id, epoch, seq, newest_digest, newest_start,
-                     newest_next, newest_closed, claim_digest, claim_closed_epoch,
-                     claim_closed_seq, last_seen)
-                VALUES (v_pid, p_producer_id, p_producer_epoch, 0, v_body, v_start, v_next,
-                        v_close, v_body, v_d.closed_epoch, v_d.closed_seq, v_now)
-                ON CONFLICT (partition_id, producer_id) DO UPDATE
-                   SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = EXCLUDED.newest_digest,
-                       newest_start = EXCLUDED.newest_start, newest_next = EXCLUDED.newest_next,
-                       newest_closed = EXCLUDED.newest_closed, claim_digest = EXCLUDED.claim_digest,
-                       claim_closed_epoch = EXCLUDED.claim_closed_epoch,
-                       claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = EXCLUDED.last_seen;
-            ELSE
-                UPDATE queen.stream_producers sp
-                   SET seq = p_producer_seq, newest_digest = v_body, newest_start = v_start,
-                       newest_next = v_next, newest_closed = v_close, last_seen = v_now
-                 WHERE sp.partition_id = v_pid AND sp.producer_id = p_producer_id;
-            END IF;
-        END IF;
-        PERFORM pg_catalog.pg_notify('queen_streams', p_name);
-        status := 'applied';
-        stream_offset := queen.stream_offset(v_start);
-        next_offset := queen.stream_offset(v_next);
-        stream_closed := v_close;
-        RETURN NEXT;
-        RETURN;
-    END LOOP;
-END
-$$;
+    AS 'MODULE_PATHNAME', 'queen_stream_append_v1'
+    LANGUAGE C VOLATILE
+    SET search_path = pg_catalog, pg_temp;
 
 -- ---------------------------------------------------------------- close
 -- Close a stream without producer headers: 'closed', 'already_closed' or 'not_found'.
@@ -610,11 +327,15 @@ DECLARE
     v_now   timestamptz := COALESCE(p_now, pg_catalog.now());
     v_s     record;
     v_from  bigint;
+    v_base  bigint;
     v_at    bigint;
     v_bytes bigint := 0;
     v_seg   record;
     v_pay   bytea[];
     v_i     int;
+    v_first int;
+    v_last  int;
+    v_count int := 0;
     v_msgs  bytea[] := '{}';
     v_offs  text[] := '{}';
 BEGIN
@@ -644,22 +365,34 @@ BEGIN
     END IF;
     v_from := GREATEST(v_from, v_s.log_start);
     v_at := v_from;
+    -- the segment holding v_from (segments are contiguous): an index probe, not a scan
+    SELECT g.base_offset INTO v_base FROM queen.log_segments g
+     WHERE g.partition_id = v_s.partition_id AND g.base_offset <= v_from
+     ORDER BY g.base_offset DESC LIMIT 1;
     <<segs>>
     FOR v_seg IN SELECT g.base_offset, g.data FROM queen.log_segments g
-                  WHERE g.partition_id = v_s.partition_id AND g.end_offset >= v_from
+                  WHERE g.partition_id = v_s.partition_id
+                    AND g.base_offset >= COALESCE(v_base, v_from) AND g.end_offset >= v_from
                     AND g.base_offset <= v_s.last_offset
                   ORDER BY g.base_offset LOOP
         v_pay := queen.segment_payloads(v_seg.data);
-        FOR v_i IN (GREATEST(v_from - v_seg.base_offset, 0) + 1)..COALESCE(pg_catalog.cardinality(v_pay), 0) LOOP
-            EXIT segs WHEN pg_catalog.cardinality(v_msgs) >= p_max_messages
-                OR (pg_catalog.cardinality(v_msgs) > 0
-                    AND v_bytes + pg_catalog.octet_length(v_pay[v_i]) > p_max_bytes);
-            v_msgs := v_msgs || v_pay[v_i];
-            v_offs := v_offs || queen.stream_offset(v_seg.base_offset + v_i - 1);
+        v_first := GREATEST(v_from - v_seg.base_offset, 0) + 1;
+        v_last := v_first - 1;
+        FOR v_i IN v_first..COALESCE(pg_catalog.cardinality(v_pay), 0) LOOP
+            EXIT WHEN v_count >= p_max_messages
+                OR (v_count > 0 AND v_bytes + pg_catalog.octet_length(v_pay[v_i]) > p_max_bytes);
             v_bytes := v_bytes + pg_catalog.octet_length(v_pay[v_i]);
-            v_at := v_seg.base_offset + v_i;
+            v_count := v_count + 1;
+            v_last := v_i;
         END LOOP;
+        IF v_last >= v_first THEN  -- one slice a segment: no per-message array copies
+            v_msgs := v_msgs || v_pay[v_first:v_last];
+            v_at := v_seg.base_offset + v_last;
+        END IF;
+        EXIT segs WHEN v_last < COALESCE(pg_catalog.cardinality(v_pay), 0);  -- a limit stopped it
     END LOOP;
+    v_offs := ARRAY(SELECT queen.stream_offset(o) FROM pg_catalog.generate_series(v_from, v_at - 1) o
+                     ORDER BY o);
     IF v_s.ttl_seconds IS NOT NULL THEN
         UPDATE queen.streams s SET touched_at = v_now
          WHERE s.partition_id = v_s.partition_id AND s.touched_at < v_now;
@@ -750,7 +483,7 @@ DECLARE
 BEGIN
     FOR v_fn IN SELECT p.oid::regprocedure FROM pg_catalog.pg_proc p
                  WHERE p.pronamespace = 'queen'::regnamespace AND p.prokind = 'f'
-                   AND p.proname IN ('blake3', 'blake3_hex', 'blake3_concat', 'producer_decide',
+                   AND p.proname IN ('blake3', 'blake3_hex',
                                      'stream_write', 'segment_payloads', 'stream_json_invalid', 'stream_offset',
                                      'stream_offset_parse', 'stream_media_type',
                                      'stream_check_name', 'stream_expired', 'stream_purge',

@@ -46,9 +46,22 @@ inline void round_fn(uint32_t s[16], const uint32_t m[16]) noexcept {
 // The compression function: 16 output words (the first 8 are the new chaining value).
 void compress(const uint32_t cv[8], const uint32_t block[16], uint64_t counter, uint32_t block_len,
               uint32_t flags, uint32_t out[16]) noexcept {
-    uint32_t s[16] = {cv[0], cv[1], cv[2], cv[3], cv[4], cv[5], cv[6], cv[7],
-                      kIv[0], kIv[1], kIv[2], kIv[3], (uint32_t) counter,
-                      (uint32_t) (counter >> 32), block_len, flags};
+    uint32_t s[16] = {cv[0],
+                      cv[1],
+                      cv[2],
+                      cv[3],
+                      cv[4],
+                      cv[5],
+                      cv[6],
+                      cv[7],
+                      kIv[0],
+                      kIv[1],
+                      kIv[2],
+                      kIv[3],
+                      (uint32_t)counter,
+                      (uint32_t)(counter >> 32),
+                      block_len,
+                      flags};
     uint32_t m[16], t[16];
     std::memcpy(m, block, sizeof m);
     for (int r = 0; r < 7; r++) {
@@ -66,8 +79,8 @@ void compress(const uint32_t cv[8], const uint32_t block[16], uint64_t counter, 
 // Little-endian words of a 64-byte block.
 inline void load_block(const uint8_t b[64], uint32_t w[16]) noexcept {
     for (int i = 0; i < 16; i++)
-        w[i] = (uint32_t) b[4 * i] | ((uint32_t) b[4 * i + 1] << 8) |
-               ((uint32_t) b[4 * i + 2] << 16) | ((uint32_t) b[4 * i + 3] << 24);
+        w[i] = (uint32_t)b[4 * i] | ((uint32_t)b[4 * i + 1] << 8) | ((uint32_t)b[4 * i + 2] << 16) |
+               ((uint32_t)b[4 * i + 3] << 24);
 }
 
 // The chaining value of a parent node over two children.
@@ -82,8 +95,7 @@ void parent_cv(const uint32_t left[8], const uint32_t right[8], uint32_t flags,
 
 }  // namespace
 
-Blake3::Blake3() noexcept
-    : chunk_counter_(0), block_len_(0), blocks_done_(0), stack_len_(0) {
+Blake3::Blake3() noexcept : chunk_counter_(0), block_len_(0), blocks_done_(0), stack_len_(0) {
     std::memcpy(cv_, kIv, sizeof cv_);
     std::memset(block_, 0, sizeof block_);
     std::memset(stack_, 0, sizeof stack_);
@@ -142,10 +154,10 @@ void Blake3::finalize(uint8_t out[kBlake3Bytes]) const noexcept {
     load_block(last, words);
     uint32_t flags = kChunkEnd | (blocks_done_ == 0 ? kChunkStart : 0);
     if (stack_len_ == 0) {
-        compress(cv_, words, chunk_counter_, (uint32_t) block_len_, flags | kRoot, full);
+        compress(cv_, words, chunk_counter_, (uint32_t)block_len_, flags | kRoot, full);
     } else {
         uint32_t cur[8];
-        compress(cv_, words, chunk_counter_, (uint32_t) block_len_, flags, full);
+        compress(cv_, words, chunk_counter_, (uint32_t)block_len_, flags, full);
         std::memcpy(cur, full, sizeof cur);
         for (std::size_t i = stack_len_; i-- > 1;) parent_cv(stack_[i], cur, 0, cur);
         uint32_t block[16];
@@ -154,10 +166,10 @@ void Blake3::finalize(uint8_t out[kBlake3Bytes]) const noexcept {
         compress(kIv, block, 0, 64, kParent | kRoot, full);
     }
     for (int i = 0; i < 8; i++) {
-        out[4 * i] = (uint8_t) full[i];
-        out[4 * i + 1] = (uint8_t) (full[i] >> 8);
-        out[4 * i + 2] = (uint8_t) (full[i] >> 16);
-        out[4 * i + 3] = (uint8_t) (full[i] >> 24);
+        out[4 * i] = (uint8_t)full[i];
+        out[4 * i + 1] = (uint8_t)(full[i] >> 8);
+        out[4 * i + 2] = (uint8_t)(full[i] >> 16);
+        out[4 * i + 3] = (uint8_t)(full[i] >> 24);
     }
 }
 
@@ -191,7 +203,7 @@ bool blake3_from_hex(std::string_view hex, uint8_t out[kBlake3Bytes]) noexcept {
     for (std::size_t i = 0; i < kBlake3Bytes; i++) {
         int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) return false;
-        out[i] = (uint8_t) (hi << 4 | lo);
+        out[i] = (uint8_t)(hi << 4 | lo);
     }
     return true;
 }

@@ -3,11 +3,11 @@
 // SIMD: one compression at a time, chunks of 1024 bytes merged through a stack of chaining
 // values. The durable-streams surface uses it for Producer-Digest (64 lowercase hex digits).
 #pragma once
-#include "firewall.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+
+#include "firewall.h"
 
 namespace queen {
 

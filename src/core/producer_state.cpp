@@ -12,7 +12,7 @@ bool parse_producer_number(std::string_view text, uint64_t* out) noexcept {
     uint64_t v = 0;
     for (char c : text) {
         if (c < '0' || c > '9') return false;
-        v = v * 10 + (uint64_t) (c - '0');
+        v = v * 10 + (uint64_t)(c - '0');
         if (v > kProducerNumberMax) return false;
     }
     *out = v;
@@ -51,7 +51,8 @@ void with_claim_closed(ProducerDecision* d, const ProducerState& s) noexcept {
 }
 
 // An unknown producer: seq 0 claims any epoch, if there is room.
-ProducerDecision decide_unknown(const ProducerRequest& r, const StreamProducerContext& ctx) noexcept {
+ProducerDecision decide_unknown(const ProducerRequest& r,
+                                const StreamProducerContext& ctx) noexcept {
     ProducerDecision d;
     if (r.incarnation && r.epoch <= ctx.epoch_floor) {
         d.outcome = ProducerOutcome::ProducerExpired;
@@ -158,16 +159,26 @@ ProducerState apply_producer(const ProducerState& s, const ProducerRequest& r,
 // Status names, as the SQL answers spell them.
 const char* producer_outcome_name(ProducerOutcome o) noexcept {
     switch (o) {
-        case ProducerOutcome::Apply: return "applied";
-        case ProducerOutcome::Duplicate: return "duplicate";
-        case ProducerOutcome::DuplicateEvicted: return "duplicate_evicted";
-        case ProducerOutcome::OutOfOrder: return "out_of_order";
-        case ProducerOutcome::UnclaimedEpoch: return "unclaimed_epoch";
-        case ProducerOutcome::StaleEpoch: return "stale_epoch";
-        case ProducerOutcome::EpochClosed: return "epoch_closed";
-        case ProducerOutcome::KeyConflict: return "key_conflict";
-        case ProducerOutcome::ProducerExpired: return "producer_expired";
-        case ProducerOutcome::ProducerLimit: return "producer_limit";
+        case ProducerOutcome::Apply:
+            return "applied";
+        case ProducerOutcome::Duplicate:
+            return "duplicate";
+        case ProducerOutcome::DuplicateEvicted:
+            return "duplicate_evicted";
+        case ProducerOutcome::OutOfOrder:
+            return "out_of_order";
+        case ProducerOutcome::UnclaimedEpoch:
+            return "unclaimed_epoch";
+        case ProducerOutcome::StaleEpoch:
+            return "stale_epoch";
+        case ProducerOutcome::EpochClosed:
+            return "epoch_closed";
+        case ProducerOutcome::KeyConflict:
+            return "key_conflict";
+        case ProducerOutcome::ProducerExpired:
+            return "producer_expired";
+        case ProducerOutcome::ProducerLimit:
+            return "producer_limit";
     }
     return "unknown";
 }

@@ -4,13 +4,12 @@
 // (sql/modules/20_producers.sql through src/pg/producer_functions.cpp) reads the state under the
 // stream's partition row lock and writes the new state with the data in one transaction.
 #pragma once
-#include "firewall.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "blake3.h"
+#include "firewall.h"
 
 namespace queen {
 
@@ -30,7 +29,7 @@ const char* validate_producer_id(std::string_view id) noexcept;
 struct ProducerState {
     bool known = false;
     uint64_t epoch = 0;
-    uint64_t seq = 0;  // highest applied seq of `epoch`
+    uint64_t seq = 0;                           // highest applied seq of `epoch`
     uint8_t newest_digest[kBlake3Bytes] = {0};  // BLAKE3 of the newest write's body (seq `seq`)
     uint8_t claim_digest[kBlake3Bytes] = {0};   // BLAKE3 of the epoch's claim (seq 0)
     bool claim_closed = false;                  // the claim closed an earlier epoch:
@@ -49,8 +48,8 @@ struct ProducerRequest {
 
 // What the stream knows beyond this producer's row.
 struct StreamProducerContext {
-    uint64_t epoch_floor = 0;     // raised to the epoch of every forgotten producer
-    int64_t producer_count = 0;   // producers the stream remembers
+    uint64_t epoch_floor = 0;          // raised to the epoch of every forgotten producer
+    int64_t producer_count = 0;        // producers the stream remembers
     int64_t oldest_idle_seconds = -1;  // idle time of the least recently seen one (-1: none)
 };
 

@@ -2,7 +2,6 @@
 // repository: input bytes i % 251, the first 32 bytes of each "hash" output) and against the
 // b3sum program (Debian package b3sum, installed by scripts/install-deps.sh).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,7 +48,7 @@ const Vector kVectors[] = {
 // The vectors' input: bytes i % 251.
 std::vector<uint8_t> vector_input(std::size_t len) {
     std::vector<uint8_t> v(len);
-    for (std::size_t i = 0; i < len; i++) v[i] = (uint8_t) (i % 251);
+    for (std::size_t i = 0; i < len; i++) v[i] = (uint8_t)(i % 251);
     return v;
 }
 
@@ -120,11 +119,11 @@ TEST(Blake3, MatchesB3sumProgram) {
     ASSERT_GE(fd, 0);
     close(fd);
     std::mt19937_64 rng(20261201);
-    const std::size_t lens[] = {0, 1, 31, 64, 1000, 1024, 1025, 2047, 4097, 65536, 65537,
-                                131072 + 3, 1 << 20};
+    const std::size_t lens[] = {0,    1,    31,    64,    1000,       1024,   1025,
+                                2047, 4097, 65536, 65537, 131072 + 3, 1 << 20};
     for (std::size_t len : lens) {
         std::vector<uint8_t> data(len);
-        for (auto& b : data) b = (uint8_t) rng();
+        for (auto& b : data) b = (uint8_t)rng();
         FILE* f = fopen(path, "wb");
         ASSERT_NE(f, nullptr);
         if (len > 0) {

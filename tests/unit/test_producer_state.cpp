@@ -188,7 +188,7 @@ ProducerState claimed_after(uint64_t seq_in_4) {
     s = queen::apply_producer(s, c, d, body);
     for (uint64_t q = 1; q <= seq_in_4; q++) {
         ProducerRequest r = req(4, q);
-        fill(body, (uint8_t) (10 + q));
+        fill(body, (uint8_t)(10 + q));
         s = queen::apply_producer(s, r, queen::decide_producer(s, r, kNoCtx), body);
     }
     return s;

@@ -1,0 +1,624 @@
+// queen.stream_append: an append to a stream with or without idempotent-producer headers, and
+// its one typed answer (docs/producers.md). The decision is the core's state machine
+// (src/core/producer_state.h); this file reads the state and writes data and state.
+//
+// Locking protocol
+//   1. Pass 1 (producer appends only) reads the stream, its tail and the producer's row on a
+//      plain snapshot, without any lock, and answers at once when the answer is final and
+//      writes nothing: a duplicate, a receipt-evicted duplicate, a key conflict, a fenced epoch
+//      (stale or closed by claim), a closed stream, a content-type mismatch, not found, a digest
+//      mismatch. Once the state it was read from committed, such an answer stays true forever,
+//      so no lock (and no transaction id) is needed.
+//   2. Everything else (anything that may apply, a new or forgotten producer, out-of-order
+//      answers) is decided in pass 2: the stream's queen.log_partitions row is locked FOR NO
+//      KEY UPDATE first, then stream, tail and producer row are read again with a snapshot
+//      taken after the lock (READ COMMITTED: a waiter sees what the previous holder
+//      committed). The lock is held until the transaction ends, so data (push_locked, which
+//      finds the lock already held) and producer state are decided and written under one lock
+//      and commit together or not at all.
+//   3. One call locks one partition only. A caller appending to several streams in one
+//      transaction calls in ascending partition id (queen.stream_head) order, queen's one
+//      global lock order. In REPEATABLE READ / SERIALIZABLE, locking a row a concurrent append
+//      changed fails with 40001, as for every push.
+//
+// Only plain structs live across PostgreSQL calls (src/pg/glue.h).
+#include <cmath>
+
+#include "core/blake3.h"
+#include "core/producer_state.h"
+#include "pg/producer_glue.h"
+
+extern "C" {
+#include "access/xact.h"
+#include "commands/async.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
+PG_FUNCTION_INFO_V1(queen_stream_append_v1);
+}
+
+namespace queen_pg {
+
+static SPIPlanPtr plan_find, plan_lock, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
+    plan_stream_update, plan_claim, plan_next;
+
+static const int64 kForgetUsecs = queen::kProducerForgetIdleSeconds * USECS_PER_SEC;
+
+// The stream, its tail and one producer's row, as read by one statement.
+struct StreamRead {
+    int64 pid;
+    char* media_type;  // lower-cased media type of the stream's content type
+    bool has_ttl;
+    int64 ttl_seconds;
+    bool has_expires;
+    TimestampTz expires_at;
+    bool closed;
+    int64 epoch_floor;
+    bool has_last_seq;
+    text* last_stream_seq;
+    TimestampTz touched_at;
+    int64 last_offset;
+    bool row_exists;  // the producer has a row (maybe idle for 7 days)
+    queen::ProducerState ps;
+    int64 newest_start;
+    int64 newest_next;
+    bool newest_closed;
+    TimestampTz last_seen;
+};
+
+// The answer row; a false has_* leaves the column NULL.
+struct AppendAnswer {
+    const char* status;
+    bool has_so, has_no, has_closed, has_pe, has_ps, has_es, has_rs, has_ce, has_cs;
+    int64 so, no, pe, ps, es, rs, ce, cs;
+    bool closed;
+};
+
+// The comparable part of a content type: the media type before ';', trimmed, ASCII lower case
+// (as queen.stream_media_type does for the ASCII tokens content types are made of).
+static char* media_type(const char* ct, Size len) {
+    Size start = 0, end = 0;
+    while (end < len && ct[end] != ';') end++;
+    while (start < end && (ct[start] == ' ' || ct[start] == '\t')) start++;
+    while (end > start && (ct[end - 1] == ' ' || ct[end - 1] == '\t')) end--;
+    char* out = static_cast<char*>(palloc(end - start + 1));
+    for (Size i = start; i < end; i++) out[i - start] = pg_ascii_tolower(ct[i]);
+    out[end - start] = '\0';
+    return out;
+}
+
+// A 20-digit stream offset.
+static Datum offset_text(int64 v) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%020lld", (long long)v);
+    return CStringGetTextDatum(buf);
+}
+
+// Run a prepared plan; error on anything but the expected result code.
+static void run(SPIPlanPtr plan, Datum* args, const char* nulls, int expect, const char* what) {
+    int rc = SPI_execute_plan(plan, args, nulls, false, 0);
+    if (rc != expect) elog(ERROR, "queen: stream_append: %s failed: %d", what, rc);
+}
+
+// The partition id of a stream by name, or -1.
+static int64 find_stream(text* name) {
+    Oid t[1] = {TEXTOID};
+    Datum a[1] = {PointerGetDatum(name)};
+    run(spi_plan(&plan_find, "SELECT s.partition_id FROM queen.streams s WHERE s.name = $1", 1, t),
+        a, nullptr, SPI_OK_SELECT, "lookup");
+    if (SPI_processed == 0) return -1;
+    bool isnull;
+    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+// Lock the stream's partition row (see the protocol above).
+static void lock_partition(int64 pid) {
+    Oid t[1] = {INT8OID};
+    Datum a[1] = {Int64GetDatum(pid)};
+    run(spi_plan(&plan_lock,
+                 "SELECT 1 FROM queen.log_partitions lp WHERE lp.id = $1 FOR NO KEY UPDATE", 1, t),
+        a, nullptr, SPI_OK_SELECT, "lock");
+}
+
+// Copy a 32-byte digest column.
+static void digest_col(HeapTuple tup, TupleDesc desc, int col, uint8 out[queen::kBlake3Bytes]) {
+    bool isnull;
+    Datum d = SPI_getbinval(tup, desc, col, &isnull);
+    memset(out, 0, queen::kBlake3Bytes);
+    if (isnull) return;
+    bytea* b = DatumGetByteaPP(d);
+    if (VARSIZE_ANY_EXHDR(b) == queen::kBlake3Bytes)
+        memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
+}
+
+// Read the stream, its tail and the producer's row in one snapshot. False when gone.
+static bool read_stream(int64 pid, text* producer_id, StreamRead* r) {
+    Oid t[2] = {INT8OID, TEXTOID};
+    Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(producer_id)};
+    char nulls[3] = {' ', producer_id ? ' ' : 'n', '\0'};
+    run(spi_plan(&plan_read,
+                 "SELECT s.content_type, s.ttl_seconds, s.expires_at, s.closed, s.epoch_floor,"
+                 "       s.last_stream_seq, s.touched_at, lp.last_offset,"
+                 "       sp.producer_id IS NOT NULL, sp.epoch, sp.seq, sp.newest_digest,"
+                 "       sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,"
+                 "       sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen"
+                 "  FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id"
+                 "  LEFT JOIN queen.stream_producers sp"
+                 "         ON sp.partition_id = s.partition_id AND sp.producer_id = $2"
+                 " WHERE s.partition_id = $1",
+                 2, t),
+        a, nulls, SPI_OK_SELECT, "read");
+    if (SPI_processed == 0) return false;
+    HeapTuple tup = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool n;
+    r->pid = pid;
+    text* ct = DatumGetTextPP(SPI_getbinval(tup, desc, 1, &n));
+    r->media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
+    Datum d = SPI_getbinval(tup, desc, 2, &n);
+    r->has_ttl = !n;
+    r->ttl_seconds = n ? 0 : DatumGetInt64(d);
+    d = SPI_getbinval(tup, desc, 3, &n);
+    r->has_expires = !n;
+    r->expires_at = n ? 0 : DatumGetTimestampTz(d);
+    r->closed = DatumGetBool(SPI_getbinval(tup, desc, 4, &n));
+    r->epoch_floor = DatumGetInt64(SPI_getbinval(tup, desc, 5, &n));
+    d = SPI_getbinval(tup, desc, 6, &n);
+    r->has_last_seq = !n;
+    r->last_stream_seq = n ? nullptr : DatumGetTextPP(d);
+    r->touched_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 7, &n));
+    r->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 8, &n));
+    r->row_exists = DatumGetBool(SPI_getbinval(tup, desc, 9, &n));
+    r->ps = queen::ProducerState{};
+    if (r->row_exists) {
+        r->ps.known = true;
+        r->ps.epoch = (uint64)DatumGetInt64(SPI_getbinval(tup, desc, 10, &n));
+        r->ps.seq = (uint64)DatumGetInt64(SPI_getbinval(tup, desc, 11, &n));
+        digest_col(tup, desc, 12, r->ps.newest_digest);
+        r->newest_start = DatumGetInt64(SPI_getbinval(tup, desc, 13, &n));
+        r->newest_next = DatumGetInt64(SPI_getbinval(tup, desc, 14, &n));
+        r->newest_closed = DatumGetBool(SPI_getbinval(tup, desc, 15, &n));
+        digest_col(tup, desc, 16, r->ps.claim_digest);
+        bool n1, n2;
+        Datum ce = SPI_getbinval(tup, desc, 17, &n1);
+        Datum cs = SPI_getbinval(tup, desc, 18, &n2);
+        r->ps.claim_closed = !n1 && !n2;
+        r->ps.closed_epoch = n1 ? 0 : (uint64)DatumGetInt64(ce);
+        r->ps.closed_seq = n2 ? 0 : (uint64)DatumGetInt64(cs);
+        r->last_seen = DatumGetTimestampTz(SPI_getbinval(tup, desc, 19, &n));
+    }
+    return true;
+}
+
+// True when the stream counts as gone at `now` (TTL ran out, expiry passed).
+static bool expired(const StreamRead* r, TimestampTz now) {
+    if (r->has_expires && now >= r->expires_at) return true;
+    return r->has_ttl && now >= r->touched_at + r->ttl_seconds * USECS_PER_SEC;
+}
+
+// Raise the stream's epoch floor to `epoch` when it is higher.
+static void raise_floor(StreamRead* r, int64 epoch) {
+    if (epoch <= r->epoch_floor) return;
+    Oid t[2] = {INT8OID, INT8OID};
+    Datum a[2] = {Int64GetDatum(r->pid), Int64GetDatum(epoch)};
+    run(spi_plan(&plan_floor, "UPDATE queen.streams SET epoch_floor = $2 WHERE partition_id = $1",
+                 2, t),
+        a, nullptr, SPI_OK_UPDATE, "floor");
+    r->epoch_floor = epoch;
+}
+
+// The single bigint of a one-row result, or -1 when NULL.
+static int64 single_int8_or_minus1() {
+    bool isnull;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    return isnull ? -1 : DatumGetInt64(d);
+}
+
+// Forget producers idle for 7 days; the floor rises to their epochs.
+static void sweep_idle(StreamRead* r, TimestampTz now) {
+    Oid t[2] = {INT8OID, TIMESTAMPTZOID};
+    Datum a[2] = {Int64GetDatum(r->pid), TimestampTzGetDatum(now - kForgetUsecs)};
+    run(spi_plan(&plan_sweep,
+                 "WITH gone AS (DELETE FROM queen.stream_producers sp"
+                 "  WHERE sp.partition_id = $1 AND sp.last_seen <= $2 RETURNING sp.epoch)"
+                 " SELECT max(g.epoch) FROM gone g",
+                 2, t),
+        a, nullptr, SPI_OK_SELECT, "sweep");
+    raise_floor(r, single_int8_or_minus1());
+}
+
+// How many producers the stream remembers and how long the least recently seen one idled.
+static void count_producers(int64 pid, TimestampTz now, int64* count, int64* oldest_idle) {
+    Oid t[1] = {INT8OID};
+    Datum a[1] = {Int64GetDatum(pid)};
+    run(spi_plan(&plan_count,
+                 "SELECT count(*), min(sp.last_seen) FROM queen.stream_producers sp"
+                 " WHERE sp.partition_id = $1",
+                 1, t),
+        a, nullptr, SPI_OK_SELECT, "count");
+    bool isnull;
+    *count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+    // whole seconds, rounded down (as floor(extract(epoch from now - oldest)))
+    *oldest_idle =
+        isnull ? -1 : (int64)std::floor((double)(now - DatumGetTimestampTz(d)) / USECS_PER_SEC);
+}
+
+// Forget the least recently seen producer (the decision found it idle for an hour).
+static void evict_oldest(StreamRead* r) {
+    Oid t[1] = {INT8OID};
+    Datum a[1] = {Int64GetDatum(r->pid)};
+    run(spi_plan(&plan_evict,
+                 "WITH victim AS (SELECT sp.producer_id FROM queen.stream_producers sp"
+                 "   WHERE sp.partition_id = $1 ORDER BY sp.last_seen, sp.producer_id LIMIT 1),"
+                 " gone AS (DELETE FROM queen.stream_producers sp USING victim"
+                 "   WHERE sp.partition_id = $1 AND sp.producer_id = victim.producer_id"
+                 "   RETURNING sp.epoch)"
+                 " SELECT max(g.epoch) FROM gone g",
+                 1, t),
+        a, nullptr, SPI_OK_SELECT, "evict");
+    raise_floor(r, single_int8_or_minus1());
+}
+
+// A bytea of a digest.
+static Datum digest_datum(const uint8 d[queen::kBlake3Bytes]) {
+    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + queen::kBlake3Bytes));
+    SET_VARSIZE(b, VARHDRSZ + queen::kBlake3Bytes);
+    memcpy(VARDATA(b), d, queen::kBlake3Bytes);
+    return PointerGetDatum(b);
+}
+
+// Fill the producer columns of the answer from a decision (NULL where the answer has none).
+static void producer_columns(const queen::ProducerDecision& d, bool known, AppendAnswer* a) {
+    using O = queen::ProducerOutcome;
+    O o = d.outcome;
+    a->has_pe = o != O::ProducerLimit;
+    a->pe = (int64)d.answer_epoch;
+    a->has_ps = a->has_pe && o != O::ProducerExpired && o != O::StaleEpoch && o != O::EpochClosed &&
+                o != O::UnclaimedEpoch && !(o == O::OutOfOrder && !known);
+    a->ps = (int64)d.answer_seq;
+    a->has_es = a->has_rs = o == O::OutOfOrder || o == O::UnclaimedEpoch;
+    a->es = (int64)d.expected_seq;
+    a->rs = (int64)d.received_seq;
+    a->has_ce = a->has_cs = d.has_closed;
+    a->ce = (int64)d.closed_epoch;
+    a->cs = (int64)d.closed_seq;
+}
+
+// Clear the producer columns (answers about the stream, not the producer).
+static void clear_producer_columns(AppendAnswer* a) {
+    a->has_pe = a->has_ps = a->has_es = a->has_rs = a->has_ce = a->has_cs = false;
+}
+
+// Bytewise comparison of two texts (COLLATE "C").
+static int text_cmp_c(text* x, text* y) {
+    Size lx = VARSIZE_ANY_EXHDR(x), ly = VARSIZE_ANY_EXHDR(y);
+    int c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+    if (c != 0) return c;
+    return lx < ly ? -1 : (lx > ly ? 1 : 0);
+}
+
+// The request, validated.
+struct AppendRequest {
+    text* name;
+    char* name_cstr;
+    Datum* msgs;
+    int n;
+    bool has_ct;
+    char* media_type;
+    bool has_prod;
+    text* producer_id;
+    queen::ProducerRequest pr;
+    bool close;
+    text* stream_seq;
+    uint8 body[queen::kBlake3Bytes];
+    TimestampTz now;
+};
+
+// Decide and (pass 2) write. Returns the answer in *a.
+static void append(const AppendRequest* q, AppendAnswer* a) {
+    for (int pass = q->has_prod ? 1 : 2; pass <= 2; pass++) {
+        bool locked = pass == 2;
+        memset(a, 0, sizeof *a);
+        int64 pid = find_stream(q->name);
+        if (pid >= 0 && locked) lock_partition(pid);
+        StreamRead r;
+        if (pid < 0 || !read_stream(pid, q->has_prod ? q->producer_id : nullptr, &r) ||
+            expired(&r, q->now)) {
+            a->status = "not_found";
+            return;
+        }
+        if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
+            a->status = "digest_mismatch";
+            return;
+        }
+
+        queen::ProducerDecision d;
+        bool known = false;
+        if (q->has_prod) {
+            known = r.row_exists && r.last_seen > q->now - kForgetUsecs;
+            queen::StreamProducerContext ctx;
+            if (!known) {
+                if (!locked) continue;  // a new or forgotten producer: under the lock
+                // Only a new producer's answer depends on other producers (floor, count).
+                sweep_idle(&r, q->now);
+                count_producers(pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
+            }
+            ctx.epoch_floor = (uint64)r.epoch_floor;
+            queen::ProducerState s = known ? r.ps : queen::ProducerState{};
+            d = queen::decide_producer(s, q->pr, ctx);
+            producer_columns(d, known, a);
+        }
+        using O = queen::ProducerOutcome;
+        bool repeat =
+            q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
+                            d.outcome == O::KeyConflict);
+        if (r.closed && !repeat) {  // only a repeat of an applied write is answered as such
+            clear_producer_columns(a);
+            a->status =
+                (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
+            a->has_no = true;
+            a->no = r.last_offset + 1;
+            a->has_closed = a->closed = true;
+            return;
+        }
+        if (!r.closed && q->has_ct && strcmp(q->media_type, r.media_type) != 0) {
+            clear_producer_columns(a);
+            a->status = "content_type_mismatch";
+            return;
+        }
+        if (q->has_prod && d.outcome != O::Apply) {
+            bool final_answer = repeat || d.outcome == O::StaleEpoch || d.outcome == O::EpochClosed;
+            if (!locked && !final_answer) continue;  // not final: decide again under the lock
+            a->status = queen::producer_outcome_name(d.outcome);
+            if (d.outcome == O::Duplicate) {
+                a->has_so = a->has_no = a->has_closed = true;
+                a->so = r.newest_start;
+                a->no = r.newest_next;
+                a->closed = r.newest_closed || r.closed;
+            } else if (d.outcome == O::DuplicateEvicted) {
+                a->has_closed = true;
+                a->closed = r.closed;
+            }
+            return;
+        }
+        if (!locked) continue;  // it would apply: only under the lock
+
+        if (q->stream_seq != nullptr && r.has_last_seq &&
+            text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
+            a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
+            a->status = "stream_seq_conflict";
+            a->has_no = true;
+            a->no = r.last_offset + 1;
+            return;
+        }
+        if (q->n > 0 && strcmp(r.media_type, "application/json") == 0 &&
+            stream_json_invalid_index(q->msgs, q->n) >= 0) {
+            a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
+            a->status = "invalid_json";
+            return;
+        }
+
+        // write: data, stream row, producer state, in this transaction under the lock
+        if (q->has_prod && d.evict_oldest) evict_oldest(&r);
+        int64 start, next;
+        if (q->n > 0) {
+            int64 base, end;
+            stream_write_messages(pid, q->msgs, q->n, &base, &end);
+            start = base;
+            next = end + 1;
+        } else {
+            start = next = r.last_offset + 1;
+        }
+        if (q->close || q->stream_seq != nullptr || r.has_ttl) {
+            Oid t[7] = {INT8OID, BOOLOID, TEXTOID, INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+            Datum v[7] = {Int64GetDatum(pid),
+                          BoolGetDatum(q->close),
+                          PointerGetDatum(q->producer_id),
+                          Int64GetDatum((int64)q->pr.epoch),
+                          Int64GetDatum((int64)q->pr.seq),
+                          PointerGetDatum(q->stream_seq),
+                          TimestampTzGetDatum(q->now)};
+            char nulls[8] = {' ',
+                             ' ',
+                             q->has_prod ? ' ' : 'n',
+                             q->has_prod ? ' ' : 'n',
+                             q->has_prod ? ' ' : 'n',
+                             q->stream_seq ? ' ' : 'n',
+                             ' ',
+                             '\0'};
+            run(spi_plan(
+                    &plan_stream_update,
+                    "UPDATE queen.streams s SET closed = s.closed OR $2,"
+                    "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
+                    "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
+                    "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
+                    "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
+                    " WHERE s.partition_id = $1",
+                    7, t),
+                v, nulls, SPI_OK_UPDATE, "stream update");
+        }
+        if (q->has_prod) {
+            if (d.claim) {
+                Oid t[10] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID,
+                             INT8OID, BOOLOID, INT8OID, INT8OID,  TIMESTAMPTZOID};
+                Datum v[10] = {Int64GetDatum(pid),
+                               PointerGetDatum(q->producer_id),
+                               Int64GetDatum((int64)q->pr.epoch),
+                               digest_datum(q->body),
+                               Int64GetDatum(start),
+                               Int64GetDatum(next),
+                               BoolGetDatum(q->close),
+                               Int64GetDatum((int64)d.closed_epoch),
+                               Int64GetDatum((int64)d.closed_seq),
+                               TimestampTzGetDatum(q->now)};
+                char nulls[11] = {' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  ' ',
+                                  d.has_closed ? ' ' : 'n',
+                                  d.has_closed ? ' ' : 'n',
+                                  ' ',
+                                  '\0'};
+                run(spi_plan(
+                        &plan_claim,
+                        "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
+                        "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
+                        "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
+                        " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
+                        " ON CONFLICT (partition_id, producer_id) DO UPDATE"
+                        " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = "
+                        "EXCLUDED.newest_digest,"
+                        "  newest_start = EXCLUDED.newest_start, newest_next = "
+                        "EXCLUDED.newest_next,"
+                        "  newest_closed = EXCLUDED.newest_closed, claim_digest = "
+                        "EXCLUDED.claim_digest,"
+                        "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
+                        "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = "
+                        "EXCLUDED.last_seen",
+                        10, t),
+                    v, nulls, SPI_OK_INSERT, "claim");
+            } else {
+                Oid t[7] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID, INT8OID, BOOLOID};
+                Datum v[8] = {Int64GetDatum(pid),
+                              PointerGetDatum(q->producer_id),
+                              Int64GetDatum((int64)q->pr.seq),
+                              digest_datum(q->body),
+                              Int64GetDatum(start),
+                              Int64GetDatum(next),
+                              BoolGetDatum(q->close),
+                              TimestampTzGetDatum(q->now)};
+                Oid t8[8] = {t[0], t[1], t[2], t[3], t[4], t[5], t[6], TIMESTAMPTZOID};
+                run(spi_plan(
+                        &plan_next,
+                        "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
+                        "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
+                        " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
+                        8, t8),
+                    v, nullptr, SPI_OK_UPDATE, "producer update");
+            }
+        }
+        Async_Notify("queen_streams", q->name_cstr);
+        a->status = "applied";
+        a->has_so = a->has_no = a->has_closed = true;
+        a->so = start;
+        a->no = next;
+        a->closed = q->close;
+        return;
+    }
+    elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 always answers
+}
+
+}  // namespace queen_pg
+
+using namespace queen_pg;
+
+// queen.stream_append(name, messages, content_type, producer_id, producer_epoch, producer_seq,
+//   digest, incarnation, close, stream_seq, body, now): one typed answer row.
+extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
+    AppendRequest q{};
+    // 1. malformed parameters: 22023 (the sidecar validates headers before calling)
+    if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
+        QUEEN_BAD_INPUT("stream name must be a non-empty string");
+    q.name = PG_GETARG_TEXT_PP(0);
+    if (VARSIZE_ANY_EXHDR(q.name) > 1024) QUEEN_BAD_INPUT("stream name is longer than 1024 bytes");
+    q.name_cstr = text_to_cstring(q.name);
+    q.has_prod = !PG_ARGISNULL(3) || !PG_ARGISNULL(4) || !PG_ARGISNULL(5);
+    if (q.has_prod) {
+        if (PG_ARGISNULL(3) || PG_ARGISNULL(4) || PG_ARGISNULL(5))
+            QUEEN_BAD_INPUT("Producer-Id, Producer-Epoch and Producer-Seq go together");
+        q.producer_id = PG_GETARG_TEXT_PP(3);
+        Size idlen = VARSIZE_ANY_EXHDR(q.producer_id);
+        if (idlen == 0 || idlen > queen::kProducerIdMaxBytes)
+            QUEEN_BAD_INPUT("Producer-Id must be 1 to 256 bytes");
+        int64 e = PG_GETARG_INT64(4), s = PG_GETARG_INT64(5);
+        if (e < 0 || s < 0 || (uint64)e > queen::kProducerNumberMax ||
+            (uint64)s > queen::kProducerNumberMax)
+            QUEEN_BAD_INPUT(
+                "Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991");
+        q.pr.epoch = (uint64)e;
+        q.pr.seq = (uint64)s;
+        q.pr.incarnation = !PG_ARGISNULL(7);
+    }
+    if (!PG_ARGISNULL(6)) {
+        text* dg = PG_GETARG_TEXT_PP(6);
+        if (!queen::blake3_from_hex(std::string_view(VARDATA_ANY(dg), VARSIZE_ANY_EXHDR(dg)),
+                                    q.pr.digest))
+            QUEEN_BAD_INPUT("Producer-Digest must be 64 lowercase hex digits");
+        q.pr.has_digest = true;
+    }
+    if (!PG_ARGISNULL(9)) {
+        q.stream_seq = PG_GETARG_TEXT_PP(9);
+        if (VARSIZE_ANY_EXHDR(q.stream_seq) == 0) QUEEN_BAD_INPUT("Stream-Seq must not be empty");
+    }
+    q.close = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
+    if (!PG_ARGISNULL(1)) {
+        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(1);
+        if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("messages must be a one-dimensional array");
+        int16 typlen;
+        bool byval;
+        char align;
+        bool* nulls;
+        get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
+        deconstruct_array(arr, BYTEAOID, typlen, byval, align, &q.msgs, &nulls, &q.n);
+        if (q.n == 0 && !q.close)
+            QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+        for (int i = 0; i < q.n; i++)
+            if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
+    } else if (!q.close) {
+        QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+    }
+    if (!PG_ARGISNULL(2)) {
+        text* ct = PG_GETARG_TEXT_PP(2);
+        q.has_ct = true;
+        q.media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
+    }
+    if (q.has_prod || q.pr.has_digest) {
+        queen::Blake3 h;  // plain data, noexcept
+        if (!PG_ARGISNULL(10)) {
+            bytea* body = PG_GETARG_BYTEA_PP(10);
+            h.update(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
+        } else {
+            for (int i = 0; i < q.n; i++) {
+                bytea* m = DatumGetByteaPP(q.msgs[i]);
+                h.update(VARDATA_ANY(m), VARSIZE_ANY_EXHDR(m));
+            }
+        }
+        h.finalize(q.body);
+    }
+    q.now = PG_ARGISNULL(11) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(11);
+
+    // 2. decide (and write), 3. answer
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+    AppendAnswer a;
+    append(&q, &a);
+    Datum v[10];
+    bool nulls[10];
+    v[0] = CStringGetTextDatum(a.status);
+    nulls[0] = false;
+    v[1] = a.has_so ? offset_text(a.so) : (Datum)0;
+    nulls[1] = !a.has_so;
+    v[2] = a.has_no ? offset_text(a.no) : (Datum)0;
+    nulls[2] = !a.has_no;
+    v[3] = BoolGetDatum(a.closed);
+    nulls[3] = !a.has_closed;
+    v[4] = Int64GetDatum(a.pe);
+    nulls[4] = !a.has_pe;
+    v[5] = Int64GetDatum(a.ps);
+    nulls[5] = !a.has_ps;
+    v[6] = Int64GetDatum(a.es);
+    nulls[6] = !a.has_es;
+    v[7] = Int64GetDatum(a.rs);
+    nulls[7] = !a.has_rs;
+    v[8] = Int64GetDatum(a.ce);
+    nulls[8] = !a.has_ce;
+    v[9] = Int64GetDatum(a.cs);
+    nulls[9] = !a.has_cs;
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+    SPI_finish();
+    return (Datum)0;
+}

@@ -181,6 +181,31 @@ HttpResponse append_response(const AppendArgs& a, const AppendAnswer& x) {
     return error(500, "INTERNAL", "unknown answer from the extension");
 }
 
+// 404, or 410 when the name is held by its forks (one more query, only on this path).
+HttpResponse missing(StreamsBackend& b, const std::string& name, bool empty_body = false) {
+    bool g = false;
+    Status s = b.gone(name, &g);
+    if (!s.is_ok()) return backend_error(s);
+    if (empty_body) return empty(g ? 410 : 404);
+    return g ? error(410, "GONE", "the stream was deleted; its forks still hold the name")
+             : error(404, "NOT_FOUND", "no such stream");
+}
+
+// A fork offset: the 20-digit offsets of this server, or the all-zero offset in the
+// reference server's form ("0000000000000000_0000000000000000"), which clients hard-code.
+bool parse_fork_offset(const std::string& v, std::string* out) {
+    if (v.size() == 20 && valid_read_offset(v)) {
+        *out = v;
+        return true;
+    }
+    std::size_t us = v.find('_');
+    if (us == std::string::npos || us == 0 || us + 1 == v.size()) return false;
+    for (std::size_t i = 0; i < v.size(); i++)
+        if (i != us && v[i] != '0') return false;
+    *out = std::string(20, '0');
+    return true;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -354,13 +379,42 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
     if (has_any_producer_header(h))
         return reply(error(400, "PRODUCER_ON_CREATE",
                            "a create takes no producer headers: create, then claim an epoch"));
-    if (find_header(h, "stream-forked-from") || find_header(h, "stream-fork-offset") ||
-        find_header(h, "stream-fork-sub-offset"))
-        return reply(error(501, "FORK_UNSUPPORTED", "forks are not supported"));
     CreateArgs a;
     a.name = name;
+    const std::string* from = find_header(h, "stream-forked-from");
+    const std::string* fork_off = find_header(h, "stream-fork-offset");
+    const std::string* sub = find_header(h, "stream-fork-sub-offset");
+    if (from) {
+        std::string src = *from, decoded;
+        const std::string pfx = "/v1/stream/";
+        if (src.rfind(pfx, 0) == 0) src = src.substr(pfx.size());
+        if (src.empty() || !url_decode(src, &decoded) || decoded.empty() ||
+            decoded.size() > kMaxStreamNameBytes)
+            return reply(error(400, "BAD_FORK", "Stream-Forked-From must name a stream"));
+        a.source = decoded;
+    }
+    if (fork_off) {
+        std::string o;
+        if (!from) return reply(error(400, "BAD_FORK", "Stream-Fork-Offset needs Stream-Forked-From"));
+        if (!parse_fork_offset(*fork_off, &o))
+            return reply(error(400, "BAD_FORK", "Stream-Fork-Offset is not an offset"));
+        a.fork_offset = o;
+    }
+    if (sub) {
+        int64_t v;
+        if (!from)
+            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset needs Stream-Forked-From"));
+        if (!parse_ttl(*sub, &v))
+            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset must be a decimal integer"));
+        if (v > 0 && !fork_off)
+            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset needs Stream-Fork-Offset"));
+        a.sub_offset = v;
+    }
     const std::string* ct = find_header(h, "content-type");
-    a.content_type = ct && looks_like_content_type(*ct) ? *ct : "application/octet-stream";
+    if (ct && looks_like_content_type(*ct))
+        a.content_type = *ct;
+    else if (!from)
+        a.content_type = "application/octet-stream";
     const std::string* ttl = find_header(h, "stream-ttl");
     const std::string* exp = find_header(h, "stream-expires-at");
     if (ttl && exp)
@@ -380,7 +434,8 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
     const std::string* closed = find_header(h, "stream-closed");
     a.closed = closed && *closed == "true";
     if (!req.body.empty()) {
-        if (is_json_type(a.content_type)) {
+        if (a.content_type ? is_json_type(*a.content_type)
+                           : from && ct && is_json_type(*ct)) {
             std::string e = split_json(req.body, true, &a.messages);
             if (!e.empty()) return reply(error(400, "BAD_JSON", e));
         } else {
@@ -398,6 +453,20 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         if (x.status == "conflict")
             return reply(error(409, "STREAM_EXISTS",
                                "the stream exists with another configuration"));
+        if (x.status == "gone")
+            return reply(error(409, "GONE", "the name is held by forks of a deleted stream"));
+        if (x.status == "source_not_found")
+            return reply(error(404, "SOURCE_NOT_FOUND", "the fork's source does not exist"));
+        if (x.status == "source_gone")
+            return reply(error(409, "SOURCE_GONE", "the fork's source was deleted"));
+        if (x.status == "content_type_mismatch")
+            return reply(error(409, "CONTENT_TYPE_MISMATCH", "Content-Type differs from the source's"));
+        if (x.status == "bad_offset")
+            return reply(error(400, "BAD_FORK", "the fork offset is beyond the source's tail"));
+        if (x.status == "bad_sub_offset")
+            return reply(error(400, "BAD_FORK", "the fork sub-offset is beyond the data there"));
+        if (x.status != "created" && x.status != "exists")
+            return reply(error(500, "INTERNAL", "unknown answer from the extension"));
         HttpResponse r = empty(x.status == "created" ? 201 : 200);
         r.headers.emplace_back("Content-Type", x.content_type);
         r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
@@ -464,8 +533,13 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     AppendArgs shape;  // what append_response needs of the request
     shape.producer = a.producer;
     if (!a.messages.empty()) shape.messages.emplace_back();
-    engine_.append(std::move(a), [reply = std::move(reply), shape](Status s, AppendAnswer x) {
+    Engine* eng = &engine_;
+    std::string nm = name;
+    engine_.append(std::move(a), [reply = std::move(reply), shape, eng, nm](Status s,
+                                                                             AppendAnswer x) {
         if (!s.is_ok()) return reply(backend_error(s));
+        if (x.status == "not_found")
+            return eng->on_reader([reply, nm](StreamsBackend& b) { reply(missing(b, nm)); });
         reply(append_response(shape, x));
     });
 }
@@ -476,10 +550,7 @@ void StreamsApi::head(const std::string& name, Reply reply) {
         HeadAnswer x;
         Status s = b.head(name, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") {
-            HttpResponse r = empty(404);
-            return reply(std::move(r));
-        }
+        if (x.status != "ok") return reply(missing(b, name, true));
         HttpResponse r = empty(200);
         r.headers.emplace_back("Content-Type", x.content_type);
         r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
@@ -499,6 +570,8 @@ void StreamsApi::remove(const std::string& name, Reply reply) {
         std::string st;
         Status s = b.remove(name, &st);
         if (!s.is_ok()) return reply(backend_error(s));
+        if (st == "gone")
+            return reply(error(410, "GONE", "the stream was deleted; its forks still hold the name"));
         if (st != "deleted") return reply(error(404, "NOT_FOUND", "no such stream"));
         w->notify(name);
         reply(empty(204));
@@ -570,7 +643,7 @@ void StreamsApi::get(const std::string& name, const std::string& query, HttpRequ
             HeadAnswer x;
             Status s = b.head(name, &x);
             if (!s.is_ok()) return reply(backend_error(s));
-            if (x.status != "ok") return reply(error(404, "NOT_FOUND", "no such stream"));
+            if (x.status != "ok") return reply(missing(b, name));
             const bool text = is_sse_text_type(x.content_type);
             auto body = std::make_shared<SseBody>(*self, name, offset == "now" ? x.next_offset : offset,
                                                   cursor, has_cursor, !text,
@@ -595,7 +668,7 @@ void StreamsApi::get(const std::string& name, const std::string& query, HttpRequ
         ReadAnswer x;
         Status s = b.read(name, offset, max_m, max_b, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") return reply(error(404, "NOT_FOUND", "no such stream"));
+        if (x.status != "ok") return reply(missing(b, name));
         if (offset == "now") {
             HttpResponse r = empty(200);
             r.headers.emplace_back("Content-Type", x.content_type);
@@ -621,7 +694,7 @@ void StreamsApi::long_poll(std::string name, std::string offset, std::string cur
         Status s = b.read(name, offset, self->limits_.read_max_messages,
                           self->limits_.read_max_bytes, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") return reply(error(404, "NOT_FOUND", "no such stream"));
+        if (x.status != "ok") return reply(missing(b, name));
         std::string cur = response_cursor(has_cursor ? &cursor : nullptr, wall_ms());
         if (!x.messages.empty())
             return reply(data_response(name, offset, x, nullptr, &cur));

@@ -13,14 +13,19 @@
 namespace queen::sidecar::streams {
 
 struct CreateArgs {
-    std::string name, content_type;
+    std::string name;
+    std::optional<std::string> content_type;  // absent: the source's (forks) or the default
     std::optional<int64_t> ttl_seconds;
     std::optional<std::string> expires_at;  // ISO 8601 text
     bool closed = false;
     std::vector<std::string> messages;  // initial data
+    std::optional<std::string> source, fork_offset;  // a fork (30_stream_forks.sql)
+    std::optional<int64_t> sub_offset;
 };
 struct CreateAnswer {
-    std::string status;  // created | exists | conflict
+    // created | exists | conflict | gone | source_not_found | source_gone |
+    // content_type_mismatch | bad_offset | bad_sub_offset
+    std::string status;
     std::string next_offset, content_type;
     bool closed = false;
 };
@@ -72,8 +77,10 @@ public:
     virtual Status read(const std::string& name, const std::string& offset, int64_t max_messages,
                         int64_t max_bytes, ReadAnswer* out) = 0;
     virtual Status head(const std::string& name, HeadAnswer* out) = 0;
-    // deleted | not_found
+    // deleted | not_found | gone
     virtual Status remove(const std::string& name, std::string* status) = 0;
+    // True when the name is held by its forks (410 instead of 404).
+    virtual Status gone(const std::string& name, bool* out) = 0;
 };
 
 }  // namespace queen::sidecar::streams

@@ -12,8 +12,9 @@ namespace {
 
 const char* const kSql[] = {
     // kCreate
-    "SELECT status, next_offset, content_type, closed FROM queen.stream_create("
-    "$1::text, $2::text, $3::int8, $4::timestamptz, $5::bool, $6::bytea[])",
+    "SELECT status, coalesce(next_offset, ''), coalesce(content_type, ''), coalesce(closed, false)"
+    " FROM queen.stream_create_or_fork($1::text, $2::text, $3::int8, $4::timestamptz, $5::bool,"
+    " $6::bytea[], $7::text, $8::text, $9::int8)",
     // kAppend
     "SELECT status, stream_offset, next_offset, coalesce(stream_closed, false), producer_epoch,"
     " producer_seq, expected_seq, received_seq, closed_epoch, closed_seq"
@@ -29,7 +30,9 @@ const char* const kSql[] = {
     " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
     " FROM queen.stream_head($1::text)",
     // kDelete
-    "SELECT queen.stream_delete($1::text)",
+    "SELECT queen.stream_delete_or_gone($1::text)",
+    // kGone
+    "SELECT queen.stream_gone($1::text)",
 };
 
 constexpr uint32_t kByteaOid = 17;
@@ -176,7 +179,7 @@ Status StreamsPgBackend::exec(Stmt st, int n, const char* const* values, const i
     Status c = ensure_connected();
     if (!c.is_ok()) return c;
     static const char* const names[] = {"qs_create", "qs_append", "qs_read", "qs_head",
-                                        "qs_delete"};
+                                        "qs_delete", "qs_gone"};
     if (!prepared_[st]) {
         PGresult* p = PQprepare(conn_, names[st], kSql[st], 0, nullptr);
         if (PQresultStatus(p) != PGRES_COMMAND_OK) {
@@ -211,14 +214,21 @@ Status StreamsPgBackend::simple(const char* sql) {
 
 Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     std::string ttl = a.ttl_seconds ? std::to_string(*a.ttl_seconds) : "";
+    std::string sub = a.sub_offset ? std::to_string(*a.sub_offset) : "";
     std::string msgs = bytea_array(a.messages);
-    const char* v[6] = {a.name.c_str(), a.content_type.c_str(),
-                        a.ttl_seconds ? ttl.c_str() : nullptr, opt(a.expires_at),
-                        a.closed ? "true" : "false", a.messages.empty() ? nullptr : msgs.data()};
-    int len[6] = {0, 0, 0, 0, 0, static_cast<int>(msgs.size())};
-    int fmt[6] = {0, 0, 0, 0, 0, 1};
+    const char* v[9] = {a.name.c_str(),
+                        opt(a.content_type),
+                        a.ttl_seconds ? ttl.c_str() : nullptr,
+                        opt(a.expires_at),
+                        a.closed ? "true" : "false",
+                        a.messages.empty() ? nullptr : msgs.data(),
+                        opt(a.source),
+                        opt(a.fork_offset),
+                        a.sub_offset ? sub.c_str() : nullptr};
+    int len[9] = {0, 0, 0, 0, 0, static_cast<int>(msgs.size()), 0, 0, 0};
+    int fmt[9] = {0, 0, 0, 0, 0, 1, 0, 0, 0};
     PGresult* r;
-    Status s = exec(kCreate, 6, v, len, fmt, &r);
+    Status s = exec(kCreate, 9, v, len, fmt, &r);
     if (!s.is_ok()) return s;
     Row row{r};
     out->status = row.text(0);
@@ -329,6 +339,16 @@ Status StreamsPgBackend::remove(const std::string& name, std::string* status) {
     Status s = exec(kDelete, 1, v, nullptr, nullptr, &r);
     if (!s.is_ok()) return s;
     *status = Row{r}.text(0);
+    PQclear(r);
+    return Status::ok();
+}
+
+Status StreamsPgBackend::gone(const std::string& name, bool* out) {
+    const char* v[1] = {name.c_str()};
+    PGresult* r;
+    Status s = exec(kGone, 1, v, nullptr, nullptr, &r);
+    if (!s.is_ok()) return s;
+    *out = Row{r}.boolean(0);
     PQclear(r);
     return Status::ok();
 }

@@ -27,9 +27,10 @@ public:
                 int64_t max_bytes, ReadAnswer* out) override;
     Status head(const std::string& name, HeadAnswer* out) override;
     Status remove(const std::string& name, std::string* status) override;
+    Status gone(const std::string& name, bool* out) override;
 
 private:
-    enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kStmtCount };
+    enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kGone, kStmtCount };
     Status ensure_connected();
     Status exec(Stmt st, int n, const char* const* values, const int* lengths, const int* formats,
                 PGresult** out);

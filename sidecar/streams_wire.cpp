@@ -202,7 +202,7 @@ int query_values(const std::string& query, std::string_view key, std::string* fi
                 std::string raw(eq == std::string_view::npos ? "" : part.substr(eq + 1));
                 for (char& c : raw)
                     if (c == '+') c = ' ';
-                if (!url_decode(raw, first)) first->assign("\x01bad");
+                if (!url_decode(raw, first)) first->assign("\x01" "bad");
             }
             n++;
         }

@@ -13,7 +13,7 @@ namespace {
 const char* const kSql[] = {
     // kCreate
     "SELECT status, coalesce(next_offset, ''), coalesce(content_type, ''), coalesce(closed, false)"
-    " FROM queen.stream_create_or_fork($1::text, $2::text, $3::int8, $4::timestamptz, $5::bool,"
+    " FROM queen.fork_create($1::text, $2::text, $3::int8, $4::timestamptz, $5::bool,"
     " $6::bytea[], $7::text, $8::text, $9::int8)",
     // kAppend
     "SELECT status, stream_offset, next_offset, coalesce(stream_closed, false), producer_epoch,"
@@ -30,9 +30,9 @@ const char* const kSql[] = {
     " to_char(expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
     " FROM queen.stream_head($1::text)",
     // kDelete
-    "SELECT queen.stream_delete_or_gone($1::text)",
+    "SELECT queen.fork_delete($1::text)",
     // kGone
-    "SELECT queen.stream_gone($1::text)",
+    "SELECT queen.fork_gone($1::text)",
 };
 
 constexpr uint32_t kByteaOid = 17;

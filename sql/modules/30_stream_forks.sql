@@ -19,8 +19,8 @@ CREATE INDEX stream_forks_source ON queen.stream_forks (source);
 SELECT pg_catalog.pg_extension_config_dump('queen.stream_forks', '');
 
 -- True when the stream of that name is present (exists and has not expired) at p_now.
-CREATE FUNCTION queen.stream_present(p_name text, p_now timestamptz) RETURNS boolean
-LANGUAGE sql STABLE
+CREATE FUNCTION queen.fork_stream_present(p_name text, p_now timestamptz) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT EXISTS (SELECT 1 FROM queen.streams s WHERE s.name = p_name
@@ -28,8 +28,8 @@ AS $$
 $$;
 
 -- True when a fork of p_name, or a fork of one of its forks (any depth), is present.
-CREATE FUNCTION queen.stream_has_present_fork(p_name text, p_now timestamptz) RETURNS boolean
-LANGUAGE sql STABLE
+CREATE FUNCTION queen.fork_has_present_descendant(p_name text, p_now timestamptz) RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH RECURSIVE d(name, depth) AS (
@@ -37,16 +37,16 @@ AS $$
         UNION
         SELECT f.name, d.depth + 1 FROM queen.stream_forks f JOIN d ON f.source = d.name
          WHERE d.depth < 1000)
-    SELECT EXISTS (SELECT 1 FROM d WHERE queen.stream_present(d.name, p_now))
+    SELECT EXISTS (SELECT 1 FROM d WHERE queen.fork_stream_present(d.name, p_now))
 $$;
 
 -- Gone (410): not present, but a present descendant fork still holds it.
-CREATE FUNCTION queen.stream_gone(p_name text, p_now timestamptz DEFAULT NULL) RETURNS boolean
+CREATE FUNCTION queen.fork_gone(p_name text, p_now timestamptz DEFAULT NULL) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT NOT queen.stream_present(p_name, COALESCE(p_now, pg_catalog.now()))
-       AND queen.stream_has_present_fork(p_name, COALESCE(p_now, pg_catalog.now()))
+    SELECT NOT queen.fork_stream_present(p_name, COALESCE(p_now, pg_catalog.now()))
+       AND queen.fork_has_present_descendant(p_name, COALESCE(p_now, pg_catalog.now()))
 $$;
 
 -- Create a stream, or a fork of p_source when p_source is given. Statuses: created (201),
@@ -54,7 +54,7 @@ $$;
 -- (404), source_gone (409), content_type_mismatch (409), bad_offset (400: beyond the source's
 -- tail), bad_sub_offset (400: nothing or too little at the offset).
 -- p_content_type NULL: the source's (forks) or application/octet-stream.
-CREATE FUNCTION queen.stream_create_or_fork(p_name text,
+CREATE FUNCTION queen.fork_create(p_name text,
                                             p_content_type text DEFAULT NULL,
                                             p_ttl_seconds bigint DEFAULT NULL,
                                             p_expires_at timestamptz DEFAULT NULL,
@@ -85,13 +85,13 @@ DECLARE
     v_at    text;
     v_json  boolean;
 BEGIN
-    IF queen.stream_gone(p_name, v_now) THEN
+    IF queen.fork_gone(p_name, v_now) THEN
         RETURN QUERY SELECT 'gone'::text, NULL::text, NULL::text, NULL::boolean;
         RETURN;
     END IF;
     SELECT * INTO v_fork FROM queen.stream_forks f WHERE f.name = p_name;
     IF p_source IS NULL THEN
-        IF FOUND AND queen.stream_present(p_name, v_now) THEN
+        IF FOUND AND queen.fork_stream_present(p_name, v_now) THEN
             RETURN QUERY SELECT 'conflict'::text, NULL::text, NULL::text, NULL::boolean;
             RETURN;
         END IF;
@@ -101,7 +101,7 @@ BEGIN
             p_closed, p_messages, v_now);
         RETURN;
     END IF;
-    IF queen.stream_present(p_name, v_now) THEN
+    IF queen.fork_stream_present(p_name, v_now) THEN
         -- Idempotent re-creation of the same fork; anything else is a conflict.
         SELECT * INTO v_head FROM queen.stream_head(p_name, v_now);
         IF v_fork.name IS NOT NULL AND v_fork.source = p_source
@@ -115,7 +115,7 @@ BEGIN
         END IF;
         RETURN;
     END IF;
-    IF queen.stream_gone(p_source, v_now) THEN
+    IF queen.fork_gone(p_source, v_now) THEN
         RETURN QUERY SELECT 'source_gone'::text, NULL::text, NULL::text, NULL::boolean;
         RETURN;
     END IF;
@@ -174,7 +174,7 @@ $$;
 -- DELETE with forks in mind: 'gone' (410) when the name is already held only by its forks,
 -- else queen.stream_delete's answer ('deleted' | 'not_found'). A deleted stream with present
 -- forks stays gone until they are; one without keeps no fork record.
-CREATE FUNCTION queen.stream_delete_or_gone(p_name text, p_now timestamptz DEFAULT NULL)
+CREATE FUNCTION queen.fork_delete(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -183,26 +183,26 @@ DECLARE
     v_now timestamptz := COALESCE(p_now, pg_catalog.now());
     v_r   text;
 BEGIN
-    IF queen.stream_gone(p_name, v_now) THEN
+    IF queen.fork_gone(p_name, v_now) THEN
         RETURN 'gone';
     END IF;
     v_r := queen.stream_delete(p_name, v_now);
-    IF v_r = 'deleted' AND NOT queen.stream_has_present_fork(p_name, v_now) THEN
+    IF v_r = 'deleted' AND NOT queen.fork_has_present_descendant(p_name, v_now) THEN
         DELETE FROM queen.stream_forks f WHERE f.name = p_name;
     END IF;
     RETURN v_r;
 END
 $$;
 
-REVOKE ALL ON FUNCTION queen.stream_present(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.stream_has_present_fork(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.stream_gone(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.stream_create_or_fork(text, text, bigint, timestamptz, boolean, bytea[],
+REVOKE ALL ON FUNCTION queen.fork_stream_present(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queen.fork_has_present_descendant(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queen.fork_gone(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queen.fork_create(text, text, bigint, timestamptz, boolean, bytea[],
                                                    text, text, bigint, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.stream_delete_or_gone(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION queen.fork_delete(text, timestamptz) FROM PUBLIC;
 REVOKE ALL ON queen.stream_forks FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.stream_gone(text, timestamptz) TO queen_reader, queen_writer;
-GRANT EXECUTE ON FUNCTION queen.stream_create_or_fork(text, text, bigint, timestamptz, boolean,
+GRANT EXECUTE ON FUNCTION queen.fork_gone(text, timestamptz) TO queen_reader, queen_writer;
+GRANT EXECUTE ON FUNCTION queen.fork_create(text, text, bigint, timestamptz, boolean,
                                                       bytea[], text, text, bigint, timestamptz)
     TO queen_writer;
-GRANT EXECUTE ON FUNCTION queen.stream_delete_or_gone(text, timestamptz) TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.fork_delete(text, timestamptz) TO queen_writer;

@@ -37,11 +37,22 @@ as_root() {
     fi
 }
 
+# Node.js + npm for the Durable Streams conformance suite and client (any node >= 20 on PATH
+# is kept; otherwise Debian's nodejs and npm).
+ensure_node() {
+    command -v node >/dev/null && command -v npm >/dev/null && return 0
+    echo "install-deps: installing nodejs npm"
+    as_root apt-get -o DPkg::Lock::Timeout=600 update -q
+    DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+        --no-install-recommends nodejs npm </dev/null
+}
+
 main() {
     if [[ ${QUEEN_SKIP_DEPS:-0} == 1 ]]; then
         echo "install-deps: skipped (QUEEN_SKIP_DEPS=1)"
         return 0
     fi
+    ensure_node
     local missing
     mapfile -t missing < <(missing_packages)
     if [[ ${#missing[@]} -eq 0 ]]; then

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,16 +18,31 @@
 
 namespace queen::sidecar {
 
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpRequest {
     std::string method;
     std::string target;
     std::string body;
+    HeaderList headers;  // names lower-cased, in arrival order
+};
+
+// A long-lived answer body (SSE): after the head, the server asks for one chunk at a time.
+struct StreamingBody {
+    using Emit = std::function<void(std::string chunk, bool last)>;
+    virtual ~StreamingBody() = default;
+    // Call emit exactly once, now or later, from any thread.
+    virtual void next(Emit emit) = 0;
+    // The client went away or the server drains: end soon (a pending next still emits).
+    virtual void cancel() = 0;
 };
 
 struct HttpResponse {
     int status = 200;
     std::string body;
-    const char* content_type = "application/json";
+    const char* content_type = "application/json";  // nullptr: no Content-Type
+    HeaderList headers;                             // extra answer headers
+    std::shared_ptr<StreamingBody> streaming;       // set: chunked body from it, body ignored
 };
 
 using Reply = std::function<void(HttpResponse)>;

@@ -36,7 +36,10 @@ int64_t mono_ms() {
 
 // An error answer of the server itself.
 HttpResponse server_error(int status, const char* code, const std::string& message) {
-    return HttpResponse{status, json_error_body(message, code)};
+    HttpResponse r;
+    r.status = status;
+    r.body = json_error_body(message, code);
+    return r;
 }
 
 // One client connection. The socket and its deadline timer share the connection's strand
@@ -201,6 +204,11 @@ private:
         r.method = std::string(req.method_string());
         r.target = std::string(req.target());
         r.body = std::move(req.body());
+        for (const auto& f : req) {
+            std::string name(f.name_string());
+            for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            r.headers.emplace_back(std::move(name), std::string(f.value()));
+        }
         disarm();  // no deadline while the request is being served
         srv_.api().handle(std::move(r),
                           [self = shared_from_this(), keep, version](HttpResponse resp) {
@@ -214,10 +222,12 @@ private:
     // Send one answer; then read the next request or close.
     void write(HttpResponse resp, unsigned version, bool keep) {
         keep = keep && !srv_.draining();
+        if (resp.streaming) return write_streaming(std::move(resp), version);
         auto res = std::make_shared<http::response<http::string_body>>(
             static_cast<http::status>(resp.status), version);
         res->set(http::field::server, "queen-sidecar");
-        res->set(http::field::content_type, resp.content_type);
+        if (resp.content_type) res->set(http::field::content_type, resp.content_type);
+        for (auto& h : resp.headers) res->insert(h.first, h.second);
         res->keep_alive(keep);
         res->body() = std::move(resp.body);
         res->prepare_payload();
@@ -228,6 +238,52 @@ private:
                 if (ec || !keep) return self->close();
                 self->read();
             });
+    }
+
+    // A chunked answer whose body comes from resp.streaming (SSE); the connection closes after it.
+    void write_streaming(HttpResponse resp, unsigned version) {
+        auto res = std::make_shared<http::response<http::empty_body>>(
+            static_cast<http::status>(resp.status), version);
+        res->set(http::field::server, "queen-sidecar");
+        if (resp.content_type) res->set(http::field::content_type, resp.content_type);
+        for (auto& h : resp.headers) res->insert(h.first, h.second);
+        res->keep_alive(false);
+        res->chunked(true);
+        auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*res);
+        auto body = resp.streaming;
+        http::async_write_header(sock_, *sr,
+                                 [self = shared_from_this(), res, sr, body](beast::error_code ec,
+                                                                            std::size_t) {
+                                     if (ec) return self->end_streaming(body);
+                                     self->next_chunk(body);
+                                 });
+    }
+
+    // Ask the body for its next chunk and send it on the strand.
+    void next_chunk(std::shared_ptr<StreamingBody> body) {
+        body->next([self = shared_from_this(), body](std::string chunk, bool last) {
+            asio::post(self->sock_.get_executor(), [self, body, chunk = std::move(chunk), last]() {
+                auto data = std::make_shared<std::string>(std::move(chunk));
+                auto after = [self, body, data, last](beast::error_code ec, std::size_t) {
+                    if (ec) return self->end_streaming(body);
+                    if (!last) return self->next_chunk(body);
+                    auto tail = std::make_shared<http::chunk_last<>>();
+                    asio::async_write(self->sock_, *tail,
+                                      [self, body, tail](beast::error_code, std::size_t) {
+                                          self->end_streaming(body);
+                                      });
+                };
+                if (data->empty()) return after({}, 0);
+                asio::async_write(self->sock_, http::make_chunk(asio::buffer(*data)), after);
+            });
+        });
+    }
+
+    // The streamed answer is over (or the client left): release it and close.
+    void end_streaming(const std::shared_ptr<StreamingBody>& body) {
+        body->cancel();
+        srv_.add_inflight(-1);
+        close();
     }
 
     // Half-close politely; the deadline no longer matters.

@@ -31,6 +31,8 @@
 #include "metrics.h"
 #include "pg_backend.h"
 #include "settings.h"
+#include "streams_api.h"
+#include "streams_pg_backend.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;
@@ -137,6 +139,17 @@ int main(int argc, char** argv) {
     Flusher flusher(fc, std::move(backends), cache, metrics, clock, std::move(sql_backends));
     Api api(st, flusher, cache, metrics);
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
+    // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
+    streams::Waiters stream_waiters(st.pg);
+    streams::Engine stream_engine(
+        [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
+        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch));
+    stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.notify(n); });
+    streams::StreamsLimits stream_limits;
+    stream_limits.long_poll_ms = st.stream_long_poll_ms;
+    StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);
+    api.mount("/v1/stream/", [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
+                                            Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
     ServerLimits lim;
@@ -158,6 +171,8 @@ int main(int argc, char** argv) {
     }
     probe.start();
     flusher.start();
+    stream_waiters.start();
+    stream_engine.start();
     server.start();
 
     // Idle upkeep of the cache, once a second, on its own thread (a sweep over many partitions
@@ -194,6 +209,7 @@ int main(int argc, char** argv) {
                 std::function<void(int)>([&](int) {
                     asio::post(ioc, [&] {
                         server.begin_drain();
+                        streams_api.begin_drain();
                         drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
                         poll_drain();
                     });
@@ -211,6 +227,8 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     flusher.abandon();  // nobody can be answered any more: send nothing else
     flusher.stop();
+    stream_engine.stop();
+    stream_waiters.stop();
     {
         std::lock_guard<std::mutex> lk(sweep_mu);
         sweep_stop = true;

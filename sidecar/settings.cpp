@@ -73,6 +73,14 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->max_pending_bytes;
     else if (name == "resolve-deadline-ms")
         b.i = &st->resolve_deadline_ms;
+    else if (name == "stream-writers")
+        b.i = &st->stream_writers;
+    else if (name == "stream-readers")
+        b.i = &st->stream_readers;
+    else if (name == "stream-max-batch")
+        b.i = &st->stream_max_batch;
+    else if (name == "stream-long-poll-ms")
+        b.i = &st->stream_long_poll_ms;
     return b;
 }
 
@@ -155,6 +163,14 @@ const std::vector<SettingSpec>& setting_specs() {
          "unflushed bytes before 429 (512 MiB)"},
         {"resolve-deadline-ms", "QUEEN_RESOLVE_DEADLINE_MS", false, 0, 600000,
          "longest search for a lost COMMIT's outcome before 503 (10000)"},
+        {"stream-writers", "QUEEN_STREAM_WRITERS", false, 1, 64,
+         "Durable Streams writer connections, one per stream group (4)"},
+        {"stream-readers", "QUEEN_STREAM_READERS", false, 1, 64,
+         "Durable Streams reader connections (2)"},
+        {"stream-max-batch", "QUEEN_STREAM_MAX_BATCH", false, 1, 100000,
+         "stream appends fused into one transaction (256)"},
+        {"stream-long-poll-ms", "QUEEN_STREAM_LONG_POLL_MS", false, 100, 600000,
+         "long-poll wait before 204 (4000)"},
     };
     return specs;
 }

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Durable Streams append benchmark, ONE run, side by side (a measurement, not a test):
+# queen's sidecar on its own PostgreSQL (synchronous_commit = on) against the
+# @durable-streams/server reference server's file store (pinned in tests/conformance), both
+# started here, scenarios interleaved (reference, queen, reference, queen, ...):
+#   single     one producer, one append at a time
+#   pipeline   one producer, 8 appends in flight (8 connections, sent in seq order)
+#   8x8        8 producers over 8 streams, one append at a time each
+#   64x64      64 producers over 64 streams
+#   dup        one producer repeating its newest write (every answer a duplicate)
+# plus the WAL written by queen's PostgreSQL for 1,000 duplicates (pg_current_wal_lsn before
+# and after; 0 bytes = a duplicate is answered with no write at all).
+# Bodies are 64 bytes of application/octet-stream. Writes bench/streams/RESULTS.md (the raw
+# lines in bench/streams/raw.txt).
+#   bash bench/streams/run.sh [--seconds 10] [--rounds 2] [--out FILE]
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SECONDS_EACH=10 ROUNDS=2 OUT=$HERE/RESULTS.md
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --seconds) SECONDS_EACH=$2; shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --out) OUT=$2; shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+WORK=$(mktemp -d /tmp/queen-streams-bench.XXXXXX)
+chmod 755 "$WORK"
+export QUEEN_PGDATA=$WORK/pgdata
+unset QUEEN_PGPORT PGHOST PGPORT
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]:-}"; do [[ -n $p ]] && kill "$p" 2>/dev/null || true; done
+    bash "$ROOT/scripts/pg.sh" stop >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+mkdir -p "$ROOT/build/bench"
+g++ -std=c++17 -O2 -pthread -o "$ROOT/build/bench/streamsbench" "$HERE/streamsbench.cpp"
+BENCH=$ROOT/build/bench/streamsbench
+(cd "$ROOT/tests/conformance" && [[ -d node_modules/@durable-streams/server ]] || npm ci --no-audit --no-fund >/dev/null)
+
+bash "$ROOT/scripts/pg.sh" start >"$WORK/pg.log" 2>&1 || { cat "$WORK/pg.log"; exit 1; }
+eval "$(bash "$ROOT/scripts/pg.sh" env)"
+psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
+PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
+[[ $(psql -X -t -A -c "SHOW synchronous_commit") == on ]] || { echo "synchronous_commit is not on" >&2; exit 1; }
+[[ $(psql -X -t -A -c "SHOW fsync") == on ]] || { echo "fsync is not on" >&2; exit 1; }
+
+"$ROOT/build/queen-sidecar" --listen 127.0.0.1:0 >"$WORK/sidecar.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+    QPORT=$(sed -n 's/^queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")
+    [[ -n $QPORT ]] && break
+    sleep 0.05
+done
+[[ -n ${QPORT:-} ]] || { cat "$WORK/sidecar.log"; exit 1; }
+RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$WORK/refdata"
+(cd "$ROOT/tests/conformance" && exec node ref-server.mjs "$RPORT" "$WORK/refdata") >"$WORK/ref.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do grep -q READY "$WORK/ref.log" && break; sleep 0.1; done
+grep -q READY "$WORK/ref.log" || { cat "$WORK/ref.log"; exit 1; }
+
+RAW=$HERE/raw.txt
+: >"$RAW"
+run() {  # run SERVER PORT SCENARIO ROUND args...
+    local server=$1 port=$2 scen=$3 round=$4
+    shift 4
+    local line
+    line=$("$BENCH" --port "$port" --prefix "$server-$scen-$round-$$" --seconds "$SECONDS_EACH" "$@" 2>>"$WORK/bench.err")
+    echo "server=$server scenario=$scen round=$round $line" | tee -a "$RAW"
+}
+for r in $(seq 1 "$ROUNDS"); do
+    for server in reference queen; do
+        port=$RPORT; [[ $server == queen ]] && port=$QPORT
+        run $server $port single "$r" --mode single
+        run $server $port pipeline "$r" --mode pipeline --window 8
+        run $server $port 8x8 "$r" --mode multi --producers 8 --streams 8
+        run $server $port 64x64 "$r" --mode multi --producers 64 --streams 64
+        run $server $port dup "$r" --mode dup
+    done
+done
+
+# WAL of 1,000 duplicates through the sidecar.
+python3 - "$QPORT" >"$WORK/dupwal.txt" <<'PY'
+import http.client, subprocess, sys
+port = int(sys.argv[1])
+def lsn():
+    return subprocess.run(["psql", "-X", "-t", "-A", "-c", "SELECT pg_current_wal_insert_lsn()"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+c = http.client.HTTPConnection("127.0.0.1", port)
+def send(seq):
+    c.request("POST", "/v1/stream/walcheck", body=b"w" * 64,
+              headers={"Content-Type": "application/octet-stream", "Producer-Id": "w",
+                       "Producer-Epoch": "0", "Producer-Seq": str(seq)})
+    r = c.getresponse(); r.read(); return r.status
+c.request("PUT", "/v1/stream/walcheck", headers={"Content-Type": "application/octet-stream"})
+c.getresponse().read()
+assert send(0) == 200
+before = lsn()
+codes = [send(0) for _ in range(1000)]
+after = lsn()
+diff = subprocess.run(["psql", "-X", "-t", "-A", "-c", f"SELECT pg_wal_lsn_diff('{after}', '{before}')"],
+                      capture_output=True, text=True, check=True).stdout.strip()
+print(f"duplicates=1000 all_204={all(x == 204 for x in codes)} wal_bytes={diff}")
+PY
+cat "$WORK/dupwal.txt" | tee -a "$RAW"
+python3 "$HERE/report.py" "$RAW" "$(nproc)" "$(git -C "$ROOT" rev-parse --short HEAD)" >"$OUT"
+cat "$OUT"

@@ -13,6 +13,7 @@ PACKAGES=(
     clang-tidy cppcheck                                                    # make lint
     libxxhash-dev libgtest-dev libboost-dev libsimdjson-dev                # libraries
     curl wrk python3                                                       # demo, benchmarks, tools
+    python3-matplotlib                                                     # bench/durable.sh's plot
 )
 
 # Print the packages that dpkg does not show as installed.

@@ -10,6 +10,7 @@
 #
 #   eval "$(bash scripts/pg.sh env)"      # any PostgreSQL with queen installed (a throwaway one!)
 #   bash bench/percall.sh [seconds] [--profile]   (default 8 s per variant)
+#   PERCALL_VARIANTS="onconflict push" bash bench/percall.sh 6   (a subset, in this order)
 # Writes nothing into the repository; prints a Markdown table.
 set -euo pipefail
 SECS=${1:-8}
@@ -66,7 +67,7 @@ count() {
 echo "| variant | calls in ${SECS} s | backend CPU us per call | vs ON CONFLICT |"
 echo "| --- | --- | --- | --- |"
 declare -A IPC
-for v in plain onconflict push push_nocache push_w0; do
+for v in ${PERCALL_VARIANTS:-plain onconflict push push_nocache push_w0}; do
     case $v in
         push) s=$TMPD/push_w3600.sql o="" ;;
         push_nocache) s=$TMPD/push_w3600.sql o="-c queen.probe_cache=off" ;;

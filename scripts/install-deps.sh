@@ -14,6 +14,7 @@ PACKAGES=(
     libxxhash-dev libgtest-dev libboost-dev libsimdjson-dev                # libraries
     curl wrk python3                                                       # demo, benchmarks, tools
     b3sum                                                                  # BLAKE3 reference program (tests)
+    python3-matplotlib                                                     # bench/durable.sh's plot
 )
 
 # Print the packages that dpkg does not show as installed.

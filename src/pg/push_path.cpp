@@ -8,6 +8,10 @@
 //      transaction, run_retention) takes this lock before touching log_txns or log_segments,
 //      so it serializes all writes of one partition: nobody can commit rows into the span we
 //      probe between our probe and our allocation. Different partitions never contend.
+//      queen.push finds the row by its names and locks it in one statement
+//      (partition_lock_by_name); a row that disappears while it waits (no such statement exists
+//      today) reads as absent, and queen.push then creates the partition afresh, as for any push
+//      that comes after the partition is gone.
 //   2. Callers that lock several partitions take them in ascending id order (push_segments,
 //      transaction, run_retention): one global order, so no two of them can deadlock.
 //   3. Only after the lock is held do we take the snapshot the probe reads with
@@ -38,6 +42,17 @@ static LocalTransactionId poisoned_lxid = InvalidLocalTransactionId;
 static ProbeCacheStats cache_stats = {0, 0, 0, 0};
 static SPIPlanPtr plan_lock_row, plan_set_last, plan_insert_segment, plan_insert_txns;
 
+// The allocator state and window from columns first..first+3 of SPI's first result row.
+static void read_state(int first, PartitionState* out) {
+    HeapTuple tup = SPI_tuptable->vals[0];
+    TupleDesc desc = SPI_tuptable->tupdesc;
+    bool isnull;
+    out->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, first, &isnull));
+    out->txns_start = DatumGetInt64(SPI_getbinval(tup, desc, first + 1, &isnull));
+    out->log_start = DatumGetInt64(SPI_getbinval(tup, desc, first + 2, &isnull));
+    out->window = DatumGetInt32(SPI_getbinval(tup, desc, first + 3, &isnull));
+}
+
 // Lock the partition row and read its allocator state and its queue's window.
 void partition_lock(int64 partition_id, PartitionState* out) {
     Oid types[1] = {INT8OID};
@@ -51,13 +66,33 @@ void partition_lock(int64 partition_id, PartitionState* out) {
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
+    read_state(1, out);
+}
+
+static SPIPlanPtr plan_lock_by_name;
+
+// Find the partition by its names and lock it, reading the same state as partition_lock(). In
+// READ COMMITTED a concurrent pusher's update is waited for and the newest row version is
+// returned (the names never change, so the recheck keeps it): the same row partition_lock()
+// would read after the same wait.
+bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
+                            PartitionState* out) {
+    Oid types[2] = {TEXTOID, TEXTOID};
+    SPIPlanPtr plan = spi_plan(&plan_lock_by_name,
+        "SELECT p.id, q.dedup_by = 'content', p.last_offset, p.txns_start, p.log_start,"
+        "       q.dedup_window_seconds"
+        "  FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id"
+        " WHERE q.name = $1 AND p.name = $2 FOR NO KEY UPDATE OF p", 2, types);
+    Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};
+    if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
+        elog(ERROR, "queen: locking partition failed");
+    if (SPI_processed == 0) return false;
     HeapTuple tup = SPI_tuptable->vals[0];
-    TupleDesc desc = SPI_tuptable->tupdesc;
     bool isnull;
-    out->last_offset = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-    out->txns_start = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
-    out->log_start = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-    out->window = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+    *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+    *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+    read_state(3, out);
+    return true;
 }
 
 // Everything one probe needs, in one place.
@@ -448,6 +483,13 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
                  int32 vouch_window, PushAnswer* answers) {
     PartitionState ps;
     partition_lock(pid, &ps);
+    push_prelocked(st, pid, &ps, b, verified, vouch_window, answers);
+}
+
+// Probe, decide, write under a lock the caller holds.
+void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, const PushBatch* b,
+                    int64 verified, int32 vouch_window, PushAnswer* answers) {
+    PartitionState ps = *locked;
     verified = vouch_check(pid, &ps, verified, vouch_window);
     TimestampTz now = GetCurrentTimestamp();
     int n = b->n;

@@ -38,6 +38,17 @@ void partition_lock(int64 partition_id, PartitionState* out);
 // the vouch names an offset above last_offset.
 int64 vouch_check(int64 partition_id, const PartitionState* ps, int64 verified, int32 vouch_window);
 
+// Look the partition up by name and lock it in the same statement (for queen.push: one
+// statement instead of a lookup then a lock); false when it does not exist (nothing locked).
+// SPI must be connected.
+bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
+                            PartitionState* out);
+
+// push_locked() for a partition the caller has already locked with partition_lock() or
+// partition_lock_by_name() in this transaction (`ps` is what that lock read).
+void push_prelocked(const Storage* st, int64 partition_id, const PartitionState* ps,
+                    const PushBatch* batch, int64 verified, int32 vouch_window, PushAnswer* answers);
+
 // Lock, probe, allocate and write one segment; answers[] gets one entry per message.
 // `verified` is the caller's vouch (-1: none), made for a window of `vouch_window` seconds
 // (-1: not said, and then ignored); a vouch made for a smaller window than the queue's current

@@ -1,5 +1,7 @@
-// queen.push(queue, partition, items jsonb): the SQL users' push. Parses and validates every
-// item before anything is locked or written, then goes through push_locked().
+// queen.push(queue, partition, items jsonb): the SQL users' push. Finds and locks the partition
+// in one statement (it needs the queue's dedupBy to read the items), then parses and validates
+// every item before anything is written (a bad item raises 22023; the lock goes with the
+// transaction or savepoint that fails), then goes through push_prelocked().
 #include "core/hash.h"
 #include "core/segment_codec.h"
 #include "core/uuidv7.h"
@@ -12,7 +14,7 @@ PG_FUNCTION_INFO_V1(queen_push_v1);
 
 namespace queen_pg {
 
-static SPIPlanPtr plan_find_partition, plan_resolve_partition;
+static SPIPlanPtr plan_resolve_partition;
 
 // One generator per backend: ids are strictly increasing within it.
 static queen::UuidV7Generator* uuid_generator() {
@@ -25,26 +27,23 @@ static queen::UuidV7Generator* uuid_generator() {
     return gen;
 }
 
-// Find (or create) the partition; returns its id and whether its queue dedups by content.
-static int64 find_partition(text* queue, text* partition, bool* by_content) {
+// Find (or create) the partition and lock it (push_path.cpp's protocol, step 1): one statement
+// when it exists; returns its id, whether its queue dedups by content, and the locked state.
+static int64 find_and_lock_partition(text* queue, text* partition, bool* by_content,
+                                     PartitionState* ps) {
+    int64 pid;
+    if (partition_lock_by_name(queue, partition, &pid, by_content, ps)) return pid;
     Oid types[2] = {TEXTOID, TEXTOID};
     Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};
-    SPIPlanPtr fast = spi_plan(&plan_find_partition,
-        "SELECT p.id, q.dedup_by = 'content' FROM queen.log_partitions p"
-        "  JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = $1 AND p.name = $2",
-        2, types);
-    if (SPI_execute_plan(fast, args, nullptr, true, 1) != SPI_OK_SELECT)
-        elog(ERROR, "queen: partition lookup failed");
-    if (SPI_processed == 0) {
-        SPIPlanPtr slow = spi_plan(&plan_resolve_partition,
-            "SELECT partition_id, dedup_by = 'content' FROM queen.resolve_partition($1, $2)", 2,
-            types);
-        if (SPI_execute_plan(slow, args, nullptr, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-            elog(ERROR, "queen: partition creation failed");
-    }
+    SPIPlanPtr slow = spi_plan(&plan_resolve_partition,
+        "SELECT partition_id, dedup_by = 'content' FROM queen.resolve_partition($1, $2)", 2,
+        types);
+    if (SPI_execute_plan(slow, args, nullptr, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+        elog(ERROR, "queen: partition creation failed");
     bool isnull;
-    int64 pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     *by_content = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+    partition_lock(pid, ps);
     return pid;
 }
 
@@ -151,11 +150,12 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
     storage_lookup(&st);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     bool by_content;
-    int64 pid = find_partition(queue, partition, &by_content);
+    PartitionState ps;
+    int64 pid = find_and_lock_partition(queue, partition, &by_content, &ps);
     PushBatch b;
     parse_items(items, by_content, &b);
     PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * b.n));
-    push_locked(&st, pid, &b, -1, -1, ans);
+    push_prelocked(&st, pid, &ps, &b, -1, -1, ans);
 
     for (int i = 0; i < b.n; i++) {
         Datum values[5];

@@ -187,7 +187,7 @@ private:
                     e.status = EntryStatus::Duplicate;
                     e.offset = off;
                     e.id = pt.ids.count(off) ? pt.ids[off] : queen::Uuid{};
-                } else if (f != first.end()) {
+                } else if (f != first.end() && pt.window_s > 0) {  // window 0: no folding
                     e = res[f->second];
                     e.status = EntryStatus::Duplicate;
                 } else {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 #include <unordered_map>
@@ -440,6 +441,23 @@ void Flusher::unfold_layer1(Unit& u) {
     metrics_.messages_layer1_duplicate -= static_cast<uint64_t>(added);
 }
 
+// A 22023 "p_verified V is above the last offset L of partition id P" (a restore moved P's log
+// back): drop P's cache entry and the memos, so later flushes do not pay this refusal again.
+// Other failures leave the cache alone (a bad item must not cost a rebuild).
+void Flusher::forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in) {
+    static const std::string kHead = "p_verified ", kPid = " of partition id ";
+    if (s.sqlstate() != "22023" || s.message().compare(0, kHead.size(), kHead) != 0) return;
+    const std::size_t at = s.message().rfind(kPid);
+    if (at == std::string::npos) return;
+    const int64_t pid = std::strtoll(s.message().c_str() + at + kPid.size(), nullptr, 10);
+    for (const SegmentIn& si : in)
+        if (si.pid == pid && si.verified >= 0) {
+            cache_.forget(pid);
+            forget_meta();  // its last_offset moved back too
+            return;
+        }
+}
+
 // Resolve metadata per partition, cut the items into units (one job's items of one
 // partition), and push them all in one attempt.
 void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
@@ -574,7 +592,10 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
         // First once whole without vouches: a refused vouch (e.g. one above a last_offset that
         // a restore moved back) must not cost a split.
-        if (vouch && splittable(s)) return attempt(b, ctx, units, false);
+        if (vouch && splittable(s)) {
+            forget_refused_vouch(s, in);
+            return attempt(b, ctx, units, false);
+        }
         if (splittable(s) && units.size() > 1) {
             // Only some unit is at fault: halve and try each half on its own (no vouches, so a
             // refused vouch cannot be the reason twice).

@@ -732,5 +732,59 @@ TEST(Flusher, WindowZeroFoldsNothingInLayer1OrLayer2) {
     EXPECT_EQ(e[0], (Answer{1, d[0].offset, d[0].id}));
 }
 
+// After a restore moved the log back below what the cache vouched for, PostgreSQL refuses the
+// vouch (22023) once; the flusher drops that partition's entry, so the following flushes are one
+// call each again, even when they store nothing (no commit feedback would have fixed it).
+TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
+    ManualClock clock;
+    FakeStore store(clock);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(42);
+    std::vector<Answer> out;
+    for (const char* t : {"a", "b", "c"}) {
+        sc.flusher.submit(make_job({{"q", "p", t}}, gen, clock.wall_ms(), &out));
+        sc.drain();
+    }
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[2], (Answer{0, 2, out[2].id}));
+    PartitionMeta meta;
+    ASSERT_TRUE(sc.backend.resolve_partition("q", "p", &meta).is_ok());
+    ASSERT_GE(sc.cache.inspect(meta.pid).verified_upto, 2);
+    store.restore_to(meta.pid, 0);  // b and c are gone; a stays at offset 0
+    // Another writer (a second sidecar, no cache) stores z at offset 1 after the restore.
+    CacheConfig off;
+    off.enabled = false;
+    Sidecar other(store, clock, off, FlusherConfig());
+    std::vector<Answer> zo;
+    other.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &zo));
+    other.drain();
+    ASSERT_EQ(zo.size(), 1u);
+    ASSERT_EQ(zo[0].offset, 1);
+    // A repeat of z: the vouch (2, above the last offset 1) is refused, the unvouched retry
+    // answers duplicate (nothing stored, so no commit feedback repairs the entry).
+    int calls = store.calls_push;
+    sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 2);
+    EXPECT_EQ(out[3], (Answer{1, 1, zo[0].id}));
+    EXPECT_FALSE(sc.cache.inspect(meta.pid).present) << "the refused entry is dropped";
+    // Again a repeat: one call, no refusal (the entry is built again from the database).
+    calls = store.calls_push;
+    sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[4], (Answer{1, 1, zo[0].id}));
+    // A new one: one call, stored after z, vouched by the rebuilt entry.
+    calls = store.calls_push;
+    const int64_t vouched = store.vouched_pushes;
+    sc.flusher.submit(make_job({{"q", "p", "d"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[5].status, 0);
+    EXPECT_EQ(out[5].offset, 2);
+    EXPECT_EQ(store.vouched_pushes - vouched, 1);
+    EXPECT_EQ(store.unsound_vouches, 0);
+}
+
 }  // namespace
 }  // namespace queen::sidecar

@@ -120,6 +120,23 @@ void BlockCache::remove_from_map(int64_t pid, const Entry* e) {
     if (it != map_.end() && it->second.get() == e) map_.erase(it);
 }
 
+// Like the sweeper's drop: entry.mu, then map_mu_ (released in between), so the order holds.
+void BlockCache::forget(int64_t pid) {
+    EntryPtr e = find(pid);
+    if (!e) return;
+    {
+        std::lock_guard<std::mutex> lk(e->mu);
+        if (!e->evicted) {
+            clear_data(*e);
+            e->built = false;
+            e->evicted = true;
+            set_suppressed(*e, false);
+            reaccount(*e);
+        }
+    }
+    remove_from_map(pid, e.get());
+}
+
 // The main path: build, expire, top up, check membership, vouch.
 int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes,
                                  std::size_t n, CacheLoader& loader, Verdict* why) {

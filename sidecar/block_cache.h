@@ -121,6 +121,10 @@ public:
     void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n,
                    int64_t created_ms);
 
+    // Drop pid's entry (PostgreSQL refused its vouch: the log moved back, e.g. a restore); the
+    // next flush builds it again from the database.
+    void forget(int64_t pid);
+
     // The database's time as last observed, carried forward by the monotonic clock (a lower
     // bound of the database's now()); INT64_MIN before the first observation.
     int64_t db_now_ms() const noexcept;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <thread>
 #include <unordered_map>
@@ -417,6 +418,46 @@ void Flusher::fail_units(const std::vector<const Unit*>& units, const Status& s)
         }
 }
 
+// Window 0 (deduplication off): layer-1 followers of this unit's leaders become items of their
+// own, in entry order, so each is written at its own offset like in queen.push. Safe against a
+// concurrent finish of the job: this unit's leaders are not answered yet, so `remaining` is
+// above zero while it grows, and only this partition's worker touches these items.
+void Flusher::unfold_layer1(Unit& u) {
+    PushJob* job = u.items.front().job;
+    std::vector<uint8_t> here(job->req.items.size(), 0);
+    for (const Pending& pd : u.items) here[pd.idx] = 1;
+    int64_t added = 0;
+    for (std::size_t i = 0; i < job->req.items.size(); i++) {
+        PushItem& it = job->req.items[i];
+        if (it.leader < 0 || !here[static_cast<std::size_t>(it.leader)]) continue;
+        it.leader = -1;  // answered on its own now, never copied from the leader
+        u.items.push_back({job, static_cast<uint32_t>(i)});
+        added++;
+    }
+    if (added == 0) return;
+    std::sort(u.items.begin(), u.items.end(),
+              [](const Pending& a, const Pending& b) { return a.idx < b.idx; });
+    job->remaining.fetch_add(added, std::memory_order_relaxed);
+    metrics_.messages_layer1_duplicate -= static_cast<uint64_t>(added);
+}
+
+// A 22023 "p_verified V is above the last offset L of partition id P" (a restore moved P's log
+// back): drop P's cache entry and the memos, so later flushes do not pay this refusal again.
+// Other failures leave the cache alone (a bad item must not cost a rebuild).
+void Flusher::forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in) {
+    static const std::string kHead = "p_verified ", kPid = " of partition id ";
+    if (s.sqlstate() != "22023" || s.message().compare(0, kHead.size(), kHead) != 0) return;
+    const std::size_t at = s.message().rfind(kPid);
+    if (at == std::string::npos) return;
+    const int64_t pid = std::strtoll(s.message().c_str() + at + kPid.size(), nullptr, 10);
+    for (const SegmentIn& si : in)
+        if (si.pid == pid && si.verified >= 0) {
+            cache_.forget(pid);
+            forget_meta();  // its last_offset moved back too
+            return;
+        }
+}
+
 // Resolve metadata per partition, cut the items into units (one job's items of one
 // partition), and push them all in one attempt.
 void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
@@ -439,12 +480,15 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             fail_units({&u}, s);
             continue;
         }
+        const std::size_t first_unit = units.size();
         std::unordered_map<PushJob*, std::size_t> unit_of_job;
         for (const Pending& pd : items[p]) {
             auto ins = unit_of_job.emplace(pd.job, units.size());
             if (ins.second) units.push_back(Unit{p, {}});
             units[ins.first->second].items.push_back(pd);
         }
+        if (ctx.metas[p].window_s <= 0)
+            for (std::size_t u = first_unit; u < units.size(); u++) unfold_layer1(units[u]);
     }
     if (units.empty()) return;
     std::vector<const Unit*> all;
@@ -480,6 +524,8 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     std::vector<uint32_t> first;  // layer-2 table, reused for every segment
     for (Seg& sg : segs) {
         const auto& pend = sg.pend;
+        // Window 0: no folding, every item is its own leader (the extension writes them all).
+        const bool fold = ctx.metas[sg.part].window_s > 0;
         // First-wins on the hash: an open-addressing table of leader positions.
         std::size_t cap = 16;
         while (cap < pend.size() * 2) cap <<= 1;
@@ -493,12 +539,12 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             std::size_t slot = HashOfHash()(it.hash) & (cap - 1);
             while (first[slot] != kNoSlot && !(sg.hashes[first[slot]] == it.hash))
                 slot = (slot + 1) & (cap - 1);
-            if (first[slot] != kNoSlot) {
+            if (fold && first[slot] != kNoSlot) {
                 sg.leader_of[k] = first[slot];
                 metrics_.messages_layer2_duplicate++;
                 continue;
             }
-            first[slot] = static_cast<uint32_t>(sg.hashes.size());
+            if (first[slot] == kNoSlot) first[slot] = static_cast<uint32_t>(sg.hashes.size());
             sg.leader_of[k] = sg.hashes.size();
             sg.is_leader[k] = 1;
             sg.hashes.push_back(it.hash);
@@ -518,8 +564,10 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         si.hashes = &sg.hash_blob;
         si.segment = &sg.segment;
         // A vouch always travels with the window it was made for (never one without it).
-        si.verified =
-            vouch ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b) : -1;
+        // Window 0: nothing is probed, so nothing is vouched for.
+        si.verified = vouch && meta.window_s > 0
+                          ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b)
+                          : -1;
         si.window_s = meta.window_s;
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
@@ -544,7 +592,10 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
         // First once whole without vouches: a refused vouch (e.g. one above a last_offset that
         // a restore moved back) must not cost a split.
-        if (vouch && splittable(s)) return attempt(b, ctx, units, false);
+        if (vouch && splittable(s)) {
+            forget_refused_vouch(s, in);
+            return attempt(b, ctx, units, false);
+        }
         if (splittable(s) && units.size() > 1) {
             // Only some unit is at fault: halve and try each half on its own (no vouches, so a
             // refused vouch cannot be the reason twice).

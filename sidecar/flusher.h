@@ -173,6 +173,8 @@ private:
                          std::vector<Seg>& segs, const Status& why);
     // Answer every item of units with failure s.
     void fail_units(const std::vector<const Unit*>& units, const Status& s);
+    void unfold_layer1(Unit& u);
+    void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void sql_loop(Backend* b);
     void release(const std::vector<PartQueue*>& parts);
     Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);

@@ -92,6 +92,16 @@ public:
                     std::string_view(mv.payload).find(reject_payload) != std::string_view::npos)
                     return Status(StatusCode::BadRequest, "payload is not valid JSON", "22P02");
         }
+        // Like the extension's vouch_check: a vouch above the stored log is refused (22023).
+        for (const SegmentIn& sg : segs) {
+            const Part& pt = parts_.at(sg.pid);
+            if (sg.verified > pt.last)
+                return Status(StatusCode::BadRequest,
+                              "p_verified " + std::to_string(sg.verified) +
+                                  " is above the last offset " + std::to_string(pt.last) +
+                                  " of partition id " + std::to_string(sg.pid),
+                              "22023");
+        }
         Status st = push_locked(segs, out);
         if (!st.is_ok()) return st;
         if (lose_after_commit > 0) {  // committed, then the answer was lost
@@ -127,6 +137,18 @@ public:
             for (std::size_t i = 0; i < ids.size(); i++)
                 if (it->second == ids[i]) (*offs)[i] = it->first;
         return Status::ok();
+    }
+
+    // A restore from an older backup: pid's log ends at `last` again (rows above it are gone).
+    void restore_to(int64_t pid, int64_t last) {
+        std::lock_guard<std::mutex> lk(mu_);
+        Part& pt = parts_.at(pid);
+        pt.last = last;
+        pt.ids.erase(pt.ids.upper_bound(last), pt.ids.end());
+        std::vector<TxnRow> keep;
+        for (const TxnRow& r : pt.txns)
+            if (r.end <= last) keep.push_back(r);
+        pt.txns.swap(keep);
     }
 
     // How many stored copies of txn partition pid holds (anywhere in its log).
@@ -187,7 +209,7 @@ private:
                     e.status = EntryStatus::Duplicate;
                     e.offset = off;
                     e.id = pt.ids.count(off) ? pt.ids[off] : queen::Uuid{};
-                } else if (f != first.end()) {
+                } else if (f != first.end() && pt.window_s > 0) {  // window 0: no folding
                     e = res[f->second];
                     e.status = EntryStatus::Duplicate;
                 } else {

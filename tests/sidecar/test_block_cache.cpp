@@ -265,11 +265,13 @@ TEST(BlockCache, NoRefcountsCrossBlockDuplicateStaysKnown) {
     queen::Hash128 h = queen::txn_hash("twice");
     for (int i = 0; i < 4095; i++) w.flush(m, {"f" + std::to_string(i)});
     int64_t vu = w.cache.inspect(m.pid).verified_upto;
+    // The store holds what the cache is told (a vouch above its last offset is refused).
+    EXPECT_EQ(w.store.external_push(m.pid, {"twice"}), vu + 1);
     w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // seals block 1 containing "twice"
     w.clock.advance(60000);
     for (int i = 0; i < 4095; i++) w.flush(m, {"g" + std::to_string(i)});
     vu = w.cache.inspect(m.pid).verified_upto;
-    w.store.external_push(m.pid, {});  // keep the store's allocator aligned with the fake commits
+    EXPECT_EQ(w.store.external_push(m.pid, {"twice"}), vu + 1);
     w.cache.on_commit(m.pid, vu + 1, &h, 1, w.clock.wall_ms());  // and block 2
     w.clock.advance(50000);                   // block 1 is now stale, block 2 is not
     w.cache.sweep();

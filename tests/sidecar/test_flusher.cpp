@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 
+#include "core/segment_codec.h"
 #include "fake_store.h"
 #include "flusher.h"
 #include "push_request.h"
@@ -635,6 +636,154 @@ TEST(FlusherFaults, AbandonSendsNothingQueued) {
     EXPECT_EQ(out[0].status, 2);
     EXPECT_EQ(err.code(), StatusCode::Unavailable);
     EXPECT_EQ(store.calls_push, 0);
+}
+
+// The fake store models the extension's window 0: a segment repeating one transactionId has
+// every entry written at its own offset with its own id (sql/window_zero.sql pins the same).
+TEST(FakeStoreWindowZero, WritesEveryRepeatInsideOneCall) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.set_window("q0", 0);
+    FakeBackend backend(store);
+    PartitionMeta meta;
+    ASSERT_TRUE(backend.resolve_partition("q0", "p", &meta).is_ok());
+    ASSERT_EQ(meta.window_s, 0);
+    queen::UuidV7Generator gen(40);
+    queen::SegmentBuilder builder;
+    std::string hashes;
+    std::vector<queen::Uuid> ids;
+    for (int i = 0; i < 3; i++) {
+        ids.push_back(gen.next(static_cast<uint64_t>(clock.wall_ms())));
+        builder.add(queen::MessageView{ids.back(), queen::ContentType::Json, "t", "{}"});
+        const queen::Hash128 h = queen::txn_hash("t");
+        hashes.append(reinterpret_cast<const char*>(h.b), 16);
+    }
+    std::string seg = builder.finish();
+    SegmentIn si;
+    si.pid = meta.pid;
+    si.hashes = &hashes;
+    si.segment = &seg;
+    si.verified = -1;
+    si.window_s = 0;
+    std::vector<std::vector<EntryOut>> out;
+    ASSERT_TRUE(backend.push_segments({si}, &out).is_ok());
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].size(), 3u);
+    for (int i = 0; i < 3; i++) {
+        EXPECT_EQ(out[0][i].status, EntryStatus::Queued);
+        EXPECT_EQ(out[0][i].offset, i);
+        EXPECT_EQ(out[0][i].id, ids[i]);
+    }
+    EXPECT_EQ(store.copies(meta.pid, "t"), 3);
+}
+
+// Window 0 through the sidecar: neither layer 1 (a repeat inside one request) nor layer 2 (the
+// same transactionId in fused concurrent requests) folds anything; every item is sent, stored
+// at its own offset in entry order, answered `queued` with its own id, and nothing is vouched.
+TEST(Flusher, WindowZeroFoldsNothingInLayer1OrLayer2) {
+    ManualClock clock;
+    FakeStore store(clock);
+    store.set_window("q0", 0);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(41);
+    std::vector<Answer> a, b, c;
+    auto ja = make_job({{"q0", "p", "t"}, {"q0", "p", "u"}, {"q0", "p", "t"}, {"q0", "p", "t"}},
+                       gen, clock.wall_ms(), &a);
+    std::vector<std::string> ids_a;
+    for (const PushItem& it : ja->req.items) ids_a.push_back(queen::uuid_to_string(it.id));
+    auto jb = make_job({{"q0", "p", "t"}}, gen, clock.wall_ms(), &b);
+    const std::string id_b = queen::uuid_to_string(jb->req.items[0].id);
+    auto jc = make_job({{"q0", "p", "u"}, {"q0", "p", "t"}}, gen, clock.wall_ms(), &c);
+    const std::string id_c0 = queen::uuid_to_string(jc->req.items[0].id);
+    const std::string id_c1 = queen::uuid_to_string(jc->req.items[1].id);
+    sc.flusher.submit(ja);
+    sc.flusher.submit(jb);
+    sc.flusher.submit(jc);
+    sc.drain();
+    EXPECT_EQ(store.calls_push, 1) << "the three requests are fused into one call";
+    ASSERT_EQ(a.size(), 4u);
+    ASSERT_EQ(b.size(), 1u);
+    ASSERT_EQ(c.size(), 2u);
+    for (int i = 0; i < 4; i++) EXPECT_EQ(a[i], (Answer{0, i, ids_a[i]})) << i;
+    EXPECT_EQ(b[0], (Answer{0, 4, id_b}));
+    EXPECT_EQ(c[0], (Answer{0, 5, id_c0}));
+    EXPECT_EQ(c[1], (Answer{0, 6, id_c1}));
+    PartitionMeta meta;
+    ASSERT_TRUE(sc.backend.resolve_partition("q0", "p", &meta).is_ok());
+    EXPECT_EQ(meta.last_offset, 6);
+    EXPECT_EQ(store.copies(meta.pid, "t"), 5);
+    EXPECT_EQ(store.copies(meta.pid, "u"), 2);
+    EXPECT_EQ(store.vouched_pushes, 0);
+    EXPECT_EQ(sc.metrics.messages_layer1_duplicate.load(), 0u);
+    EXPECT_EQ(sc.metrics.messages_layer2_duplicate.load(), 0u);
+    EXPECT_EQ(sc.metrics.messages_duplicate.load(), 0u);
+    EXPECT_EQ(sc.metrics.messages_queued.load(), 7u);
+    EXPECT_EQ(sc.cache.verdict_count(Verdict::Vouch), 0u);
+
+    // The same items in a queue with a window: layers 1 and 2 fold as before.
+    std::vector<Answer> d, e;
+    sc.flusher.submit(make_job({{"q1", "p", "t"}, {"q1", "p", "t"}}, gen, clock.wall_ms(), &d));
+    sc.flusher.submit(make_job({{"q1", "p", "t"}}, gen, clock.wall_ms(), &e));
+    sc.drain();
+    ASSERT_EQ(d.size(), 2u);
+    ASSERT_EQ(e.size(), 1u);
+    EXPECT_EQ(d[0].status, 0);
+    EXPECT_EQ(d[1], (Answer{1, d[0].offset, d[0].id}));
+    EXPECT_EQ(e[0], (Answer{1, d[0].offset, d[0].id}));
+}
+
+// After a restore moved the log back below what the cache vouched for, PostgreSQL refuses the
+// vouch (22023) once; the flusher drops that partition's entry, so the following flushes are one
+// call each again, even when they store nothing (no commit feedback would have fixed it).
+TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
+    ManualClock clock;
+    FakeStore store(clock);
+    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    queen::UuidV7Generator gen(42);
+    std::vector<Answer> out;
+    for (const char* t : {"a", "b", "c"}) {
+        sc.flusher.submit(make_job({{"q", "p", t}}, gen, clock.wall_ms(), &out));
+        sc.drain();
+    }
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[2], (Answer{0, 2, out[2].id}));
+    PartitionMeta meta;
+    ASSERT_TRUE(sc.backend.resolve_partition("q", "p", &meta).is_ok());
+    ASSERT_GE(sc.cache.inspect(meta.pid).verified_upto, 2);
+    store.restore_to(meta.pid, 0);  // b and c are gone; a stays at offset 0
+    // Another writer (a second sidecar, no cache) stores z at offset 1 after the restore.
+    CacheConfig off;
+    off.enabled = false;
+    Sidecar other(store, clock, off, FlusherConfig());
+    std::vector<Answer> zo;
+    other.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &zo));
+    other.drain();
+    ASSERT_EQ(zo.size(), 1u);
+    ASSERT_EQ(zo[0].offset, 1);
+    // A repeat of z: the vouch (2, above the last offset 1) is refused, the unvouched retry
+    // answers duplicate (nothing stored, so no commit feedback repairs the entry).
+    int calls = store.calls_push;
+    sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 2);
+    EXPECT_EQ(out[3], (Answer{1, 1, zo[0].id}));
+    EXPECT_FALSE(sc.cache.inspect(meta.pid).present) << "the refused entry is dropped";
+    // Again a repeat: one call, no refusal (the entry is built again from the database).
+    calls = store.calls_push;
+    sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[4], (Answer{1, 1, zo[0].id}));
+    // A new one: one call, stored after z, vouched by the rebuilt entry.
+    calls = store.calls_push;
+    const int64_t vouched = store.vouched_pushes;
+    sc.flusher.submit(make_job({{"q", "p", "d"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[5].status, 0);
+    EXPECT_EQ(out[5].offset, 2);
+    EXPECT_EQ(store.vouched_pushes - vouched, 1);
+    EXPECT_EQ(store.unsound_vouches, 0);
 }
 
 }  // namespace

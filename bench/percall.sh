@@ -74,7 +74,7 @@ for v in ${PERCALL_VARIANTS:-plain onconflict push push_nocache push_w0}; do
         push_w0) s=$TMPD/push_w0.sql o="" ;;
         *) s=$TMPD/$v.sql o="" ;;
     esac
-    read -r calls ins <<<"$(count "$s" "$o" "$([ "$v" = push ] && echo profile || echo no)")"
+    read -r calls ins <<<"$(count "$s" "$o" "$([ "$v" = "${PERCALL_PROFILE:-push}" ] && echo profile || echo no)")"
     IPC[$v]=$(awk -v m="$ins" -v c="$calls" 'BEGIN {printf "%.0f", (c > 0) ? 1000 * m / c : 0}')
     ratio=""; [ -n "${IPC[onconflict]:-}" ] && ratio=$(awk -v a="${IPC[$v]}" -v b="${IPC[onconflict]}" 'BEGIN {printf "%.2fx", a / b}')
     echo "| $v | $calls | ${IPC[$v]} | $ratio |"

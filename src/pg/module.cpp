@@ -1,4 +1,5 @@
 // Module entry: PG_MODULE_MAGIC, settings, and small shared helpers of the glue.
+#include "pg/direct_write.h"
 #include "pg/glue.h"
 #include "pg/producer_glue.h"
 #include "pg/retention_worker.h"
@@ -70,6 +71,7 @@ void _PG_init(void) {
         256, 1, 1048576, PGC_USERSET, GUC_UNIT_MB, nullptr, nullptr, nullptr);
     queen_pg::retention_worker_define_gucs();
     queen_pg::producer_define_settings();
+    queen_pg::direct_write_define_settings();
     MarkGUCPrefixReserved("queen");
     queen_pg::retention_worker_register();
 }

@@ -29,6 +29,8 @@ struct PartitionState {
     int64 txns_start;
     int64 log_start;
     int32 window;
+    bool direct;          // locked by direct access (tid valid) rather than by SQL
+    ItemPointerData tid;  // the locked row version (direct only)
 };
 
 // SELECT ... FOR UPDATE the partition row (42704 when it does not exist). SPI must be connected.

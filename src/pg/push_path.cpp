@@ -8,10 +8,13 @@
 //      transaction, run_retention) takes this lock before touching log_txns or log_segments,
 //      so it serializes all writes of one partition: nobody can commit rows into the span we
 //      probe between our probe and our allocation. Different partitions never contend.
-//      queen.push finds the row by its names and locks it in one statement
+//      queen.push finds the row by its names and locks it in one step
 //      (partition_lock_by_name); a row that disappears while it waits (no such statement exists
 //      today) reads as absent, and queen.push then creates the partition afresh, as for any push
-//      that comes after the partition is gone.
+//      that comes after the partition is gone. The lock is taken directly (lock_direct():
+//      table_tuple_lock with the strength, wait policy and update-chain rules of SELECT ... FOR
+//      NO KEY UPDATE) or, with queen.direct_write off or a table with triggers or row security,
+//      by that statement; either way the same row lock with the same outcomes.
 //   2. Callers that lock several partitions take them in ascending id order (push_segments,
 //      transaction, run_retention): one global order, so no two of them can deadlock.
 //   3. Only after the lock is held do we take the snapshot the probe reads with
@@ -21,7 +24,9 @@
 //      updated after our snapshot fails with 40001 (retry the transaction): a stale snapshot
 //      can never produce a verdict.
 //   4. A duplicate writes nothing: no allocator bump, no segment, no log_txns row; the
-//      survivors of a partially duplicate segment are written in the same call.
+//      survivors of a partially duplicate segment are written in the same call. The writes
+//      (write_direct(), or the statements of write_spi()) take no further row lock: the
+//      allocator update replaces the version this transaction locked.
 //
 // The per-backend probe cache (core/probe_digest.h) only narrows what is read. It learns only
 // rows read back under the lock that other transactions committed (never this backend's own

@@ -116,12 +116,13 @@ bool direct_update_ok(Relation rel) {
 }
 
 // Open a table, its indexes and a slot for direct writes.
-void direct_open(DirectTable* t, Oid relid, EState* estate) {
+void direct_open(DirectTable* t, Oid relid, EState* estate, bool lazy_indexes) {
     t->estate = estate;
     t->rel = table_open(relid, RowExclusiveLock);
     t->rri = makeNode(ResultRelInfo);
     InitResultRelInfo(t->rri, t->rel, 0, nullptr, 0);
-    ExecOpenIndices(t->rri, false);
+    t->indexes_open = !lazy_indexes;
+    if (t->indexes_open) ExecOpenIndices(t->rri, false);
     t->slot = MakeSingleTupleTableSlot(RelationGetDescr(t->rel), table_slot_callbacks(t->rel));
 }
 
@@ -161,8 +162,14 @@ void direct_update(DirectTable* t, ItemPointer tid, int ncols, const int* cols,
     if (t->rel->rd_att->constr != nullptr) ExecConstraints(t->rri, hs, t->estate);
     simple_heap_update(t->rel, tid, fresh);  // sets fresh->t_self and the heap-only flag
     hs->tts_tid = fresh->t_self;
-    if (t->rri->ri_NumIndices > 0 && !HeapTupleIsHeapOnly(fresh))
-        ExecInsertIndexTuples(t->rri, hs, t->estate, true, false, nullptr, NIL);
+    if (!HeapTupleIsHeapOnly(fresh)) {
+        if (!t->indexes_open) {
+            ExecOpenIndices(t->rri, false);
+            t->indexes_open = true;
+        }
+        if (t->rri->ri_NumIndices > 0)
+            ExecInsertIndexTuples(t->rri, hs, t->estate, true, false, nullptr, NIL);
+    }
     ResetPerTupleExprContext(t->estate);
     ExecDropSingleTupleTableSlot(hs);
     heap_freetuple(fresh);
@@ -172,7 +179,7 @@ void direct_update(DirectTable* t, ItemPointer tid, int ncols, const int* cols,
 // Close what direct_open opened.
 void direct_close(DirectTable* t) {
     ExecDropSingleTupleTableSlot(t->slot);
-    ExecCloseIndices(t->rri);
+    if (t->indexes_open) ExecCloseIndices(t->rri);
     table_close(t->rel, NoLock);
 }
 

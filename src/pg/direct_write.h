@@ -46,9 +46,11 @@ struct DirectTable {
     ResultRelInfo* rri;
     TupleTableSlot* slot;
     EState* estate;
+    bool indexes_open;
 };
-// Open `relid` with RowExclusiveLock, its indexes and a slot.
-void direct_open(DirectTable* t, Oid relid, EState* estate);
+// Open `relid` with RowExclusiveLock and a slot; its indexes now, or (`lazy_indexes`, for a
+// table only updated) when an update is not HOT and needs index entries.
+void direct_open(DirectTable* t, Oid relid, EState* estate, bool lazy_indexes = false);
 // Insert one row (values/nulls in column order) and its index entries, after checking the
 // table's NOT NULL and CHECK constraints. Unique violations raise as for INSERT.
 void direct_insert(DirectTable* t, const Datum* values, const bool* nulls);

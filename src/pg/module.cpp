@@ -25,24 +25,14 @@ void cxx_raise(const CxxError& err) {
                     errmsg("%s", err.message)));
 }
 
-// Find one relation of schema queen, or fail clearly.
-static Oid queen_relid(Oid nsp, const char* name) {
-    Oid relid = get_relname_relid(name, nsp);
-    if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation queen.%s does not exist", name),
-                        errhint("Is the queen extension installed in this database?")));
-    return relid;
-}
-
-// Look up queen's tables and primary keys.
+// Look up queen's tables and primary keys (cached per backend by queen_rels()).
 void storage_lookup(Storage* out) {
-    Oid nsp = get_namespace_oid("queen", false);
-    out->log_txns = queen_relid(nsp, "log_txns");
-    out->log_txns_pkey = queen_relid(nsp, "log_txns_pkey");
-    out->log_segments = queen_relid(nsp, "log_segments");
-    out->log_segments_pkey = queen_relid(nsp, "log_segments_pkey");
-    out->log_txns_created = get_relname_relid("log_txns_created_idx", nsp);  // may be missing
+    const QueenRels* r = queen_rels();
+    out->log_txns = r->log_txns;
+    out->log_txns_pkey = r->log_txns_pkey;
+    out->log_segments = r->log_segments;
+    out->log_segments_pkey = r->log_segments_pkey;
+    out->log_txns_created = r->log_txns_created;  // may be missing
 }
 
 // Prepare once, keep forever (the plancache re-plans after DDL).

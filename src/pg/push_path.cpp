@@ -153,6 +153,12 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
     return rc;
 }
 
+// Connect SPI for one statement path of this file (nested inside a caller's connection when
+// it has one); the caller ends it with SPI_finish() after copying what it read.
+static void spi_open() {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+}
+
 // Lock the partition row and read its allocator state and its queue's window.
 void partition_lock(int64 partition_id, PartitionState* out) {
     out->direct = false;
@@ -164,6 +170,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
                             errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
         if (rc == 1) return;
     }
+    spi_open();
     Oid types[1] = {INT8OID};
     SPIPlanPtr plan = spi_plan(&plan_lock_row,
         "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds"
@@ -176,6 +183,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
     read_state(1, out);
+    SPI_finish();
 }
 
 static SPIPlanPtr plan_lock_by_name;
@@ -191,6 +199,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
         if (rc >= 0) return rc == 1;
     }
+    spi_open();
     Oid types[2] = {TEXTOID, TEXTOID};
     SPIPlanPtr plan = spi_plan(&plan_lock_by_name,
         "SELECT p.id, q.dedup_by = 'content', p.last_offset, p.txns_start, p.log_start,"
@@ -200,13 +209,16 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
         elog(ERROR, "queen: locking partition failed");
-    if (SPI_processed == 0) return false;
-    HeapTuple tup = SPI_tuptable->vals[0];
-    bool isnull;
-    *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-    *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-    read_state(3, out);
-    return true;
+    bool found = SPI_processed > 0;
+    if (found) {
+        HeapTuple tup = SPI_tuptable->vals[0];
+        bool isnull;
+        *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+        *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+        read_state(3, out);
+    }
+    SPI_finish();
+    return found;
 }
 
 // Everything one probe needs, in one place.
@@ -518,7 +530,7 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
     const QueenRels* r = queen_rels();
     EState* estate = CreateExecutorState();
     DirectTable parts, segs, txns;
-    direct_open(&parts, r->log_partitions, estate);
+    direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
     direct_open(&txns, r->log_txns, estate);
     bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
@@ -591,6 +603,7 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
 // The three writes as SQL statements (queen.direct_write off, or a table with triggers).
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
                       bytea* seg, bytea* hashes, bytea* ids) {
+    spi_open();
     Oid t_set[2] = {INT8OID, INT8OID};
     Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
     if (SPI_execute_plan(spi_plan(&plan_set_last,
@@ -618,6 +631,7 @@ static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int sur
                              6, t_txn),
                          a_txn, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: log_txns insert failed");
+    SPI_finish();
 }
 
 // Check a caller's vouch against the locked partition; returns the floor offset to use (-1:

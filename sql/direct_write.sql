@@ -9,10 +9,11 @@ SELECT length(queen.txn_hash('load the library')) AS loaded;
 SHOW queen.direct_write;
 SELECT queen.configure('dw', '{"dedupWindowSeconds": 3600}');
 
--- A CHECK constraint added to a table queen writes is enforced on the direct path (23514), and
+-- A CHECK constraint added to a table queen writes (NOT VALID: other tests' rows may break it)
+-- is enforced on the direct path (23514) for new rows, and
 -- nothing of the failed push stays: no allocator bump, no rows.
 SELECT status, message_offset FROM queen.push('dw', 'p', '[{"transactionId":"a","payload":1}]');
-ALTER TABLE queen.log_segments ADD CONSTRAINT dw_small CHECK (message_count < 3);
+ALTER TABLE queen.log_segments ADD CONSTRAINT dw_small CHECK (message_count < 3) NOT VALID;
 \set VERBOSITY terse
 SELECT status FROM queen.push('dw', 'p', '[{"transactionId":"b","payload":1},{"transactionId":"c","payload":1},{"transactionId":"d","payload":1}]');
 \set VERBOSITY default
@@ -50,7 +51,7 @@ SELECT status, message_offset FROM queen.push('dw', 'p', '[{"transactionId":"g",
 BEGIN;
 SELECT count(*) AS pushed FROM generate_series(1, 40) r, generate_series(1, 30) n,
        LATERAL queen.push('dw_many', 'n' || n, jsonb_build_array(jsonb_build_object('transactionId', 'r' || r, 'payload', r))) x;
-SELECT n_tup_upd, n_tup_upd - n_tup_hot_upd > 0 AS some_not_hot
+SELECT n_tup_upd >= 1200 AS counted, n_tup_upd - n_tup_hot_upd > 0 AS some_not_hot
   FROM pg_stat_xact_user_tables WHERE relid = 'queen.log_partitions'::regclass;
 COMMIT;
 SET enable_seqscan = off;

@@ -18,13 +18,12 @@ set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$BENCH_DIR")
-PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
 OUT=$BENCH_DIR/results
 
 ROUNDS=3 DURATION=4 WARMUP=1 PARTS=100 PAYLOAD=256 HIST=100000
 BATCHES="1,10,100" CLIENTS_LIST="8,64" SCENARIOS="empty,h100k"
-VARIANTS="plain,onconflict,push,push_w0"
+VARIANTS="plain,onconflict,push,push_spi,push_w0"
 PORT=55436 SYNC_COMMIT=on BUILD=1 KEEP=0 QUICK=0 NOTE=""
 
 # Print the options.
@@ -38,7 +37,9 @@ usage: bash bench/durable.sh [options]
   --clients LIST       client counts ($CLIENTS_LIST)
   --scenarios LIST     of empty,h100k ($SCENARIOS)
   --history N          hashes (rows for the baselines) per partition in h100k ($HIST)
-  --variants LIST      of plain,onconflict,push,push_w0 ($VARIANTS); push_w0 = queen.push into
+  --variants LIST      of plain,onconflict,push,push_spi,push_w0 ($VARIANTS); push_spi =
+                       queen.push with queen.direct_write = off (its SQL statements: the write
+                       path as it was before issue 8, side by side); push_w0 = queen.push into
                        a queue with dedupWindowSeconds 0 (no probe: the fixed per-call cost), run
                        in the empty scenario only
   --sync-commit on|off synchronous_commit ($SYNC_COMMIT; off only for a labelled extra run)
@@ -71,51 +72,15 @@ done
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 RAW=$OUT/durable-$STAMP.csv
-PGROOT=$TMP/pgd PGDATA=$TMP/pgd/data SOCK=$TMP/pgd/sock CLIENT=$TMP/queenbench
-CONN="host=$SOCK port=$PORT dbname=bench user=postgres application_name=queenbench"
-
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d bench "$@"; }
-stop_server() { [ -f "$PGDATA/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true; }
+PGROOT=$TMP/pgd MAX_CONN=100 SHARED_BUFFERS=2GB JIT=off PARALLEL=0
+# shellcheck source=bench/common.sh
+. "$BENCH_DIR/common.sh"
 
 # ---- the load client, the extension, a throwaway server ----
 mkdir -p "$TMP" "$OUT"
-log "building the load client"
-g++ -O2 -std=c++17 -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
-    "$BENCH_DIR/queenbench.cpp" "$REPO/src/core/hash.cpp" "$REPO/src/core/segment_codec.cpp" \
-    "$REPO/src/core/uuidv7.cpp" -lpq -lxxhash -pthread -o "$CLIENT"
-if [ "$BUILD" = 1 ]; then
-    log "make -j2 && make install"
-    (cd "$REPO" && make -j2 >"$TMP/make.log" 2>&1 && make install >>"$TMP/make.log" 2>&1)
-fi
-if [ -f "$PGDATA/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
-    echo "durable.sh: a server is already running in $PGDATA; stop it first" >&2
-    exit 1
-fi
-rm -rf "$PGROOT"; mkdir -p "$SOCK"
-[ "$(id -u)" = 0 ] && chown -R postgres: "$PGROOT"
-as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$TMP/initdb-durable.log" 2>&1
-cat >>"$PGDATA/postgresql.conf" <<EOF
-# bench/durable.sh
-listen_addresses = ''
-unix_socket_directories = '$SOCK'
-port = $PORT
-max_connections = 100
-shared_buffers = 2GB
-work_mem = 16MB
-maintenance_work_mem = 512MB
-synchronous_commit = $SYNC_COMMIT
-jit = off
-max_parallel_workers_per_gather = 0
-max_wal_size = 16GB
-min_wal_size = 2GB
-checkpoint_timeout = 30min
-log_min_messages = warning
-EOF
-[ "$KEEP" = 1 ] || trap stop_server EXIT
-as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGROOT/postgres.log" -w start >/dev/null
-psql -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
+build_client
+if [ "$BUILD" = 1 ]; then build_extension; fi
+start_server bench/durable.sh
 q -c "CREATE EXTENSION queen"
 q -f "$BENCH_DIR/sql/setup.sql"
 q -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
@@ -160,9 +125,11 @@ measure() {
     local scen=$1 round=$2 v=$3 c=$4 b=$5
     M=$((M + 1))
     local queue=bench_w3600 prefix="m$M-" base=$((M * 1000)) variant=$v line err="" wend=""
+    local conn=$CONN
     [ "$v" = push_w0 ] && { variant=push queue=bench_w0; }
+    [ "$v" = push_spi ] && { variant=push conn="$CONN options='-c queen.direct_write=off'"; }
     [ "$scen" = h100k ] && { prefix="h-" base=$HBASE; }
-    if ! line=$("$CLIENT" --conninfo "$CONN" --variant "$variant" --label "$v" --clients "$c" \
+    if ! line=$("$CLIENT" --conninfo "$conn" --variant "$variant" --label "$v" --clients "$c" \
             --partitions "$PARTS" --prefix "$prefix" --part-base "$base" --queue "$queue" \
             --batch "$b" --dups "$(dups_for "$b")" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" \
             --duration "$DURATION" --seed "$M" 2>"$TMP/client-durable.err"); then

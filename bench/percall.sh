@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Fixed per-call cost (issue 8): CPU time one backend spends per 1-message call of plain
 # INSERT, INSERT ... ON CONFLICT DO NOTHING, queen.push (window 3600 s, probe cache on and off)
-# and queen.push into a window-0 queue, counted with `perf stat` on that backend while pgbench
+# and queen.push into a window-0 queue (each also as push_spi / push_w0_spi: queen.direct_write
+# off, the SQL statements of the write path), counted with `perf stat` on that backend while pgbench
 # (1 client, prepared statements) drives it: the backend's own CPU time (perf's task-clock; this
 # VM exposes no hardware instruction counter) excludes the commit's flush wait and the time the
 # backend waits for a core, so it isolates the per-call work better than msg/s (cache and SMT
 # contention from other load still inflate it a little). Optionally a `perf record` cpu-clock
-# profile of the queen.push backend (--profile), top symbols printed.
+# profile of the queen.push backend (--profile; PERCALL_PROFILE=variant picks another), top
+# symbols printed.
 #
 #   eval "$(bash scripts/pg.sh env)"      # any PostgreSQL with queen installed (a throwaway one!)
 #   bash bench/percall.sh [seconds] [--profile]   (default 8 s per variant)
@@ -72,9 +74,11 @@ for v in ${PERCALL_VARIANTS:-plain onconflict push push_nocache push_w0}; do
         push) s=$TMPD/push_w3600.sql o="" ;;
         push_nocache) s=$TMPD/push_w3600.sql o="-c queen.probe_cache=off" ;;
         push_w0) s=$TMPD/push_w0.sql o="" ;;
+        push_spi) s=$TMPD/push_w3600.sql o="-c queen.direct_write=off" ;;
+        push_w0_spi) s=$TMPD/push_w0.sql o="-c queen.direct_write=off" ;;
         *) s=$TMPD/$v.sql o="" ;;
     esac
-    read -r calls ins <<<"$(count "$s" "$o" "$([ "$v" = push ] && echo profile || echo no)")"
+    read -r calls ins <<<"$(count "$s" "$o" "$([ "$v" = "${PERCALL_PROFILE:-push}" ] && echo profile || echo no)")"
     IPC[$v]=$(awk -v m="$ins" -v c="$calls" 'BEGIN {printf "%.0f", (c > 0) ? 1000 * m / c : 0}')
     ratio=""; [ -n "${IPC[onconflict]:-}" ] && ratio=$(awk -v a="${IPC[$v]}" -v b="${IPC[onconflict]}" 'BEGIN {printf "%.2fx", a / b}')
     echo "| $v | $calls | ${IPC[$v]} | $ratio |"

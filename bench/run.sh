@@ -19,7 +19,6 @@ set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$BENCH_DIR")
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
 OUT=$BENCH_DIR/results
 
@@ -101,74 +100,19 @@ SUFFIX=""; [ "$QUICK" = 1 ] && SUFFIX="-quick"
 RAW=$OUT/raw$SUFFIX-$STAMP.csv
 RESULTS=$OUT/RESULTS$SUFFIX.md
 PGROOT=$TMP/pg
-PGDATA=$PGROOT/data
-SOCK=$PGROOT/sock
-CLIENT=$TMP/queenbench
-CONN="host=$SOCK port=$PORT dbname=bench user=postgres application_name=queenbench"
-
-# Log a line with the time.
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# Run a command as the postgres user when we are root (PostgreSQL refuses to run as root).
-as_pg() {
-    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
-}
-
-# psql against the bench database, quiet, stopping at the first error; extra args pass through.
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U postgres -d bench "$@"; }
-
-# Stop the bench server (called on exit unless --keep).
-stop_server() {
-    if [ -f "$PGDATA/postmaster.pid" ]; then
-        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
-    fi
-}
+MAX_CONN=40
+# shellcheck source=bench/common.sh
+. "$BENCH_DIR/common.sh"
 
 # ---- 1. the load client and the extension ----
 mkdir -p "$TMP" "$OUT"
-log "building the load client"
-g++ -O2 -std=c++17 -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
-    "$BENCH_DIR/queenbench.cpp" "$REPO/src/core/hash.cpp" "$REPO/src/core/segment_codec.cpp" \
-    "$REPO/src/core/uuidv7.cpp" -lpq -lxxhash -pthread -o "$CLIENT"
-
-if [ "$BUILD" = 1 ]; then
-    log "building and installing the extension (make -j2 && make install)"
-    if ! (cd "$REPO" && make -j2 >"$TMP/make.log" 2>&1 && make install >>"$TMP/make.log" 2>&1); then
-        log "WARNING: the extension did not build or install (see $TMP/make.log); queen variants will be skipped"
-    fi
+build_client
+if [ "$BUILD" = 1 ] && ! build_extension; then
+    log "WARNING: the extension did not build or install (see $TMP/make.log); queen variants will be skipped"
 fi
 
 # ---- 2. a throwaway PostgreSQL ----
-if [ -f "$PGDATA/postmaster.pid" ] && as_pg "$PGBIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1; then
-    echo "run.sh: a bench server is already running in $PGDATA (another run?); stop it first" >&2
-    exit 1
-fi
-rm -rf "$PGROOT"
-mkdir -p "$PGROOT" "$SOCK"
-[ "$(id -u)" = 0 ] && chown -R postgres: "$PGROOT"
-log "initdb in $PGDATA"
-as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$TMP/initdb.log" 2>&1
-cat >>"$PGDATA/postgresql.conf" <<EOF
-# bench/run.sh
-listen_addresses = ''
-unix_socket_directories = '$SOCK'
-port = $PORT
-max_connections = 40
-shared_buffers = $SHARED_BUFFERS
-work_mem = 16MB
-maintenance_work_mem = 512MB
-synchronous_commit = $SYNC_COMMIT
-jit = $JIT
-max_parallel_workers_per_gather = $PARALLEL
-max_wal_size = 16GB
-min_wal_size = 2GB
-checkpoint_timeout = 30min
-log_min_messages = warning
-log_checkpoints = on
-EOF
-[ "$KEEP" = 1 ] || trap stop_server EXIT
-as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGROOT/postgres.log" -w start >/dev/null
-psql -X -q -h "$SOCK" -p "$PORT" -U postgres -d postgres -c "CREATE DATABASE bench"
+start_server bench/run.sh
 
 # ---- 3. schemas: queen (when it installs), bench, plref ----
 HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0 SEG_WINDOW=0

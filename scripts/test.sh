@@ -220,6 +220,9 @@ stage_installcheck() {
     isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | grep -v '^probe_cache' | tr '\n' ' ')
     PGOPTIONS="-c queen.probe_cache=off" run_regress_suite regress-cache-off ISOLATION "$ROOT" "REGRESS=$regress"
     PGOPTIONS="-c queen.probe_cache=off" run_regress_suite isolation-cache-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
+    # The isolation specs once more through the SQL statements of the push path instead of its
+    # direct locking and writes (queen.direct_write = off): the same locking outcomes.
+    PGOPTIONS="-c queen.direct_write=off" run_regress_suite isolation-direct-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
 }
 
 # Run one GoogleTest runner and count its results: a runner that never prints its summary

@@ -139,3 +139,50 @@ SELECT count(*) AS log_differences FROM (
     UNION ALL
     (SELECT message_offset, transaction_id, payload FROM queen.read('pc_on', 'p', 0, 10000)
      EXCEPT SELECT message_offset, transaction_id, payload FROM queen.read('pc_off', 'p', 0, 10000))) d;
+
+-- The direct write path (queen.direct_write, on above) against the SQL statements it replaces:
+-- the same workload with queen.direct_write = off, cache on and off, gives the same answers
+-- and stored logs as the reference run.
+SET queen.direct_write = off;
+SET queen.probe_cache = on;
+CALL pg_temp.workload('dw_off_pc_on');
+SET queen.probe_cache = off;
+CALL pg_temp.workload('dw_off_pc_off');
+RESET queen.probe_cache;
+RESET queen.direct_write;
+SELECT v.q, (SELECT count(*) FROM answers a WHERE a.q = v.q) AS answers,
+       (SELECT count(*) FROM (
+           (SELECT step, idx, status, transaction_id, message_offset, id_matches_log FROM answers WHERE q = 'pc_off'
+            EXCEPT ALL
+            SELECT step, idx, status, transaction_id, message_offset, id_matches_log FROM answers WHERE q = v.q)
+           UNION ALL
+           (SELECT step, idx, status, transaction_id, message_offset, id_matches_log FROM answers WHERE q = v.q
+            EXCEPT ALL
+            SELECT step, idx, status, transaction_id, message_offset, id_matches_log FROM answers WHERE q = 'pc_off')) d)
+         AS differences,
+       (SELECT count(*) FROM (
+           (SELECT message_offset, transaction_id, payload FROM queen.read('pc_off', 'p', 0, 10000)
+            EXCEPT SELECT message_offset, transaction_id, payload FROM queen.read(v.q, 'p', 0, 10000))
+           UNION ALL
+           (SELECT message_offset, transaction_id, payload FROM queen.read(v.q, 'p', 0, 10000)
+            EXCEPT SELECT message_offset, transaction_id, payload FROM queen.read('pc_off', 'p', 0, 10000))) d)
+         AS log_differences
+FROM (VALUES ('dw_off_pc_on'), ('dw_off_pc_off')) v(q) ORDER BY v.q;
+-- Stored rows are the same too, column by column (offsets, counts, hashes; times and ids differ).
+CREATE TEMP VIEW stored AS
+SELECT q.name AS q, t.base_offset, t.end_offset, t.hashes, s.message_count, length(t.message_ids) AS ids_len
+  FROM queen.log_txns t JOIN queen.log_partitions lp ON lp.id = t.partition_id
+  JOIN queen.queues q ON q.id = lp.queue_id
+  LEFT JOIN queen.log_segments s ON s.partition_id = t.partition_id AND s.base_offset = t.base_offset;
+SELECT (SELECT count(*) FROM stored WHERE q = 'pc_off') AS rows_ref, count(*) AS row_differences FROM (
+    (SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'pc_off'
+     EXCEPT ALL
+     SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'dw_off_pc_off')
+    UNION ALL
+    (SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'dw_off_pc_off'
+     EXCEPT ALL
+     SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'pc_off')) d;
+SELECT (SELECT last_offset FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+         WHERE q.name = 'pc_off') AS last_offset_ref,
+       (SELECT last_offset FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+         WHERE q.name = 'dw_off_pc_off') AS last_offset_sql;

@@ -1,4 +1,5 @@
 // Module entry: PG_MODULE_MAGIC, settings, and small shared helpers of the glue.
+#include "pg/direct_write.h"
 #include "pg/glue.h"
 #include "pg/producer_glue.h"
 #include "pg/retention_worker.h"
@@ -24,24 +25,14 @@ void cxx_raise(const CxxError& err) {
                     errmsg("%s", err.message)));
 }
 
-// Find one relation of schema queen, or fail clearly.
-static Oid queen_relid(Oid nsp, const char* name) {
-    Oid relid = get_relname_relid(name, nsp);
-    if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation queen.%s does not exist", name),
-                        errhint("Is the queen extension installed in this database?")));
-    return relid;
-}
-
-// Look up queen's tables and primary keys.
+// Look up queen's tables and primary keys (cached per backend by queen_rels()).
 void storage_lookup(Storage* out) {
-    Oid nsp = get_namespace_oid("queen", false);
-    out->log_txns = queen_relid(nsp, "log_txns");
-    out->log_txns_pkey = queen_relid(nsp, "log_txns_pkey");
-    out->log_segments = queen_relid(nsp, "log_segments");
-    out->log_segments_pkey = queen_relid(nsp, "log_segments_pkey");
-    out->log_txns_created = get_relname_relid("log_txns_created_idx", nsp);  // may be missing
+    const QueenRels* r = queen_rels();
+    out->log_txns = r->log_txns;
+    out->log_txns_pkey = r->log_txns_pkey;
+    out->log_segments = r->log_segments;
+    out->log_segments_pkey = r->log_segments_pkey;
+    out->log_txns_created = r->log_txns_created;  // may be missing
 }
 
 // Prepare once, keep forever (the plancache re-plans after DDL).
@@ -70,6 +61,7 @@ void _PG_init(void) {
         256, 1, 1048576, PGC_USERSET, GUC_UNIT_MB, nullptr, nullptr, nullptr);
     queen_pg::retention_worker_define_gucs();
     queen_pg::producer_define_settings();
+    queen_pg::direct_write_define_settings();
     MarkGUCPrefixReserved("queen");
     queen_pg::retention_worker_register();
 }

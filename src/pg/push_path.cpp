@@ -8,10 +8,13 @@
 //      transaction, run_retention) takes this lock before touching log_txns or log_segments,
 //      so it serializes all writes of one partition: nobody can commit rows into the span we
 //      probe between our probe and our allocation. Different partitions never contend.
-//      queen.push finds the row by its names and locks it in one statement
+//      queen.push finds the row by its names and locks it in one step
 //      (partition_lock_by_name); a row that disappears while it waits (no such statement exists
 //      today) reads as absent, and queen.push then creates the partition afresh, as for any push
-//      that comes after the partition is gone.
+//      that comes after the partition is gone. The lock is taken directly (lock_direct():
+//      table_tuple_lock with the strength, wait policy and update-chain rules of SELECT ... FOR
+//      NO KEY UPDATE) or, with queen.direct_write off or a table with triggers or row security,
+//      by that statement; either way the same row lock with the same outcomes.
 //   2. Callers that lock several partitions take them in ascending id order (push_segments,
 //      transaction, run_retention): one global order, so no two of them can deadlock.
 //   3. Only after the lock is held do we take the snapshot the probe reads with
@@ -21,7 +24,9 @@
 //      updated after our snapshot fails with 40001 (retry the transaction): a stale snapshot
 //      can never produce a verdict.
 //   4. A duplicate writes nothing: no allocator bump, no segment, no log_txns row; the
-//      survivors of a partially duplicate segment are written in the same call.
+//      survivors of a partially duplicate segment are written in the same call. The writes
+//      (write_direct(), or the statements of write_spi()) take no further row lock: the
+//      allocator update replaces the version this transaction locked.
 //
 // The per-backend probe cache (core/probe_digest.h) only narrows what is read. It learns only
 // rows read back under the lock that other transactions committed (never this backend's own
@@ -29,10 +34,13 @@
 // hit is confirmed against the stored row, else the full-window probe decides.
 #include "core/probe_digest.h"
 #include "pg/push_path.h"  // includes pg/log_scan.h after the core headers
+#include "pg/direct_write.h"
 
 extern "C" {
+#include "access/tableam.h"
 #include "access/xact.h"
 #include "storage/proc.h"
+#include "utils/fmgroids.h"
 }
 
 namespace queen_pg {
@@ -53,8 +61,116 @@ static void read_state(int first, PartitionState* out) {
     out->window = DatumGetInt32(SPI_getbinval(tup, desc, first + 3, &isnull));
 }
 
+// The lock statements of partition_lock() and partition_lock_by_name() done directly (the
+// default, queen.direct_write): the same steps the executor takes for them, without SPI or a
+// plan. Under a snapshot taken now (after CommandCounterIncrement, as a statement's), the
+// partition row is found through its unique index (by id, or by its queue's name and its
+// own) and its queue row through the queue's; then the partition row is locked FOR NO KEY
+// UPDATE exactly as SELECT ... FOR NO KEY UPDATE locks it (table_tuple_lock, waiting): in
+// READ COMMITTED a version updated meanwhile is followed to the newest one, which still
+// matches (ids and names never change), and that newest version is what we read; in
+// REPEATABLE READ / SERIALIZABLE a row updated or deleted after our snapshot raises 40001,
+// like the statement. Returns 1 when locked, 0 when no row is visible (or, in READ COMMITTED,
+// it was deleted while we waited), -1 when a table has row security or triggers other than
+// foreign-key ones (then nothing was locked and the caller runs the statement).
+static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_out,
+                       bool* by_content, PartitionState* out) {
+    const QueenRels* r = queen_rels();
+    CommandCounterIncrement();
+    Snapshot snap = RegisterSnapshot(GetTransactionSnapshot());
+    Relation parts = table_open(r->log_partitions, RowShareLock);
+    Relation queues = table_open(r->queues, AccessShareLock);
+    int rc = -1;
+    if (direct_update_ok(parts) && !queues->rd_rel->relrowsecurity) {
+        TupleTableSlot* ps = MakeSingleTupleTableSlot(RelationGetDescr(parts),
+                                                      table_slot_callbacks(parts));
+        TupleTableSlot* qs = MakeSingleTupleTableSlot(RelationGetDescr(queues),
+                                                      table_slot_callbacks(queues));
+        bool isnull, found;
+        Oid eq_int8[1] = {F_INT8EQ}, eq_text[1] = {F_TEXTEQ}, eq_name[2] = {F_INT8EQ, F_TEXTEQ};
+        if (queue != nullptr) {
+            Datum k[1] = {PointerGetDatum(queue)};
+            found = direct_fetch_one(queues, r->queues_name_key, 1, eq_text, k, snap, qs);
+            if (found) {
+                Datum k2[2] = {slot_getattr(qs, r->q_id, &isnull), PointerGetDatum(partition)};
+                found = direct_fetch_one(parts, r->log_partitions_name_key, 2, eq_name, k2, snap, ps);
+            }
+        } else {
+            Datum k[1] = {Int64GetDatum(pid_in)};
+            found = direct_fetch_one(parts, r->log_partitions_pkey, 1, eq_int8, k, snap, ps);
+            if (found) {
+                Datum kq[1] = {slot_getattr(ps, r->p_queue_id, &isnull)};
+                found = direct_fetch_one(queues, r->queues_pkey, 1, eq_int8, kq, snap, qs);
+            }
+        }
+        if (found) {
+            ItemPointerData tid = ps->tts_tid;
+            TM_FailureData tmfd;
+            bool xact_snapshot = IsolationUsesXactSnapshot();
+            TM_Result res = table_tuple_lock(parts, &tid, snap, ps, GetCurrentCommandId(true),
+                                             LockTupleNoKeyExclusive, LockWaitBlock,
+                                             xact_snapshot ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+                                             &tmfd);
+            switch (res) {
+                case TM_Ok:
+                    break;
+                case TM_Updated:
+                    if (xact_snapshot)
+                        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                        errmsg("could not serialize access due to concurrent update")));
+                    elog(ERROR, "queen: unexpected tuple lock status %d", (int) res);
+                    break;
+                case TM_Deleted:
+                    if (xact_snapshot)
+                        ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                        errmsg("could not serialize access due to concurrent delete")));
+                    found = false;
+                    break;
+                default:
+                    elog(ERROR, "queen: unexpected tuple lock status %d", (int) res);
+            }
+        }
+        if (found) {
+            *pid_out = DatumGetInt64(slot_getattr(ps, r->p_id, &isnull));
+            out->last_offset = DatumGetInt64(slot_getattr(ps, r->p_last_offset, &isnull));
+            out->txns_start = DatumGetInt64(slot_getattr(ps, r->p_txns_start, &isnull));
+            out->log_start = DatumGetInt64(slot_getattr(ps, r->p_log_start, &isnull));
+            out->window = DatumGetInt32(slot_getattr(qs, r->q_window, &isnull));
+            out->direct = true;
+            out->tid = ps->tts_tid;
+            if (by_content != nullptr) {
+                text* by = DatumGetTextPP(slot_getattr(qs, r->q_dedup_by, &isnull));
+                *by_content = VARSIZE_ANY_EXHDR(by) == 7 && memcmp(VARDATA_ANY(by), "content", 7) == 0;
+            }
+        }
+        rc = found ? 1 : 0;
+        ExecDropSingleTupleTableSlot(ps);
+        ExecDropSingleTupleTableSlot(qs);
+    }
+    table_close(queues, NoLock);
+    table_close(parts, NoLock);
+    UnregisterSnapshot(snap);
+    return rc;
+}
+
+// Connect SPI for one statement path of this file (nested inside a caller's connection when
+// it has one); the caller ends it with SPI_finish() after copying what it read.
+static void spi_open() {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+}
+
 // Lock the partition row and read its allocator state and its queue's window.
 void partition_lock(int64 partition_id, PartitionState* out) {
+    out->direct = false;
+    if (guc_direct_write) {
+        int64 pid;
+        int rc = lock_direct(nullptr, nullptr, partition_id, &pid, nullptr, out);
+        if (rc == 0)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                            errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
+        if (rc == 1) return;
+    }
+    spi_open();
     Oid types[1] = {INT8OID};
     SPIPlanPtr plan = spi_plan(&plan_lock_row,
         "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds"
@@ -67,6 +183,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
     read_state(1, out);
+    SPI_finish();
 }
 
 static SPIPlanPtr plan_lock_by_name;
@@ -77,6 +194,12 @@ static SPIPlanPtr plan_lock_by_name;
 // would read after the same wait.
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out) {
+    out->direct = false;
+    if (guc_direct_write) {
+        int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
+        if (rc >= 0) return rc == 1;
+    }
+    spi_open();
     Oid types[2] = {TEXTOID, TEXTOID};
     SPIPlanPtr plan = spi_plan(&plan_lock_by_name,
         "SELECT p.id, q.dedup_by = 'content', p.last_offset, p.txns_start, p.log_start,"
@@ -86,13 +209,16 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
         elog(ERROR, "queen: locking partition failed");
-    if (SPI_processed == 0) return false;
-    HeapTuple tup = SPI_tuptable->vals[0];
-    bool isnull;
-    *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-    *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
-    read_state(3, out);
-    return true;
+    bool found = SPI_processed > 0;
+    if (found) {
+        HeapTuple tup = SPI_tuptable->vals[0];
+        bool isnull;
+        *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+        *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+        read_state(3, out);
+    }
+    SPI_finish();
+    return found;
 }
 
 // Everything one probe needs, in one place.
@@ -395,6 +521,45 @@ static bytea* new_bytea(Size len) {
     return b;
 }
 
+// The three writes done directly (see direct_write.cpp): the allocator bump of the row version
+// this transaction locked (a HOT update: no index entry), then the segment and the log_txns
+// rows with their index entries. False (nothing written) when a table's shape rules it out:
+// a trigger, row security, or other columns than sql/queen.sql defines.
+static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
+                         TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
+    const QueenRels* r = queen_rels();
+    EState* estate = CreateExecutorState();
+    DirectTable parts, segs, txns;
+    direct_open(&parts, r->log_partitions, estate, true);
+    direct_open(&segs, r->log_segments, estate);
+    direct_open(&txns, r->log_txns, estate);
+    bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
+              direct_insert_ok(txns.rel) && RelationGetDescr(segs.rel)->natts == 6 &&
+              RelationGetDescr(txns.rel)->natts == 6;
+    if (ok) {
+        int cols[1] = {r->p_last_offset};
+        Datum last[1] = {Int64GetDatum(end)};
+        ItemPointerData tid = ps->tid;
+        direct_update(&parts, &tid, 1, cols, last);
+        bool nulls[6] = {false, false, false, false, false, false};
+        Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+        direct_insert(&segs, a_seg, nulls);
+        Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
+        direct_insert(&txns, a_txn, nulls);
+    }
+    direct_close(&txns);
+    direct_close(&segs);
+    direct_close(&parts);
+    FreeExecutorState(estate);
+    if (ok) CommandCounterIncrement();  // visible to what follows, as after a statement
+    return ok;
+}
+
+static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                      bytea* seg, bytea* hashes, bytea* ids);
+
 // Write the survivors: bump the allocator, insert one segment row and one log_txns row.
 static void write_survivors(const Storage* st, int64 pid, const PartitionState* ps,
                             const PushBatch* b, const queen::ItemVerdict* v, int survivors,
@@ -427,6 +592,18 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
             id += 16;
         }
 
+    if (!(ps->direct && guc_direct_write &&
+          write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
+        write_spi(pid, base, end, now, survivors, seg, hashes, ids);
+    pfree(seg);
+    pfree(hashes);
+    pfree(ids);
+}
+
+// The three writes as SQL statements (queen.direct_write off, or a table with triggers).
+static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                      bytea* seg, bytea* hashes, bytea* ids) {
+    spi_open();
     Oid t_set[2] = {INT8OID, INT8OID};
     Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
     if (SPI_execute_plan(spi_plan(&plan_set_last,
@@ -454,9 +631,7 @@ static void write_survivors(const Storage* st, int64 pid, const PartitionState* 
                              6, t_txn),
                          a_txn, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: log_txns insert failed");
-    pfree(seg);
-    pfree(hashes);
-    pfree(ids);
+    SPI_finish();
 }
 
 // Check a caller's vouch against the locked partition; returns the floor offset to use (-1:

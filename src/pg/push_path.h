@@ -29,9 +29,11 @@ struct PartitionState {
     int64 txns_start;
     int64 log_start;
     int32 window;
+    bool direct;          // locked by direct access (tid valid) rather than by SQL
+    ItemPointerData tid;  // the locked row version (direct only)
 };
 
-// SELECT ... FOR UPDATE the partition row (42704 when it does not exist). SPI must be connected.
+// Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist).
 void partition_lock(int64 partition_id, PartitionState* out);
 
 // The floor a caller's vouch allows under the locked partition row (-1: none); 22023 when
@@ -40,7 +42,6 @@ int64 vouch_check(int64 partition_id, const PartitionState* ps, int64 verified, 
 
 // Look the partition up by name and lock it in the same statement (for queen.push: one
 // statement instead of a lookup then a lock); false when it does not exist (nothing locked).
-// SPI must be connected.
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out);
 
@@ -53,7 +54,6 @@ void push_prelocked(const Storage* st, int64 partition_id, const PartitionState*
 // `verified` is the caller's vouch (-1: none), made for a window of `vouch_window` seconds
 // (-1: not said, and then ignored); a vouch made for a smaller window than the queue's current
 // one is ignored; a vouch above last_offset is an error (22023).
-// SPI must be connected.
 void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, int64 verified,
                  int32 vouch_window, PushAnswer* answers);
 

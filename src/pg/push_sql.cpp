@@ -35,6 +35,7 @@ static int64 find_and_lock_partition(text* queue, text* partition, bool* by_cont
     if (partition_lock_by_name(queue, partition, &pid, by_content, ps)) return pid;
     Oid types[2] = {TEXTOID, TEXTOID};
     Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     SPIPlanPtr slow = spi_plan(&plan_resolve_partition,
         "SELECT partition_id, dedup_by = 'content' FROM queen.resolve_partition($1, $2)", 2,
         types);
@@ -43,6 +44,7 @@ static int64 find_and_lock_partition(text* queue, text* partition, bool* by_cont
     bool isnull;
     pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     *by_content = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+    SPI_finish();
     partition_lock(pid, ps);
     return pid;
 }
@@ -148,7 +150,6 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
 
     Storage st;
     storage_lookup(&st);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     bool by_content;
     PartitionState ps;
     int64 pid = find_and_lock_partition(queue, partition, &by_content, &ps);
@@ -169,6 +170,5 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
         values[4] = Int64GetDatum(ans[i].offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
-    SPI_finish();
     return (Datum) 0;
 }

@@ -36,13 +36,17 @@ const StmtDef kStmts[] = {
     // $6 / $6[] are the block cache's hints (core/vouch_hints.h; empty: none).
     {"queen_push1",
      "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
      "FROM queen.push_segment($1, $2, $3, $4, $5, $6)",
      6,
      {kInt8, kBytea, kBytea, kInt8, kInt4, kBytea}, false},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
      "FROM queen.push_segments($1, $2, $3, $4, $5, $6)",
      6,
      {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array, kByteaArray}, false},
@@ -184,6 +188,7 @@ void PgBackend::disconnect() {
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
     for (bool& p : prepared_) p = false;
+    hint_confirmed_seen_ = hint_fallbacks_seen_ = 0;  // the next backend counts from 0
 }
 
 // Connect with a timeout; after a failure, fail fast for half a second instead of stalling
@@ -415,6 +420,17 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         // after every row's created_at (the block cache's one clock, see block_cache.h).
         if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
         all.push_back(r);
+    }
+    // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push):
+    // add what this connection's backend counted since the last call.
+    if (rows > 0 && metrics_) {
+        int64_t conf = 0, fb = 0;
+        if (col_int8(g.r, 0, 6, &conf) && col_int8(g.r, 0, 7, &fb)) {
+            metrics_->hint_confirmed += static_cast<uint64_t>(conf >= hint_confirmed_seen_ ? conf - hint_confirmed_seen_ : conf);
+            metrics_->hint_fallbacks += static_cast<uint64_t>(fb >= hint_fallbacks_seen_ ? fb - hint_fallbacks_seen_ : fb);
+            hint_confirmed_seen_ = conf;
+            hint_fallbacks_seen_ = fb;
+        }
     }
     auto before = [](const Row& a, const Row& b) {
         return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;

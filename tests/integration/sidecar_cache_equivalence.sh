@@ -44,5 +44,13 @@ v2=$(( $(vouches "$ON1_PORT") + $(vouches "$ON2_PORT") ))
 (( v2 > v1 )) || fail "the cache never vouched under concurrency"
 h2=$(( $(hinted "$ON1_PORT") + $(hinted "$ON2_PORT") ))
 (( h2 > h1 )) || fail "the cache never vouched with hints under concurrency"
+fb=0; ok=0
+for port in "$ON1_PORT" "$ON2_PORT"; do
+    m=$(curl -sf "http://127.0.0.1:$port/metrics")
+    ok=$(( ok + $(sed -n 's/^queen_sidecar_hint_segments_total{outcome="confirmed"} //p' <<<"$m") ))
+    fb=$(( fb + $(sed -n 's/^queen_sidecar_hint_segments_total{outcome="fallback"} //p' <<<"$m") ))
+done
+(( ok > 0 )) || fail "PostgreSQL never confirmed a hinted vouch"
+echo "hinted segments PostgreSQL confirmed: $ok, sent to the full probe: $fb"
 echo "vouched flushes: sequential $v1 (+ $h1 hinted), concurrent $((v2 - v1)) (+ $((h2 - h1)) hinted)"
 echo PASS

@@ -57,6 +57,30 @@ inline queen::Hash128 hash_of(const S& s) noexcept {
     return h;
 }
 constexpr int64_t kMaxDelta = 65535;
+constexpr std::size_t kMultiCap = 4096;  // more listed keys than this: search every key in full
+
+// The run of slots with key k in a sorted block. Keys are uniform hash bytes, so k's rank is
+// about prefix * size / 2^64 (within a few times sqrt(size)): look in a 512-slot window around
+// that first (two or three cache lines instead of a dozen scattered binary-search probes, which
+// matters when every block of a million-hash partition is searched for the earliest copy), and
+// search the whole block only when k lies outside that window. Exact either way.
+template <class S>
+std::pair<typename std::vector<S>::const_iterator, typename std::vector<S>::const_iterator>
+find_key(const std::vector<S>& v, const S& k) {
+    const std::size_t n = v.size();
+    constexpr std::size_t kHalf = 256;
+    if (n > 4 * kHalf) {
+        const std::size_t est = static_cast<std::size_t>(
+            (static_cast<unsigned __int128>(be_word(k.key)) * n) >> 64);
+        const std::size_t lo = est > kHalf ? est - kHalf : 0, hi = std::min(n, est + kHalf);
+        SlotLess less;
+        // The window holds every copy of k when its first slot is below k and its last above.
+        if ((lo == 0 || less(v[lo], k)) && (hi == n || less(k, v[hi - 1])))
+            return std::equal_range(v.begin() + static_cast<std::ptrdiff_t>(lo),
+                                    v.begin() + static_cast<std::ptrdiff_t>(hi), k, less);
+    }
+    return std::equal_range(v.begin(), v.end(), k, SlotLess());
+}
 }  // namespace
 
 namespace {
@@ -278,7 +302,7 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
         }
         const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
         for (int64_t i = 0; i <= r.end - r.base; i++)
-            append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+            append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms, false);
         max_end = std::max(max_end, r.end);
     }
     e.built = true;
@@ -287,6 +311,7 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
     e.window_s = window_s;
     e.verified_upto = max_end;
     e.hydrated_from = rows.empty() ? max_end : rows.front().base - 1;
+    find_multi(e);
     maybe_rebuild_filter(e);
     reaccount(e);
     set_footprint_hint(pid, e.bytes);
@@ -369,7 +394,12 @@ void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* surv
 
 // Append to the hot buffer, sealing it the moment it is full (a no-copy hand-off).
 void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
-                             int64_t created_ms) {
+                             int64_t created_ms, bool check) {
+    // Resident already? The filter answers "no" for nearly every new hash; without a filter
+    // (nothing was resident when it was last sized) ask the blocks directly.
+    if (check && !e.multi_all && (e.filter.capacity() == 0 || e.filter.maybe_contains(h)) &&
+        contains(e, h))
+        add_multi(e, be_word(h.b));
     if (e.hot.size() >= kBlockHashes) seal_hot(e, false);
     // Offsets a delta cannot express (a top-up far below our own commits): seal first.
     if (!e.hot.empty() && (offset < e.hot_base || offset - e.hot_base > kMaxDelta))
@@ -468,8 +498,10 @@ bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
     const Slot k = slot_of<Slot>(h);
     for (const Slot& x : e.hot)
         if (key_eq(x, k)) return true;
-    for (const Block& b : e.blocks)
-        if (std::binary_search(b.h.begin(), b.h.end(), k, SlotLess())) return true;
+    for (const Block& b : e.blocks) {
+        auto r = find_key(b.h, k);
+        if (r.first != r.second) return true;
+    }
     return false;
 }
 
@@ -477,6 +509,19 @@ bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
 // block may hold a key more than once only across an expiry, but take them all).
 int64_t BlockCache::earliest(const Entry& e, const queen::Hash128& h, int64_t from) const {
     const Slot k = slot_of<Slot>(h);
+    if (!e.multi_all && !std::binary_search(e.multi.begin(), e.multi.end(), be_word(k.key))) {
+        // Resident at most once: the first copy found, newest first, is the only one.
+        for (const Slot& x : e.hot)
+            if (key_eq(x, k)) return e.hot_base + x.delta >= from ? e.hot_base + x.delta : -1;
+        for (auto b = e.blocks.rbegin(); b != e.blocks.rend(); ++b) {
+            auto r = find_key(b->h, k);
+            if (r.first != r.second) {
+                const int64_t off = b->base + r.first->delta;
+                return off >= from ? off : -1;
+            }
+        }
+        return -1;
+    }
     int64_t best = -1;
     auto take = [&](int64_t off) {
         if (off >= from && (best < 0 || off < best)) best = off;
@@ -484,14 +529,49 @@ int64_t BlockCache::earliest(const Entry& e, const queen::Hash128& h, int64_t fr
     for (const Slot& x : e.hot)
         if (key_eq(x, k)) take(e.hot_base + x.delta);
     for (const Block& b : e.blocks) {
-        auto r = std::equal_range(b.h.begin(), b.h.end(), k, SlotLess());
+        auto r = find_key(b.h, k);
         for (auto it = r.first; it != r.second; ++it) take(b.base + it->delta);
     }
     return best;
 }
 
+// Note a prefix in the sorted `multi` list (or give up listing past the cap).
+void BlockCache::add_multi(Entry& e, uint64_t prefix) {
+    auto it = std::lower_bound(e.multi.begin(), e.multi.end(), prefix);
+    if (it != e.multi.end() && *it == prefix) return;
+    if (e.multi.size() >= kMultiCap) {
+        e.multi_all = true;
+        std::vector<uint64_t>().swap(e.multi);
+        return;
+    }
+    e.multi.insert(it, prefix);
+}
+
+// Every prefix that occurs twice among the resident keys.
+void BlockCache::find_multi(Entry& e) {
+    std::vector<uint64_t>().swap(e.multi);
+    e.multi_all = false;
+    std::vector<uint64_t> all;
+    all.reserve(e.resident);
+    for (const Slot& x : e.hot) all.push_back(be_word(x.key));
+    for (const Block& b : e.blocks)
+        for (const Slot& x : b.h) all.push_back(be_word(x.key));
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 1; i < all.size() && !e.multi_all; i++)
+        if (all[i] == all[i - 1] && (e.multi.empty() || e.multi.back() != all[i])) {
+            if (e.multi.size() >= kMultiCap) {
+                e.multi_all = true;
+                std::vector<uint64_t>().swap(e.multi);
+            } else {
+                e.multi.push_back(all[i]);
+            }
+        }
+}
+
 // Forget every hash (flags are the caller's business).
 void BlockCache::clear_data(Entry& e) {
+    std::vector<uint64_t>().swap(e.multi);
+    e.multi_all = false;
     total_hashes_ -= static_cast<int64_t>(e.resident);
     e.resident = 0;
     std::vector<Block>().swap(e.blocks);
@@ -526,7 +606,8 @@ void BlockCache::reaccount(Entry& e) {
     if (!e.evicted) {
         bytes = entry_overhead_bytes() + chunk(e.hot.capacity() * kHashBytes) +
                 chunk(e.filter.bytes()) + chunk(e.blocks.capacity() * sizeof(Block)) +
-                chunk(e.gaps.capacity() * sizeof(e.gaps[0]));
+                chunk(e.gaps.capacity() * sizeof(e.gaps[0])) +
+                chunk(e.multi.capacity() * sizeof(uint64_t));
         for (const Block& b : e.blocks) bytes += chunk(b.h.capacity() * kHashBytes);
     }
     total_bytes_ += bytes - e.bytes;

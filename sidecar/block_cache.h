@@ -40,6 +40,11 @@
 //     Copies below the memo's txns_start (purged by retention; the memo's value is a lower
 //     bound of the real one, which only grows) never count in PostgreSQL's probe either: they
 //     are skipped, and a hash resident only below it is treated as absent;
+//   - finding the earliest copy must not search every block of a large entry: a key that is
+//     resident only once is found newest-first with an early exit; the few keys that may be
+//     resident twice (a copy out of the window but not yet expired, or both copies back in
+//     after the window grew) are listed (`multi`, found when appended, or by one sort at
+//     hydration) and searched in full;
 //   - a resident hash is a 16-byte slot: its first 14 bytes and its offset as a 16-bit delta
 //     from its block's base (a hot buffer is sealed early rather than hold offsets more than
 //     65535 apart). A 14-byte match can only be a false local hit, never a false "absent", and
@@ -207,6 +212,11 @@ private:
         int64_t hot_min_created_ms = INT64_MAX;
         int64_t hot_max_created_ms = 0;
         FrontFilter filter;
+        // Key prefixes (first 8 bytes) that may be resident more than once, sorted; a key not
+        // listed is resident at most once, so earliest() may stop at its first copy. Stale
+        // entries (a copy expired) only cost a full search. Past kMultiCap: multi_all.
+        std::vector<uint64_t> multi;
+        bool multi_all = false;
         std::size_t resident = 0;
         int64_t bytes = 0;                  // what this entry contributes to total_bytes_
         std::atomic<int64_t> charged{0};    // a copy of bytes readable without mu (eviction)
@@ -221,7 +231,13 @@ private:
     bool admit_full_build(int64_t pid, Entry& e, int64_t now_mono);
     bool full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader& loader);
     bool top_up(int64_t pid, Entry& e, CacheLoader& loader);
-    void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms);
+    // check: note h in `multi` when its key is resident already (full_build passes false and
+    // runs find_multi() once instead).
+    void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms,
+                     bool check = true);
+    // Rebuild `multi` from every resident key (one sort of the key prefixes).
+    void find_multi(Entry& e);
+    void add_multi(Entry& e, uint64_t prefix);
     void seal_hot(Entry& e, bool partial);
     void expire(Entry& e, int64_t now_db);
     int64_t slice_ms(const Entry& e) const noexcept;

@@ -34,6 +34,7 @@ while [[ $# -gt 0 ]]; do
         --rounds) ROUNDS=$2; shift ;;
         --duration) DURATION=$2; shift ;;
         --w1m-partitions) W1M_PARTS=$2; shift ;;
+        --w1m-warmup) W1M_WARMUP=$2; shift ;;
         --port) PORT=$2; shift ;;
         --sidecar-flags) SIDECAR_FLAGS=$2; shift ;;
         --no-build) BUILD=0 ;;
@@ -193,6 +194,7 @@ measure() {
             "${common[@]}" "${extra[@]}" 2>>"$WORK/loadgen.err") || log "load client reported problems ($scen/$var)"
         mf=$WORK/metrics-$scen-$var-r$round.txt
         curl -s "http://127.0.0.1:$STARTED_PORT/metrics" >"$mf"
+        if ((QUICK)); then mkdir -p "$REPO/build/bench" && cp "$mf" "$REPO/build/bench/"; fi
         stop_sidecars
     fi
     local -A kv=()

@@ -726,3 +726,53 @@ TEST(BlockCacheHints, AnExpiredButResidentOriginalFailsItsConfirmationAndTheFull
 
 }  // namespace
 }  // namespace queen::sidecar
+
+namespace queen::sidecar {
+namespace {
+
+// A hash stored twice in the window (the first copy had aged out of a smaller window when the
+// second was written; the window then grew back): the hint must name the earliest copy,
+// whether the entry learned both copies by hydration or by commits and top-ups.
+TEST(BlockCacheHints, AKeyResidentTwiceIsHintedAtItsEarliestCopy) {
+    World w;
+    w.store.set_window("q", 60);
+    auto m = w.meta();
+    w.flush(m, {"twice", "a"});                        // offset 0
+    for (int b = 0; b < 50; b++) w.flush(m, txns("f", 100, b * 100));  // sealed blocks between
+    w.clock.advance(70000);                            // 'twice' is out of the 60 s window
+    m = w.meta();
+    auto out = w.flush(m, {"twice"});
+    ASSERT_EQ(out[0].status, EntryStatus::Queued);
+    const int64_t second = out[0].offset;
+    w.store.set_window("q", 3600);                     // both copies are in the window again
+    w.clock.advance(31000);
+    m = w.meta();
+    ASSERT_EQ(m.window_s, 3600);
+    HintedFlush f = hinted_flush(w, m, {"twice", "new"});  // window change: rebuilt, both resident
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    EXPECT_EQ(decode(f.hints, 2, f.verified), (std::vector<std::pair<uint32_t, int64_t>>{{0, 0}}));
+    EXPECT_EQ(f.out[0].offset, 0);
+    // Learned by commit instead: a third copy cannot be written now, but a fresh cache entry
+    // that saw the second copy arrive by commit lists the key as resident twice as well.
+    World w2;
+    w2.store.set_window("q", 60);
+    auto m2 = w2.meta();
+    w2.flush(m2, {"twice"});
+    w2.clock.advance(61000);  // out of the window but within the slack: still resident
+    m2 = w2.meta();
+    auto o2 = w2.flush(m2, {"twice"});
+    ASSERT_EQ(o2[0].status, EntryStatus::Queued);
+    EXPECT_EQ(o2[0].offset, 1);
+    EXPECT_EQ(w2.cache.inspect(m2.pid).resident, 2u);
+    HintedFlush f2 = hinted_flush(w2, m2, {"twice"});
+    EXPECT_EQ(decode(f2.hints, 1, f2.verified), (std::vector<std::pair<uint32_t, int64_t>>{{0, 0}}))
+        << "the earliest resident copy (offset 0), not the first one found newest-first";
+    // offset 0 is out of the window: the confirmation fails, the full probe finds offset 1
+    EXPECT_EQ(f2.out[0].offset, 1);
+    EXPECT_EQ(w2.store.hint_fallbacks, 1);
+    EXPECT_EQ(w.store.unsound_vouches + w2.store.unsound_vouches, 0);
+    (void)second;
+}
+
+}  // namespace
+}  // namespace queen::sidecar

@@ -41,6 +41,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--header", default="")
     ap.add_argument("--note", default="")
+    ap.add_argument("--reading", default="", help="a Markdown file appended as the reading")
     a = ap.parse_args()
     by = defaultdict(list)
     with open(a.csv) as f:
@@ -124,6 +125,9 @@ def main():
              f"{'met' if 0 < half_p99 <= 10 else '**missed**'} |")
     L.append("| synchronous_commit = on in every run | checked by the script before loading | met |")
     L.append("")
+    if a.reading:
+        with open(a.reading) as f:
+            L += [f.read().rstrip("\n"), ""]
     with open(a.out, "w") as f:
         f.write("\n".join(L) + "\n")
 

@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -557,7 +558,9 @@ int run_http(const Options& o) {
     while (busy > 0 || (slot_s > 0 && now < t_end)) {
         int wait_ms = 100;
         if (slot_s > 0 && !idle.empty())
-            wait_ms = std::max(0, static_cast<int>((next_slot - now_s()) * 1000.0));
+            // at least 1 ms: a shorter wait would spin this process on the cores the server
+            // needs; slots that fall due meanwhile go out together, each timed from its slot
+            wait_ms = std::max(1, static_cast<int>(std::ceil((next_slot - now_s()) * 1000.0)));
         int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), wait_ms);
         now = now_s();
         while (slot_s > 0 && !idle.empty() && now >= next_slot && now < t_end) {

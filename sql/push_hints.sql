@@ -40,7 +40,7 @@ BEGIN
     EXECUTE q;
     RETURN 'no error';
 EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
+    RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'partition id [0-9]+', 'partition id <p>');
 END $$;
 CREATE FUNCTION pg_temp.stats() RETURNS TABLE(hinted_segments bigint, hints bigint, confirmed bigint, fallbacks bigint)
     LANGUAGE sql AS $$ SELECT * FROM queen.push_hint_stats() $$;

@@ -47,6 +47,7 @@ struct SegmentIn {
     const std::string* segment = nullptr;  // segment_codec blob
     int64_t verified = -1;                 // p_verified
     int32_t window_s = 0;                  // p_window: the window the vouch assumed
+    const std::string* hints = nullptr;    // p_hint(s): core/vouch_hints.h blob (null/empty: none)
 };
 
 // Unknown: SQL answered a status string the sidecar does not know; it fails closed (the item is

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/vouch_hints.h"
 #include "log.h"
 
 namespace queen::sidecar {
@@ -18,22 +19,67 @@ inline uint64_t be_word(const uint8_t* p) {
     std::memcpy(&v, p, 8);
     return __builtin_bswap64(v);
 }
-// Bytewise order of two hashes.
-struct HashLess {
-    bool operator()(const queen::Hash128& a, const queen::Hash128& b) const noexcept {
-        const uint64_t a0 = be_word(a.b), b0 = be_word(b.b);
+// Slots (BlockCache::Slot: 14 key bytes, then the offset delta). Keys are compared as two
+// big-endian words, bytes 0-7 and bytes 6-13 (they overlap: equal first words make bytes 6-7
+// equal, so the second word then orders bytes 8-13), which is bytewise order.
+struct SlotLess {
+    template <class S>
+    bool operator()(const S& a, const S& b) const noexcept {
+        const uint64_t a0 = be_word(a.key), b0 = be_word(b.key);
         if (a0 != b0) return a0 < b0;
-        return be_word(a.b + 8) < be_word(b.b + 8);
+        return be_word(a.key + 6) < be_word(b.key + 6);
     }
 };
-// Equality of two hashes by two word compares.
-inline bool hash_eq(const queen::Hash128& a, const queen::Hash128& b) noexcept {
+// Equality of two slot keys by two word compares.
+template <class S>
+inline bool key_eq(const S& a, const S& b) noexcept {
     uint64_t a0, a1, b0, b1;
-    std::memcpy(&a0, a.b, 8);
-    std::memcpy(&a1, a.b + 8, 8);
-    std::memcpy(&b0, b.b, 8);
-    std::memcpy(&b1, b.b + 8, 8);
+    std::memcpy(&a0, a.key, 8);
+    std::memcpy(&a1, a.key + 6, 8);
+    std::memcpy(&b0, b.key, 8);
+    std::memcpy(&b1, b.key + 6, 8);
     return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+// The slot key of a hash (its first 14 bytes), delta 0.
+template <class S>
+inline S slot_of(const queen::Hash128& h) noexcept {
+    S s;
+    std::memcpy(s.key, h.b, sizeof s.key);
+    s.delta = 0;
+    return s;
+}
+// A hash with a slot's key bytes (the rest zero): the front filter reads only bytes 0-12, so
+// it answers for it exactly as for the full hash.
+template <class S>
+inline queen::Hash128 hash_of(const S& s) noexcept {
+    queen::Hash128 h{};
+    std::memcpy(h.b, s.key, sizeof s.key);
+    return h;
+}
+constexpr int64_t kMaxDelta = 65535;
+constexpr std::size_t kMultiCap = 4096;  // more listed keys than this: search every key in full
+
+// The run of slots with key k in a sorted block. Keys are uniform hash bytes, so k's rank is
+// about prefix * size / 2^64 (within a few times sqrt(size)): look in a 512-slot window around
+// that first (two or three cache lines instead of a dozen scattered binary-search probes, which
+// matters when every block of a million-hash partition is searched for the earliest copy), and
+// search the whole block only when k lies outside that window. Exact either way.
+template <class S>
+std::pair<typename std::vector<S>::const_iterator, typename std::vector<S>::const_iterator>
+find_key(const std::vector<S>& v, const S& k) {
+    const std::size_t n = v.size();
+    constexpr std::size_t kHalf = 256;
+    if (n > 4 * kHalf) {
+        const std::size_t est = static_cast<std::size_t>(
+            (static_cast<unsigned __int128>(be_word(k.key)) * n) >> 64);
+        const std::size_t lo = est > kHalf ? est - kHalf : 0, hi = std::min(n, est + kHalf);
+        SlotLess less;
+        // The window holds every copy of k when its first slot is below k and its last above.
+        if ((lo == 0 || less(v[lo], k)) && (hi == n || less(k, v[hi - 1])))
+            return std::equal_range(v.begin() + static_cast<std::ptrdiff_t>(lo),
+                                    v.begin() + static_cast<std::ptrdiff_t>(hi), k, less);
+    }
+    return std::equal_range(v.begin(), v.end(), k, SlotLess());
 }
 }  // namespace
 
@@ -139,7 +185,9 @@ void BlockCache::forget(int64_t pid) {
 
 // The main path: build, expire, top up, check membership, vouch.
 int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes,
-                                 std::size_t n, CacheLoader& loader, Verdict* why) {
+                                 std::size_t n, CacheLoader& loader, Verdict* why,
+                                 std::string* hints) {
+    if (hints) hints->clear();
     if (!cfg_.enabled || meta.window_s <= 0) {
         count(Verdict::Disabled, why);
         return -1;
@@ -187,12 +235,17 @@ int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128
             }
         }
         for (std::size_t i = 0; i < n; i++) {
-            if (e->filter.maybe_contains(hashes[i]) && contains(*e, hashes[i])) {
+            if (!e->filter.maybe_contains(hashes[i])) continue;
+            const int64_t at = earliest(*e, hashes[i], hints ? meta.txns_start : 0);
+            if (at < 0) continue;
+            if (!hints || at > e->verified_upto) {  // the latter cannot happen: be defensive
+                if (hints) hints->clear();
                 count(Verdict::LocalHit, why);
                 return -1;
             }
+            queen::hint_append(hints, static_cast<uint32_t>(i), at);
         }
-        count(Verdict::Vouch, why);
+        count(hints && !hints->empty() ? Verdict::Hinted : Verdict::Vouch, why);
         return e->verified_upto;
     }
     count(Verdict::LoadFailed, why);
@@ -249,7 +302,7 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
         }
         const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
         for (int64_t i = 0; i <= r.end - r.base; i++)
-            append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
+            append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms, false);
         max_end = std::max(max_end, r.end);
     }
     e.built = true;
@@ -258,6 +311,7 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
     e.window_s = window_s;
     e.verified_upto = max_end;
     e.hydrated_from = rows.empty() ? max_end : rows.front().base - 1;
+    find_multi(e);
     maybe_rebuild_filter(e);
     reaccount(e);
     set_footprint_hint(pid, e.bytes);
@@ -340,11 +394,22 @@ void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* surv
 
 // Append to the hot buffer, sealing it the moment it is full (a no-copy hand-off).
 void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
-                             int64_t created_ms) {
+                             int64_t created_ms, bool check) {
+    // Resident already? The filter answers "no" for nearly every new hash; without a filter
+    // (nothing was resident when it was last sized) ask the blocks directly.
+    if (check && !e.multi_all && (e.filter.capacity() == 0 || e.filter.maybe_contains(h)) &&
+        contains(e, h))
+        add_multi(e, be_word(h.b));
     if (e.hot.size() >= kBlockHashes) seal_hot(e, false);
+    // Offsets a delta cannot express (a top-up far below our own commits): seal first.
+    if (!e.hot.empty() && (offset < e.hot_base || offset - e.hot_base > kMaxDelta))
+        seal_hot(e, true);
+    if (e.hot.empty()) e.hot_base = offset - kMaxDelta / 2;
     if (e.hot.size() == e.hot.capacity())
         e.hot.reserve(std::min(kBlockHashes, std::max<std::size_t>(16, e.hot.capacity() * 2)));
-    e.hot.push_back(h);
+    Slot sl = slot_of<Slot>(h);
+    sl.delta = static_cast<uint16_t>(offset - e.hot_base);
+    e.hot.push_back(sl);
     if (offset > e.hot_max_offset) e.hot_max_offset = offset;
     if (created_ms > e.hot_max_created_ms) e.hot_max_created_ms = created_ms;
     if (created_ms < e.hot_min_created_ms) e.hot_min_created_ms = created_ms;
@@ -358,14 +423,20 @@ void BlockCache::append_hash(Entry& e, const queen::Hash128& h, int64_t offset,
 // slow partitions neither collect tiny blocks nor keep one block of hashes forever.
 void BlockCache::seal_hot(Entry& e, bool partial) {
     if (e.hot.empty()) return;
-    std::sort(e.hot.begin(), e.hot.end(), HashLess());
+    std::sort(e.hot.begin(), e.hot.end(), SlotLess());
+    const int64_t new_base =
+        e.blocks.empty() ? e.hot_base : std::min(e.blocks.back().base, e.hot_base);
     if (partial && !e.blocks.empty() && e.blocks.back().h.size() + e.hot.size() <= kBlockHashes &&
-        e.hot_max_created_ms - e.blocks.back().min_created_ms <= slice_ms(e)) {
+        e.hot_max_created_ms - e.blocks.back().min_created_ms <= slice_ms(e) &&
+        std::max(e.blocks.back().max_offset, e.hot_max_offset) - new_base <= kMaxDelta) {
         Block& last = e.blocks.back();
-        std::vector<queen::Hash128> merged;
+        for (Slot& x : last.h) x.delta = static_cast<uint16_t>(x.delta + (last.base - new_base));
+        for (Slot& x : e.hot) x.delta = static_cast<uint16_t>(x.delta + (e.hot_base - new_base));
+        last.base = new_base;
+        std::vector<Slot> merged;
         merged.reserve(last.h.size() + e.hot.size());
         std::merge(last.h.begin(), last.h.end(), e.hot.begin(), e.hot.end(),
-                   std::back_inserter(merged), HashLess());
+                   std::back_inserter(merged), SlotLess());
         last.h.swap(merged);
         last.max_offset = std::max(last.max_offset, e.hot_max_offset);
         last.max_created_ms = std::max(last.max_created_ms, e.hot_max_created_ms);
@@ -374,12 +445,13 @@ void BlockCache::seal_hot(Entry& e, bool partial) {
         if (partial) e.hot.shrink_to_fit();
         Block b;
         b.h.swap(e.hot);
+        b.base = e.hot_base;
         b.max_offset = e.hot_max_offset;
         b.max_created_ms = e.hot_max_created_ms;
         b.min_created_ms = e.hot_min_created_ms;
         e.blocks.push_back(std::move(b));
     }
-    std::vector<queen::Hash128>().swap(e.hot);
+    std::vector<Slot>().swap(e.hot);
     e.hot_max_offset = -1;
     e.hot_max_created_ms = 0;
     e.hot_min_created_ms = INT64_MAX;
@@ -408,7 +480,7 @@ void BlockCache::expire(Entry& e, int64_t now_db) {
         e.hydrated_from = std::max(e.hydrated_from, e.hot_max_offset);
         e.resident -= e.hot.size();
         total_hashes_ -= static_cast<int64_t>(e.hot.size());
-        std::vector<queen::Hash128>().swap(e.hot);
+        std::vector<Slot>().swap(e.hot);
         e.hot_max_offset = -1;
         e.hot_max_created_ms = 0;
         e.hot_min_created_ms = INT64_MAX;
@@ -421,21 +493,89 @@ void BlockCache::expire(Entry& e, int64_t now_db) {
     }
 }
 
-// Exact membership: linear scan of the hot buffer, binary search of every block.
+// Membership by key: linear scan of the hot buffer, binary search of every block.
 bool BlockCache::contains(const Entry& e, const queen::Hash128& h) const {
-    for (const auto& x : e.hot)
-        if (hash_eq(x, h)) return true;
-    for (const Block& b : e.blocks)
-        if (std::binary_search(b.h.begin(), b.h.end(), h, HashLess())) return true;
+    const Slot k = slot_of<Slot>(h);
+    for (const Slot& x : e.hot)
+        if (key_eq(x, k)) return true;
+    for (const Block& b : e.blocks) {
+        auto r = find_key(b.h, k);
+        if (r.first != r.second) return true;
+    }
     return false;
+}
+
+// The lowest resident offset >= from of h's key: every copy in the hot buffer and in every block (a
+// block may hold a key more than once only across an expiry, but take them all).
+int64_t BlockCache::earliest(const Entry& e, const queen::Hash128& h, int64_t from) const {
+    const Slot k = slot_of<Slot>(h);
+    if (!e.multi_all && !std::binary_search(e.multi.begin(), e.multi.end(), be_word(k.key))) {
+        // Resident at most once: the first copy found, newest first, is the only one.
+        for (const Slot& x : e.hot)
+            if (key_eq(x, k)) return e.hot_base + x.delta >= from ? e.hot_base + x.delta : -1;
+        for (auto b = e.blocks.rbegin(); b != e.blocks.rend(); ++b) {
+            auto r = find_key(b->h, k);
+            if (r.first != r.second) {
+                const int64_t off = b->base + r.first->delta;
+                return off >= from ? off : -1;
+            }
+        }
+        return -1;
+    }
+    int64_t best = -1;
+    auto take = [&](int64_t off) {
+        if (off >= from && (best < 0 || off < best)) best = off;
+    };
+    for (const Slot& x : e.hot)
+        if (key_eq(x, k)) take(e.hot_base + x.delta);
+    for (const Block& b : e.blocks) {
+        auto r = find_key(b.h, k);
+        for (auto it = r.first; it != r.second; ++it) take(b.base + it->delta);
+    }
+    return best;
+}
+
+// Note a prefix in the sorted `multi` list (or give up listing past the cap).
+void BlockCache::add_multi(Entry& e, uint64_t prefix) {
+    auto it = std::lower_bound(e.multi.begin(), e.multi.end(), prefix);
+    if (it != e.multi.end() && *it == prefix) return;
+    if (e.multi.size() >= kMultiCap) {
+        e.multi_all = true;
+        std::vector<uint64_t>().swap(e.multi);
+        return;
+    }
+    e.multi.insert(it, prefix);
+}
+
+// Every prefix that occurs twice among the resident keys.
+void BlockCache::find_multi(Entry& e) {
+    std::vector<uint64_t>().swap(e.multi);
+    e.multi_all = false;
+    std::vector<uint64_t> all;
+    all.reserve(e.resident);
+    for (const Slot& x : e.hot) all.push_back(be_word(x.key));
+    for (const Block& b : e.blocks)
+        for (const Slot& x : b.h) all.push_back(be_word(x.key));
+    std::sort(all.begin(), all.end());
+    for (std::size_t i = 1; i < all.size() && !e.multi_all; i++)
+        if (all[i] == all[i - 1] && (e.multi.empty() || e.multi.back() != all[i])) {
+            if (e.multi.size() >= kMultiCap) {
+                e.multi_all = true;
+                std::vector<uint64_t>().swap(e.multi);
+            } else {
+                e.multi.push_back(all[i]);
+            }
+        }
 }
 
 // Forget every hash (flags are the caller's business).
 void BlockCache::clear_data(Entry& e) {
+    std::vector<uint64_t>().swap(e.multi);
+    e.multi_all = false;
     total_hashes_ -= static_cast<int64_t>(e.resident);
     e.resident = 0;
     std::vector<Block>().swap(e.blocks);
-    std::vector<queen::Hash128>().swap(e.hot);
+    std::vector<Slot>().swap(e.hot);
     e.hot_max_offset = -1;
     e.hot_max_created_ms = 0;
     e.hot_min_created_ms = INT64_MAX;
@@ -455,9 +595,9 @@ void BlockCache::maybe_rebuild_filter(Entry& e) {
     const bool oversized = cap > std::max<std::size_t>(64, r * 8 / 5) + 63;
     if (!saturated && !oversized) return;
     e.filter.reset(std::max<std::size_t>(64, r * 5 / 4));
-    for (const auto& h : e.hot) e.filter.add(h);
+    for (const Slot& x : e.hot) e.filter.add(hash_of(x));
     for (const Block& b : e.blocks)
-        for (const auto& h : b.h) e.filter.add(h);
+        for (const Slot& x : b.h) e.filter.add(hash_of(x));
 }
 
 // Recompute this entry's bytes and move the difference into the total.
@@ -466,7 +606,8 @@ void BlockCache::reaccount(Entry& e) {
     if (!e.evicted) {
         bytes = entry_overhead_bytes() + chunk(e.hot.capacity() * kHashBytes) +
                 chunk(e.filter.bytes()) + chunk(e.blocks.capacity() * sizeof(Block)) +
-                chunk(e.gaps.capacity() * sizeof(e.gaps[0]));
+                chunk(e.gaps.capacity() * sizeof(e.gaps[0])) +
+                chunk(e.multi.capacity() * sizeof(uint64_t));
         for (const Block& b : e.blocks) bytes += chunk(b.h.capacity() * kHashBytes);
     }
     total_bytes_ += bytes - e.bytes;

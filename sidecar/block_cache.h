@@ -29,7 +29,26 @@
 // figure against mallinfo2(). Eviction never sorts: one pass builds a histogram of idle ages
 // (power-of-two buckets) and bytes, a second evicts the oldest buckets until the total is 5% of
 // the budget below the limit, so one eviction round serves many admissions.
-//   - a local hit never decides: it returns -1 so SQL runs the full probe;
+//   - a local hit never decides by itself. With hints (the flusher's path) the cache vouches
+//     for every hash of the segment and names, for each resident one, its earliest resident
+//     offset (a hint: "its earliest in-window occurrence is there"); PostgreSQL confirms each
+//     hinted original against the stored row (full 16-byte hash, in the window) and runs the
+//     full probe if one does not confirm (src/pg/push_hints.cpp). Without hints a local hit
+//     answers -1 (full probe). The earliest resident offset is the earliest in-window one
+//     whenever it is in the window at all, because every in-window hash up to verified_upto
+//     is resident; when it is not (an expired-but-resident copy), the confirmation fails.
+//     Copies below the memo's txns_start (purged by retention; the memo's value is a lower
+//     bound of the real one, which only grows) never count in PostgreSQL's probe either: they
+//     are skipped, and a hash resident only below it is treated as absent;
+//   - finding the earliest copy must not search every block of a large entry: a key that is
+//     resident only once is found newest-first with an early exit; the few keys that may be
+//     resident twice (a copy out of the window but not yet expired, or both copies back in
+//     after the window grew) are listed (`multi`, found when appended, or by one sort at
+//     hydration) and searched in full;
+//   - a resident hash is a 16-byte slot: its first 14 bytes and its offset as a 16-bit delta
+//     from its block's base (a hot buffer is sealed early rather than hold offsets more than
+//     65535 apart). A 14-byte match can only be a false local hit, never a false "absent", and
+//     a false hit's hint is refused by PostgreSQL's full-hash check: sound, same 16 bytes;
 //   - a front filter (front_filter.h) answers most "absent" checks with one cache line.
 //
 // Locking protocol. map_mu_ (reader-writer) guards map_; each Entry has its own mutex `mu`;
@@ -48,6 +67,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -79,9 +99,10 @@ enum class Verdict : uint8_t {
     Vouch = 0,   // p_verified = verified_upto
     Disabled,    // cache off or dedup window 0
     Suppressed,  // memory pressure: the partition failed the fit test / is cooling down
-    LocalHit,    // a hash is resident: route to the full probe
+    LocalHit,    // a hash is resident and no hints were asked for: route to the full probe
     Gap,         // interleave gap not yet topped up
     LoadFailed,  // hydration or top-up could not be read
+    Hinted,      // p_verified = verified_upto, with a hint for each resident hash
     kCount
 };
 
@@ -110,10 +131,13 @@ public:
     BlockCache(const BlockCache&) = delete;
     BlockCache& operator=(const BlockCache&) = delete;
 
-    // p_verified for a flush of n hashes into meta.pid (hydrating, topping up and expiring on
-    // the way via loader). *why (optional) says why. Never fails: -1 is the fallback.
+    // p_verified for a flush of n distinct hashes into meta.pid (hydrating, topping up and
+    // expiring on the way via loader). *why (optional) says why. Never fails: -1 is the
+    // fallback. With `hints` (cleared first), resident hashes do not force -1: each gets a
+    // hint (core/vouch_hints.h: its index, its earliest resident offset) and the vouch stands.
     int64_t verified_for(const PartitionMeta& meta, const queen::Hash128* hashes, std::size_t n,
-                         CacheLoader& loader, Verdict* why = nullptr);
+                         CacheLoader& loader, Verdict* why = nullptr,
+                         std::string* hints = nullptr);
 
     // A committed push of pid allocated [base, base + n - 1] to these survivors, in order;
     // created_ms is the database's time for the push (an upper bound of the rows' created_at;
@@ -156,8 +180,15 @@ public:
     const CacheConfig& config() const noexcept { return cfg_; }
 
 private:
+    // One resident hash (see the header comment): 14 key bytes, offset - block base.
+    struct Slot {
+        uint8_t key[14];
+        uint16_t delta;
+    };
+    static_assert(sizeof(Slot) == 16, "a slot costs what a hash costs");
     struct Block {
-        std::vector<queen::Hash128> h;  // sorted
+        std::vector<Slot> h;  // sorted by key
+        int64_t base = 0;     // offset = base + delta
         int64_t max_offset = -1;
         int64_t min_created_ms = INT64_MAX;
         int64_t max_created_ms = 0;
@@ -175,11 +206,17 @@ private:
         int64_t verified_upto = -1;
         std::vector<std::pair<int64_t, int64_t>> gaps;
         std::vector<Block> blocks;  // oldest first (a vector: an empty one allocates nothing)
-        std::vector<queen::Hash128> hot;
+        std::vector<Slot> hot;
+        int64_t hot_base = 0;  // offsets of hot slots are hot_base + delta
         int64_t hot_max_offset = -1;
         int64_t hot_min_created_ms = INT64_MAX;
         int64_t hot_max_created_ms = 0;
         FrontFilter filter;
+        // Key prefixes (first 8 bytes) that may be resident more than once, sorted; a key not
+        // listed is resident at most once, so earliest() may stop at its first copy. Stale
+        // entries (a copy expired) only cost a full search. Past kMultiCap: multi_all.
+        std::vector<uint64_t> multi;
+        bool multi_all = false;
         std::size_t resident = 0;
         int64_t bytes = 0;                  // what this entry contributes to total_bytes_
         std::atomic<int64_t> charged{0};    // a copy of bytes readable without mu (eviction)
@@ -194,11 +231,19 @@ private:
     bool admit_full_build(int64_t pid, Entry& e, int64_t now_mono);
     bool full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader& loader);
     bool top_up(int64_t pid, Entry& e, CacheLoader& loader);
-    void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms);
+    // check: note h in `multi` when its key is resident already (full_build passes false and
+    // runs find_multi() once instead).
+    void append_hash(Entry& e, const queen::Hash128& h, int64_t offset, int64_t created_ms,
+                     bool check = true);
+    // Rebuild `multi` from every resident key (one sort of the key prefixes).
+    void find_multi(Entry& e);
+    void add_multi(Entry& e, uint64_t prefix);
     void seal_hot(Entry& e, bool partial);
     void expire(Entry& e, int64_t now_db);
     int64_t slice_ms(const Entry& e) const noexcept;
     bool contains(const Entry& e, const queen::Hash128& h) const;
+    // The lowest offset >= from at which h's key is resident, or -1.
+    int64_t earliest(const Entry& e, const queen::Hash128& h, int64_t from) const;
     void clear_data(Entry& e);
     void maybe_rebuild_filter(Entry& e);
     void reaccount(Entry& e);

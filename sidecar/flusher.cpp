@@ -406,6 +406,7 @@ struct Flusher::Seg {
     std::vector<queen::Uuid> ids;          // leaders' message ids
     std::string hash_blob;
     std::string segment;
+    std::string hints;  // the cache's hints for this attempt's vouch (core/vouch_hints.h)
 };
 
 // Answer every item of units with failure s.
@@ -565,10 +566,16 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         si.segment = &sg.segment;
         // A vouch always travels with the window it was made for (never one without it).
         // Window 0: nothing is probed, so nothing is vouched for.
+        // With hints: a resident hash no longer costs the vouch; PostgreSQL confirms the hinted
+        // originals (or runs the full probe). Layer 2 made the segment's hashes distinct.
+        sg.hints.clear();
         si.verified = vouch && meta.window_s > 0
-                          ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b)
+                          ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b,
+                                                nullptr, &sg.hints)
                           : -1;
+        if (si.verified < 0) sg.hints.clear();
         si.window_s = meta.window_s;
+        si.hints = &sg.hints;
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }

@@ -132,12 +132,18 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
     header(&out, "queen_sidecar_client_timeouts_total", "counter",
            "connections closed by a header, body, idle or write deadline");
     sample(&out, "queen_sidecar_client_timeouts_total", nullptr, m.client_timeouts.load());
+    header(&out, "queen_sidecar_hint_segments_total", "counter",
+           "hinted vouches as PostgreSQL judged them: confirmed, or sent to the full probe");
+    sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"confirmed\"", m.hint_confirmed.load());
+    sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"fallback\"", m.hint_fallbacks.load());
     m.flush_messages.render(&out, "queen_sidecar_flush_messages", "messages per flushed segment");
     m.flush_partitions.render(&out, "queen_sidecar_flush_partitions", "segments per push SQL call");
     m.sql_seconds.render(&out, "queen_sidecar_sql_seconds", "SQL call latency");
     if (cache) {
-        static const char* names[] = {"vouch",     "disabled", "suppressed",
-                                      "local_hit", "gap",      "load_failed"};
+        static const char* names[] = {"vouch", "disabled",    "suppressed", "local_hit",
+                                      "gap",   "load_failed", "hinted"};
+        static_assert(sizeof names / sizeof names[0] == static_cast<int>(Verdict::kCount),
+                      "one name per verdict");
         header(&out, "queen_sidecar_cache_verdicts_total", "counter",
                "p_verified answers: vouch, or the reason for -1");
         for (int v = 0; v < static_cast<int>(Verdict::kCount); v++) {

@@ -61,6 +61,8 @@ struct Metrics {
     std::atomic<uint64_t> connections_rejected{0};  // over --max-connections: 503
     std::atomic<uint64_t> accept_errors{0};         // accept() failures (EMFILE, ...)
     std::atomic<uint64_t> client_timeouts{0};       // header/body/idle/write deadlines hit
+    std::atomic<uint64_t> hint_confirmed{0};  // hinted segments PostgreSQL confirmed
+    std::atomic<uint64_t> hint_fallbacks{0};  // hinted segments it sent to the full probe
     Histogram flush_messages;    // messages per segment
     Histogram flush_partitions;  // segments per SQL call
     Histogram sql_seconds;       // latency of each SQL call

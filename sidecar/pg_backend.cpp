@@ -33,18 +33,23 @@ const StmtDef kStmts[] = {
     // $5 / $5[] is p_window: the window (seconds) each vouch was computed under, from the
     // metadata memo. The extension ignores a vouch when the queue's window, read under the
     // partition row lock, is larger (a /configure grew it while the memo was stale).
+    // $6 / $6[] are the block cache's hints (core/vouch_hints.h; empty: none).
     {"queen_push1",
      "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
-     "FROM queen.push_segment($1, $2, $3, $4, $5)",
-     5,
-     {kInt8, kBytea, kBytea, kInt8, kInt4}, false},
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segment($1, $2, $3, $4, $5, $6)",
+     6,
+     {kInt8, kBytea, kBytea, kInt8, kInt4, kBytea}, false},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
-     "FROM queen.push_segments($1, $2, $3, $4, $5)",
-     5,
-     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array}, false},
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segments($1, $2, $3, $4, $5, $6)",
+     6,
+     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array, kByteaArray}, false},
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
@@ -183,6 +188,7 @@ void PgBackend::disconnect() {
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
     for (bool& p : prepared_) p = false;
+    hint_confirmed_seen_ = hint_fallbacks_seen_ = 0;  // the next backend counts from 0
 }
 
 // Connect with a timeout; after a failure, fail fast for half a second instead of stalling
@@ -339,17 +345,19 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         put_be32(&win, segs[0].window_s);
         if (segs[0].hashes->size() > kMaxParamBytes || segs[0].segment->size() > kMaxParamBytes)
             return Status(StatusCode::TooLarge, "a segment is larger than 1 GB");
+        static const std::string kNoHints;
+        const std::string& hint = segs[0].hints ? *segs[0].hints : kNoHints;
         const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(),
-                           win.data()};
+                           win.data(), hint.data()};
         int len[] = {8, static_cast<int>(segs[0].hashes->size()),
-                     static_cast<int>(segs[0].segment->size()), 8, 4};
-        int fmt[] = {1, 1, 1, 1, 1};
-        s = exec(kPush1, 5, v, len, fmt, &g.r);
+                     static_cast<int>(segs[0].segment->size()), 8, 4, static_cast<int>(hint.size())};
+        int fmt[] = {1, 1, 1, 1, 1, 1};
+        s = exec(kPush1, 6, v, len, fmt, &g.r);
     } else {
         const int32_t n = static_cast<int32_t>(segs.size());
         std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
         std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
-                    wins = array_header(kInt4, n);
+                    wins = array_header(kInt4, n), hints = array_header(kBytea, n);
         std::size_t hash_bytes = 0, blob_bytes = 0;
         for (const SegmentIn& sg : segs) {
             hash_bytes += 4 + sg.hashes->size();
@@ -373,13 +381,17 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
             hashes.append(*sg.hashes);
             put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
             blobs.append(*sg.segment);
+            const std::size_t hl = sg.hints ? sg.hints->size() : 0;
+            put_be32(&hints, static_cast<int32_t>(hl));
+            if (hl) hints.append(*sg.hints);
         }
-        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data()};
+        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data(),
+                           hints.data()};
         int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()),
                      static_cast<int>(blobs.size()), static_cast<int>(vers.size()),
-                     static_cast<int>(wins.size())};
-        int fmt[] = {1, 1, 1, 1, 1};
-        s = exec(kPushN, 5, v, len, fmt, &g.r);
+                     static_cast<int>(wins.size()), static_cast<int>(hints.size())};
+        int fmt[] = {1, 1, 1, 1, 1, 1};
+        s = exec(kPushN, 6, v, len, fmt, &g.r);
     }
     if (!s.is_ok()) return s;
     // Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they
@@ -408,6 +420,17 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         // after every row's created_at (the block cache's one clock, see block_cache.h).
         if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
         all.push_back(r);
+    }
+    // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push):
+    // add what this connection's backend counted since the last call.
+    if (rows > 0 && metrics_) {
+        int64_t conf = 0, fb = 0;
+        if (col_int8(g.r, 0, 6, &conf) && col_int8(g.r, 0, 7, &fb)) {
+            metrics_->hint_confirmed += static_cast<uint64_t>(conf >= hint_confirmed_seen_ ? conf - hint_confirmed_seen_ : conf);
+            metrics_->hint_fallbacks += static_cast<uint64_t>(fb >= hint_fallbacks_seen_ ? fb - hint_fallbacks_seen_ : fb);
+            hint_confirmed_seen_ = conf;
+            hint_fallbacks_seen_ = fb;
+        }
     }
     auto before = [](const Row& a, const Row& b) {
         return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;

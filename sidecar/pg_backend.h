@@ -95,6 +95,9 @@ private:
     PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
     bool prepared_[kStmtCount] = {};
     int64_t last_failure_mono_ = INT64_MIN / 2;
+    // This connection's queen.push_hint_stats() as last read (per backend: a new connection
+    // starts at 0 again).
+    int64_t hint_confirmed_seen_ = 0, hint_fallbacks_seen_ = 0;
 };
 
 }  // namespace queen::sidecar

@@ -124,8 +124,14 @@ CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
+-- p_hint(s): the hinted vouch (src/pg/push_hints.cpp). 12 bytes per hint, big-endian
+-- (uint32 message index, strictly ascending; int64 offset at or below p_verified): "this
+-- message's earliest in-window occurrence is at that offset". Each hinted original is
+-- confirmed against the stored row; one that does not confirm sends the segment to the full
+-- probe. NULL or empty: no hints. Ignored with the vouch (p_window NULL or too small).
 CREATE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segment bytea,
-                                   p_verified bigint DEFAULT -1, p_window int DEFAULT NULL)
+                                   p_verified bigint DEFAULT -1, p_window int DEFAULT NULL,
+                                   p_hint bytea DEFAULT NULL)
     RETURNS TABLE (idx int, status text, message_id uuid, message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_segment_v1'
     LANGUAGE C VOLATILE
@@ -133,7 +139,7 @@ CREATE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segm
 
 CREATE FUNCTION queen.push_segments(p_partition_ids bigint[], p_hashes bytea[],
                                     p_segments bytea[], p_verified bigint[] DEFAULT NULL,
-                                    p_windows int[] DEFAULT NULL)
+                                    p_windows int[] DEFAULT NULL, p_hints bytea[] DEFAULT NULL)
     RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_segments_v1'
     LANGUAGE C VOLATILE
@@ -159,6 +165,14 @@ CREATE FUNCTION queen.probe_cache_stats(OUT partitions int, OUT bytes bigint, OU
                                         OUT rows_read bigint)
     AS 'MODULE_PATHNAME', 'queen_probe_cache_stats_v1'
     LANGUAGE C VOLATILE;
+
+-- Per-backend counters of the hinted vouch (push_segment(s)' p_hint(s)): segments whose hints
+-- were looked at, hints, segments whose hints all confirmed, segments sent to the full probe.
+CREATE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigint,
+                                      OUT confirmed bigint, OUT fallbacks bigint)
+    AS 'MODULE_PATHNAME', 'queen_push_hint_stats_v1'
+    LANGUAGE C VOLATILE
+    SET search_path = pg_catalog, pg_temp;
 
 -- ---------------------------------------------------------------- SQL-level functions
 
@@ -1102,14 +1116,14 @@ GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
 -- read
 GRANT EXECUTE ON FUNCTION
     queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
-    queen.read(text, text, bigint, int), queen.partition_id(text, text),
+    queen.push_hint_stats(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
     queen.committed_offset(text, text, text), queen.explain(text, text, text)
     TO queen_reader, queen_writer, queen_admin;
 -- push and ack
 GRANT EXECUTE ON FUNCTION
     queen.resolve_partition(text, text), queen.push(text, text, jsonb),
-    queen.push_segment(bigint, bytea, bytea, bigint, int),
-    queen.push_segments(bigint[], bytea[], bytea[], bigint[], int[]),
+    queen.push_segment(bigint, bytea, bytea, bigint, int, bytea),
+    queen.push_segments(bigint[], bytea[], bytea[], bigint[], int[], bytea[]),
     queen.ack(text, text, text, text), queen.ack_offset(text, text, bigint, text),
     queen.ack_batch(text, text, jsonb, text), queen.transaction(jsonb)
     TO queen_writer;

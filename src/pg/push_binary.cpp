@@ -7,7 +7,7 @@
 // pushes in input order; push_locked() re-locking a row it already holds is a no-op.
 #include "core/hash.h"
 #include "core/segment_codec.h"
-#include "pg/push_path.h"
+#include "pg/push_hints.h"
 
 extern "C" {
 #include "common/jsonapi.h"
@@ -113,7 +113,7 @@ static int array_elems(ArrayType* arr, Oid elemtype, Datum** elems, bool** nulls
 
 using namespace queen_pg;
 
-// queen.push_segment(partition_id, hashes, segment, verified, window).
+// queen.push_segment(partition_id, hashes, segment, verified, window, hint).
 extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
         QUEEN_BAD_INPUT("partition id, hashes and segment must not be NULL");
@@ -124,6 +124,8 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     if (vouch_window < -1) QUEEN_BAD_INPUT("p_window must be NULL or a number of seconds >= 0");
     PushBatch b;
     decode_segment(PG_GETARG_BYTEA_PP(2), PG_GETARG_BYTEA_PP(1), "segment", &b);
+    VouchHints hints = hints_parse(PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_BYTEA_PP(5) : nullptr,
+                                   b.n, verified, "segment");
 
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -136,27 +138,33 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
         partition_lock(pid, &ps);  // an empty segment still names an existing partition
         (void) vouch_check(pid, &ps, verified, vouch_window);
     } else {
-        push_locked(&st, pid, &b, verified, vouch_window, ans);
+        PartitionState ps;
+        partition_lock(pid, &ps);
+        push_hinted(&st, pid, &ps, &b, verified, vouch_window, &hints, ans);
     }
     for (int i = 0; i < b.n; i++) put_answer(rsinfo, -1, i, &ans[i]);
     SPI_finish();
     return (Datum) 0;
 }
 
-// queen.push_segments(partition_ids[], hashes[], segments[], verified[], windows[]).
+// queen.push_segments(partition_ids[], hashes[], segments[], verified[], windows[], hints[]).
 extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
         QUEEN_BAD_INPUT("partition ids, hashes and segments must not be NULL");
-    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr, *win_d = nullptr;
-    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr, *win_n = nullptr;
+    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr, *win_d = nullptr, *hint_d = nullptr;
+    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr, *win_n = nullptr, *hint_n = nullptr;
+    bool have_hints = PG_NARGS() > 5 && !PG_ARGISNULL(5);
     int n = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT8OID, &pids_d, &pids_n);
     if (array_elems(PG_GETARG_ARRAYTYPE_P(1), BYTEAOID, &hashes_d, &hashes_n) != n ||
         array_elems(PG_GETARG_ARRAYTYPE_P(2), BYTEAOID, &segs_d, &segs_n) != n ||
         (!PG_ARGISNULL(3) && array_elems(PG_GETARG_ARRAYTYPE_P(3), INT8OID, &ver_d, &ver_n) != n) ||
         (!PG_ARGISNULL(4) && array_elems(PG_GETARG_ARRAYTYPE_P(4), INT4OID, &win_d, &win_n) != n))
         QUEEN_BAD_INPUT("partition ids, hashes, segments, verified and windows must have the same length");
+    if (have_hints && array_elems(PG_GETARG_ARRAYTYPE_P(5), BYTEAOID, &hint_d, &hint_n) != n)
+        QUEEN_BAD_INPUT("p_hints must have one element per segment");
 
     PushBatch* batches = static_cast<PushBatch*>(palloc(sizeof(PushBatch) * Max(n, 1)));
+    VouchHints* hints = static_cast<VouchHints*>(palloc(sizeof(VouchHints) * Max(n, 1)));
     int64* sorted = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
     for (int s = 0; s < n; s++) {
         if (pids_n[s] || hashes_n[s] || segs_n[s]) QUEEN_BAD_INPUT("element %d is NULL", s);
@@ -167,6 +175,9 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
         char what[32];
         snprintf(what, sizeof what, "segment %d", s);
         decode_segment(DatumGetByteaPP(segs_d[s]), DatumGetByteaPP(hashes_d[s]), what, &batches[s]);
+        int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
+        hints[s] = hints_parse(hint_d != nullptr && !hint_n[s] ? DatumGetByteaPP(hint_d[s]) : nullptr,
+                               batches[s].n, verified, what);
         sorted[s] = DatumGetInt64(pids_d[s]);
     }
     qsort(sorted, (size_t) n, sizeof(int64), cmp_int64);
@@ -187,7 +198,12 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
         int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
         int32 window = (win_d == nullptr || win_n[s]) ? -1 : DatumGetInt32(win_d[s]);
         PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(batches[s].n, 1)));
-        if (batches[s].n > 0) push_locked(&st, DatumGetInt64(pids_d[s]), &batches[s], verified, window, ans);
+        if (batches[s].n > 0) {
+            int64 pid = DatumGetInt64(pids_d[s]);
+            PartitionState ps;
+            partition_lock(pid, &ps);  // held already (the pass above): reads the state again
+            push_hinted(&st, pid, &ps, &batches[s], verified, window, &hints[s], ans);
+        }
         for (int i = 0; i < batches[s].n; i++) put_answer(rsinfo, s, i, &ans[i]);
     }
     SPI_finish();

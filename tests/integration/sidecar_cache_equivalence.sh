@@ -8,13 +8,15 @@
 #      of transactionIds, resent bodies) gives, with the cache on and off, answers that all
 #      agree with what PostgreSQL stored (each message stored once, queued exactly once, every
 #      answer naming the stored copy), the same stored sets and the same queued/duplicate
-#      counts. The cache must have vouched in both parts.
+#      counts. The cache must have vouched in both parts, and vouched with hints (segments
+#      holding repeats of resident hashes, whose originals PostgreSQL confirmed) in both.
 source "$(dirname "$0")/sidecar_lib.sh"
 start_sidecar ON1 --dedup-cache 1
 start_sidecar ON2 --dedup-cache 1
 start_sidecar OFF1 --dedup-cache 0
 start_sidecar OFF2 --dedup-cache 0
 vouches() { curl -sf "http://127.0.0.1:$1/metrics" | sed -n 's/^queen_sidecar_cache_verdicts_total{verdict="vouch"} //p'; }
+hinted() { curl -sf "http://127.0.0.1:$1/metrics" | sed -n 's/^queen_sidecar_cache_verdicts_total{verdict="hinted"} //p'; }
 for seed in 11 12; do
     $CLIENT random --urls "127.0.0.1:$ON1_PORT,127.0.0.1:$ON2_PORT" --seed $seed --queue "${RUN_ID}_on${seed}" \
         --steps 400 --out "$WORK/on.json" >/dev/null
@@ -24,6 +26,8 @@ for seed in 11 12; do
 done
 v1=$(( $(vouches "$ON1_PORT") + $(vouches "$ON2_PORT") ))
 (( v1 > 0 )) || fail "the cache never vouched (sequential part)"
+h1=$(( $(hinted "$ON1_PORT") + $(hinted "$ON2_PORT") ))
+(( h1 > 0 )) || fail "the cache never vouched with hints (sequential part)"
 CONC="python3 $QUEEN_ROOT/tests/integration/sidecar_concurrent.py"
 for seed in 21 22; do
     for v in on off; do
@@ -38,5 +42,15 @@ for seed in 21 22; do
 done
 v2=$(( $(vouches "$ON1_PORT") + $(vouches "$ON2_PORT") ))
 (( v2 > v1 )) || fail "the cache never vouched under concurrency"
-echo "vouched flushes: sequential $v1, concurrent $((v2 - v1))"
+h2=$(( $(hinted "$ON1_PORT") + $(hinted "$ON2_PORT") ))
+(( h2 > h1 )) || fail "the cache never vouched with hints under concurrency"
+fb=0; ok=0
+for port in "$ON1_PORT" "$ON2_PORT"; do
+    m=$(curl -sf "http://127.0.0.1:$port/metrics")
+    ok=$(( ok + $(sed -n 's/^queen_sidecar_hint_segments_total{outcome="confirmed"} //p' <<<"$m") ))
+    fb=$(( fb + $(sed -n 's/^queen_sidecar_hint_segments_total{outcome="fallback"} //p' <<<"$m") ))
+done
+(( ok > 0 )) || fail "PostgreSQL never confirmed a hinted vouch"
+echo "hinted segments PostgreSQL confirmed: $ok, sent to the full probe: $fb"
+echo "vouched flushes: sequential $v1 (+ $h1 hinted), concurrent $((v2 - v1)) (+ $((h2 - h1)) hinted)"
 echo PASS

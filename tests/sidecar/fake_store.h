@@ -2,7 +2,10 @@
 // push_segments (probe in (GREATEST(p_verified, txns_start - 1), last_offset] within the window,
 // first-wins, contiguous offsets for survivors, one log_txns row per segment), the cache's two
 // reads, retention and window changes. It also runs the full-window probe beside every narrowed
-// one and counts any disagreement: a vouch that would have let a duplicate in.
+// one and counts any disagreement: a vouch that would have let a duplicate in. Hints
+// (p_hints) are checked like the extension does (22023 for a malformed one), each hinted
+// original is confirmed against the stored row (in the window, same hash), and one that does
+// not confirm sends the segment to the full probe (hint_fallbacks).
 #pragma once
 
 #include <cstring>
@@ -16,6 +19,7 @@
 #include "clock.h"
 #include "core/hash.h"
 #include "core/segment_codec.h"
+#include "core/vouch_hints.h"
 
 namespace queen::sidecar::testing {
 
@@ -102,6 +106,15 @@ public:
                                   " of partition id " + std::to_string(sg.pid),
                               "22023");
         }
+        for (const SegmentIn& sg : segs) {
+            if (!sg.hints || sg.hints->empty()) continue;
+            std::vector<queen::VouchHint> hs(sg.hints->size() / queen::kHintBytes + 1);
+            std::size_t bad = 0;
+            const char* why = queen::hints_decode(
+                reinterpret_cast<const uint8_t*>(sg.hints->data()), sg.hints->size(),
+                sg.hashes->size() / 16, sg.verified, hs.data(), &bad);
+            if (why) return Status(StatusCode::BadRequest, std::string("segment: ") + why, "22023");
+        }
         Status st = push_locked(segs, out);
         if (!st.is_ok()) return st;
         if (lose_after_commit > 0) {  // committed, then the answer was lost
@@ -185,7 +198,37 @@ private:
                 return Status(StatusCode::BadRequest, "bad segment");
             // Like the extension's p_window check: a vouch made under a smaller window is
             // ignored (the queue's window is read under the row lock).
-            const int64_t verified = pt.window_s > segs[s].window_s ? -1 : segs[s].verified;
+            int64_t verified = pt.window_s > segs[s].window_s ? -1 : segs[s].verified;
+            // Hints go with the vouch; all confirmed -> the hinted messages are duplicates of
+            // their originals, else the full probe.
+            std::map<std::string, int64_t> hinted;  // hash -> confirmed original
+            const std::string* hb = segs[s].hints;
+            if (verified >= 0 && pt.window_s > 0 && hb && !hb->empty()) {
+                hinted_pushes++;
+                bool ok = true;
+                for (std::size_t k = 0; k + queen::kHintBytes <= hb->size(); k += queen::kHintBytes) {
+                    const auto* p = reinterpret_cast<const uint8_t*>(hb->data()) + k;
+                    uint32_t idx = 0;
+                    uint64_t off = 0;
+                    for (int i = 0; i < 4; i++) idx = (idx << 8) | p[i];
+                    for (int i = 0; i < 8; i++) off = (off << 8) | p[4 + i];
+                    const char* h = segs[s].hashes->data() + std::size_t(idx) * 16;
+                    bool found = false;
+                    for (const TxnRow& r : pt.txns)
+                        if (int64_t(off) >= r.base && int64_t(off) <= r.end &&
+                            int64_t(off) >= pt.txns_start &&
+                            r.created_ms >= now - int64_t(pt.window_s) * 1000 &&
+                            std::memcmp(r.hashes.data() + (int64_t(off) - r.base) * 16, h, 16) == 0)
+                            found = true;
+                    if (!found) ok = false;
+                    hinted[std::string(h, 16)] = int64_t(off);
+                }
+                if (!ok) {
+                    hint_fallbacks++;
+                    hinted.clear();
+                    verified = -1;
+                }
+            }
             const int64_t from = std::max(verified, pt.txns_start - 1);
             if (verified >= 0) vouched_pushes++;
             TxnRow row;
@@ -200,10 +243,11 @@ private:
                     return Status(StatusCode::BadRequest, "hash mismatch");
                 EntryOut e;
                 e.created_ms = now;
-                int64_t off = probe(pt, h, from, now);
+                std::string key(reinterpret_cast<const char*>(h.b), 16);
+                auto hint = hinted.find(key);
+                int64_t off = hint != hinted.end() ? hint->second : probe(pt, h, from, now);
                 int64_t full = probe(pt, h, pt.txns_start - 1, now);
                 if (off != full) unsound_vouches++;
-                std::string key(reinterpret_cast<const char*>(h.b), 16);
                 auto f = first.find(key);
                 if (off >= 0) {
                     e.status = EntryStatus::Duplicate;
@@ -303,6 +347,8 @@ public:
     int64_t range_rows_read_last = 0;
     int64_t unsound_vouches = 0;
     int64_t vouched_pushes = 0;
+    int64_t hinted_pushes = 0;   // segments whose hints were looked at
+    int64_t hint_fallbacks = 0;  // of those, sent to the full probe (a hint did not confirm)
 
 private:
     const Clock& clock_;

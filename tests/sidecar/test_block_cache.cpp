@@ -580,3 +580,199 @@ TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
 
 }  // namespace
 }  // namespace queen::sidecar
+
+namespace queen::sidecar {
+namespace {
+
+// verified_for with hints, pushed to the fake store (which confirms each hint against its rows
+// and compares every verdict with the full probe).
+struct HintedFlush {
+    int64_t verified = -1;
+    Verdict why = Verdict::kCount;
+    std::string hints;
+    std::vector<EntryOut> out;
+};
+HintedFlush hinted_flush(World& w, const PartitionMeta& m, const std::vector<std::string>& txns) {
+    HintedFlush r;
+    std::vector<queen::Hash128> hs;
+    queen::SegmentBuilder b;
+    std::string blob;
+    for (const auto& t : txns) {
+        hs.push_back(queen::txn_hash(t));
+        blob.append(reinterpret_cast<const char*>(hs.back().b), 16);
+        b.add(queen::MessageView{w.gen.next(w.clock.wall_ms()), queen::ContentType::Json, t, "{}"});
+    }
+    std::string seg = b.finish();
+    r.verified = w.cache.verified_for(m, hs.data(), hs.size(), w.backend, &r.why, &r.hints);
+    std::vector<std::vector<EntryOut>> out;
+    SegmentIn in{m.pid, &blob, &seg, r.verified, m.window_s, &r.hints};
+    EXPECT_TRUE(w.store.push({in}, &out).is_ok());
+    std::vector<queen::Hash128> surv;
+    int64_t base = -1;
+    for (std::size_t i = 0; i < out[0].size(); i++)
+        if (out[0][i].status == EntryStatus::Queued) {
+            if (base < 0) base = out[0][i].offset;
+            surv.push_back(hs[i]);
+        }
+    if (!surv.empty()) w.cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
+    r.out = out[0];
+    return r;
+}
+
+// The hints of a blob as (index, offset) pairs.
+std::vector<std::pair<uint32_t, int64_t>> decode(const std::string& blob, std::size_t n, int64_t v) {
+    std::vector<queen::VouchHint> h(blob.size() / queen::kHintBytes + 1);
+    std::size_t bad = 0;
+    EXPECT_EQ(queen::hints_decode(reinterpret_cast<const uint8_t*>(blob.data()), blob.size(), n, v,
+                                  h.data(), &bad),
+              nullptr);
+    std::vector<std::pair<uint32_t, int64_t>> r;
+    for (std::size_t k = 0; k < blob.size() / queen::kHintBytes; k++) r.push_back({h[k].index, h[k].offset});
+    return r;
+}
+
+TEST(BlockCacheHints, ALocalHitVouchesWithAHintNamingTheOriginal) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, {"t1", "t2", "t3"});
+    HintedFlush f = hinted_flush(w, m, {"new", "t2", "t3", "new2"});
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    EXPECT_EQ(f.verified, 2);
+    EXPECT_EQ(decode(f.hints, 4, 2), (std::vector<std::pair<uint32_t, int64_t>>{{1, 1}, {2, 2}}));
+    EXPECT_EQ(f.out[0].status, EntryStatus::Queued);
+    EXPECT_EQ(f.out[0].offset, 3);
+    EXPECT_EQ(f.out[1].status, EntryStatus::Duplicate);
+    EXPECT_EQ(f.out[1].offset, 1);
+    EXPECT_EQ(f.out[2].offset, 2);
+    EXPECT_EQ(f.out[3].offset, 4);
+    EXPECT_EQ(w.store.hinted_pushes, 1);
+    EXPECT_EQ(w.store.hint_fallbacks, 0);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+    // Without hints asked for, the same hit still routes to the full probe.
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"t1"}, &v, &why);
+    EXPECT_EQ(why, Verdict::LocalHit);
+    EXPECT_EQ(v, -1);
+}
+
+TEST(BlockCacheHints, OffsetsAreExactInSealedBlocksMergedBlocksAndTheHotBuffer) {
+    World w;
+    auto m = w.meta();
+    // 10,000 hashes through commits: two sealed 4096-hash blocks and a hot buffer.
+    for (int b = 0; b < 100; b++) w.flush(m, txns("m", 100, b * 100));
+    w.cache.sweep();
+    w.clock.advance(11000);
+    w.cache.sweep();  // idle: the hot buffer is sealed (partial: merged where it fits)
+    for (int b = 100; b < 103; b++) w.flush(m, txns("m", 100, b * 100));  // a new hot buffer
+    std::vector<std::string> probe;
+    std::vector<int64_t> want;
+    for (int i : {0, 1, 4095, 4096, 8191, 8192, 9999, 10000, 10299}) {
+        probe.push_back("m" + std::to_string(i));
+        want.push_back(i);
+    }
+    probe.push_back("fresh");
+    HintedFlush f = hinted_flush(w, m, probe);
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    auto hs = decode(f.hints, probe.size(), f.verified);
+    ASSERT_EQ(hs.size(), want.size());
+    for (std::size_t k = 0; k < hs.size(); k++) {
+        EXPECT_EQ(hs[k].first, k);
+        EXPECT_EQ(hs[k].second, want[k]) << probe[k];
+    }
+    EXPECT_EQ(f.out.back().status, EntryStatus::Queued);
+    EXPECT_EQ(w.store.hint_fallbacks, 0);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+TEST(BlockCacheHints, AGapToppedUpFarBelowOurCommitsKeepsExactOffsets) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, {"first"});
+    // Another writer adds 70,000 rows the cache has not seen; our next commit lands above
+    // them (a gap), and the top-up then appends offsets more than 65535 below it.
+    std::vector<std::string> ext;
+    for (int i = 0; i < 70000; i++) ext.push_back("x" + std::to_string(i));
+    for (int i = 0; i < 70000; i += 1000)
+        w.store.external_push(m.pid, std::vector<std::string>(ext.begin() + i, ext.begin() + i + 1000));
+    int64_t v;
+    Verdict why;
+    w.flush(m, {"ours"}, &v, &why);
+    EXPECT_EQ(w.cache.inspect(m.pid).gaps, 1u);
+    HintedFlush f = hinted_flush(w, m, {"x0", "x69999", "ours", "first", "x35000", "new"});
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    EXPECT_EQ(decode(f.hints, 6, f.verified),
+              (std::vector<std::pair<uint32_t, int64_t>>{{0, 1}, {1, 70000}, {2, 70001}, {3, 0}, {4, 35001}}));
+    EXPECT_EQ(f.out[5].status, EntryStatus::Queued);
+    EXPECT_EQ(w.store.hint_fallbacks, 0);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+TEST(BlockCacheHints, AnExpiredButResidentOriginalFailsItsConfirmationAndTheFullProbeDecides) {
+    CacheConfig cfg;
+    World w(cfg);
+    w.store.set_window("q", 60);
+    auto m = w.meta();
+    w.flush(m, {"old"});
+    // 62 s later 'old' is out of the 60 s window but within the 5 s slack: still resident.
+    w.clock.advance(62000);
+    w.flush(m, {"tick"});
+    HintedFlush f = hinted_flush(w, m, {"old"});
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    EXPECT_EQ(w.store.hint_fallbacks, 1);
+    EXPECT_EQ(f.out[0].status, EntryStatus::Queued) << "out of the window: a new message";
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
+}  // namespace
+}  // namespace queen::sidecar
+
+namespace queen::sidecar {
+namespace {
+
+// A hash stored twice in the window (the first copy had aged out of a smaller window when the
+// second was written; the window then grew back): the hint must name the earliest copy,
+// whether the entry learned both copies by hydration or by commits and top-ups.
+TEST(BlockCacheHints, AKeyResidentTwiceIsHintedAtItsEarliestCopy) {
+    World w;
+    w.store.set_window("q", 60);
+    auto m = w.meta();
+    w.flush(m, {"twice", "a"});                        // offset 0
+    for (int b = 0; b < 50; b++) w.flush(m, txns("f", 100, b * 100));  // sealed blocks between
+    w.clock.advance(70000);                            // 'twice' is out of the 60 s window
+    m = w.meta();
+    auto out = w.flush(m, {"twice"});
+    ASSERT_EQ(out[0].status, EntryStatus::Queued);
+    const int64_t second = out[0].offset;
+    w.store.set_window("q", 3600);                     // both copies are in the window again
+    w.clock.advance(31000);
+    m = w.meta();
+    ASSERT_EQ(m.window_s, 3600);
+    HintedFlush f = hinted_flush(w, m, {"twice", "new"});  // window change: rebuilt, both resident
+    EXPECT_EQ(f.why, Verdict::Hinted);
+    EXPECT_EQ(decode(f.hints, 2, f.verified), (std::vector<std::pair<uint32_t, int64_t>>{{0, 0}}));
+    EXPECT_EQ(f.out[0].offset, 0);
+    // Learned by commit instead: a third copy cannot be written now, but a fresh cache entry
+    // that saw the second copy arrive by commit lists the key as resident twice as well.
+    World w2;
+    w2.store.set_window("q", 60);
+    auto m2 = w2.meta();
+    w2.flush(m2, {"twice"});
+    w2.clock.advance(61000);  // out of the window but within the slack: still resident
+    m2 = w2.meta();
+    auto o2 = w2.flush(m2, {"twice"});
+    ASSERT_EQ(o2[0].status, EntryStatus::Queued);
+    EXPECT_EQ(o2[0].offset, 1);
+    EXPECT_EQ(w2.cache.inspect(m2.pid).resident, 2u);
+    HintedFlush f2 = hinted_flush(w2, m2, {"twice"});
+    EXPECT_EQ(decode(f2.hints, 1, f2.verified), (std::vector<std::pair<uint32_t, int64_t>>{{0, 0}}))
+        << "the earliest resident copy (offset 0), not the first one found newest-first";
+    // offset 0 is out of the window: the confirmation fails, the full probe finds offset 1
+    EXPECT_EQ(f2.out[0].offset, 1);
+    EXPECT_EQ(w2.store.hint_fallbacks, 1);
+    EXPECT_EQ(w.store.unsound_vouches + w2.store.unsound_vouches, 0);
+    (void)second;
+}
+
+}  // namespace
+}  // namespace queen::sidecar

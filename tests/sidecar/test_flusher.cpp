@@ -206,7 +206,8 @@ TEST(Flusher, BackpressureRefusesBeyondPendingLimit) {
 
 // The workload: every knob of issue 3's randomized test, from one seed.
 std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound,
-                                 int64_t* vouched) {
+                                 int64_t* vouched, int64_t* hinted = nullptr,
+                                 int64_t* hint_fallbacks = nullptr) {
     ManualClock clock;
     FakeStore store(clock);
     FlusherConfig fc;
@@ -269,6 +270,8 @@ std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound
     b.drain();
     *unsound = store.unsound_vouches;
     *vouched = store.vouched_pushes;
+    if (hinted) *hinted = store.hinted_pushes;
+    if (hint_fallbacks) *hint_fallbacks = store.hint_fallbacks;
     return all;
 }
 
@@ -283,8 +286,13 @@ TEST(Flusher, RandomizedCacheOnAndOffGiveIdenticalAnswers) {
         int64_t unsound = 0, vouched_off = 0, vouched_on = 0, vouched_tight = 0;
         auto base = run_workload(seed, off, &unsound, &vouched_off);
         EXPECT_EQ(vouched_off, 0);
-        auto with = run_workload(seed, on, &unsound, &vouched_on);
-        EXPECT_EQ(unsound, 0) << "a vouch would have let a duplicate in (seed " << seed << ")";
+        int64_t hinted = 0, fallbacks = 0;
+        auto with = run_workload(seed, on, &unsound, &vouched_on, &hinted, &fallbacks);
+        EXPECT_EQ(unsound, 0) << "a vouch or a hint changed a verdict (seed " << seed << ")";
+        // The hinted path is in play (repeats of resident hashes vouched with hints), and its
+        // confirmations mostly hold (fallbacks: retention and window changes in the workload).
+        EXPECT_GT(hinted, 50) << "seed " << seed;
+        EXPECT_LT(fallbacks * 4, hinted) << "seed " << seed;
         auto pressed = run_workload(seed, tight, &unsound, &vouched_tight);
         EXPECT_EQ(unsound, 0);
         ASSERT_EQ(base.size(), with.size());

@@ -53,7 +53,7 @@ PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CRE
 "$ROOT/build/queen-sidecar" --listen 127.0.0.1:0 >"$WORK/sidecar.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do
-    QPORT=$(sed -n 's/^queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")
+    QPORT=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")
     [[ -n $QPORT ]] && break
     sleep 0.05
 done

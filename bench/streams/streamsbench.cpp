@@ -12,7 +12,7 @@
 //             time each
 //   dup       one producer applies seq 0 once, then repeats it (every answer a 204 duplicate)
 // Creates the streams first (PUT). Prints one line:
-//   mode=... appends=N seconds=T rate=R p50_us=X p99_us=Y retries=Z errors=E
+//   mode=... appends=N seconds=T rate=R p50_us=X p99_us=Y retries=Z errors=E codes=STATUS:N,...
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -256,15 +256,19 @@ int main(int argc, char** argv) {
     std::map<int, int64_t> codes;
     for (auto& r : results)
         for (auto& kv : r.codes) codes[kv.first] += kv.second;
+    // non-success answers by status, e.g. "409:3,-1:1" (-1: the connection broke), "-": none
+    std::string codes_s;
     for (auto& kv : codes)
-        std::fprintf(stderr, "  answers %d: %lld\n", kv.first, static_cast<long long>(kv.second));
+        codes_s += (codes_s.empty() ? "" : ",") + std::to_string(kv.first) + ":" +
+                   std::to_string(kv.second);
+    if (codes_s.empty()) codes_s = "-";
     auto pct = [&](double q) {
         return all.empty() ? 0 : all[std::min(all.size() - 1, static_cast<std::size_t>(q * all.size()))];
     };
     std::printf("mode=%s producers=%d streams=%d appends=%zu seconds=%.2f rate=%.0f p50_us=%lld "
-                "p99_us=%lld retries=%lld errors=%lld\n",
+                "p99_us=%lld retries=%lld errors=%lld codes=%s\n",
                 mode.c_str(), producers, streams, all.size(), secs, all.size() / secs,
                 static_cast<long long>(pct(0.50)), static_cast<long long>(pct(0.99)),
-                static_cast<long long>(retries), static_cast<long long>(errors));
+                static_cast<long long>(retries), static_cast<long long>(errors), codes_s.c_str());
     return 0;
 }

@@ -68,7 +68,10 @@ for server in ["queen", "reference"]:
 print()
 if dup:
     print(f"Duplicates through the sidecar: `{dup}` (WAL bytes written by PostgreSQL while "
-          "answering 1,000 duplicates; 0 = no write at all).\n")
+          "answering 1,000 duplicates; 0 = no write at all; `wal_records`: any WAL written "
+          "meanwhile by resource manager/record type, as pg_walinspect lists it; e.g. "
+          "Standby/RUNNING_XACTS is the snapshot the background writer logs every 15 s, no "
+          "write of an append).\n")
 print("Published figures (other hardware, for context only, not comparable to the table): "
       "Ursula on 3 x c7g.4xlarge (16 vCPU each) with Raft: 28.7k / 41.6k / 38.8k write ops/s at "
       "100 / 500 / 2k streams; the Durable Streams file-backed reference server on the same "

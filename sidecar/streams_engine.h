@@ -22,6 +22,7 @@
 // never queue behind writes).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -83,7 +84,7 @@ private:
     Queue wq_;                             // writes, in arrival order
     std::unordered_set<std::string> held_;  // streams a writer has in hand (under wq_.mu)
     Queue rq_;
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};  // set under each queue's mutex (no lost wake-up), read under either
     std::vector<std::thread> threads_;
     std::function<void(const std::string&)> changed_;
 };

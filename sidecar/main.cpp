@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     streams::Engine stream_engine(
         [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
         int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch));
-    stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.notify(n); });
+    stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     streams::StreamsLimits stream_limits;
     stream_limits.long_poll_ms = st.stream_long_poll_ms;
     StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);

@@ -484,7 +484,7 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
                 }
             }
             r.headers.emplace_back("Location", loc);
-            w->notify(a.name);
+            w->local_commit(a.name);
         }
         reply(std::move(r));
     });
@@ -573,7 +573,7 @@ void StreamsApi::remove(const std::string& name, Reply reply) {
         if (st == "gone")
             return reply(error(410, "GONE", "the stream was deleted; its forks still hold the name"));
         if (st != "deleted") return reply(error(404, "NOT_FOUND", "no such stream"));
-        w->notify(name);
+        w->local_commit(name);
         reply(empty(204));
     });
 }

@@ -7,23 +7,21 @@ Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch)
     : factory_(std::move(factory)),
       n_writers_(writers < 1 ? 1 : writers),
       n_readers_(readers < 1 ? 1 : readers),
-      max_batch_(max_batch < 1 ? 1 : max_batch) {
-    for (int i = 0; i < n_writers_; i++) wq_.push_back(std::make_unique<Queue>());
-}
+      max_batch_(max_batch < 1 ? 1 : max_batch) {}
 
 Engine::~Engine() { stop(); }
 
 void Engine::start() {
-    for (auto& q : wq_) threads_.emplace_back([this, qp = q.get()] { writer_loop(qp); });
+    for (int i = 0; i < n_writers_; i++) threads_.emplace_back([this] { writer_loop(); });
     for (int i = 0; i < n_readers_; i++) threads_.emplace_back([this] { reader_loop(); });
 }
 
 // Finish what is queued, then join.
 void Engine::stop() {
-    for (auto& q : wq_) {
-        std::lock_guard<std::mutex> lk(q->mu);
+    {
+        std::lock_guard<std::mutex> lk(wq_.mu);
         stop_ = true;
-        q->cv.notify_all();
+        wq_.cv.notify_all();
     }
     {
         std::lock_guard<std::mutex> lk(rq_.mu);
@@ -34,33 +32,27 @@ void Engine::stop() {
     threads_.clear();
 }
 
-namespace {
-// FNV-1a: the stream's writer.
-std::size_t writer_of(const std::string& name, std::size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-    return static_cast<std::size_t>(h % n);
+// Queue a write. Every writer may be the one that can take it, so all are told.
+void Engine::push_write(Item it) {
+    std::lock_guard<std::mutex> lk(wq_.mu);
+    wq_.items.push_back(std::move(it));
+    wq_.cv.notify_all();
 }
-}  // namespace
 
 void Engine::append(AppendArgs args, AppendDone done) {
-    Queue& q = *wq_[writer_of(args.name, wq_.size())];
     Item it;
     it.is_append = true;
+    it.name = args.name;
     it.args = std::move(args);
     it.done = std::move(done);
-    std::lock_guard<std::mutex> lk(q.mu);
-    q.items.push_back(std::move(it));
-    q.cv.notify_one();
+    push_write(std::move(it));
 }
 
 void Engine::on_writer(const std::string& name, Task t) {
-    Queue& q = *wq_[writer_of(name, wq_.size())];
     Item it;
+    it.name = name;
     it.task = std::move(t);
-    std::lock_guard<std::mutex> lk(q.mu);
-    q.items.push_back(std::move(it));
-    q.cv.notify_one();
+    push_write(std::move(it));
 }
 
 void Engine::on_reader(Task t) {
@@ -71,31 +63,64 @@ void Engine::on_reader(Task t) {
     rq_.cv.notify_one();
 }
 
-// Take a task alone, or the run of appends at the queue's front as one batch.
-void Engine::writer_loop(Queue* q) {
+// Under wq_.mu: take a task alone, or every waiting append of the streams no other writer
+// holds (in queue order, at most max_batch), and hold their streams. A stream whose task
+// waits behind what was taken is left alone for the rest of the scan (its later writes stay
+// behind the task). False when nothing can be taken now.
+bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held) {
+    std::unordered_set<std::string> mine, blocked;
+    auto& q = wq_.items;
+    for (auto it = q.begin(); it != q.end() && static_cast<int>(batch->size()) < max_batch_;) {
+        const std::string& n = it->name;
+        if ((held_.count(n) && !mine.count(n)) || blocked.count(n)) {
+            ++it;
+            continue;
+        }
+        if (!it->is_append) {
+            if (batch->empty()) {
+                held_.insert(n);
+                held->push_back(n);
+                batch->push_back(std::move(*it));
+                q.erase(it);
+                return true;
+            }
+            blocked.insert(n);
+            ++it;
+            continue;
+        }
+        if (mine.insert(n).second) {
+            held_.insert(n);
+            held->push_back(n);
+        }
+        batch->push_back(std::move(*it));
+        it = q.erase(it);
+    }
+    return !batch->empty();
+}
+
+// Take a batch (or a task), run it outside the lock, release its streams.
+void Engine::writer_loop() {
     auto backend = factory_();
     for (;;) {
         std::vector<Item> batch;
+        std::vector<std::string> held;
         {
-            std::unique_lock<std::mutex> lk(q->mu);
-            q->cv.wait(lk, [&] { return stop_ || !q->items.empty(); });
-            if (q->items.empty()) return;
-            if (!q->items.front().is_append) {
-                batch.push_back(std::move(q->items.front()));
-                q->items.pop_front();
-            } else {
-                while (!q->items.empty() && q->items.front().is_append &&
-                       static_cast<int>(batch.size()) < max_batch_) {
-                    batch.push_back(std::move(q->items.front()));
-                    q->items.pop_front();
-                }
+            std::unique_lock<std::mutex> lk(wq_.mu);
+            for (;;) {
+                if (take_batch(&batch, &held)) break;
+                if (stop_ && wq_.items.empty()) return;
+                wq_.cv.wait(lk);
             }
         }
-        if (!batch.front().is_append) {
+        if (!batch.front().is_append)
             batch.front().task(*backend);
-            continue;
+        else
+            run_appends(*backend, batch);
+        {
+            std::lock_guard<std::mutex> lk(wq_.mu);
+            for (const auto& n : held) held_.erase(n);
         }
-        run_appends(*backend, batch);
+        wq_.cv.notify_all();  // writes of the released streams may wait
     }
 }
 

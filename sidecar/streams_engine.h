@@ -1,26 +1,37 @@
 // The streams' work queues and worker threads, each worker with its own StreamsBackend
 // (its own PostgreSQL connection).
 //
-// Writers: every stream belongs to one writer (hash of its name), so all writes of a stream,
-// and therefore of each of its producers, run in arrival order on one connection: a producer
-// is serialised without any lock in the sidecar. A writer takes every append waiting in its
-// queue (up to max_batch, across many producers and streams) and runs them as one
-// transaction. Two writers never touch the same stream, so their transactions never wait on
-// each other's partition locks. When a fused transaction fails as a whole (nothing of it
-// committed), each append is run again alone so that one client's fault stays its own; when
-// the connection breaks before COMMIT answers, every append of it gets Unavailable (outcome
-// unknown: the client retries unchanged and the extension's answer says what happened).
+// Writers: one shared queue of writes; a stream belongs to a writer only while that writer has
+// its writes in hand (a batch being run). An idle writer takes, in queue order, every waiting
+// append of every stream no other writer holds (up to max_batch, across many producers and
+// streams) and runs them as one transaction; writes of a stream another writer holds stay in
+// the queue, in order, until it finished. So all writes of a stream, and therefore of each of
+// its producers, run in arrival order, one batch at a time: a producer is serialised without
+// any lock of its own, and two writers never hold the same stream at once, so their
+// transactions never wait on each other's partition locks. A busy writer does not hold up
+// other streams (any idle writer takes them), so commits of many streams overlap and
+// PostgreSQL's group commit flushes them together. A task (create, delete) runs alone, after
+// the writes of its stream queued before it and before those queued after it. When a fused
+// transaction fails as a whole (nothing of it committed), each append is run again alone so
+// that one client's fault stays its own; when the connection breaks before COMMIT answers,
+// every append of it gets Unavailable (outcome unknown: the client retries unchanged and the
+// extension's answer says what happened).
+// One mutex guards the writers' queue and the set of held streams; no backend call runs
+// under it.
 // Readers: a shared queue of reads/heads served by their own connections (long-poll re-reads
 // never queue behind writes).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "streams_backend.h"
@@ -52,6 +63,7 @@ public:
 private:
     struct Item {
         bool is_append = false;
+        std::string name;  // the stream (writers' items)
         AppendArgs args;
         AppendDone done;
         Task task;
@@ -61,15 +73,18 @@ private:
         std::condition_variable cv;
         std::deque<Item> items;
     };
-    void writer_loop(Queue* q);
+    void writer_loop();
     void reader_loop();
+    bool take_batch(std::vector<Item>* batch, std::vector<std::string>* held);
     void run_appends(StreamsBackend& b, std::vector<Item>& batch);
+    void push_write(Item it);
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;
-    std::vector<std::unique_ptr<Queue>> wq_;
+    Queue wq_;                             // writes, in arrival order
+    std::unordered_set<std::string> held_;  // streams a writer has in hand (under wq_.mu)
     Queue rq_;
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};  // set under each queue's mutex (no lost wake-up), read under either
     std::vector<std::thread> threads_;
     std::function<void(const std::string&)> changed_;
 };

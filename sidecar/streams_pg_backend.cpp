@@ -123,6 +123,49 @@ struct Row {
 // Optional text parameter.
 const char* opt(const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; }
 
+// The parameters of one queen.stream_append call (pointers into a and the two strings).
+struct AppendParams {
+    std::string msgs, ep, sq;
+    const char* v[11];
+    int len[11];
+    int fmt[11];
+    explicit AppendParams(const AppendArgs& a)
+        : msgs(bytea_array(a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
+        const char* vals[11] = {a.name.c_str(),
+                                msgs.data(),
+                                opt(a.content_type),
+                                a.producer ? a.producer_id.c_str() : nullptr,
+                                a.producer ? ep.c_str() : nullptr,
+                                a.producer ? sq.c_str() : nullptr,
+                                opt(a.digest),
+                                opt(a.incarnation),
+                                a.close ? "true" : "false",
+                                opt(a.stream_seq),
+                                a.body ? a.body->data() : nullptr};
+        const int lens[11] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
+                              a.body ? static_cast<int>(a.body->size()) : 0};
+        const int fmts[11] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        std::memcpy(v, vals, sizeof v);
+        std::memcpy(len, lens, sizeof len);
+        std::memcpy(fmt, fmts, sizeof fmt);
+    }
+};
+
+// Decode one queen.stream_append answer row.
+void decode_append(PGresult* r, AppendAnswer* o) {
+    Row row{r};
+    o->status = row.text(0);
+    o->stream_offset = row.opt_text(1);
+    o->next_offset = row.opt_text(2);
+    o->stream_closed = row.boolean(3);
+    o->producer_epoch = row.opt_int(4);
+    o->producer_seq = row.opt_int(5);
+    o->expected_seq = row.opt_int(6);
+    o->received_seq = row.opt_int(7);
+    o->closed_epoch = row.opt_int(8);
+    o->closed_seq = row.opt_int(9);
+}
+
 }  // namespace
 
 StreamsPgBackend::StreamsPgBackend(std::string conninfo, int connect_timeout_s)
@@ -142,8 +185,11 @@ Status StreamsPgBackend::ensure_connected() {
     if (conn_ && PQstatus(conn_) == CONNECTION_OK) return Status::ok();
     disconnect();
     const std::string timeout = std::to_string(connect_timeout_s_);
-    const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-    const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar-streams", nullptr};
+    // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until
+    // the extension's library loads in the session, then its own.
+    const char* keys[] = {"dbname", "connect_timeout", "application_name", "options", nullptr};
+    const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar-streams",
+                          "-c queen.stream_notify=off", nullptr};
     conn_ = PQconnectdbParams(keys, vals, 1);
     if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
         std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
@@ -172,44 +218,40 @@ Status StreamsPgBackend::error_status(PGresult* res, const char* what) {
     return Status(StatusCode::Internal, std::string(what) + " failed: " + msg, state);
 }
 
+const char* const kNames[] = {"qs_create", "qs_append", "qs_read", "qs_head", "qs_delete", "qs_gone"};
+
+// Connect when needed and prepare the statement on first use.
+Status StreamsPgBackend::prepare(Stmt st) {
+    Status c = ensure_connected();
+    if (!c.is_ok()) return c;
+    if (prepared_[st]) return Status::ok();
+    PGresult* p = PQprepare(conn_, kNames[st], kSql[st], 0, nullptr);
+    if (PQresultStatus(p) != PGRES_COMMAND_OK) {
+        Status s = error_status(p, "prepare");
+        PQclear(p);
+        return s;
+    }
+    PQclear(p);
+    prepared_[st] = true;
+    return Status::ok();
+}
+
 // Prepare on first use, then execute with binary results.
 Status StreamsPgBackend::exec(Stmt st, int n, const char* const* values, const int* lengths,
                               const int* formats, PGresult** out) {
     *out = nullptr;
-    Status c = ensure_connected();
+    Status c = prepare(st);
     if (!c.is_ok()) return c;
-    static const char* const names[] = {"qs_create", "qs_append", "qs_read", "qs_head",
-                                        "qs_delete", "qs_gone"};
-    if (!prepared_[st]) {
-        PGresult* p = PQprepare(conn_, names[st], kSql[st], 0, nullptr);
-        if (PQresultStatus(p) != PGRES_COMMAND_OK) {
-            Status s = error_status(p, "prepare");
-            PQclear(p);
-            return s;
-        }
-        PQclear(p);
-        prepared_[st] = true;
-    }
-    PGresult* r = PQexecPrepared(conn_, names[st], n, values, lengths, formats, 1);
+    PGresult* r = PQexecPrepared(conn_, kNames[st], n, values, lengths, formats, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         Status s = PQresultStatus(r) == PGRES_TUPLES_OK
                        ? Status(StatusCode::Internal, "expected one answer row")
-                       : error_status(r, names[st]);
+                       : error_status(r, kNames[st]);
         PQclear(r);
         return s;
     }
     *out = r;
     return Status::ok();
-}
-
-// BEGIN / COMMIT / ROLLBACK.
-Status StreamsPgBackend::simple(const char* sql) {
-    Status c = ensure_connected();
-    if (!c.is_ok()) return c;
-    PGresult* r = PQexec(conn_, sql);
-    Status s = PQresultStatus(r) == PGRES_COMMAND_OK ? Status::ok() : error_status(r, sql);
-    PQclear(r);
-    return s;
 }
 
 Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
@@ -239,61 +281,75 @@ Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     return Status::ok();
 }
 
-// One transaction for the whole batch; a failure rolls all of it back.
+// One append: one statement (its own transaction). A batch: one transaction sent as one libpq
+// pipeline (every call, then one Sync: the statements between two Syncs run as one implicit
+// transaction that commits at the Sync, or rolls back as a whole when any of them fails), so
+// the batch costs one round trip instead of one per append plus BEGIN and COMMIT. An answer
+// counts only once the Sync's ReadyForQuery arrived (COMMIT done); a failure anywhere rolls
+// all of it back, a broken connection before that is Unavailable (outcome unknown).
 Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batch,
                                       std::vector<AppendAnswer>* out) {
     out->clear();
     out->resize(batch.size());
-    const bool txn = batch.size() > 1;
-    if (txn) {
-        Status b = simple("BEGIN");
-        if (!b.is_ok()) return b;
-    }
-    for (std::size_t i = 0; i < batch.size(); i++) {
-        const AppendArgs& a = *batch[i];
-        std::string msgs = bytea_array(a.messages);
-        std::string ep = std::to_string(a.epoch), sq = std::to_string(a.seq);
-        const char* v[11] = {a.name.c_str(),
-                             msgs.data(),
-                             opt(a.content_type),
-                             a.producer ? a.producer_id.c_str() : nullptr,
-                             a.producer ? ep.c_str() : nullptr,
-                             a.producer ? sq.c_str() : nullptr,
-                             opt(a.digest),
-                             opt(a.incarnation),
-                             a.close ? "true" : "false",
-                             opt(a.stream_seq),
-                             a.body ? a.body->data() : nullptr};
-        int len[11] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
-                       a.body ? static_cast<int>(a.body->size()) : 0};
-        int fmt[11] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    if (batch.size() == 1) {
+        AppendParams p(*batch[0]);
         PGresult* r;
-        Status s = exec(kAppend, 11, v, len, fmt, &r);
-        if (!s.is_ok()) {
-            if (txn && s.code() != StatusCode::Unavailable) simple("ROLLBACK").ignore();
-            return s;
+        Status s = exec(kAppend, 11, p.v, p.len, p.fmt, &r);
+        if (!s.is_ok()) return s;
+        decode_append(r, &(*out)[0]);
+        PQclear(r);
+        return Status::ok();
+    }
+    Status c = prepare(kAppend);
+    if (!c.is_ok()) return c;
+    if (!PQenterPipelineMode(conn_)) return error_status(nullptr, "pipeline");
+    bool sent = true;
+    for (std::size_t i = 0; i < batch.size() && sent; i++) {
+        AppendParams p(*batch[i]);  // libpq copies the parameters into its output buffer
+        sent = PQsendQueryPrepared(conn_, "qs_append", 11, p.v, p.len, p.fmt, 1) == 1;
+    }
+    sent = sent && PQpipelineSync(conn_) == 1;
+    // Collect: one result (then NULL) per statement, then the Sync. The first failure is kept;
+    // later statements answer PGRES_PIPELINE_ABORTED.
+    Status failure = Status::ok();
+    bool failed = !sent;
+    if (!sent) failure = error_status(nullptr, "qs_append");
+    std::size_t i = 0, nulls = 0;
+    bool synced = false;
+    while (sent && !synced) {
+        PGresult* r = PQgetResult(conn_);
+        if (r == nullptr) {
+            if (PQstatus(conn_) != CONNECTION_OK || ++nulls > batch.size() + 1) {
+                if (!failed) failure = error_status(nullptr, "qs_append");
+                failed = true;
+                break;
+            }
+            continue;  // the end of one statement's results
         }
-        Row row{r};
-        AppendAnswer& o = (*out)[i];
-        o.status = row.text(0);
-        o.stream_offset = row.opt_text(1);
-        o.next_offset = row.opt_text(2);
-        o.stream_closed = row.boolean(3);
-        o.producer_epoch = row.opt_int(4);
-        o.producer_seq = row.opt_int(5);
-        o.expected_seq = row.opt_int(6);
-        o.received_seq = row.opt_int(7);
-        o.closed_epoch = row.opt_int(8);
-        o.closed_seq = row.opt_int(9);
+        ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            synced = true;
+        } else if (st == PGRES_TUPLES_OK && i < batch.size() && PQntuples(r) == 1) {
+            decode_append(r, &(*out)[i++]);
+        } else if (!failed) {
+            failed = true;
+            failure = st == PGRES_PIPELINE_ABORTED || st == PGRES_TUPLES_OK
+                          ? Status(StatusCode::Internal, "expected one answer row")
+                          : error_status(r, "qs_append");
+        }
         PQclear(r);
     }
-    if (txn) {
-        Status c = simple("COMMIT");
-        if (!c.is_ok()) {
-            if (c.code() != StatusCode::Unavailable) simple("ROLLBACK").ignore();
-            return c;
-        }
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK && !PQexitPipelineMode(conn_)) {
+        disconnect();  // a connection stuck in pipeline mode is of no further use
+        if (!failed) return Status(StatusCode::Unavailable, "qs_append: pipeline did not end");
     }
+    if (failed) {
+        // A statement failed before the Sync: the implicit transaction rolled back, nothing
+        // of the batch committed. (A broken connection: error_status said Unavailable.)
+        if (conn_ && PQstatus(conn_) != CONNECTION_OK) disconnect();
+        return failure;
+    }
+    if (i != batch.size()) return Status(StatusCode::Internal, "expected one answer row");
     return Status::ok();
 }
 

@@ -1,8 +1,12 @@
 // The libpq StreamsBackend: one connection of its own (never a push connection), prepared
 // statements with parameters only, binary bytea[] in and binary results out, lazy
-// (re)connection. A batch of appends is one transaction: BEGIN, one queen.stream_append per
-// append, COMMIT. A broken connection before COMMIT's answer is Unavailable: the outcome is
-// unknown and the client's unchanged retry learns it from the extension.
+// (re)connection. A batch of appends is one transaction: one queen.stream_append per append,
+// sent as one libpq pipeline ending in one Sync (one implicit transaction, one round trip). A
+// broken connection before the Sync's answer is Unavailable: the outcome is unknown and the
+// client's unchanged retry learns it from the extension. The sessions run with
+// queen.stream_notify = off: a notifying transaction holds PostgreSQL's database-wide notify
+// lock through its commit's WAL flush, which would serialise every writer's commit (no group
+// commit); the sidecar wakes its own waiters and relays the NOTIFY itself (streams_waiters.h).
 #pragma once
 
 #include <libpq-fe.h>
@@ -32,9 +36,9 @@ public:
 private:
     enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kGone, kStmtCount };
     Status ensure_connected();
+    Status prepare(Stmt st);
     Status exec(Stmt st, int n, const char* const* values, const int* lengths, const int* formats,
                 PGresult** out);
-    Status simple(const char* sql);
     Status error_status(PGresult* res, const char* what);
     void disconnect();
 

@@ -3,6 +3,8 @@
 
 #include <libpq-fe.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -13,6 +15,24 @@ constexpr int64_t kTickMs = 50;          // deadline resolution
 constexpr int64_t kBlindPollMs = 250;    // wake-all period while the LISTEN connection is down
 constexpr int64_t kReconnectMs = 1000;   // LISTEN reconnect back-off
 constexpr std::size_t kMaxGens = 100000;  // generations remembered before a reset
+constexpr std::size_t kMaxRelay = 10000;  // names waiting for a relay before dropping them
+
+// A text[] parameter in PostgreSQL's text array form: every element quoted, `"` and `\`
+// escaped (a parameter value, never SQL text).
+std::string text_array(const std::vector<std::string>& items) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < items.size(); i++) {
+        if (i) out += ',';
+        out += '"';
+        for (char c : items[i]) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    out += '}';
+    return out;
+}
 }  // namespace
 
 int64_t Waiters::mono_ms() {
@@ -21,9 +41,14 @@ int64_t Waiters::mono_ms() {
         .count();
 }
 
-Waiters::Waiters(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+Waiters::Waiters(std::string conninfo) : conninfo_(std::move(conninfo)) {
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}
 
-Waiters::~Waiters() { stop(); }
+Waiters::~Waiters() {
+    stop();
+    if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 void Waiters::start() { thread_ = std::thread([this] { run(); }); }
 
@@ -111,6 +136,40 @@ void Waiters::notify(const std::string& name) {
     fire(&due);
 }
 
+// Wake local waiters now; the LISTEN thread relays the NOTIFY for everyone else.
+void Waiters::local_commit(const std::string& name) {
+    notify(name);
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (relay_.size() >= kMaxRelay) return;  // a hint dropped: listeners' timeouts cover it
+        relay_.insert(name);
+    }
+    if (wake_fd_ >= 0) {
+        uint64_t one = 1;
+        ssize_t n = ::write(wake_fd_, &one, sizeof one);
+        (void)n;
+    }
+}
+
+// Send the pending relays as one statement (its own transaction, not waiting for a flush).
+void Waiters::relay(void* c) {
+    PGconn* conn = static_cast<PGconn*>(c);
+    std::vector<std::string> names;
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (relay_.empty()) return;
+        names.assign(relay_.begin(), relay_.end());
+        relay_.clear();
+    }
+    const std::string arr = text_array(names);
+    const char* v[1] = {arr.c_str()};
+    PGresult* r = PQexecParams(conn,
+                               "SELECT pg_catalog.pg_notify('queen_streams', u.n)"
+                               " FROM pg_catalog.unnest($1::pg_catalog.text[]) AS u(n)",
+                               1, nullptr, v, nullptr, nullptr, 0);
+    PQclear(r);  // a failure loses hints only
+}
+
 // Wake everyone (their reads decide).
 void Waiters::notify_all() {
     std::vector<std::pair<Callback, bool>> due;
@@ -143,8 +202,11 @@ void Waiters::run() {
         }
         const int64_t now = mono_ms();
         if (!conn && now >= next_connect) {
-            const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-            const char* vals[] = {conninfo_.c_str(), "3", "queen-sidecar-listen", nullptr};
+            // synchronous_commit off: a relayed NOTIFY's commit waits for no WAL flush.
+            const char* keys[] = {"dbname", "connect_timeout", "application_name", "options",
+                                  nullptr};
+            const char* vals[] = {conninfo_.c_str(), "3", "queen-sidecar-listen",
+                                  "-c synchronous_commit=off", nullptr};
             conn = PQconnectdbParams(keys, vals, 1);
             bool ok = conn && PQstatus(conn) == CONNECTION_OK;
             if (ok) {
@@ -165,18 +227,26 @@ void Waiters::run() {
             next_blind = now + kBlindPollMs;
         }
         if (conn) {
-            pollfd pfd{PQsocket(conn), POLLIN, 0};
-            ::poll(&pfd, 1, static_cast<int>(kTickMs));
+            pollfd pfd[2] = {{PQsocket(conn), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+            ::poll(pfd, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(kTickMs));
+            if (wake_fd_ >= 0 && (pfd[1].revents & POLLIN)) {
+                uint64_t cnt;
+                ssize_t n = ::read(wake_fd_, &cnt, sizeof cnt);
+                (void)n;
+            }
+            relay(conn);
             if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK) {
                 PQfinish(conn);
                 conn = nullptr;
                 next_connect = mono_ms() + kReconnectMs;
                 notify_all();
             } else {
+                const int self = PQbackendPID(conn);
                 while (PGnotify* n = PQnotifies(conn)) {
                     std::string name = n->extra ? n->extra : "";
+                    const bool own = n->be_pid == self;  // relayed by us: woken already
                     PQfreemem(n);
-                    notify(name);
+                    if (!own) notify(name);
                 }
             }
         } else {

@@ -5,6 +5,15 @@
 // decides. When the LISTEN connection is down, every waiter is woken every 250 ms instead
 // (a bounded poll), so a lost notification delays nothing for long.
 //
+// The sidecar's stream writers do not NOTIFY (queen.stream_notify = off on their sessions: a
+// notifying commit holds PostgreSQL's database-wide notify lock through its WAL flush, which
+// would serialise every writer's commit). Their commits wake local waiters directly
+// (local_commit) and are relayed: the same LISTEN connection, with synchronous_commit = off,
+// sends one pg_notify per changed name after the commit (one statement per relay round), so
+// other sidecars and any LISTENer still hear of them; this connection's own notifications
+// (its backend pid) are skipped on arrival. A relay lost with a broken connection costs other
+// listeners at most their long-poll timeout: a wake-up is a hint, and the reads decide.
+//
 // No lost wake-up: a reader takes a token (the stream's generation) BEFORE its read; if the
 // generation moved by the time it registers, it is woken at once.
 // One mutex guards the map of waiters and generations; callbacks run outside it.
@@ -18,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace queen::sidecar::streams {
@@ -44,6 +54,8 @@ public:
     void cancel(uint64_t id);
     // Something changed on name (a local commit or a notification).
     void notify(const std::string& name);
+    // This sidecar committed a change of name: wake local waiters and relay a NOTIFY.
+    void local_commit(const std::string& name);
     // Wake every waiter (shutdown, or a lost LISTEN connection).
     void notify_all();
 
@@ -56,6 +68,7 @@ private:
         Callback cb;
     };
     void run();
+    void relay(void* conn);
     void fire(std::vector<std::pair<Callback, bool>>* due);
 
     std::string conninfo_;
@@ -67,6 +80,8 @@ private:
     std::unordered_map<std::string, uint64_t> gens_;
     std::map<uint64_t, Waiter> waiters_;
     std::unordered_multimap<std::string, uint64_t> by_name_;
+    std::unordered_set<std::string> relay_;  // names to NOTIFY for others
+    int wake_fd_ = -1;                        // eventfd: a relay is due
     std::thread thread_;
 };
 

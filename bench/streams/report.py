@@ -40,13 +40,38 @@ for scen in ["single", "pipeline", "8x8", "64x64", "dup"]:
     print(f"| {names[scen]} | {q:,.0f} | {med('queen', scen, 'p50_us') / 1000:.2f} / "
           f"{med('queen', scen, 'p99_us') / 1000:.2f} | {r:,.0f} | "
           f"{med('reference', scen, 'p50_us') / 1000:.2f} / {med('reference', scen, 'p99_us') / 1000:.2f} | {ratio} |")
-errs = sum(int(r["errors"]) for v in runs.values() for r in v)
-retries = sum(int(r["retries"]) for v in runs.values() for r in v)
-print(f"\nErrors (answers other than 200/204): {errs}; pipelined appends resent after a 409 "
-      f"(arrived before their predecessor): {retries}.\n")
+print("\nEvery round (appends/s, queen / reference):\n")
+print("| scenario | " + " | ".join(f"round {i + 1}" for i in range(rounds)) + " |")
+print("| --- |" + " ---: |" * rounds)
+for scen in ["single", "pipeline", "8x8", "64x64", "dup"]:
+    q = [float(r["rate"]) for r in runs.get(("queen", scen), [])]
+    f = [float(r["rate"]) for r in runs.get(("reference", scen), [])]
+    cells = [f"{q[i]:,.0f} / {f[i]:,.0f}" if i < len(q) and i < len(f) else "-"
+             for i in range(rounds)]
+    print(f"| {names[scen]} | " + " | ".join(cells) + " |")
+print()
+for server in ["queen", "reference"]:
+    errs = sum(int(r["errors"]) for (sv, _), v in runs.items() if sv == server for r in v)
+    retries = sum(int(r["retries"]) for (sv, _), v in runs.items() if sv == server for r in v)
+    codes = defaultdict(int)
+    where = []
+    for (sv, scen), v in sorted(runs.items()):
+        if sv != server:
+            continue
+        for r in v:
+            c = r.get("codes", "-")
+            if c != "-":
+                where.append(f"{scen} round {r['round']}: {c}")
+    detail = f" ({'; '.join(where)}; status:count, -1 = connection broke)" if where else ""
+    print(f"- {server}: answers other than 200/204: {errs}{detail}; pipelined appends resent "
+          f"after a 409 (arrived before their predecessor): {retries}.")
+print()
 if dup:
     print(f"Duplicates through the sidecar: `{dup}` (WAL bytes written by PostgreSQL while "
-          "answering 1,000 duplicates; 0 = no write at all).\n")
+          "answering 1,000 duplicates; 0 = no write at all; `wal_records`: any WAL written "
+          "meanwhile by resource manager/record type, as pg_walinspect lists it; e.g. "
+          "Standby/RUNNING_XACTS is the snapshot the background writer logs every 15 s, no "
+          "write of an append).\n")
 print("Published figures (other hardware, for context only, not comparable to the table): "
       "Ursula on 3 x c7g.4xlarge (16 vCPU each) with Raft: 28.7k / 41.6k / 38.8k write ops/s at "
       "100 / 500 / 2k streams; the Durable Streams file-backed reference server on the same "

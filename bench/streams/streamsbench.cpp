@@ -9,10 +9,10 @@
 //   pipeline  one producer with W appends in flight over W connections, sent in seq order;
 //             an out-of-order answer (409, the server saw seq k+1 before k) is resent
 //   multi     N producers over S streams (producer i writes stream i % S), one append at a
-//             time each
+//             time each; an append answered other than 200 is sent again with the same seq
 //   dup       one producer applies seq 0 once, then repeats it (every answer a 204 duplicate)
 // Creates the streams first (PUT). Prints one line:
-//   mode=... appends=N seconds=T rate=R p50_us=X p99_us=Y retries=Z errors=E
+//   mode=... appends=N seconds=T rate=R p50_us=X p99_us=Y retries=Z errors=E codes=STATUS:N,...
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -227,17 +227,22 @@ int main(int argc, char** argv) {
                     c.send_all(append_request(0, id, 0, body));
                     if (c.read_answer() != 200) r.errors++;
                 }
-                for (int64_t seq = 0; Clock::now() < stop_at; seq++) {
+                // seq advances only past an applied append: after any other answer the same
+                // seq is sent again (advancing would open a gap, and every later append of the
+                // producer would be a 409)
+                for (int64_t seq = 0; Clock::now() < stop_at;) {
                     auto s0 = Clock::now();
                     int st = c.send_all(append_request(p % streams, id, dup ? 0 : seq, body))
                                  ? c.read_answer()
                                  : -1;
-                    if (st == (dup ? 204 : 200))
+                    if (st == (dup ? 204 : 200)) {
                         r.lat_us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
                                                Clock::now() - s0)
                                                .count());
-                    else
+                        seq++;
+                    } else {
                         r.errors++, r.codes[st]++;
+                    }
                     if (st < 0) return;
                 }
             });
@@ -256,15 +261,19 @@ int main(int argc, char** argv) {
     std::map<int, int64_t> codes;
     for (auto& r : results)
         for (auto& kv : r.codes) codes[kv.first] += kv.second;
+    // non-success answers by status, e.g. "409:3,-1:1" (-1: the connection broke), "-": none
+    std::string codes_s;
     for (auto& kv : codes)
-        std::fprintf(stderr, "  answers %d: %lld\n", kv.first, static_cast<long long>(kv.second));
+        codes_s += (codes_s.empty() ? "" : ",") + std::to_string(kv.first) + ":" +
+                   std::to_string(kv.second);
+    if (codes_s.empty()) codes_s = "-";
     auto pct = [&](double q) {
         return all.empty() ? 0 : all[std::min(all.size() - 1, static_cast<std::size_t>(q * all.size()))];
     };
     std::printf("mode=%s producers=%d streams=%d appends=%zu seconds=%.2f rate=%.0f p50_us=%lld "
-                "p99_us=%lld retries=%lld errors=%lld\n",
+                "p99_us=%lld retries=%lld errors=%lld codes=%s\n",
                 mode.c_str(), producers, streams, all.size(), secs, all.size() / secs,
                 static_cast<long long>(pct(0.50)), static_cast<long long>(pct(0.99)),
-                static_cast<long long>(retries), static_cast<long long>(errors));
+                static_cast<long long>(retries), static_cast<long long>(errors), codes_s.c_str());
     return 0;
 }

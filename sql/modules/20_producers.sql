@@ -55,8 +55,12 @@ CREATE TABLE queen.stream_producers (
     claim_closed_seq   bigint,
     last_seen          timestamptz NOT NULL,  -- the newest applied write
     PRIMARY KEY (partition_id, producer_id)
-);
-CREATE INDEX stream_producers_last_seen ON queen.stream_producers (partition_id, last_seen);
+) WITH (fillfactor = 70);
+-- No index on last_seen: every applied append updates last_seen, and an indexed column would
+-- make each of those updates a new tuple plus an entry in every index; without one the
+-- update is HOT (fillfactor leaves the page room). The sweep of idle producers and the
+-- eviction (both only for a new producer) scan the stream's producers through the primary
+-- key's partition_id prefix (at most 4,096 rows).
 
 SELECT pg_catalog.pg_extension_config_dump('queen.streams', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.stream_producers', '');

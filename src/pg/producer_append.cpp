@@ -3,16 +3,17 @@
 // (src/core/producer_state.h); this file reads the state and writes data and state.
 //
 // Locking protocol
-//   1. Pass 1 (producer appends only) reads the stream, its tail and the producer's row on a
-//      plain snapshot, without any lock, and answers at once when the answer is final and
-//      writes nothing: a duplicate, a receipt-evicted duplicate, a key conflict, a fenced epoch
+//   1. Pass 1 (producer appends only) reads the stream (by name), its tail and the producer's
+//      row in one statement on a plain snapshot, without any lock, and answers at once when
+//      the answer is final and writes nothing: a duplicate, a receipt-evicted duplicate, a key conflict, a fenced epoch
 //      (stale or closed by claim), a closed stream, a content-type mismatch, not found, a digest
 //      mismatch. Once the state it was read from committed, such an answer stays true forever,
 //      so no lock (and no transaction id) is needed.
 //   2. Everything else (anything that may apply, a new or forgotten producer, out-of-order
-//      answers) is decided in pass 2: the stream's queen.log_partitions row is locked FOR NO
-//      KEY UPDATE first, then stream, tail and producer row are read again with a snapshot
-//      taken after the lock (READ COMMITTED: a waiter sees what the previous holder
+//      answers) is decided in pass 2: the stream is found by name and its queen.log_partitions
+//      row locked FOR NO KEY UPDATE in one statement first (a stream deleted while it waited
+//      leaves no row: not found), then stream, tail and producer row are read again with a
+//      snapshot taken after the lock (READ COMMITTED: a waiter sees what the previous holder
 //      committed). The lock is held until the transaction ends, so data (push_locked, which
 //      finds the lock already held) and producer state are decided and written under one lock
 //      and commit together or not at all.
@@ -52,7 +53,7 @@ void producer_define_settings() {
         &guc_stream_notify, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
-static SPIPlanPtr plan_find, plan_lock, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
+static SPIPlanPtr plan_lock_name, plan_read_name, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
     plan_stream_update, plan_claim, plan_next;
 
 static const int64 kForgetUsecs = queen::kProducerForgetIdleSeconds * USECS_PER_SEC;
@@ -113,24 +114,21 @@ static void run(SPIPlanPtr plan, Datum* args, const char* nulls, int expect, con
     if (rc != expect) elog(ERROR, "queen: stream_append: %s failed: %d", what, rc);
 }
 
-// The partition id of a stream by name, or -1.
-static int64 find_stream(text* name) {
+// Find the stream by name and lock its partition row (see the protocol above): one
+// statement. The partition id, or -1 when there is no such stream (or it was deleted while
+// we waited for the lock: the row is gone, nothing is locked).
+static int64 lock_stream(text* name) {
     Oid t[1] = {TEXTOID};
     Datum a[1] = {PointerGetDatum(name)};
-    run(spi_plan(&plan_find, "SELECT s.partition_id FROM queen.streams s WHERE s.name = $1", 1, t),
-        a, nullptr, SPI_OK_SELECT, "lookup");
+    run(spi_plan(&plan_lock_name,
+                 "SELECT lp.id FROM queen.streams s"
+                 "  JOIN queen.log_partitions lp ON lp.id = s.partition_id"
+                 " WHERE s.name = $1 FOR NO KEY UPDATE OF lp",
+                 1, t),
+        a, nullptr, SPI_OK_SELECT, "lock");
     if (SPI_processed == 0) return -1;
     bool isnull;
     return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-}
-
-// Lock the stream's partition row (see the protocol above).
-static void lock_partition(int64 pid) {
-    Oid t[1] = {INT8OID};
-    Datum a[1] = {Int64GetDatum(pid)};
-    run(spi_plan(&plan_lock,
-                 "SELECT 1 FROM queen.log_partitions lp WHERE lp.id = $1 FOR NO KEY UPDATE", 1, t),
-        a, nullptr, SPI_OK_SELECT, "lock");
 }
 
 // Copy a 32-byte digest column.
@@ -144,28 +142,37 @@ static void digest_col(HeapTuple tup, TupleDesc desc, int col, uint8 out[queen::
         memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
 }
 
-// Read the stream, its tail and the producer's row in one snapshot. False when gone.
-static bool read_stream(int64 pid, text* producer_id, StreamRead* r) {
+// Read the stream (by partition id, or by name when pid < 0), its tail and the producer's row
+// in one snapshot. False when gone.
+static bool read_stream(int64 pid, text* name, text* producer_id, StreamRead* r) {
     Oid t[2] = {INT8OID, TEXTOID};
     Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(producer_id)};
     char nulls[3] = {' ', producer_id ? ' ' : 'n', '\0'};
-    run(spi_plan(&plan_read,
-                 "SELECT s.content_type, s.ttl_seconds, s.expires_at, s.closed, s.epoch_floor,"
-                 "       s.last_stream_seq, s.touched_at, lp.last_offset,"
-                 "       sp.producer_id IS NOT NULL, sp.epoch, sp.seq, sp.newest_digest,"
-                 "       sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,"
-                 "       sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen"
-                 "  FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id"
-                 "  LEFT JOIN queen.stream_producers sp"
-                 "         ON sp.partition_id = s.partition_id AND sp.producer_id = $2"
-                 " WHERE s.partition_id = $1",
-                 2, t),
-        a, nulls, SPI_OK_SELECT, "read");
+    // by partition id (after the lock) or, pid < 0, by name (pass 1: no lock, one statement)
+#define QUEEN_STREAM_READ_COLUMNS                                                          \
+    "SELECT s.content_type, s.ttl_seconds, s.expires_at, s.closed, s.epoch_floor,"         \
+    "       s.last_stream_seq, s.touched_at, lp.last_offset,"                              \
+    "       sp.producer_id IS NOT NULL, sp.epoch, sp.seq, sp.newest_digest,"               \
+    "       sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,"           \
+    "       sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen, s.partition_id"      \
+    "  FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id"        \
+    "  LEFT JOIN queen.stream_producers sp"                                                \
+    "         ON sp.partition_id = s.partition_id AND sp.producer_id = $2"
+    if (pid >= 0) {
+        run(spi_plan(&plan_read, QUEEN_STREAM_READ_COLUMNS " WHERE s.partition_id = $1", 2, t),
+            a, nulls, SPI_OK_SELECT, "read");
+    } else {
+        Oid tn[2] = {TEXTOID, TEXTOID};
+        Datum an[2] = {PointerGetDatum(name), PointerGetDatum(producer_id)};
+        run(spi_plan(&plan_read_name, QUEEN_STREAM_READ_COLUMNS " WHERE s.name = $1", 2, tn),
+            an, nulls, SPI_OK_SELECT, "read");
+    }
+#undef QUEEN_STREAM_READ_COLUMNS
     if (SPI_processed == 0) return false;
     HeapTuple tup = SPI_tuptable->vals[0];
     TupleDesc desc = SPI_tuptable->tupdesc;
     bool n;
-    r->pid = pid;
+    r->pid = DatumGetInt64(SPI_getbinval(tup, desc, 20, &n));
     text* ct = DatumGetTextPP(SPI_getbinval(tup, desc, 1, &n));
     r->media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
     Datum d = SPI_getbinval(tup, desc, 2, &n);
@@ -333,14 +340,16 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
     for (int pass = q->has_prod ? 1 : 2; pass <= 2; pass++) {
         bool locked = pass == 2;
         memset(a, 0, sizeof *a);
-        int64 pid = find_stream(q->name);
-        if (pid >= 0 && locked) lock_partition(pid);
+        // pass 1: one read by name; pass 2: find and lock, then read after the lock
+        int64 pid = locked ? lock_stream(q->name) : -1;
         StreamRead r;
-        if (pid < 0 || !read_stream(pid, q->has_prod ? q->producer_id : nullptr, &r) ||
+        if ((locked && pid < 0) ||
+            !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, &r) ||
             expired(&r, q->now)) {
             a->status = "not_found";
             return;
         }
+        pid = r.pid;
         if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
             a->status = "digest_mismatch";
             return;

@@ -1,0 +1,198 @@
+// The streams engine's writers (sidecar/streams_engine.h): with one shared queue and streams
+// held only while a writer runs them, every stream's writes still run in arrival order, one
+// batch at a time, never on two writers at once; tasks run alone between the writes queued
+// before and after them; idle writers take other streams while one is busy (fusion across
+// streams); stop() finishes what is queued. A recording backend stands in for PostgreSQL
+// (these tests are about the queue, not about answers).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "streams_engine.h"
+
+namespace queen::sidecar::streams {
+namespace {
+
+// What every backend saw, shared by all writers.
+struct Record {
+    std::mutex mu;
+    std::map<std::string, std::vector<int64_t>> order;  // stream -> seqs in execution order
+    std::map<std::string, int> running;                 // stream -> writers running it now
+    int overlaps = 0;                                   // a stream on two writers at once
+    int max_streams_in_batch = 0;
+    int concurrent_batches = 0, max_concurrent_batches = 0;
+};
+
+class RecordingBackend final : public StreamsBackend {
+public:
+    RecordingBackend(Record* r, int sleep_us) : r_(r), sleep_us_(sleep_us) {}
+    Status create(const CreateArgs& a, CreateAnswer* out) override {
+        enter({a.name});
+        {
+            std::lock_guard<std::mutex> lk(r_->mu);
+            r_->order[a.name].push_back(-1);  // a task marks its place as -1
+        }
+        leave({a.name});
+        out->status = "created";
+        return Status::ok();
+    }
+    Status append_batch(const std::vector<const AppendArgs*>& batch,
+                        std::vector<AppendAnswer>* out) override {
+        std::set<std::string> names;
+        for (auto* a : batch) names.insert(a->name);
+        enter(names);
+        {
+            std::lock_guard<std::mutex> lk(r_->mu);
+            for (auto* a : batch) r_->order[a->name].push_back(a->seq);
+            r_->max_streams_in_batch =
+                std::max(r_->max_streams_in_batch, static_cast<int>(names.size()));
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+        leave(names);
+        out->assign(batch.size(), AppendAnswer{});
+        for (auto& o : *out) o.status = "applied";
+        return Status::ok();
+    }
+    Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
+        return Status::ok();
+    }
+    Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
+    Status remove(const std::string&, std::string*) override { return Status::ok(); }
+    Status gone(const std::string&, bool*) override { return Status::ok(); }
+
+private:
+    void enter(const std::set<std::string>& names) {
+        std::lock_guard<std::mutex> lk(r_->mu);
+        for (const auto& n : names)
+            if (r_->running[n]++ > 0) r_->overlaps++;
+        r_->max_concurrent_batches =
+            std::max(r_->max_concurrent_batches, ++r_->concurrent_batches);
+    }
+    void leave(const std::set<std::string>& names) {
+        std::lock_guard<std::mutex> lk(r_->mu);
+        for (const auto& n : names) r_->running[n]--;
+        r_->concurrent_batches--;
+    }
+    Record* r_;
+    int sleep_us_;
+};
+
+AppendArgs append_of(const std::string& name, int64_t seq) {
+    AppendArgs a;
+    a.name = name;
+    a.producer = true;
+    a.producer_id = "p";
+    a.seq = seq;
+    return a;
+}
+
+// Many threads append to a few streams (each stream from one thread, in seq order) while
+// four writers run them: per stream, every seq once, in order; no stream on two writers.
+TEST(StreamsEngine, PerStreamOrderAndNoOverlap) {
+    Record rec;
+    Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 200); }, 4, 1, 16);
+    e.start();
+    constexpr int kStreams = 12, kEach = 300;
+    std::atomic<int> answered{0};
+    std::vector<std::thread> producers;
+    for (int s = 0; s < kStreams; s++)
+        producers.emplace_back([&, s] {
+            for (int i = 0; i < kEach; i++)
+                e.append(append_of("s" + std::to_string(s), i),
+                         [&](Status st, AppendAnswer) {
+                             EXPECT_TRUE(st.is_ok());
+                             answered++;
+                         });
+        });
+    for (auto& t : producers) t.join();
+    e.stop();
+    EXPECT_EQ(answered.load(), kStreams * kEach);
+    EXPECT_EQ(rec.overlaps, 0);
+    for (int s = 0; s < kStreams; s++) {
+        const auto& got = rec.order["s" + std::to_string(s)];
+        ASSERT_EQ(got.size(), static_cast<std::size_t>(kEach));
+        for (int i = 0; i < kEach; i++) ASSERT_EQ(got[i], i) << "stream s" << s;
+    }
+    // several streams in one transaction, and several writers at once
+    EXPECT_GT(rec.max_streams_in_batch, 1);
+    EXPECT_GT(rec.max_concurrent_batches, 1);
+}
+
+// A task runs after the writes of its stream queued before it and before those after it.
+TEST(StreamsEngine, TaskKeepsItsPlace) {
+    Record rec;
+    Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 300); }, 3, 1, 64);
+    e.start();
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 5; i++) e.append(append_of("t", round * 10 + i), [](Status, AppendAnswer) {});
+        e.on_writer("t", [](StreamsBackend& b) {
+            CreateArgs a;
+            a.name = "t";
+            CreateAnswer x;
+            b.create(a, &x).ignore();
+        });
+        e.append(append_of("other", round), [](Status, AppendAnswer) {});
+    }
+    e.stop();
+    EXPECT_EQ(rec.overlaps, 0);
+    std::vector<int64_t> want;
+    for (int round = 0; round < 20; round++) {
+        for (int i = 0; i < 5; i++) want.push_back(round * 10 + i);
+        want.push_back(-1);
+    }
+    EXPECT_EQ(rec.order["t"], want);
+    ASSERT_EQ(rec.order["other"].size(), 20u);
+    for (int i = 0; i < 20; i++) EXPECT_EQ(rec.order["other"][i], i);
+}
+
+// While one stream's batch is slow, an idle writer takes the other streams.
+TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
+    Record rec;
+    std::atomic<bool> release{false};
+    class SlowFirst final : public StreamsBackend {
+    public:
+        SlowFirst(Record* r, std::atomic<bool>* rel) : inner_(r, 0), rel_(rel) {}
+        Status create(const CreateArgs& a, CreateAnswer* o) override { return inner_.create(a, o); }
+        Status append_batch(const std::vector<const AppendArgs*>& b,
+                            std::vector<AppendAnswer>* o) override {
+            if (b.front()->name == "slow")
+                while (!rel_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            return inner_.append_batch(b, o);
+        }
+        Status read(const std::string& n, const std::string& off, int64_t m, int64_t mb,
+                    ReadAnswer* o) override {
+            return inner_.read(n, off, m, mb, o);
+        }
+        Status head(const std::string& n, HeadAnswer* o) override { return inner_.head(n, o); }
+        Status remove(const std::string& n, std::string* o) override { return inner_.remove(n, o); }
+        Status gone(const std::string& n, bool* o) override { return inner_.gone(n, o); }
+
+    private:
+        RecordingBackend inner_;
+        std::atomic<bool>* rel_;
+    };
+    Engine e([&] { return std::make_unique<SlowFirst>(&rec, &release); }, 2, 1, 16);
+    e.start();
+    e.append(append_of("slow", 0), [](Status, AppendAnswer) {});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a writer holds "slow"
+    std::atomic<int> fast{0};
+    e.append(append_of("slow", 1), [](Status, AppendAnswer) {});  // waits behind seq 0
+    for (int i = 0; i < 10; i++) e.append(append_of("fast", i), [&](Status, AppendAnswer) { fast++; });
+    for (int i = 0; i < 200 && fast.load() < 10; i++)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(fast.load(), 10);  // answered while "slow" is still held
+    release = true;
+    e.stop();
+    EXPECT_EQ(rec.order["slow"], (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(rec.overlaps, 0);
+}
+
+}  // namespace
+}  // namespace queen::sidecar::streams

@@ -15,9 +15,12 @@
 #include "core/dedup_changes.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
+#include "core/dedup_state_cache.h"
 #include "pg/glue.h"
 
 extern "C" {
+#include "access/transam.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/guc.h"
@@ -48,7 +51,8 @@ struct Run {
     std::vector<MergeItem> items;        // their merge keys
     std::vector<std::string> part_names; // partition index -> name
     std::vector<int64_t> part_ids;       // partition index -> id
-    std::vector<std::string> keys;       // distinct keys whose state is needed
+    std::vector<std::string> keys;       // distinct keys whose state is read from the table
+    std::vector<std::string> table_keys; // the keys of those the table had
     std::vector<Row> merged;             // the rows this call consumes, in merge order
     std::vector<char> skip;              // merged[i] has no integer rowtime (rowtime views)
     std::vector<int> merged_part;        // merged[i]'s partition index
@@ -86,6 +90,8 @@ struct ViewRow {
     int64 late;
     int64 next_seq;
     int64 consumed;  // messages consumed before this call: the arrival number of the next one
+    bool has_token;
+    int64 token;     // state_token: which write of the view's state the table holds
 };
 
 SPIPlanPtr plan_view, plan_pending, plan_read, plan_state, plan_cands, plan_upsert, plan_insert,
@@ -161,7 +167,8 @@ void load_view(text* name, ViewRow* v, Options* o) {
     SPIPlanPtr plan = spi_plan(&plan_view,
         "SELECT v.id, q.name, v.key_path, v.rowtime_path, v.order_rowtime, v.keep_last,"
         "       v.update_before, v.generate_insert, v.mini_batch, v.mini_batch_size,"
-        "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq, v.consumed"
+        "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq, v.consumed,"
+        "       v.state_token"
         "  FROM queen.dedup_views v JOIN queen.queues q ON q.id = v.queue_id"
         " WHERE v.name = $1 FOR NO KEY UPDATE OF v", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
@@ -191,6 +198,8 @@ void load_view(text* name, ViewRow* v, Options* o) {
     v->late = col_int8(t, d, 14, &isnull);
     v->next_seq = col_int8(t, d, 15, &isnull);
     v->consumed = col_int8(t, d, 16, &isnull);
+    v->token = col_int8(t, d, 17, &isnull);
+    v->has_token = !isnull;
     const char* bad = validate(*o);
     if (bad != nullptr) QUEEN_BAD_INPUT("%s", bad);
 }
@@ -330,6 +339,7 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
         s->kind = (StateKind) DatumGetInt16(SPI_getbinval(t, d, 6, &isnull));
         s->written_at = col_int8(t, d, 7, &isnull);
         cxx_capture(*err, [&] {
+            run->table_keys.push_back(s->row.key);
             run->st.load(*s);
             delete s;
         });
@@ -601,20 +611,103 @@ void write_pending(Run* run, const ViewRow* v, bool had_pending) {
 }
 
 // Persist the view's scalar state.
+// token: this write's state token (see dedup_state_cache.h).
 void write_view(Run* run, const ViewRow* v, int64 next_seq, int64 consumed, int64 no_rowtime,
-                TimestampTz now) {
-    Oid types[7] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID};
+                TimestampTz now, int64 token) {
+    Oid types[8] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT8OID};
     bool has_wm = run->op->has_watermark();
-    Datum args[7] = {Int64GetDatum(v->id), Int64GetDatum(run->op->current_watermark()),
+    Datum args[8] = {Int64GetDatum(v->id), Int64GetDatum(run->op->current_watermark()),
                      Int64GetDatum(run->op->late_rows()), Int64GetDatum(next_seq),
-                     Int64GetDatum(consumed), Int64GetDatum(no_rowtime), TimestampTzGetDatum(now)};
-    char nulls[7] = {' ', has_wm ? ' ' : 'n', ' ', ' ', ' ', ' ', ' '};
+                     Int64GetDatum(consumed), Int64GetDatum(no_rowtime), TimestampTzGetDatum(now),
+                     Int64GetDatum(token)};
+    char nulls[8] = {' ', has_wm ? ' ' : 'n', ' ', ' ', ' ', ' ', ' ', ' '};
     SPIPlanPtr plan = spi_plan(&plan_view_upd,
         "UPDATE queen.dedup_views SET watermark = $2, late_rows = $3, next_seq = $4,"
         "       consumed = consumed + $5, rows_without_rowtime = rows_without_rowtime + $6,"
-        "       last_now = $7 WHERE id = $1", 7, types);
+        "       last_now = $7, state_token = $8 WHERE id = $1", 8, types);
     if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
         elog(ERROR, "queen: dedup view update failed");
+}
+
+// ---- the backend's state cache (src/core/dedup_state_cache.h) ----
+// Valid only while the view row's state_token is the one this backend last wrote; any abort
+// of a transaction (or subtransaction) that stored states clears it, since the rollback may
+// restore a table state the cache no longer holds under a token it does.
+constexpr size_t kStateCacheBytes = 64u << 20;
+StateCache* g_cache = nullptr;
+bool g_cache_touched = false;  // the current transaction stored states in the cache
+
+// Transaction end: an abort (or a PREPARE, decided elsewhere) forgets what it stored.
+void cache_xact(XactEvent ev, void*) {
+    if (ev == XACT_EVENT_ABORT || ev == XACT_EVENT_PARALLEL_ABORT || ev == XACT_EVENT_PREPARE) {
+        if (g_cache_touched && g_cache != nullptr) g_cache->clear();
+        g_cache_touched = false;
+    } else if (ev == XACT_EVENT_COMMIT || ev == XACT_EVENT_PARALLEL_COMMIT) {
+        g_cache_touched = false;
+    }
+}
+
+// Subtransaction abort (ROLLBACK TO, a PL/pgSQL exception block): the same.
+void cache_subxact(SubXactEvent ev, SubTransactionId, SubTransactionId, void*) {
+    if (ev == SUBXACT_EVENT_ABORT_SUB && g_cache_touched && g_cache != nullptr) g_cache->clear();
+}
+
+// The cache, created (and the callbacks registered) on first use; nullptr without memory.
+StateCache* state_cache() {
+    if (g_cache == nullptr) {
+        g_cache = new (std::nothrow) StateCache(kStateCacheBytes);
+        if (g_cache == nullptr) return nullptr;
+        RegisterXactCallback(cache_xact, nullptr);
+        RegisterSubXactCallback(cache_subxact, nullptr);
+    }
+    return g_cache;
+}
+
+// A state as the table gives it back (what load_states would read for it).
+KeyState stored_form(const KeyState& s, const Options& o, bool has_rowtime_path) {
+    KeyState c = s;
+    if (!has_rowtime_path) c.row.rowtime = 0;
+    if (s.kind == StateKind::Fired || (o.order == Order::Proctime && o.keep == Keep::First))
+        c.row.payload.clear();
+    c.row.arrival = 0;
+    return c;
+}
+
+// Keys the cache holds (valid for the view's token) are loaded from it; the rest stay in
+// run->keys for the table.
+void load_cached(Run* run, const ViewRow* v, CxxError* err) {
+    StateCache* c = state_cache();
+    if (c == nullptr || !v->has_token) return;
+    const auto* states = c->lookup(v->id, v->token);
+    if (states == nullptr) return;
+    cxx_capture(*err, [&] {
+        size_t n = 0;
+        for (size_t i = 0; i < run->keys.size(); i++) {
+            auto it = states->find(run->keys[i]);
+            if (it != states->end())
+                run->st.load(it->second);
+            else
+                run->keys[n++] = std::move(run->keys[i]);
+        }
+        run->keys.resize(n);
+    });
+}
+
+// After the call's writes: the cache holds the view's state as of `token`: what it held
+// (when valid), plus the states read from the table and every state written.
+void store_cached(Run* run, const ViewRow* v, int64 token) {
+    StateCache* c = state_cache();
+    if (c == nullptr) return;
+    g_cache_touched = true;
+    CxxError err;
+    cxx_capture(err, [&] {
+        c->begin(v->id, v->has_token, v->token, token);
+        for (const std::string& k : run->table_keys)
+            if (!c->put(v->id, stored_form(*run->st.find(k), run->opts, v->has_rowtime_path))) return;
+        for (const std::string& k : run->st.dirty())
+            if (!c->put(v->id, stored_form(*run->st.find(k), run->opts, v->has_rowtime_path))) return;
+    });
+    if (err.failed) c->drop(v->id);  // never a half-stored view
 }
 
 // One call of advance / watermark / flush.
@@ -683,6 +776,8 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
                 run->keys.push_back(run->merged[i].key);
     });
     cxx_raise(err);
+    load_cached(run, &v, &err);
+    cxx_raise(err);
     load_states(run, &v, &err);
     cxx_raise(err);
     if (mode == Mode::Watermark && run->op->insert_only_first()) {
@@ -710,7 +805,9 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     write_offsets(run->merged, run, &v);
     if (o.mini_batch) write_pending(run, &v, had_pending);
     int64 consumed = (int64) run->merged.size();
-    write_view(run, &v, next_seq, consumed, no_rowtime, now);
+    int64 token = (int64) U64FromFullTransactionId(GetTopFullTransactionId());
+    write_view(run, &v, next_seq, consumed, no_rowtime, now, token);
+    store_cached(run, &v, token);
     SPI_finish();
     AtEOXact_GUC(true, guc_level);
     delete holder->run;

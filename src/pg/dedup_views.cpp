@@ -17,6 +17,8 @@
 #include "core/dedup_operator.h"
 #include "core/dedup_state_cache.h"
 #include "pg/glue.h"
+#include "pg/log_scan.h"
+#include "pg/read.h"
 
 extern "C" {
 #include "access/transam.h"
@@ -244,62 +246,142 @@ void load_pending(Run* run, const ViewRow* v, CxxError* err) {
     cxx_raise(*err);
 }
 
-// Read up to max_rows unconsumed messages of every partition (queen.read, from each
-// partition's next offset) and keep the first max_rows in merge order. Messages whose rowtime
-// field is missing or not an integer are skipped in rowtime views (counted in *no_rowtime).
+// The JSON paths a view extracts from each payload, as #> takes them (text datums).
+struct Paths {
+    Datum* key;
+    int nkey;
+    Datum* rowtime;  // nullptr when the view has no rowtime path
+    int nrowtime;
+};
+
+// Append the messages of one segment row at offsets >= from (at most *left of them) to the
+// call's input: key = (payload #> key_path)::text ('null' when absent), rowtime from
+// payload #>> rowtime_path, exactly as the SQL operators compute them. Per-message datums live
+// in `tmp`, reset after each message.
+void take_segment(Run* run, const ViewRow* v, const LogRow* row, int part, int64 from,
+                  int64* left, const Paths* paths, MemoryContext tmp, CxxError* err) {
+    queen::SegmentReader reader(row->blob, row->blob_len);
+    queen::MessageView m;
+    int64 at = row->base_offset;
+    bool rowtime_view = run->opts.order == Order::Rowtime;
+    while (*left > 0 && reader.next(&m)) {
+        if (at >= from) {
+            MemoryContext old = MemoryContextSwitchTo(tmp);
+            Jsonb* jb = reinterpret_cast<Jsonb*>(DatumGetPointer(payload_jsonb(m)));
+            bool knull, rnull = true;
+            Datum kd = jsonb_get_element(jb, paths->key, paths->nkey, &knull, false);
+            const char* key = "null";
+            if (!knull) {
+                Jsonb* kj = reinterpret_cast<Jsonb*>(DatumGetPointer(kd));
+                key = JsonbToCString(nullptr, &kj->root, (int) VARSIZE(kj));
+            }
+            const char* rp = nullptr;
+            int rl = 0;
+            if (paths->rowtime != nullptr) {
+                Datum rd = jsonb_get_element(jb, paths->rowtime, paths->nrowtime, &rnull, true);
+                if (!rnull) {
+                    text* t = reinterpret_cast<text*>(DatumGetPointer(rd));
+                    rp = VARDATA_ANY(t);
+                    rl = (int) VARSIZE_ANY_EXHDR(t);
+                }
+            }
+            MemoryContextSwitchTo(old);
+            bool has_rt = paths->rowtime != nullptr && !rnull;
+            int64 rt = 0;
+            bool rt_ok = has_rt && parse_int64(rp, rl, &rt);
+            cxx_capture(*err, [&] {
+                Row r;
+                r.key.assign(key);
+                r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
+                r.rowtime = rt_ok ? rt : (has_rt ? 0 : INT64_MIN);
+                r.partition = run->part_names[part];
+                r.offset = at;
+                run->input.push_back(std::move(r));
+                // a rowtime view cannot place a row without an integer rowtime: skipped, counted
+                run->input_skip.push_back(rowtime_view && !rt_ok);
+                run->items.push_back({part, at, row->created_at});
+            });
+            MemoryContextReset(tmp);
+            if (err->failed) return;
+            (*left)--;
+        }
+        at++;
+    }
+    if (reader.error() != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen.log_segments row (" INT64_FORMAT ", " INT64_FORMAT "): %s",
+                               run->part_ids[part], row->base_offset, reader.error())));
+}
+
+// A text[] datum's elements.
+void path_elems(Datum arr, Datum** elems, int* n) {
+    bool* nulls;
+    deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false, TYPALIGN_INT, elems, &nulls, n);
+}
+
+// Read up to max_rows unconsumed messages of every partition (from each partition's next
+// offset, straight from its segments under a fresh snapshot, as queen.read does) and keep the
+// first max_rows in merge order. Messages whose rowtime field is missing or not an integer are
+// skipped in rowtime views (counted by the caller).
 void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
-    Oid types[5] = {INT8OID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID};
-    Datum args[5] = {Int64GetDatum(v->id), CStringGetTextDatum(v->queue), v->key_path,
-                     v->has_rowtime_path ? v->rowtime_path : v->key_path, Int32GetDatum(max_rows)};
-    char nulls[5] = {' ', ' ', ' ', v->has_rowtime_path ? ' ' : 'n', ' '};
+    Oid types[2] = {INT8OID, TEXTOID};
+    Datum args[2] = {Int64GetDatum(v->id), CStringGetTextDatum(v->queue)};
     SPIPlanPtr plan = spi_plan(&plan_read,
-        "SELECT p.id, p.name, m.message_offset, m.created_at,"
-        "       COALESCE(m.payload #> $3, 'null'::jsonb)::text, m.payload, m.payload #>> $4"
+        "SELECT p.id, p.name, COALESCE(o.next_offset, 0)"
         "  FROM queen.log_partitions p"
         "  JOIN queen.queues q ON q.id = p.queue_id"
         "  LEFT JOIN queen.dedup_offsets o ON o.view_id = $1 AND o.partition_id = p.id"
-        "  CROSS JOIN LATERAL queen.read($2, p.name, COALESCE(o.next_offset, 0), $5) m"
         " WHERE q.name = $2 AND p.last_offset >= COALESCE(o.next_offset, 0)"
-        " ORDER BY p.name, p.id, m.message_offset", 5, types);
-    if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_SELECT)
+        " ORDER BY p.name, p.id", 2, types);
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup read failed");
-    bool rowtime_view = run->opts.order == Order::Rowtime;
-    int64 last_pid = -1;
-    for (uint64 i = 0; i < SPI_processed; i++) {
+    int np = (int) SPI_processed;
+    if (np == 0) return;
+    int64* next = static_cast<int64*>(palloc(sizeof(int64) * np));
+    for (int i = 0; i < np && !err->failed; i++) {
         HeapTuple t = SPI_tuptable->vals[i];
         TupleDesc d = SPI_tuptable->tupdesc;
         bool isnull;
         int64 pid = col_int8(t, d, 1, &isnull);
-        const char *pn, *kp, *pp, *rp = nullptr;
-        int pnl, kl, pl, rl = 0;
+        const char* pn;
+        int pnl;
         col_text(t, d, 2, &pn, &pnl);
-        int64 off = col_int8(t, d, 3, &isnull);
-        int64 created = col_int8(t, d, 4, &isnull);
-        col_text(t, d, 5, &kp, &kl);
-        col_text(t, d, 6, &pp, &pl);
-        bool has_rt = v->has_rowtime_path && col_text(t, d, 7, &rp, &rl);
-        int64 rt = 0;
-        bool rt_ok = has_rt && parse_int64(rp, rl, &rt);
-        bool new_part = pid != last_pid;
-        last_pid = pid;
+        next[i] = col_int8(t, d, 3, &isnull);
         cxx_capture(*err, [&] {
-            if (new_part) {
-                run->part_names.emplace_back(pn, pnl);
-                run->part_ids.push_back(pid);
-            }
-            Row r;
-            r.key.assign(kp, kl);
-            r.payload.assign(pp, pl);
-            r.rowtime = rt_ok ? rt : (has_rt ? 0 : INT64_MIN);
-            r.partition.assign(pn, pnl);
-            r.offset = off;
-            run->input.push_back(std::move(r));
-            // a rowtime view cannot place a row without an integer rowtime: skipped, counted
-            run->input_skip.push_back(rowtime_view && !rt_ok);
-            run->items.push_back({(int) run->part_names.size() - 1, off, created});
+            run->part_names.emplace_back(pn, pnl);
+            run->part_ids.push_back(pid);
         });
-        if (err->failed) return;
     }
+    if (err->failed) return;
+    Paths paths = {nullptr, 0, nullptr, 0};
+    path_elems(v->key_path, &paths.key, &paths.nkey);
+    if (v->has_rowtime_path) path_elems(v->rowtime_path, &paths.rowtime, &paths.nrowtime);
+    Storage st;
+    storage_lookup(&st);
+    Snapshot snap = RegisterSnapshot(GetTransactionSnapshot());
+    MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup read",
+                                              ALLOCSET_DEFAULT_SIZES);
+    for (int i = 0; i < np && !err->failed; i++) {
+        int64 left = max_rows;
+        int64 after = next[i] - 1;
+        LogRow first;
+        if (log_row_at(&st, true, run->part_ids[i], next[i], snap, &first)) {
+            take_segment(run, v, &first, i, next[i], &left, &paths, tmp, err);
+            after = first.end_offset;
+            pfree(first.owned);
+        }
+        if (left > 0 && !err->failed) {
+            LogScan scan;
+            LogRow row;
+            log_scan_begin(&scan, &st, true, run->part_ids[i], after, snap);
+            while (left > 0 && !err->failed && log_scan_next(&scan, &row))
+                take_segment(run, v, &row, i, next[i], &left, &paths, tmp, err);
+            log_scan_end(&scan);
+        }
+    }
+    MemoryContextDelete(tmp);
+    UnregisterSnapshot(snap);
+    if (err->failed) return;
     cxx_capture(*err, [&] {
         std::vector<size_t> order = merge_order(run->items, run->part_names, (size_t) max_rows);
         run->merged.reserve(order.size());
@@ -686,8 +768,8 @@ void load_cached(Run* run, const ViewRow* v, CxxError* err) {
             auto it = states->find(run->keys[i]);
             if (it != states->end())
                 run->st.load(it->second);
-            else
-                run->keys[n++] = std::move(run->keys[i]);
+            else if (n++ != i)
+                run->keys[n - 1] = std::move(run->keys[i]);
         }
         run->keys.resize(n);
     });

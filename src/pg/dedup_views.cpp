@@ -471,14 +471,15 @@ void write_candidates(Run* run, const ViewRow* v) {
     Datum* iar = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     int nd = 0, ni = 0;
     for (int i = 0; i < total; i++) {
-        const StateMap::Loaded* old = run->st.loaded(dirty[i]);
+        StateMap::Loaded old;
+        bool had = run->st.loaded(dirty[i], &old);
         const KeyState* s = run->st.find(dirty[i]);
-        bool was = old != nullptr && old->kind == StateKind::Candidate;
+        bool was = had && old.kind == StateKind::Candidate;
         bool is = s->kind == StateKind::Candidate;
-        if (was && is && old->rowtime == s->row.rowtime) continue;
+        if (was && is && old.rowtime == s->row.rowtime) continue;
         if (was) {
             dk[nd] = text_datum(dirty[i]);
-            drt[nd++] = Int64GetDatum(old->rowtime);
+            drt[nd++] = Int64GetDatum(old.rowtime);
         }
         if (is) {
             ik[ni] = text_datum(dirty[i]);
@@ -529,7 +530,7 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
         for (int i = 0; i < total; i++) {
-            if ((run->st.loaded(dirty[i]) != nullptr) != updates) continue;
+            if (run->st.loaded(dirty[i]) != updates) continue;
             const KeyState* s = run->st.find(dirty[i]);
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
@@ -755,24 +756,12 @@ KeyState stored_form(const KeyState& s, const Options& o, bool has_rowtime_path)
     return c;
 }
 
-// Keys the cache holds (valid for the view's token) are loaded from it; the rest stay in
-// run->keys for the table.
-void load_cached(Run* run, const ViewRow* v, CxxError* err) {
+// The cached states of the view, when valid for its token, become the state map's base: read
+// in place, never copied.
+void load_cached(Run* run, const ViewRow* v) {
     StateCache* c = state_cache();
     if (c == nullptr || !v->has_token) return;
-    const auto* states = c->lookup(v->id, v->token);
-    if (states == nullptr) return;
-    cxx_capture(*err, [&] {
-        size_t n = 0;
-        for (size_t i = 0; i < run->keys.size(); i++) {
-            auto it = states->find(run->keys[i]);
-            if (it != states->end())
-                run->st.load(it->second);
-            else if (n++ != i)
-                run->keys[n - 1] = std::move(run->keys[i]);
-        }
-        run->keys.resize(n);
-    });
+    run->st.set_base(c->lookup(v->id, v->token));
 }
 
 // After the call's writes: the cache holds the view's state as of `token`: what it held
@@ -848,17 +837,18 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
         read_input(run, &v, max_rows, &err);
         cxx_raise(err);
     }
-    // the keys whose state this call needs
+    // the keys whose state this call needs and the backend's cache does not hold
+    load_cached(run, &v);
     cxx_capture(err, [&] {
         std::unordered_map<std::string, bool> seen;
         for (const Row& r : run->op->bundle())
-            if (seen.emplace(r.key, true).second) run->keys.push_back(r.key);
+            if (!run->st.in_base(r.key) && seen.emplace(r.key, true).second)
+                run->keys.push_back(r.key);
         for (size_t i = 0; i < run->merged.size(); i++)
-            if (!run->skip[i] && seen.emplace(run->merged[i].key, true).second)
+            if (!run->skip[i] && !run->st.in_base(run->merged[i].key) &&
+                seen.emplace(run->merged[i].key, true).second)
                 run->keys.push_back(run->merged[i].key);
     });
-    cxx_raise(err);
-    load_cached(run, &v, &err);
     cxx_raise(err);
     load_states(run, &v, &err);
     cxx_raise(err);

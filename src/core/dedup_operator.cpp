@@ -41,14 +41,14 @@ bool StateMap::loaded(const std::string& key, Loaded* out) const {
     if (base_ == nullptr) return false;
     auto b = base_->find(key);
     if (b == base_->end()) return false;
-    if (out != nullptr) *out = Loaded{b->second.kind, b->second.row.rowtime};
+    if (out != nullptr) *out = Loaded{b->second.kind, b->second.row.rowtime, b->second.locator};
     return true;
 }
 
 // Load a persisted state without marking it dirty.
 void StateMap::load(const KeyState& s) {
     states_[s.row.key] = s;
-    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime};
+    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime, s.locator};
 }
 
 // Write a state and remember the key as dirty.

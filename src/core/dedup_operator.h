@@ -60,6 +60,7 @@ struct KeyState {
     StateKind kind = StateKind::Kept;
     Row row;
     int64_t written_at = 0;
+    uint64_t locator = 0;  // where the caller's store holds it (0: unknown); the operator ignores it
 };
 
 enum class ChangeKind : uint8_t { Insert, UpdateBefore, UpdateAfter };
@@ -85,6 +86,7 @@ public:
     struct Loaded {
         StateKind kind;
         int64_t rowtime;
+        uint64_t locator;
     };
     bool loaded(const std::string& key, Loaded* out = nullptr) const;
     // States the caller's store holds, read in place beneath the loaded and written ones (the
@@ -93,6 +95,11 @@ public:
     void set_base(const std::unordered_map<std::string, KeyState>* base) { base_ = base; }
     // Whether the base holds a key.
     bool in_base(const std::string& key) const { return base_ != nullptr && base_->count(key) != 0; }
+    // A written or loaded state, for the caller to record where it stored it; nullptr if none.
+    KeyState* find_own(const std::string& key) {
+        auto it = states_.find(key);
+        return it == states_.end() ? nullptr : &it->second;
+    }
     // Write a state (marked dirty).
     void put(const KeyState& s);
     // Every stored state (for watermark firing and tests).

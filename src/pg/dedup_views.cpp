@@ -21,7 +21,15 @@
 #include "pg/read.h"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/table.h"
 #include "access/transam.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "storage/bufmgr.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
@@ -124,6 +132,18 @@ Datum jsonb_datum(const std::string& s) {
 int64 col_int8(HeapTuple tup, TupleDesc desc, int col, bool* isnull) {
     Datum d = SPI_getbinval(tup, desc, col, isnull);
     return *isnull ? 0 : DatumGetInt64(d);
+}
+
+// A tuple id as a KeyState locator (block << 16 | offset; never 0 for a real tuple).
+uint64 pack_tid(ItemPointer t) {
+    return ((uint64) ItemPointerGetBlockNumber(t) << 16) | ItemPointerGetOffsetNumber(t);
+}
+
+// A tid column as a locator (0 when NULL).
+uint64 col_tid(HeapTuple tup, TupleDesc desc, int col) {
+    bool isnull;
+    Datum d = SPI_getbinval(tup, desc, col, &isnull);
+    return isnull ? 0 : pack_tid(reinterpret_cast<ItemPointer>(DatumGetPointer(d)));
 }
 
 // An integer written in decimal (the rowtime field: JSON number or string), or false.
@@ -405,7 +425,7 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
     Datum args[2] = {Int64GetDatum(v->id), make_array(ks, nullptr, n, TEXTOID)};
     SPIPlanPtr plan = spi_plan(&plan_state,
         "SELECT key, payload, rowtime, src_partition, src_offset, kind,"
-        "       written_at FROM queen.dedup_state"
+        "       written_at, ctid FROM queen.dedup_state"
         " WHERE view_id = $1 AND key = ANY ($2::text[] COLLATE \"C\")",
         2, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
@@ -420,6 +440,7 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
         row_from(t, d, 1, &s->row, err);
         s->kind = (StateKind) DatumGetInt16(SPI_getbinval(t, d, 6, &isnull));
         s->written_at = col_int8(t, d, 7, &isnull);
+        s->locator = col_tid(t, d, 8);
         cxx_capture(*err, [&] {
             run->table_keys.push_back(s->row.key);
             run->st.load(*s);
@@ -435,7 +456,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     Datum args[2] = {Int64GetDatum(v->id), Int64GetDatum(wm)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
         "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at,"
-        "       c.arrival"
+        "       c.arrival, s.ctid"
         "  FROM queen.dedup_candidates c"
         "  JOIN queen.dedup_state s ON s.view_id = c.view_id AND s.key = c.key"
         " WHERE c.view_id = $1 AND c.rowtime <= $2", 2, types);
@@ -452,6 +473,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
         s->kind = StateKind::Candidate;
         s->written_at = col_int8(t, d, 7, &isnull);
         s->row.arrival = col_int8(t, d, 8, &isnull);
+        s->locator = col_tid(t, d, 9);
         cxx_capture(*err, [&] {
             run->st.load(*s);
             delete s;
@@ -509,14 +531,120 @@ void write_candidates(Run* run, const ViewRow* v) {
     }
 }
 
-// Write every key the operator wrote: an UPDATE for keys that were loaded (they exist), an
-// INSERT for the others (the view lock excludes any concurrent writer of this view's keys).
+// ---- direct writes of queen.dedup_state rows ----
+// A key whose row the call knows the tuple id of (read with the state, or returned by the
+// previous write: KeyState::locator) is rewritten in place with heap_update -- no executor, no
+// index descent; an index entry only when the update is not HOT. The tuple at that id is
+// checked first (visible now, same view and key); anything else, or a table whose shape is not
+// the one below, goes through the UPDATE statement. The view lock excludes any other writer
+// of the view's keys, so the row visible now is the row to update.
+const char* const kStateCols[8] = {"view_id", "key", "kind", "payload", "rowtime",
+                                   "written_at", "src_partition", "src_offset"};
+
+struct StateRel {
+    Relation rel;
+    Relation idx;
+    IndexInfo* ii;
+    Snapshot snap;
+    BlockNumber nblocks;
+};
+
+// Open dedup_state and its primary key for direct updates; false (nothing held open) when its
+// shape is not (view_id, key, kind, payload, rowtime, written_at, src_partition, src_offset)
+// with the one index (view_id, key).
+bool state_rel_open(StateRel* r) {
+    Oid relid = get_relname_relid("dedup_state", get_namespace_oid("queen", false));
+    if (!OidIsValid(relid)) return false;
+    r->rel = table_open(relid, RowExclusiveLock);
+    TupleDesc d = RelationGetDescr(r->rel);
+    bool ok = d->natts == 8;
+    for (int i = 0; ok && i < 8; i++)
+        ok = !TupleDescAttr(d, i)->attisdropped && strcmp(NameStr(TupleDescAttr(d, i)->attname), kStateCols[i]) == 0;
+    List* il = ok ? RelationGetIndexList(r->rel) : NIL;
+    ok = ok && list_length(il) == 1;
+    if (ok) {
+        r->idx = index_open(linitial_oid(il), RowExclusiveLock);
+        Form_pg_index fi = r->idx->rd_index;
+        ok = fi->indnatts == 2 && fi->indkey.values[0] == 1 && fi->indkey.values[1] == 2 &&
+             fi->indisvalid && fi->indisready && RelationGetIndexExpressions(r->idx) == NIL &&
+             RelationGetIndexPredicate(r->idx) == NIL;
+        if (!ok) index_close(r->idx, RowExclusiveLock);
+    }
+    list_free(il);
+    if (!ok) {
+        table_close(r->rel, RowExclusiveLock);
+        return false;
+    }
+    r->ii = BuildIndexInfo(r->idx);
+    r->snap = RegisterSnapshot(GetLatestSnapshot());
+    r->nblocks = RelationGetNumberOfBlocks(r->rel);
+    return true;
+}
+
+void state_rel_close(StateRel* r) {
+    UnregisterSnapshot(r->snap);
+    index_close(r->idx, RowExclusiveLock);
+    table_close(r->rel, RowExclusiveLock);
+}
+
+// Rewrite the row at `loc` when it is the live row of (view, key); false when it is not.
+bool state_update_at(StateRel* r, uint64 loc, int64 view_id, const std::string& key,
+                     Datum* values, bool* nulls, uint64* new_loc) {
+    BlockNumber blk = (BlockNumber) (loc >> 16);
+    OffsetNumber off = (OffsetNumber) (loc & 0xFFFF);
+    if (blk >= r->nblocks || off == InvalidOffsetNumber) return false;
+    HeapTupleData tup;
+    ItemPointerSet(&tup.t_self, blk, off);
+    Buffer buf;
+    if (!heap_fetch(r->rel, r->snap, &tup, &buf, false)) return false;
+    TupleDesc d = RelationGetDescr(r->rel);
+    bool n1, n2;
+    Datum vid = heap_getattr(&tup, 1, d, &n1);
+    Datum k = heap_getattr(&tup, 2, d, &n2);
+    bool match = !n1 && !n2 && DatumGetInt64(vid) == view_id;
+    if (match) {
+        struct varlena* kt = pg_detoast_datum_packed(reinterpret_cast<struct varlena*>(DatumGetPointer(k)));
+        match = VARSIZE_ANY_EXHDR(kt) == key.size() && memcmp(VARDATA_ANY(kt), key.data(), key.size()) == 0;
+    }
+    ReleaseBuffer(buf);
+    if (!match) return false;
+    HeapTuple nt = heap_form_tuple(d, values, nulls);
+    simple_heap_update(r->rel, &tup.t_self, nt);
+    if (!HeapTupleIsHeapOnly(nt)) {
+        Datum iv[2] = {values[0], values[1]};
+        bool in[2] = {false, false};
+        index_insert(r->idx, iv, in, &nt->t_self, r->rel, UNIQUE_CHECK_YES, true, r->ii);
+    }
+    *new_loc = pack_tid(&nt->t_self);
+    heap_freetuple(nt);
+    return true;
+}
+
+// Record the tuple ids a RETURNING key, ctid statement gave back.
+void take_locators(Run* run) {
+    for (uint64 i = 0; i < SPI_processed; i++) {
+        const char* kp;
+        int kl;
+        if (!col_text(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &kp, &kl)) continue;
+        uint64 loc = col_tid(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+        CxxError err;
+        KeyState* s = nullptr;
+        cxx_capture(err, [&] { s = run->st.find_own(std::string(kp, kl)); });
+        if (!err.failed && s != nullptr) s->locator = loc;
+    }
+}
+
+// Write every key the operator wrote: loaded keys (they exist) in place where their tuple id
+// is known, else by an UPDATE; the others by an INSERT (the view lock excludes any concurrent
+// writer of this view's keys). Both statements return the tuple ids for the next call.
 // Markers (fired keys, proctime keep-first flags) keep no payload: the state stays compact.
 void write_states(Run* run, const ViewRow* v) {
     const std::vector<std::string>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     if (total == 0) return;
     bool marker_only_flag = run->opts.order == Order::Proctime && run->opts.keep == Keep::First;
+    StateRel rel = {};
+    int direct = 0;  // 0 not tried yet, 1 dedup_state open for direct updates, -1 not possible
     for (int pass = 0; pass < 2; pass++) {
         bool updates = pass == 0;
         Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -530,8 +658,9 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
         for (int i = 0; i < total; i++) {
-            if (run->st.loaded(dirty[i]) != updates) continue;
-            const KeyState* s = run->st.find(dirty[i]);
+            StateMap::Loaded old;
+            if (run->st.loaded(dirty[i], &old) != updates) continue;
+            KeyState* s = run->st.find_own(dirty[i]);
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
             pn[n] = s->kind == StateKind::Fired || marker_only_flag;
@@ -541,7 +670,23 @@ void write_states(Run* run, const ViewRow* v) {
             wa[n] = TimestampTzGetDatum(s->written_at);
             sp[n] = text_datum(s->row.partition);
             so[n] = Int64GetDatum(s->row.offset);
+            if (updates && old.locator != 0) {
+                if (direct == 0) direct = state_rel_open(&rel) ? 1 : -1;
+                if (direct == 1) {
+                    Datum values[8] = {Int64GetDatum(v->id), k[n], kd[n], p[n], rt[n], wa[n], sp[n], so[n]};
+                    bool nulls[8] = {false, false, false, pn[n], rtn[n], false, false, false};
+                    uint64 loc;
+                    if (state_update_at(&rel, old.locator, v->id, s->row.key, values, nulls, &loc)) {
+                        s->locator = loc;
+                        continue;  // written
+                    }
+                }
+            }
             n++;
+        }
+        if (updates && direct == 1) {
+            state_rel_close(&rel);
+            CommandCounterIncrement();
         }
         if (n == 0) continue;
         Oid types[8] = {INT8OID, TEXTARRAYOID, INT2ARRAYOID, JSONBARRAYOID, INT8ARRAYOID,
@@ -555,17 +700,20 @@ void write_states(Run* run, const ViewRow* v) {
                   "UPDATE queen.dedup_state AS s SET kind = u.kd, payload = u.p, rowtime = u.rt,"
                   "       written_at = u.wa, src_partition = u.sp, src_offset = u.so"
                   "  FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)"
-                  " WHERE s.view_id = $1 AND s.key = u.k COLLATE \"C\"", 8, types)
+                  " WHERE s.view_id = $1 AND s.key = u.k COLLATE \"C\""
+                  " RETURNING s.key, s.ctid", 8, types)
             : spi_plan(&plan_insert,
-                  "INSERT INTO queen.dedup_state (view_id, key, kind, payload, rowtime, written_at,"
-                  "                               src_partition, src_offset)"
+                  "INSERT INTO queen.dedup_state AS s (view_id, key, kind, payload, rowtime,"
+                  "                                    written_at, src_partition, src_offset)"
                   " SELECT $1, u.k, u.kd, u.p, u.rt, u.wa, u.sp, u.so"
-                  "   FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)",
-                  8, types);
+                  "   FROM unnest($2, $3, $4, $5, $6, $7, $8) AS u(k, kd, p, rt, wa, sp, so)"
+                  " RETURNING s.key, s.ctid", 8, types);
         int rc = SPI_execute_plan(plan, args, nullptr, false, 0);
-        if (rc != (updates ? SPI_OK_UPDATE : SPI_OK_INSERT) || (int) SPI_processed != n)
+        if (rc != (updates ? SPI_OK_UPDATE_RETURNING : SPI_OK_INSERT_RETURNING) ||
+            (int) SPI_processed != n)
             elog(ERROR, "queen: dedup state write failed (%d, " UINT64_FORMAT " of %d rows)", rc,
                  SPI_processed, n);
+        take_locators(run);
     }
     if (run->op->insert_only_first()) write_candidates(run, v);
 }

@@ -450,16 +450,20 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
     pfree(ks);
 }
 
-// Load the rowtime keep-first candidates a watermark releases.
+// Load the rowtime keep-first candidates a watermark releases. None has a rowtime below the
+// view's current watermark (the call that set it released every candidate at or below it, and
+// later rows below it were late): the scan starts there, so it never walks the index entries of
+// candidates released long ago.
 void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
-    Oid types[2] = {INT8OID, INT8OID};
-    Datum args[2] = {Int64GetDatum(v->id), Int64GetDatum(wm)};
+    Oid types[3] = {INT8OID, INT8OID, INT8OID};
+    Datum args[3] = {Int64GetDatum(v->id), Int64GetDatum(wm),
+                     Int64GetDatum(v->has_wm ? v->wm : PG_INT64_MIN)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
         "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at,"
         "       c.arrival, s.ctid"
         "  FROM queen.dedup_candidates c"
         "  JOIN queen.dedup_state s ON s.view_id = c.view_id AND s.key = c.key"
-        " WHERE c.view_id = $1 AND c.rowtime <= $2", 2, types);
+        " WHERE c.view_id = $1 AND c.rowtime >= $3 AND c.rowtime <= $2", 3, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {

@@ -415,21 +415,10 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
     });
 }
 
-// Load the stored state of the given keys.
-void load_states(Run* run, const ViewRow* v, CxxError* err) {
-    int n = (int) run->keys.size();
-    if (n == 0) return;
-    Datum* ks = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    for (int i = 0; i < n; i++) ks[i] = text_datum(run->keys[i]);
-    Oid types[2] = {INT8OID, TEXTARRAYOID};
-    Datum args[2] = {Int64GetDatum(v->id), make_array(ks, nullptr, n, TEXTOID)};
-    SPIPlanPtr plan = spi_plan(&plan_state,
-        "SELECT key, payload, rowtime, src_partition, src_offset, kind,"
-        "       written_at, ctid FROM queen.dedup_state"
-        " WHERE view_id = $1 AND key = ANY ($2::text[] COLLATE \"C\")",
-        2, types);
-    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
-        elog(ERROR, "queen: dedup state lookup failed");
+// Load the state rows of the last SPI result into the state map. Columns: key, payload,
+// rowtime, src_partition, src_offset, kind, written_at, arrival, ctid (queen.dedup_state's,
+// arrival from queen.dedup_candidates or 0).
+void load_state_rows(Run* run, CxxError* err) {
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
         HeapTuple t = SPI_tuptable->vals[i];
         TupleDesc d = SPI_tuptable->tupdesc;
@@ -440,49 +429,52 @@ void load_states(Run* run, const ViewRow* v, CxxError* err) {
         row_from(t, d, 1, &s->row, err);
         s->kind = (StateKind) DatumGetInt16(SPI_getbinval(t, d, 6, &isnull));
         s->written_at = col_int8(t, d, 7, &isnull);
-        s->locator = col_tid(t, d, 8);
+        s->row.arrival = col_int8(t, d, 8, &isnull);
+        s->locator = col_tid(t, d, 9);
         cxx_capture(*err, [&] {
             run->table_keys.push_back(s->row.key);
             run->st.load(*s);
             delete s;
         });
     }
+}
+
+// Load the stored state of the given keys.
+void load_states(Run* run, const ViewRow* v, CxxError* err) {
+    int n = (int) run->keys.size();
+    if (n == 0) return;
+    Datum* ks = static_cast<Datum*>(palloc(sizeof(Datum) * n));
+    for (int i = 0; i < n; i++) ks[i] = text_datum(run->keys[i]);
+    Oid types[2] = {INT8OID, TEXTARRAYOID};
+    Datum args[2] = {Int64GetDatum(v->id), make_array(ks, nullptr, n, TEXTOID)};
+    SPIPlanPtr plan = spi_plan(&plan_state,
+        "SELECT key, payload, rowtime, src_partition, src_offset, kind, written_at, 0::bigint,"
+        "       ctid FROM queen.dedup_state"
+        " WHERE view_id = $1 AND key = ANY ($2::text[] COLLATE \"C\")",
+        2, types);
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
+        elog(ERROR, "queen: dedup state lookup failed");
+    load_state_rows(run, err);
     pfree(ks);
 }
 
-// Load the rowtime keep-first candidates a watermark releases. None has a rowtime below the
-// view's current watermark (the call that set it released every candidate at or below it, and
-// later rows below it were late): the scan starts there, so it never walks the index entries of
-// candidates released long ago.
+// Load the rowtime keep-first candidates a watermark releases (their state rows, kind 2). None
+// has a rowtime below the view's current watermark (the call that set it released every
+// candidate at or below it, and later rows below it were late): the scan starts there, so it
+// never walks the index entries of candidates released long ago.
 void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     Oid types[3] = {INT8OID, INT8OID, INT8OID};
     Datum args[3] = {Int64GetDatum(v->id), Int64GetDatum(wm),
                      Int64GetDatum(v->has_wm ? v->wm : PG_INT64_MIN)};
     SPIPlanPtr plan = spi_plan(&plan_cands,
-        "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, s.kind, s.written_at,"
-        "       c.arrival, s.ctid"
+        "SELECT s.key, s.payload, s.rowtime, s.src_partition, s.src_offset, 2::smallint,"
+        "       s.written_at, c.arrival, s.ctid"
         "  FROM queen.dedup_candidates c"
         "  JOIN queen.dedup_state s ON s.view_id = c.view_id AND s.key = c.key"
         " WHERE c.view_id = $1 AND c.rowtime >= $3 AND c.rowtime <= $2", 3, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
-    for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
-        HeapTuple t = SPI_tuptable->vals[i];
-        TupleDesc d = SPI_tuptable->tupdesc;
-        bool isnull;
-        KeyState* s = nullptr;
-        cxx_capture(*err, [&] { s = new KeyState(); });
-        if (err->failed) break;
-        row_from(t, d, 1, &s->row, err);
-        s->kind = StateKind::Candidate;
-        s->written_at = col_int8(t, d, 7, &isnull);
-        s->row.arrival = col_int8(t, d, 8, &isnull);
-        s->locator = col_tid(t, d, 9);
-        cxx_capture(*err, [&] {
-            run->st.load(*s);
-            delete s;
-        });
-    }
+    load_state_rows(run, err);
 }
 
 // Keep queen.dedup_candidates (the rowtime index of pending rowtime keep-first candidates)

@@ -34,7 +34,9 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/guc.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/numeric.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 PG_FUNCTION_INFO_V1(queen_dedup_advance_v1);
@@ -274,6 +276,68 @@ struct Paths {
     int nrowtime;
 };
 
+// payload #> path as text (as_text false: the value's JSON text) or payload #>> path (as_text:
+// the value's text, a JSON null being SQL NULL), in the current memory context; false when the
+// result is SQL NULL. A one-field path into an object (the usual key) is looked up directly;
+// other paths go through jsonb_get_element, which is what the operators call. Either way the
+// text is what the operators would give (jsonb_out's rendering of the value).
+bool path_value(Jsonb* jb, Datum* path, int npath, bool as_text, const char** out, int* len) {
+    if (npath != 1 || !JsonContainerIsObject(&jb->root)) {
+        bool isnull;
+        Datum d = jsonb_get_element(jb, path, npath, &isnull, as_text);
+        if (isnull) return false;
+        if (as_text) {
+            text* t = reinterpret_cast<text*>(DatumGetPointer(d));
+            *out = VARDATA_ANY(t);
+            *len = (int) VARSIZE_ANY_EXHDR(t);
+        } else {
+            Jsonb* r = reinterpret_cast<Jsonb*>(DatumGetPointer(d));
+            *out = JsonbToCString(nullptr, &r->root, (int) VARSIZE(r));
+            *len = (int) strlen(*out);
+        }
+        return true;
+    }
+    text* field = reinterpret_cast<text*>(DatumGetPointer(path[0]));
+    JsonbValue v;
+    if (getKeyJsonValueFromContainer(&jb->root, VARDATA_ANY(field), (int) VARSIZE_ANY_EXHDR(field),
+                                     &v) == nullptr)
+        return false;
+    switch (v.type) {
+        case jbvNull:
+            if (as_text) return false;
+            *out = "null";
+            *len = 4;
+            return true;
+        case jbvString:
+            if (as_text) {
+                *out = v.val.string.val;
+                *len = v.val.string.len;
+            } else {
+                StringInfoData b;
+                initStringInfo(&b);
+                escape_json(&b, pnstrdup(v.val.string.val, v.val.string.len));
+                *out = b.data;
+                *len = b.len;
+            }
+            return true;
+        case jbvNumeric:
+            *out = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+            *len = (int) strlen(*out);
+            return true;
+        case jbvBool:
+            *out = v.val.boolean ? "true" : "false";
+            *len = v.val.boolean ? 4 : 5;
+            return true;
+        case jbvBinary:
+            *out = JsonbToCString(nullptr, v.val.binary.data, v.val.binary.len);
+            *len = (int) strlen(*out);
+            return true;
+        default:
+            elog(ERROR, "queen: unexpected jsonb value type %d", (int) v.type);
+    }
+    return false;
+}
+
 // Append the messages of one segment row at offsets >= from (at most *left of them) to the
 // call's input: key = (payload #> key_path)::text ('null' when absent), rowtime from
 // payload #>> rowtime_path, exactly as the SQL operators compute them. Per-message datums live
@@ -288,30 +352,20 @@ void take_segment(Run* run, const ViewRow* v, const LogRow* row, int part, int64
         if (at >= from) {
             MemoryContext old = MemoryContextSwitchTo(tmp);
             Jsonb* jb = reinterpret_cast<Jsonb*>(DatumGetPointer(payload_jsonb(m)));
-            bool knull, rnull = true;
-            Datum kd = jsonb_get_element(jb, paths->key, paths->nkey, &knull, false);
             const char* key = "null";
-            if (!knull) {
-                Jsonb* kj = reinterpret_cast<Jsonb*>(DatumGetPointer(kd));
-                key = JsonbToCString(nullptr, &kj->root, (int) VARSIZE(kj));
-            }
+            int kl = 4;
+            path_value(jb, paths->key, paths->nkey, false, &key, &kl);
             const char* rp = nullptr;
             int rl = 0;
-            if (paths->rowtime != nullptr) {
-                Datum rd = jsonb_get_element(jb, paths->rowtime, paths->nrowtime, &rnull, true);
-                if (!rnull) {
-                    text* t = reinterpret_cast<text*>(DatumGetPointer(rd));
-                    rp = VARDATA_ANY(t);
-                    rl = (int) VARSIZE_ANY_EXHDR(t);
-                }
-            }
+            bool rnull = paths->rowtime == nullptr ||
+                         !path_value(jb, paths->rowtime, paths->nrowtime, true, &rp, &rl);
             MemoryContextSwitchTo(old);
             bool has_rt = paths->rowtime != nullptr && !rnull;
             int64 rt = 0;
             bool rt_ok = has_rt && parse_int64(rp, rl, &rt);
             cxx_capture(*err, [&] {
                 Row r;
-                r.key.assign(key);
+                r.key.assign(key, kl);
                 r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
                 r.rowtime = rt_ok ? rt : (has_rt ? 0 : INT64_MIN);
                 r.partition = run->part_names[part];

@@ -100,6 +100,8 @@ public:
         auto it = states_.find(key);
         return it == states_.end() ? nullptr : &it->second;
     }
+    // Whether a key was written since the last clear_dirty().
+    bool is_dirty(const std::string& key) const { return dirty_.count(key) != 0; }
     // Write a state (marked dirty).
     void put(const KeyState& s);
     // Every stored state (for watermark firing and tests).

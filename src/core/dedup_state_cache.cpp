@@ -26,17 +26,22 @@ void StateCache::begin(int64_t id, bool has_from, int64_t from, int64_t token) {
 }
 
 // Insert or replace one state, within the byte limit.
-bool StateCache::put(int64_t id, const KeyState& s) {
+bool StateCache::put(int64_t id, const KeyState& s) { return put(id, KeyState(s)); }
+
+bool StateCache::put(int64_t id, KeyState&& s) {
     auto it = views_.find(id);
     if (it == views_.end()) return false;
     View& v = it->second;
     size_t c = cost(s);
-    auto [e, fresh] = v.states.try_emplace(s.row.key, s);
-    if (!fresh) {
+    auto e = v.states.find(s.row.key);
+    if (e == v.states.end()) {
+        std::string key = s.row.key;
+        v.states.emplace(std::move(key), std::move(s));
+    } else {
         size_t old = cost(e->second);
         v.bytes -= old;
         bytes_ -= old;
-        e->second = s;
+        e->second = std::move(s);
     }
     v.bytes += c;
     bytes_ += c;

@@ -34,6 +34,7 @@ public:
     // Store one state of the view begun last; false when the byte limit is hit (the view's
     // entries are then dropped: the caller stops storing until the next begin()).
     bool put(int64_t id, const KeyState& s);
+    bool put(int64_t id, KeyState&& s);  // the same, taking the state over
     // Forget one view / everything (an aborted transaction may have stored states its
     // rollback undoes).
     void drop(int64_t id);

@@ -486,7 +486,7 @@ void load_state_rows(Run* run, CxxError* err) {
         s->row.arrival = col_int8(t, d, 8, &isnull);
         s->locator = col_tid(t, d, 9);
         cxx_capture(*err, [&] {
-            run->table_keys.push_back(s->row.key);
+            if (run->st.find_own(s->row.key) == nullptr) run->table_keys.push_back(s->row.key);
             run->st.load(*s);
             delete s;
         });
@@ -944,14 +944,12 @@ StateCache* state_cache() {
     return g_cache;
 }
 
-// A state as the table gives it back (what load_states would read for it).
-KeyState stored_form(const KeyState& s, const Options& o, bool has_rowtime_path) {
-    KeyState c = s;
-    if (!has_rowtime_path) c.row.rowtime = 0;
-    if (s.kind == StateKind::Fired || (o.order == Order::Proctime && o.keep == Keep::First))
-        c.row.payload.clear();
-    c.row.arrival = 0;
-    return c;
+// Turn a state into what the table gives back for it (what load_states would read).
+void to_stored_form(KeyState* s, const Options& o, bool has_rowtime_path) {
+    if (!has_rowtime_path) s->row.rowtime = 0;
+    if (s->kind == StateKind::Fired || (o.order == Order::Proctime && o.keep == Keep::First))
+        s->row.payload.clear();
+    s->row.arrival = 0;
 }
 
 // The cached states of the view, when valid for its token, become the state map's base: read
@@ -969,12 +967,18 @@ void store_cached(Run* run, const ViewRow* v, int64 token) {
     if (c == nullptr) return;
     g_cache_touched = true;
     CxxError err;
+    // the call's own states are not used after this: they move into the cache
+    auto store = [&](const std::string& k) {
+        KeyState* s = run->st.find_own(k);
+        to_stored_form(s, run->opts, v->has_rowtime_path);
+        return c->put(v->id, std::move(*s));
+    };
     cxx_capture(err, [&] {
         c->begin(v->id, v->has_token, v->token, token);
-        for (const std::string& k : run->table_keys)
-            if (!c->put(v->id, stored_form(*run->st.find(k), run->opts, v->has_rowtime_path))) return;
         for (const std::string& k : run->st.dirty())
-            if (!c->put(v->id, stored_form(*run->st.find(k), run->opts, v->has_rowtime_path))) return;
+            if (!store(k)) return;
+        for (const std::string& k : run->table_keys)
+            if (!run->st.is_dirty(k) && !store(k)) return;
     });
     if (err.failed) c->drop(v->id);  // never a half-stored view
 }

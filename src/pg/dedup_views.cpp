@@ -7,11 +7,19 @@
 // Locks: the view's queen.dedup_views row FOR NO KEY UPDATE, first and only, held to commit
 // (NO KEY, so the KEY SHARE of foreign-key checks on its rows never waits). Calls on one view
 // therefore serialise; after the wait, READ COMMITTED statements see the committed
-// offsets of the call that went first. The log is read without locks (queen.read), so pushes
-// never wait on a view and a view never waits on a push. The processing-time clock is p_now
-// only: the same calls over the same log give the same changelog. Every statement runs
-// non-read-only so it takes a fresh snapshot: after waiting for the lock it sees the state the
-// previous call committed (a read-only statement would reuse the pre-wait snapshot).
+// offsets of the call that went first. The log is read without row locks (the segment index
+// scans queen.read uses, AccessShare on the tables), so pushes never wait on a view and a view
+// never waits on a push. The processing-time clock is p_now only: the same calls over the same
+// log give the same changelog. Every statement runs non-read-only so it takes a fresh snapshot,
+// and the direct log read and the in-place state rewrites take their own fresh snapshot after
+// the lock: after waiting for it a call sees the state the previous call committed (a
+// read-only statement would reuse the pre-wait snapshot). The in-place rewrites take
+// RowExclusive on queen.dedup_state and its key index, as the UPDATE they replace would; the
+// view row lock is what excludes every other writer of the view's state rows.
+//
+// The backend's copy of a view's state (dedup_state_cache.h) is used only while the view row,
+// read under that lock, carries the state token this backend wrote last; any (sub)transaction
+// abort after storing into it clears it. So the copy is never older than the table.
 #include "core/dedup_changes.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"

@@ -30,6 +30,10 @@ CREATE TABLE queen.dedup_views (
     late_rows            bigint NOT NULL DEFAULT 0,
     rows_without_rowtime bigint NOT NULL DEFAULT 0,
     last_now             timestamptz,
+    -- which write of the view's state the tables hold: the writing transaction's full id, set
+    -- by every dedup_advance / dedup_watermark / dedup_flush. A backend's in-memory copy of the
+    -- state (src/core/dedup_state_cache.h) is used only while this is the token it wrote.
+    state_token          bigint,
     created_at           timestamptz NOT NULL DEFAULT now()
 );
 

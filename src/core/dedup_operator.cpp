@@ -25,13 +25,30 @@ const char* change_kind_name(ChangeKind k) noexcept {
 // A key's stored state, or nullptr.
 const KeyState* StateMap::find(const std::string& key) const {
     auto it = states_.find(key);
-    return it == states_.end() ? nullptr : &it->second;
+    if (it != states_.end()) return &it->second;
+    if (base_ == nullptr) return nullptr;
+    auto b = base_->find(key);
+    return b == base_->end() ? nullptr : &b->second;
+}
+
+// Loaded or in the base (a base state is as the store holds it).
+bool StateMap::loaded(const std::string& key, Loaded* out) const {
+    auto it = loaded_.find(key);
+    if (it != loaded_.end()) {
+        if (out != nullptr) *out = it->second;
+        return true;
+    }
+    if (base_ == nullptr) return false;
+    auto b = base_->find(key);
+    if (b == base_->end()) return false;
+    if (out != nullptr) *out = Loaded{b->second.kind, b->second.row.rowtime, b->second.locator};
+    return true;
 }
 
 // Load a persisted state without marking it dirty.
 void StateMap::load(const KeyState& s) {
     states_[s.row.key] = s;
-    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime};
+    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime, s.locator};
 }
 
 // Write a state and remember the key as dirty.

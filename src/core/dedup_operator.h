@@ -60,6 +60,7 @@ struct KeyState {
     StateKind kind = StateKind::Kept;
     Row row;
     int64_t written_at = 0;
+    uint64_t locator = 0;  // where the caller's store holds it (0: unknown); the operator ignores it
 };
 
 enum class ChangeKind : uint8_t { Insert, UpdateBefore, UpdateAfter };
@@ -75,19 +76,32 @@ struct Change {
 // Keyed state with a record of what changed. Absent keys read as no state.
 class StateMap {
 public:
-    // The stored state of a key, expired or not; nullptr when absent.
+    // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
+    // else the base).
     const KeyState* find(const std::string& key) const;
     // Load a stored state (not marked dirty).
     void load(const KeyState& s);
-    // What was loaded for a key (it exists in the caller's store), or nullptr.
+    // Whether a key was loaded (it exists in the caller's store: loaded, or in the base), and
+    // what it was then (into *out when given).
     struct Loaded {
         StateKind kind;
         int64_t rowtime;
+        uint64_t locator;
     };
-    const Loaded* loaded(const std::string& key) const {
-        auto it = loaded_.find(key);
-        return it == loaded_.end() ? nullptr : &it->second;
+    bool loaded(const std::string& key, Loaded* out = nullptr) const;
+    // States the caller's store holds, read in place beneath the loaded and written ones (the
+    // glue's per-backend cache); the map must outlive this StateMap's use and stay unchanged.
+    // all() does not include them.
+    void set_base(const std::unordered_map<std::string, KeyState>* base) { base_ = base; }
+    // Whether the base holds a key.
+    bool in_base(const std::string& key) const { return base_ != nullptr && base_->count(key) != 0; }
+    // A written or loaded state, for the caller to record where it stored it; nullptr if none.
+    KeyState* find_own(const std::string& key) {
+        auto it = states_.find(key);
+        return it == states_.end() ? nullptr : &it->second;
     }
+    // Whether a key was written since the last clear_dirty().
+    bool is_dirty(const std::string& key) const { return dirty_.count(key) != 0; }
     // Write a state (marked dirty).
     void put(const KeyState& s);
     // Every stored state (for watermark firing and tests).
@@ -101,6 +115,7 @@ private:
     std::unordered_map<std::string, bool> dirty_;
     std::unordered_map<std::string, Loaded> loaded_;
     std::vector<std::string> dirty_order_;
+    const std::unordered_map<std::string, KeyState>* base_ = nullptr;
 };
 
 class Deduplicator {

@@ -3,6 +3,7 @@
 #include "core/segment_codec.h"
 #include "pg/log_scan.h"
 #include "pg/push_path.h"
+#include "pg/read.h"
 
 extern "C" {
 #include "utils/jsonb.h"
@@ -26,8 +27,8 @@ static int64 existing_partition(text* queue, text* partition) {
 }
 
 // A stored payload as jsonb: jsonb as itself, JSON text parsed, text as a JSON string,
-// octets as a hex string.
-static Datum payload_jsonb(const queen::MessageView& m) {
+// octets as a hex string (declared in read.h).
+Datum payload_jsonb(const queen::MessageView& m) {
     if (m.type == queen::ContentType::Jsonb) {
         Jsonb* j = static_cast<Jsonb*>(palloc(VARHDRSZ + m.payload.size()));
         SET_VARSIZE(j, VARHDRSZ + m.payload.size());

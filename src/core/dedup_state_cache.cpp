@@ -1,0 +1,75 @@
+// Per-process keyed-state cache of dedup views; see dedup_state_cache.h.
+#include "dedup_state_cache.h"
+
+namespace queen::dedup {
+
+// The view's states if cached under `token`; a stale entry is dropped.
+const std::unordered_map<std::string, KeyState>* StateCache::lookup(int64_t id, int64_t token) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return nullptr;
+    if (it->second.token != token) {
+        drop(id);
+        return nullptr;
+    }
+    return &it->second.states;
+}
+
+// Re-stamp the view's entries with the new token, or start afresh when they were not valid.
+void StateCache::begin(int64_t id, bool has_from, int64_t from, int64_t token) {
+    auto it = views_.find(id);
+    if (it != views_.end() && (!has_from || it->second.token != from)) {
+        drop(id);
+        it = views_.end();
+    }
+    if (it == views_.end()) it = views_.emplace(id, View{}).first;
+    it->second.token = token;
+}
+
+// Insert or replace one state, within the byte limit.
+bool StateCache::put(int64_t id, const KeyState& s) { return put(id, KeyState(s)); }
+
+bool StateCache::put(int64_t id, KeyState&& s) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return false;
+    View& v = it->second;
+    size_t c = cost(s);
+    auto e = v.states.find(s.row.key);
+    if (e == v.states.end()) {
+        std::string key = s.row.key;
+        v.states.emplace(std::move(key), std::move(s));
+    } else {
+        size_t old = cost(e->second);
+        v.bytes -= old;
+        bytes_ -= old;
+        e->second = std::move(s);
+    }
+    v.bytes += c;
+    bytes_ += c;
+    if (bytes_ > limit_) {
+        drop(id);
+        return false;
+    }
+    return true;
+}
+
+// Forget a view's entries.
+void StateCache::drop(int64_t id) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return;
+    bytes_ -= it->second.bytes;
+    views_.erase(it);
+}
+
+// Forget everything.
+void StateCache::clear() {
+    views_.clear();
+    bytes_ = 0;
+}
+
+// How many keys are cached for a view.
+size_t StateCache::keys(int64_t id) const {
+    auto it = views_.find(id);
+    return it == views_.end() ? 0 : it->second.states.size();
+}
+
+}  // namespace queen::dedup

@@ -12,7 +12,7 @@
 
 namespace queen::sidecar {
 
-// What queen.resolve_partition returns (memoised for 30 s).
+// What queen.resolve_partition returns (memoised, see partition_memo.h).
 struct PartitionMeta {
     int64_t pid = -1;
     int32_t window_s = 3600;
@@ -61,12 +61,28 @@ struct EntryOut {
     int64_t created_ms = 0;  // the database's clock after the push (>= the rows' created_at)
 };
 
+// A (queue, partition) pair to resolve.
+struct PartitionName {
+    std::string_view queue, partition;
+};
+
 // Everything a flush worker does with its connection.
 class Backend : public CacheLoader {
 public:
     // queen.resolve_partition(queue, partition).
     virtual Status resolve_partition(std::string_view queue, std::string_view partition,
                                      PartitionMeta* out) = 0;
+    // queen.resolve_partitions: out[i] answers names[i]; missing partitions (and queues) are
+    // created. One statement in the real backend; this default resolves them one at a time.
+    virtual Status resolve_partitions(const std::vector<PartitionName>& names,
+                                      std::vector<PartitionMeta>* out) {
+        out->assign(names.size(), PartitionMeta{});
+        for (std::size_t i = 0; i < names.size(); i++) {
+            Status s = resolve_partition(names[i].queue, names[i].partition, &(*out)[i]);
+            if (!s.is_ok()) return s;
+        }
+        return Status::ok();
+    }
     // One transaction pushing every segment (out[i] answers segs[i], one EntryOut per entry);
     // returns only after COMMIT. StatusCode::Unknown when the call was sent but its answer was
     // lost (it may or may not have committed); Unavailable when nothing was sent.

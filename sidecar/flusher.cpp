@@ -69,7 +69,8 @@ Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>>
       clock_(clock),
       cvs_(std::max<std::size_t>(1, backends_.size())),
       ready_(std::max<std::size_t>(1, backends_.size())),
-      sql_backends_(std::move(sql_backends)) {}
+      sql_backends_(std::move(sql_backends)),
+      memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms) {}
 
 Flusher::~Flusher() { stop(); }
 
@@ -136,10 +137,7 @@ int64_t Flusher::pending_bytes() const {
 }
 
 // Drop every memoised partition.
-void Flusher::forget_meta() {
-    std::lock_guard<std::mutex> lk(memo_mu_);
-    memo_.clear();
-}
+void Flusher::forget_meta() { memo_.clear(); }
 
 // Layer-1 leaders go to their partition queues; a partition not in flight becomes ready.
 void Flusher::submit(std::shared_ptr<PushJob> job) {
@@ -357,23 +355,58 @@ bool Flusher::run_once(Backend& b) {
     return true;
 }
 
-// The memoised metadata, refreshed after meta_ttl_ms.
-Status Flusher::meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out) {
+// Memo hits first; every miss of the flush in one resolve_partitions call. A batch refused for
+// a data reason (one bad name) is retried one partition at a time, so only that one fails; a
+// batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
+void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                            std::vector<PartitionMeta>* metas, std::vector<Status>* st) {
     const int64_t now = clock_.mono_ms();
-    {
-        std::lock_guard<std::mutex> lk(memo_mu_);
-        auto it = memo_.find(pq.key);
-        if (it != memo_.end() && now - it->second.fetched_mono < cfg_.meta_ttl_ms) {
-            *out = it->second.meta;
-            return Status::ok();
+    metas->assign(parts.size(), PartitionMeta{});
+    st->assign(parts.size(), Status::ok());
+    std::vector<std::size_t> miss;
+    for (std::size_t p = 0; p < parts.size(); p++)
+        if (!memo_.get(parts[p]->key, now, &(*metas)[p])) miss.push_back(p);
+    if (miss.empty()) return;
+    std::vector<PartitionName> names;
+    names.reserve(miss.size());
+    for (std::size_t p : miss) names.push_back({parts[p]->queue, parts[p]->partition});
+    std::vector<PartitionMeta> got;
+    Status s = b.resolve_partitions(names, &got);
+    metrics_.partitions_resolved += miss.size();
+    struct Gauges {  // publish the memo's size once this flush's entries are in
+        const PartitionMemo& memo;
+        Metrics& m;
+        ~Gauges() {
+            m.memo_bytes.store(memo.bytes());
+            m.memo_entries.store(static_cast<int64_t>(memo.size()));
+            m.memo_evictions.store(memo.evictions());
         }
+    } gauges{memo_, metrics_};
+    if (s.is_ok() && got.size() != miss.size())
+        s = Status(StatusCode::Internal, "resolve_partitions returned an answer of the wrong shape");
+    if (!s.is_ok() && splittable(s) && miss.size() > 1) {
+        for (std::size_t k = 0; k < miss.size(); k++) {
+            std::vector<PartitionMeta> one;
+            Status s1 = b.resolve_partitions({names[k]}, &one);
+            if (s1.is_ok() && one.size() != 1)
+                s1 = Status(StatusCode::Internal, "resolve_partitions returned an answer of the wrong shape");
+            if (!s1.is_ok()) {
+                (*st)[miss[k]] = s1;
+                continue;
+            }
+            (*metas)[miss[k]] = one[0];
+            memo_.put(parts[miss[k]]->key, one[0], now);
+        }
+        return;
     }
-    Status s = b.resolve_partition(pq.queue, pq.partition, out);
-    if (!s.is_ok()) return s;
-    std::lock_guard<std::mutex> lk(memo_mu_);
-    if (memo_.size() >= cfg_.memo_soft_cap) memo_.clear();  // soft cap: only costs re-resolves
-    memo_[pq.key] = MemoEntry{*out, now};
-    return Status::ok();
+    for (std::size_t k = 0; k < miss.size(); k++) {
+        if (!s.is_ok()) {
+            (*st)[miss[k]] = s;
+            continue;
+        }
+        (*metas)[miss[k]] = got[k];
+        memo_.put(parts[miss[k]]->key, got[k], now);
+    }
 }
 
 // One answered leader; the last one completes the job (followers resolved here).
@@ -464,17 +497,18 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
                       std::vector<std::vector<Pending>>& items) {
     FlushCtx ctx;
     ctx.parts = &parts;
-    ctx.metas.resize(parts.size());
     ctx.deadline_mono = clock_.mono_ms() + cfg_.resolve_deadline_ms;
+    std::vector<Status> resolved;
+    if (abandoning_.load()) {
+        ctx.metas.assign(parts.size(), PartitionMeta{});
+        resolved.assign(parts.size(), Status(StatusCode::Unavailable,
+                                             "the sidecar stopped before this message was sent"));
+    } else {
+        resolve_metas(b, parts, &ctx.metas, &resolved);
+    }
     std::vector<Unit> units;
     for (std::size_t p = 0; p < parts.size(); p++) {
-        if (abandoning_.load()) {
-            Unit u{p, std::move(items[p])};
-            fail_units({&u}, Status(StatusCode::Unavailable,
-                                    "the sidecar stopped before this message was sent"));
-            continue;
-        }
-        Status s = meta_for(b, *parts[p], &ctx.metas[p]);
+        const Status& s = resolved[p];
         if (!s.is_ok()) {
             Unit u{p, std::move(items[p])};
             fail_units({&u}, s);

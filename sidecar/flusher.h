@@ -24,12 +24,17 @@
 // Non-push endpoints run on their own backends (sql_backends) and threads, so a slow read never
 // waits behind, or stalls, a push.
 //
+// Partition resolution. Every flush looks its partitions up in the metadata memo
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms) and resolves all the misses in one
+// queen.resolve_partitions call (one round trip and one commit however many partitions are new;
+// the extension creates missing ones in the global creation order). Only if that batch fails
+// for a data reason are the misses resolved one by one, so one bad name fails alone.
+//
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
-// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); memo_mu_ guards the
-// metadata memo; a PushJob's err_mu
-// guards its error text. Order: mu_ and memo_mu_ are
-// never held together; neither is held while calling the Backend or the BlockCache (those run
-// with no Flusher lock held); err_mu is a leaf. A job's answers[i] is written only by the
+// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
+// leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
+// is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
+// held); err_mu and the memo's mutex are leaves. A job's answers[i] is written only by the
 // worker that flushed item i, and read only after the job's remaining counter reached zero
 // (acquire/release on that counter orders the writes before the reads).
 #pragma once
@@ -49,6 +54,7 @@
 #include "block_cache.h"
 #include "clock.h"
 #include "metrics.h"
+#include "partition_memo.h"
 #include "push_request.h"
 #include "status.h"
 
@@ -88,7 +94,7 @@ struct FlusherConfig {
     int64_t resolve_deadline_ms = 10000;    // longest search for a lost commit's outcome
     int64_t resolve_retry_ms = 200;
     int64_t meta_ttl_ms = 30000;
-    std::size_t memo_soft_cap = 100000;
+    int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
 };
 
 class Flusher {
@@ -126,6 +132,8 @@ public:
 
     // Forget memoised metadata (tests, or after a partition vanished).
     void forget_meta();
+    // The metadata memo (its size and bytes, for metrics and tests).
+    const PartitionMemo& memo() const { return memo_; }
 
 private:
     struct Pending {
@@ -153,10 +161,6 @@ private:
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
     struct Seg;
-    struct MemoEntry {
-        PartitionMeta meta;
-        int64_t fetched_mono = 0;
-    };
 
     void worker_loop(Backend* b, std::size_t lane);
     // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
@@ -177,7 +181,10 @@ private:
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void sql_loop(Backend* b);
     void release(const std::vector<PartQueue*>& parts);
-    Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);
+    // Metadata for every partition of a flush: memo hits, then one batch for the misses
+    // (st[p] is each partition's outcome).
+    void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                       std::vector<PartitionMeta>* metas, std::vector<Status>* st);
     void finish_item(PushJob* job);
 
     FlusherConfig cfg_;
@@ -199,8 +206,7 @@ private:
     std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
-    std::mutex memo_mu_;
-    std::unordered_map<std::string, MemoEntry> memo_;
+    PartitionMemo memo_;
 };
 
 }  // namespace queen::sidecar

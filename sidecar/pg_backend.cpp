@@ -13,7 +13,7 @@ namespace queen::sidecar {
 namespace {
 
 constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016,
-              kByteaArray = 1001, kInt4Array = 1007;
+              kByteaArray = 1001, kInt4Array = 1007, kTextArray = 1009;
 
 struct StmtDef {
     const char* name;
@@ -85,8 +85,16 @@ const StmtDef kStmts[] = {
      2,
      {kInt8, kInt8},
      true},
+    // Creating a missing partition is idempotent (the same id comes back however often it is
+    // sent), so it may be sent again on a fresh connection like a read.
+    {"queen_resolveN",
+     "SELECT idx::int4, partition_id::int8, dedup_window_seconds::int4, last_offset::int8, "
+     "txns_start::int8 FROM queen.resolve_partitions($1, $2)",
+     2,
+     {kTextArray, kTextArray},
+     true},
 };
-static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 12, "one definition per statement");
+static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 13, "one definition per statement");
 
 // The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
@@ -322,6 +330,43 @@ Status PgBackend::resolve_partition(std::string_view queue, std::string_view par
         !col_int8(g.r, 0, 2, &out->last_offset) || !col_int8(g.r, 0, 3, &out->txns_start))
         return Status(StatusCode::Internal, "resolve_partition returned an unexpected row");
     out->window_s = w;
+    return Status::ok();
+}
+
+// queen.resolve_partitions: two binary text[] parameters, one row per position.
+Status PgBackend::resolve_partitions(const std::vector<PartitionName>& names,
+                                     std::vector<PartitionMeta>* out) {
+    out->assign(names.size(), PartitionMeta{});
+    if (names.empty()) return Status::ok();
+    const int32_t n = static_cast<int32_t>(names.size());
+    std::string qs = array_header(kText, n), ps = array_header(kText, n);
+    for (const PartitionName& pn : names) {
+        put_be32(&qs, static_cast<int32_t>(pn.queue.size()));
+        qs.append(pn.queue);
+        put_be32(&ps, static_cast<int32_t>(pn.partition.size()));
+        ps.append(pn.partition);
+    }
+    const char* v[] = {qs.data(), ps.data()};
+    int len[] = {static_cast<int>(qs.size()), static_cast<int>(ps.size())}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kResolveN, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    const int rows = PQntuples(g.r);
+    std::vector<uint8_t> seen(names.size(), 0);
+    for (int r = 0; r < rows; r++) {
+        int32_t idx = -1, w = 0;
+        PartitionMeta m;
+        if (!col_int4(g.r, r, 0, &idx) || idx < 0 || idx >= n || seen[idx] ||
+            !col_int8(g.r, r, 1, &m.pid) || !col_int4(g.r, r, 2, &w) ||
+            !col_int8(g.r, r, 3, &m.last_offset) || !col_int8(g.r, r, 4, &m.txns_start))
+            return Status(StatusCode::Internal, "resolve_partitions returned an unexpected row");
+        m.window_s = w;
+        seen[idx] = 1;
+        (*out)[idx] = m;
+    }
+    // A queue dropped between creation and the answer: the flush fails with a passing reason.
+    if (rows != n)
+        return Status(StatusCode::Unavailable, "a partition vanished while it was resolved; retry");
     return Status::ok();
 }
 

@@ -37,6 +37,8 @@ public:
 
     Status resolve_partition(std::string_view queue, std::string_view partition,
                              PartitionMeta* out) override;
+    Status resolve_partitions(const std::vector<PartitionName>& names,
+                              std::vector<PartitionMeta>* out) override;
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override;
     Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
@@ -76,6 +78,7 @@ private:
         kTxn,
         kNames,
         kFindIds,
+        kResolveN,
         kStmtCount
     };
     // Run prepared statement st (preparing it on first use on this connection). A statement

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <unordered_map>
@@ -359,13 +360,21 @@ bool Flusher::run_once(Backend& b) {
 // a data reason (one bad name) is retried one partition at a time, so only that one fails; a
 // batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
 void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                            const std::vector<std::vector<Pending>>& items,
                             std::vector<PartitionMeta>* metas, std::vector<Status>* st) {
     const int64_t now = clock_.mono_ms();
     metas->assign(parts.size(), PartitionMeta{});
     st->assign(parts.size(), Status::ok());
     std::vector<std::size_t> miss;
-    for (std::size_t p = 0; p < parts.size(); p++)
-        if (!memo_.get(parts[p]->key, now, &(*metas)[p])) miss.push_back(p);
+    for (std::size_t p = 0; p < parts.size(); p++) {
+        if (memo_.get(parts[p]->key, now, &(*metas)[p])) continue;
+        if (window_free(items[p])) {
+            (*metas)[p].pid = -1;  // named: resolved inside the push (push_segments_named)
+            metrics_.partitions_resolved++;
+            continue;
+        }
+        miss.push_back(p);
+    }
     if (miss.empty()) return;
     std::vector<PartitionName> names;
     names.reserve(miss.size());
@@ -407,6 +416,29 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
         (*metas)[miss[k]] = got[k];
         memo_.put(parts[miss[k]]->key, got[k], now);
     }
+}
+
+// Whether a partition's items would be pushed the same whatever its window is: no layer-1
+// follower in their requests (window 0 unfolds those) and no hash twice among them (layer 2
+// folds only when the window is above 0). Such a partition needs no metadata before its push.
+bool Flusher::window_free(const std::vector<Pending>& items) {
+    const PushJob* last = nullptr;
+    for (const Pending& pd : items) {
+        if (pd.job == last) continue;
+        last = pd.job;
+        for (const PushItem& it : pd.job->req.items)
+            if (it.leader >= 0) return false;
+    }
+    if (items.size() < 2) return true;
+    std::vector<queen::Hash128> hs;
+    hs.reserve(items.size());
+    for (const Pending& pd : items) hs.push_back(pd.job->req.items[pd.idx].hash);
+    std::sort(hs.begin(), hs.end(), [](const queen::Hash128& a, const queen::Hash128& b) {
+        return std::memcmp(a.b, b.b, sizeof a.b) < 0;
+    });
+    for (std::size_t i = 1; i < hs.size(); i++)
+        if (hs[i] == hs[i - 1]) return false;
+    return true;
 }
 
 // One answered leader; the last one completes the job (followers resolved here).
@@ -504,7 +536,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
         resolved.assign(parts.size(), Status(StatusCode::Unavailable,
                                              "the sidecar stopped before this message was sent"));
     } else {
-        resolve_metas(b, parts, &ctx.metas, &resolved);
+        resolve_metas(b, parts, items, &ctx.metas, &resolved);
     }
     std::vector<Unit> units;
     for (std::size_t p = 0; p < parts.size(); p++) {
@@ -521,7 +553,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             if (ins.second) units.push_back(Unit{p, {}});
             units[ins.first->second].items.push_back(pd);
         }
-        if (ctx.metas[p].window_s <= 0)
+        if (ctx.metas[p].pid >= 0 && ctx.metas[p].window_s <= 0)
             for (std::size_t u = first_unit; u < units.size(); u++) unfold_layer1(units[u]);
     }
     if (units.empty()) return;
@@ -591,6 +623,7 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     }
     std::vector<SegmentIn> in;
     in.reserve(segs.size());
+    bool named = false;
     for (Seg& sg : segs) {
         const PartitionMeta& meta = ctx.metas[sg.part];
         SegmentIn si;
@@ -599,17 +632,23 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         si.segment = &sg.segment;
         // A vouch always travels with the window it was made for (never one without it).
         // Window 0: nothing is probed, so nothing is vouched for.
-        si.verified = vouch && meta.window_s > 0
+        si.verified = vouch && meta.pid >= 0 && meta.window_s > 0
                           ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b)
                           : -1;
-        si.window_s = meta.window_s;
+        si.window_s = meta.pid >= 0 ? meta.window_s : 0;
+        if (meta.pid < 0) {  // first contact folded into the push: no vouch, named
+            named = true;
+            si.queue = (*ctx.parts)[sg.part]->queue;
+            si.partition = (*ctx.parts)[sg.part]->partition;
+        }
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
     metrics_.flush_partitions.observe(static_cast<double>(in.size()));
     std::vector<std::vector<EntryOut>> out;
     auto t0 = std::chrono::steady_clock::now();
-    Status s = b.push_segments(in, &out);
+    std::vector<PartitionMeta> named_metas;
+    Status s = named ? b.push_segments_named(in, &out, &named_metas) : b.push_segments(in, &out);
     metrics_.sql_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();
@@ -620,6 +659,19 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         // It committed, but the answer cannot be read: find out what is stored instead.
         if (!shape_ok)
             s = Status(StatusCode::Unknown, "push_segments returned an answer of the wrong shape");
+    }
+    if (s.is_ok() && named) {
+        // The named partitions' metadata as of this commit: for the rest of this flush and
+        // the memo (last_offset includes this push, as a resolve right after it would say).
+        const int64_t now = clock_.mono_ms();
+        for (std::size_t i = 0; i < segs.size() && i < named_metas.size(); i++) {
+            if (in[i].pid >= 0) continue;
+            ctx.metas[segs[i].part] = named_metas[i];
+            memo_.put((*ctx.parts)[segs[i].part]->key, named_metas[i], now);
+        }
+        metrics_.memo_bytes.store(memo_.bytes());
+        metrics_.memo_entries.store(static_cast<int64_t>(memo_.size()));
+        metrics_.memo_evictions.store(memo_.evictions());
     }
     if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
     if (!s.is_ok()) {
@@ -703,6 +755,24 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
                               "PostgreSQL's answer was lost and the outcome could not be looked "
                               "up in time; retry the same request (" + why.message() + ")"));
         bool ok = true;
+        // Named partitions (first contact folded into the lost call): learn their ids; all of
+        // their rows are looked at (last_offset -1), since the call may have created them.
+        std::vector<std::size_t> unnamed;
+        std::vector<PartitionName> names;
+        for (std::size_t i = 0; i < segs.size(); i++)
+            if (ctx.metas[segs[i].part].pid < 0) {
+                unnamed.push_back(segs[i].part);
+                names.push_back({(*ctx.parts)[segs[i].part]->queue,
+                                 (*ctx.parts)[segs[i].part]->partition});
+            }
+        if (!unnamed.empty()) {
+            std::vector<PartitionMeta> got;
+            ok = b.resolve_partitions(names, &got).is_ok() && got.size() == unnamed.size();
+            for (std::size_t k = 0; ok && k < unnamed.size(); k++) {
+                ctx.metas[unnamed[k]] = got[k];
+                ctx.metas[unnamed[k]].last_offset = -1;
+            }
+        }
         for (std::size_t i = 0; ok && i < segs.size(); i++) {
             found[i].clear();
             const PartitionMeta& meta = ctx.metas[segs[i].part];

@@ -25,10 +25,15 @@
 // waits behind, or stalls, a push.
 //
 // Partition resolution. Every flush looks its partitions up in the metadata memo
-// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms) and resolves all the misses in one
-// queen.resolve_partitions call (one round trip and one commit however many partitions are new;
-// the extension creates missing ones in the global creation order). Only if that batch fails
-// for a data reason are the misses resolved one by one, so one bad name fails alone.
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss whose items do not depend on
+// the window (no layer-1 follower, no hash twice: the usual first contact) is sent by name:
+// queen.push_segments_named resolves (creates) it inside the push's own transaction, without a
+// vouch, and its answer carries the partition's metadata as of the commit, which the memo
+// keeps. The other misses are resolved together in one queen.resolve_partitions call before
+// the push. Either way the extension creates missing partitions in the global creation order,
+// before any partition lock. Only if that batch fails for a data reason are its partitions
+// resolved one by one, so one bad name fails alone. A lost answer of a call with named
+// partitions looks their ids up first and then searches all their rows.
 //
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
 // stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
@@ -183,8 +188,12 @@ private:
     void release(const std::vector<PartQueue*>& parts);
     // Metadata for every partition of a flush: memo hits, then one batch for the misses
     // (st[p] is each partition's outcome).
+    // A memo miss whose items need no window (window_free) is not resolved but named
+    // (metas[p].pid = -1): its push resolves it in the same transaction.
     void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                       const std::vector<std::vector<Pending>>& items,
                        std::vector<PartitionMeta>* metas, std::vector<Status>* st);
+    static bool window_free(const std::vector<Pending>& items);
     void finish_item(PushJob* job);
 
     FlusherConfig cfg_;

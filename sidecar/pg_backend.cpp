@@ -19,7 +19,7 @@ struct StmtDef {
     const char* name;
     const char* sql;
     int nparams;
-    Oid types[6];
+    Oid types[7];
     bool read_only;  // changes nothing: safe to send again on a fresh connection
 };
 
@@ -93,8 +93,16 @@ const StmtDef kStmts[] = {
      2,
      {kTextArray, kTextArray},
      true},
+    {"queen_pushNamed",
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, partition_id::int8, "
+     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
+     "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7)",
+     7,
+     {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array},
+     false},
 };
-static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 13, "one definition per statement");
+static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per statement");
 
 // The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
@@ -454,6 +462,111 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
         all.push_back(r);
     }
+    auto before = [](const Row& a, const Row& b) {
+        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
+    };
+    if (!std::is_sorted(all.begin(), all.end(), before))
+        std::stable_sort(all.begin(), all.end(), before);
+    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
+    for (const Row& r : all) (*out)[r.seg].push_back(r.e);
+    return Status::ok();
+}
+
+// queen.push_segments_named: the pushN arrays plus partition ids with NULL for the named
+// segments and their names (empty for the others); answer rows as push_segments', then one
+// metadata row (idx -1) per named segment.
+Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
+                                      std::vector<std::vector<EntryOut>>* out,
+                                      std::vector<PartitionMeta>* metas) {
+    out->assign(segs.size(), {});
+    metas->assign(segs.size(), PartitionMeta{});
+    const int32_t n = static_cast<int32_t>(segs.size());
+    bool any_null = false;
+    for (const SegmentIn& sg : segs) any_null |= sg.pid < 0;
+    std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
+    if (any_null) pids[7] = 1;  // the has-nulls flag (second big-endian int32)
+    std::string qs = array_header(kText, n), ps = array_header(kText, n);
+    std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
+                wins = array_header(kInt4, n);
+    std::size_t hash_bytes = 0, blob_bytes = 0;
+    for (const SegmentIn& sg : segs) {
+        hash_bytes += 4 + sg.hashes->size();
+        blob_bytes += 4 + sg.segment->size();
+    }
+    if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
+        return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
+    hashes.reserve(hashes.size() + hash_bytes);
+    blobs.reserve(blobs.size() + blob_bytes);
+    for (const SegmentIn& sg : segs) {
+        if (sg.pid < 0) {
+            put_be32(&pids, -1);  // NULL
+        } else {
+            put_be32(&pids, 8);
+            put_be64(&pids, sg.pid);
+        }
+        const std::string_view q = sg.pid < 0 ? sg.queue : std::string_view();
+        const std::string_view p = sg.pid < 0 ? sg.partition : std::string_view();
+        put_be32(&qs, static_cast<int32_t>(q.size()));
+        qs.append(q);
+        put_be32(&ps, static_cast<int32_t>(p.size()));
+        ps.append(p);
+        put_be32(&vers, 8);
+        put_be64(&vers, sg.verified);
+        put_be32(&wins, 4);
+        put_be32(&wins, sg.window_s);
+        put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
+        hashes.append(*sg.hashes);
+        put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
+        blobs.append(*sg.segment);
+    }
+    const char* v[] = {pids.data(), qs.data(), ps.data(), hashes.data(),
+                       blobs.data(), vers.data(), wins.data()};
+    int len[] = {static_cast<int>(pids.size()),   static_cast<int>(qs.size()),
+                 static_cast<int>(ps.size()),     static_cast<int>(hashes.size()),
+                 static_cast<int>(blobs.size()),  static_cast<int>(vers.size()),
+                 static_cast<int>(wins.size())};
+    int fmt[] = {1, 1, 1, 1, 1, 1, 1};
+    ResultGuard g;
+    Status s = exec(kPushNamed, 7, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    struct Row {
+        int32_t seg, idx;
+        EntryOut e;
+    };
+    const int rows = PQntuples(g.r);
+    std::vector<Row> all;
+    all.reserve(rows);
+    std::vector<uint8_t> have_meta(segs.size(), 0);
+    for (int i = 0; i < rows; i++) {
+        Row r{};
+        if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
+            r.seg >= n)
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+        if (r.idx < 0) {  // a named segment's metadata
+            PartitionMeta& m = (*metas)[r.seg];
+            int32_t w = 0;
+            if (segs[r.seg].pid >= 0 || !col_int8(g.r, i, 6, &m.pid) || !col_int4(g.r, i, 7, &w) ||
+                !col_int8(g.r, i, 8, &m.last_offset) || !col_int8(g.r, i, 9, &m.txns_start))
+                return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+            m.window_s = w;
+            have_meta[r.seg] = 1;
+            continue;
+        }
+        if (PQgetisnull(g.r, i, 2) || PQgetlength(g.r, i, 3) != 16 ||
+            !col_int8(g.r, i, 4, &r.e.offset))
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+        const char* st = PQgetvalue(g.r, i, 2);
+        r.e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
+                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
+                                                         : EntryStatus::Unknown;
+        std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
+        if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
+        all.push_back(r);
+    }
+    // It committed: a missing metadata row means the answer cannot be used as is.
+    for (std::size_t i = 0; i < segs.size(); i++)
+        if (segs[i].pid < 0 && !have_meta[i])
+            return Status(StatusCode::Unknown, "push_segments_named returned no metadata");
     auto before = [](const Row& a, const Row& b) {
         return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
     };

@@ -119,7 +119,9 @@ public:
         return Status::ok();
     }
     // Read-only outcome check: for each ids[i], the offset at which it is stored in partition
-    // pid among log_txns rows with base_offset > after, else -1.
+    // pid among log_txns rows with base_offset > after, else -1 (the libpq backend also looks
+    // at every row created in the last 2 minutes: a last_offset memoised before a restore
+    // moved the log back must not hide what a lost call wrote).
     virtual Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
                             std::vector<int64_t>* offsets) = 0;
     // Ask the server to cancel whatever statement is running (any thread may call it; a

@@ -79,9 +79,14 @@ const StmtDef kStmts[] = {
      "WHERE p.id = $1",
      1,
      {kInt8}, true},
+    // Rows above the memo's last_offset, and also every row created in the last 2 minutes
+    // (database clock): a restore may have moved the log back below a memoised last_offset,
+    // so what the lost call wrote can sit at or below it; the lookup runs within
+    // resolve_deadline_ms (10 s) of the call, so its rows are that recent.
     {"queen_find_ids",
      "SELECT base_offset::int8, message_ids FROM queen.log_txns WHERE partition_id = $1 AND "
-     "base_offset > $2 AND message_ids IS NOT NULL ORDER BY base_offset",
+     "(base_offset > $2 OR created_at >= now() - interval '120 seconds') AND message_ids IS NOT "
+     "NULL ORDER BY base_offset",
      2,
      {kInt8, kInt8},
      true},

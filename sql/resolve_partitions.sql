@@ -46,4 +46,37 @@ SELECT has_function_privilege('queen_writer', 'queen.resolve_partitions(text[], 
        has_function_privilege('queen_reader', 'queen.resolve_partitions(text[], text[])', 'EXECUTE') AS reader,
        has_function_privilege('public', 'queen.resolve_partitions(text[], text[])', 'EXECUTE') AS public;
 
+-- queen.push_segments_named: a NULL partition id names the partition instead; it is created
+-- and pushed to in one transaction, and its metadata (after the push) follows as idx -1 rows.
+CREATE FUNCTION pg_temp.u32le(n bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+    SELECT decode(lpad(to_hex(n & 255), 2, '0') || lpad(to_hex((n >> 8) & 255), 2, '0') ||
+                  lpad(to_hex((n >> 16) & 255), 2, '0') || lpad(to_hex((n >> 24) & 255), 2, '0'), 'hex') $$;
+-- A one-entry JSON segment.
+CREATE FUNCTION pg_temp.seg1(id uuid, txn text, payload text) RETURNS bytea LANGUAGE sql AS $$
+    SELECT '\x5153010001000000'::bytea || decode(replace(id::text, '-', ''), 'hex') || '\x01'::bytea ||
+           pg_temp.u32le(octet_length(convert_to(txn, 'UTF8'))) || convert_to(txn, 'UTF8') ||
+           pg_temp.u32le(octet_length(convert_to(payload, 'UTF8'))) || convert_to(payload, 'UTF8') $$;
+SELECT partition_id AS known FROM queen.resolve_partition('rps_w', 'old') \gset
+SELECT seg, idx, status, left(message_id::text, 8) = '018f0000' AS id_sent, message_offset,
+       partition_id = :known AS is_known,
+       partition_id IS NOT NULL AS has_meta, dedup_window_seconds, last_offset, txns_start
+FROM queen.push_segments_named(
+    ARRAY[NULL, :known, NULL]::bigint[], ARRAY['rps_n', '', 'rps_w'], ARRAY['p', '', 'fresh'],
+    ARRAY[queen.txn_hash('n1'), queen.txn_hash('a'), queen.txn_hash('f1')],
+    ARRAY[pg_temp.seg1('018f0000-0000-7000-8000-000000000001', 'n1', '1'),
+          pg_temp.seg1('018f0000-0000-7000-8000-000000000002', 'a', '2'),
+          pg_temp.seg1('018f0000-0000-7000-8000-000000000003', 'f1', '3')],
+    ARRAY[-1, -1, -1]::bigint[], ARRAY[0, 0, 0]) ORDER BY idx, seg;
+-- Stored where named; a repeat of n1 by name is a duplicate naming the stored copy.
+SELECT message_offset, transaction_id FROM queen.read('rps_n', 'p', 0, 10);
+SELECT seg, idx, status, message_id, message_offset, last_offset
+FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY['rps_n'], ARRAY['p'],
+    ARRAY[queen.txn_hash('n1')], ARRAY[pg_temp.seg1('018f0000-0000-7000-8000-000000000009', 'n1', '9')],
+    ARRAY[-1]::bigint[], ARRAY[0]) ORDER BY idx;
+SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY['rps_n', 'x'], ARRAY['p'], '{}', '{}', '{}', '{}')$q$) AS lengths,
+       pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY[''], ARRAY['p'], ARRAY[''::bytea], ARRAY['\x5153010000000000'::bytea], ARRAY[-1]::bigint[], ARRAY[0])$q$) AS empty_queue;
+SELECT has_function_privilege('queen_writer', 'queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[], bigint[], int[])', 'EXECUTE') AS writer,
+       has_function_privilege('queen_reader', 'queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[], bigint[], int[])', 'EXECUTE') AS reader,
+       has_function_privilege('queen_writer', 'queen.resolve_partitions_core(text[], text[])', 'EXECUTE') AS core_writer;
+
 SELECT count(queen.drop_queue(name)) AS dropped FROM queen.queues WHERE name LIKE 'rps\_%';

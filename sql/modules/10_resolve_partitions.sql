@@ -13,14 +13,13 @@
 -- once; the UNIQUE constraints make two sessions racing on one pair create it once.
 
 -- Internal (no grant): the body of queen.resolve_partitions, also run by
--- queen.push_segments_named. It has no SET clause of its own because it is only ever called
--- from those two, which pin search_path (and every name here is schema-qualified): calling a
--- function that has a SET clause from inside another costs milliseconds per call, which is
--- what a flush of first contacts must not pay.
+-- queen.push_segments_named (so the resolution exists once).
 CREATE FUNCTION queen.resolve_partitions_core(p_queues text[], p_partitions text[])
 RETURNS TABLE (idx int, partition_id bigint, dedup_window_seconds int, last_offset bigint,
                txns_start bigint)
 LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_n      int := COALESCE(cardinality(p_queues), 0);

@@ -47,8 +47,6 @@ struct SegmentIn {
     const std::string* segment = nullptr;  // segment_codec blob
     int64_t verified = -1;                 // p_verified
     int32_t window_s = 0;                  // p_window: the window the vouch assumed
-    // pid < 0: the partition is named instead (push_segments_named resolves it).
-    std::string_view queue, partition;
 };
 
 // Unknown: SQL answered a status string the sidecar does not know; it fails closed (the item is
@@ -90,12 +88,14 @@ public:
     // lost (it may or may not have committed); Unavailable when nothing was sent.
     virtual Status push_segments(const std::vector<SegmentIn>& segs,
                                  std::vector<std::vector<EntryOut>>* out) = 0;
-    // push_segments where a segment with pid < 0 names its partition (queue, partition): those
-    // are resolved (created when missing) inside the same transaction. (*metas)[i] is the
+    // push_segments where a segment with pid < 0 names its partition instead (names[i], one
+    // per segment; ignored for the others): those are resolved (created when missing) inside
+    // the same transaction. (*metas)[i] is the
     // metadata of each named segment i as of the commit (last_offset includes this push).
     // The real backend sends one statement (queen.push_segments_named); this default resolves,
     // pushes, and resolves again (for the in-memory model used by tests).
     virtual Status push_segments_named(const std::vector<SegmentIn>& segs,
+                                       const std::vector<PartitionName>& names_of,
                                        std::vector<std::vector<EntryOut>>* out,
                                        std::vector<PartitionMeta>* metas) {
         std::vector<SegmentIn> known = segs;
@@ -103,7 +103,7 @@ public:
         std::vector<std::size_t> pos;
         for (std::size_t i = 0; i < segs.size(); i++)
             if (segs[i].pid < 0) {
-                names.push_back({segs[i].queue, segs[i].partition});
+                names.push_back(names_of[i]);
                 pos.push_back(i);
             }
         std::vector<PartitionMeta> got;

@@ -624,6 +624,8 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     std::vector<SegmentIn> in;
     in.reserve(segs.size());
     bool named = false;
+    std::vector<PartitionName> names;  // used for the segments with pid < 0
+    names.reserve(segs.size());
     for (Seg& sg : segs) {
         const PartitionMeta& meta = ctx.metas[sg.part];
         SegmentIn si;
@@ -636,11 +638,8 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
                           ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b)
                           : -1;
         si.window_s = meta.pid >= 0 ? meta.window_s : 0;
-        if (meta.pid < 0) {  // first contact folded into the push: no vouch, named
-            named = true;
-            si.queue = (*ctx.parts)[sg.part]->queue;
-            si.partition = (*ctx.parts)[sg.part]->partition;
-        }
+        names.push_back({(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition});
+        named |= meta.pid < 0;  // first contact folded into the push: no vouch, named
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
@@ -648,7 +647,7 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     std::vector<std::vector<EntryOut>> out;
     auto t0 = std::chrono::steady_clock::now();
     std::vector<PartitionMeta> named_metas;
-    Status s = named ? b.push_segments_named(in, &out, &named_metas) : b.push_segments(in, &out);
+    Status s = named ? b.push_segments_named(in, names, &out, &named_metas) : b.push_segments(in, &out);
     metrics_.sql_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();

@@ -187,6 +187,102 @@ struct ResultGuard {
     }
 };
 
+// The array parameters of push_segments (and push_segments_named: with named, a segment
+// with pid < 0 sends a NULL id and its names; the others send empty names).
+struct SegArrays {
+    std::string pids, qs, ps, hashes, blobs, vers, wins;
+};
+Status build_seg_arrays(const std::vector<SegmentIn>& segs,
+                        const std::vector<PartitionName>* names, SegArrays* a) {
+    const bool named = names != nullptr;
+    const int32_t n = static_cast<int32_t>(segs.size());
+    a->pids = array_header(kInt8, n);
+    a->vers = array_header(kInt8, n);
+    a->hashes = array_header(kBytea, n);
+    a->blobs = array_header(kBytea, n);
+    a->wins = array_header(kInt4, n);
+    if (named) {
+        a->qs = array_header(kText, n);
+        a->ps = array_header(kText, n);
+        for (const SegmentIn& sg : segs)
+            if (sg.pid < 0) a->pids[7] = 1;  // the has-nulls flag (second big-endian int32)
+    }
+    std::size_t hash_bytes = 0, blob_bytes = 0;
+    for (const SegmentIn& sg : segs) {
+        hash_bytes += 4 + sg.hashes->size();
+        blob_bytes += 4 + sg.segment->size();
+    }
+    if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
+        return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
+    a->hashes.reserve(a->hashes.size() + hash_bytes);
+    a->blobs.reserve(a->blobs.size() + blob_bytes);
+    a->pids.reserve(a->pids.size() + 12 * segs.size());
+    a->vers.reserve(a->vers.size() + 12 * segs.size());
+    a->wins.reserve(a->wins.size() + 8 * segs.size());
+    for (std::size_t i = 0; i < segs.size(); i++) {
+        const SegmentIn& sg = segs[i];
+        if (named && sg.pid < 0) {
+            put_be32(&a->pids, -1);  // NULL
+        } else {
+            put_be32(&a->pids, 8);
+            put_be64(&a->pids, sg.pid);
+        }
+        if (named) {
+            const std::string_view q = sg.pid < 0 ? (*names)[i].queue : std::string_view();
+            const std::string_view p = sg.pid < 0 ? (*names)[i].partition : std::string_view();
+            put_be32(&a->qs, static_cast<int32_t>(q.size()));
+            a->qs.append(q);
+            put_be32(&a->ps, static_cast<int32_t>(p.size()));
+            a->ps.append(p);
+        }
+        put_be32(&a->vers, 8);
+        put_be64(&a->vers, sg.verified);
+        put_be32(&a->wins, 4);
+        put_be32(&a->wins, sg.window_s);
+        put_be32(&a->hashes, static_cast<int32_t>(sg.hashes->size()));
+        a->hashes.append(*sg.hashes);
+        put_be32(&a->blobs, static_cast<int32_t>(sg.segment->size()));
+        a->blobs.append(*sg.segment);
+    }
+    return Status::ok();
+}
+
+// One answer row of a push: (seg, idx, status, message_id, message_offset, created_ms).
+struct PushRow {
+    int32_t seg, idx;
+    EntryOut e;
+};
+// Decode row i's first six columns (seg checked against nsegs); false when malformed.
+bool push_row(PGresult* r, int i, int32_t nsegs, PushRow* out) {
+    if (!col_int4(r, i, 0, &out->seg) || !col_int4(r, i, 1, &out->idx) || out->seg < 0 ||
+        out->seg >= nsegs || PQgetisnull(r, i, 2) || PQgetlength(r, i, 3) != 16 ||
+        !col_int8(r, i, 4, &out->e.offset))
+        return false;
+    // Fail closed: only the two known words count; anything else is an error answer.
+    const char* st = PQgetvalue(r, i, 2);
+    out->e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
+                    : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
+                                                        : EntryStatus::Unknown;
+    std::memcpy(out->e.id.b, PQgetvalue(r, i, 3), 16);
+    // The function scan finishes before the select list runs: clock_timestamp() here is
+    // after every row's created_at (the block cache's one clock, see block_cache.h).
+    if (!col_int8(r, i, 5, &out->e.created_ms)) out->e.created_ms = 0;
+    return true;
+}
+// Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they are
+// not already in order) and place them in sequence, so the numbering base of idx does not
+// matter.
+void place_rows(std::vector<PushRow>& all, const std::vector<SegmentIn>& segs,
+                std::vector<std::vector<EntryOut>>* out) {
+    auto before = [](const PushRow& a, const PushRow& b) {
+        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
+    };
+    if (!std::is_sorted(all.begin(), all.end(), before))
+        std::stable_sort(all.begin(), all.end(), before);
+    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
+    for (const PushRow& r : all) (*out)[r.seg].push_back(r.e);
+}
+
 }  // namespace
 
 PgBackend::PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics)
@@ -404,76 +500,24 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         int fmt[] = {1, 1, 1, 1, 1};
         s = exec(kPush1, 5, v, len, fmt, &g.r);
     } else {
-        const int32_t n = static_cast<int32_t>(segs.size());
-        std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
-        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
-                    wins = array_header(kInt4, n);
-        std::size_t hash_bytes = 0, blob_bytes = 0;
-        for (const SegmentIn& sg : segs) {
-            hash_bytes += 4 + sg.hashes->size();
-            blob_bytes += 4 + sg.segment->size();
-        }
-        if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
-            return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
-        hashes.reserve(hashes.size() + hash_bytes);
-        blobs.reserve(blobs.size() + blob_bytes);
-        pids.reserve(pids.size() + 12 * segs.size());
-        vers.reserve(vers.size() + 12 * segs.size());
-        wins.reserve(wins.size() + 8 * segs.size());
-        for (const SegmentIn& sg : segs) {
-            put_be32(&pids, 8);
-            put_be64(&pids, sg.pid);
-            put_be32(&vers, 8);
-            put_be64(&vers, sg.verified);
-            put_be32(&wins, 4);
-            put_be32(&wins, sg.window_s);
-            put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
-            hashes.append(*sg.hashes);
-            put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
-            blobs.append(*sg.segment);
-        }
-        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data()};
-        int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()),
-                     static_cast<int>(blobs.size()), static_cast<int>(vers.size()),
-                     static_cast<int>(wins.size())};
+        SegArrays a;
+        s = build_seg_arrays(segs, nullptr, &a);
+        if (!s.is_ok()) return s;
+        const char* v[] = {a.pids.data(), a.hashes.data(), a.blobs.data(), a.vers.data(),
+                           a.wins.data()};
+        int len[] = {static_cast<int>(a.pids.size()), static_cast<int>(a.hashes.size()),
+                     static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                     static_cast<int>(a.wins.size())};
         int fmt[] = {1, 1, 1, 1, 1};
         s = exec(kPushN, 5, v, len, fmt, &g.r);
     }
     if (!s.is_ok()) return s;
-    // Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they
-    // are not already in order) and place them in sequence, so the numbering base of idx does
-    // not matter.
-    struct Row {
-        int32_t seg, idx;
-        EntryOut e;
-    };
     const int rows = PQntuples(g.r);
-    std::vector<Row> all;
-    all.reserve(rows);
-    for (int i = 0; i < rows; i++) {
-        Row r{};
-        if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
-            r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) ||
-            PQgetlength(g.r, i, 3) != 16 || !col_int8(g.r, i, 4, &r.e.offset))
+    std::vector<PushRow> all(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; i++)
+        if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), &all[i]))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
-        // Fail closed: only the two known words count; anything else is an error answer.
-        const char* st = PQgetvalue(g.r, i, 2);
-        r.e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
-                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
-                                                         : EntryStatus::Unknown;
-        std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
-        // The function scan finishes before the select list runs: clock_timestamp() here is
-        // after every row's created_at (the block cache's one clock, see block_cache.h).
-        if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
-        all.push_back(r);
-    }
-    auto before = [](const Row& a, const Row& b) {
-        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
-    };
-    if (!std::is_sorted(all.begin(), all.end(), before))
-        std::stable_sort(all.begin(), all.end(), before);
-    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
-    for (const Row& r : all) (*out)[r.seg].push_back(r.e);
+    place_rows(all, segs, out);
     return Status::ok();
 }
 
@@ -481,104 +525,54 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
 // segments and their names (empty for the others); answer rows as push_segments', then one
 // metadata row (idx -1) per named segment.
 Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
+                                      const std::vector<PartitionName>& names,
                                       std::vector<std::vector<EntryOut>>* out,
                                       std::vector<PartitionMeta>* metas) {
     out->assign(segs.size(), {});
     metas->assign(segs.size(), PartitionMeta{});
     const int32_t n = static_cast<int32_t>(segs.size());
-    bool any_null = false;
-    for (const SegmentIn& sg : segs) any_null |= sg.pid < 0;
-    std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
-    if (any_null) pids[7] = 1;  // the has-nulls flag (second big-endian int32)
-    std::string qs = array_header(kText, n), ps = array_header(kText, n);
-    std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
-                wins = array_header(kInt4, n);
-    std::size_t hash_bytes = 0, blob_bytes = 0;
-    for (const SegmentIn& sg : segs) {
-        hash_bytes += 4 + sg.hashes->size();
-        blob_bytes += 4 + sg.segment->size();
-    }
-    if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
-        return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
-    hashes.reserve(hashes.size() + hash_bytes);
-    blobs.reserve(blobs.size() + blob_bytes);
-    for (const SegmentIn& sg : segs) {
-        if (sg.pid < 0) {
-            put_be32(&pids, -1);  // NULL
-        } else {
-            put_be32(&pids, 8);
-            put_be64(&pids, sg.pid);
-        }
-        const std::string_view q = sg.pid < 0 ? sg.queue : std::string_view();
-        const std::string_view p = sg.pid < 0 ? sg.partition : std::string_view();
-        put_be32(&qs, static_cast<int32_t>(q.size()));
-        qs.append(q);
-        put_be32(&ps, static_cast<int32_t>(p.size()));
-        ps.append(p);
-        put_be32(&vers, 8);
-        put_be64(&vers, sg.verified);
-        put_be32(&wins, 4);
-        put_be32(&wins, sg.window_s);
-        put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
-        hashes.append(*sg.hashes);
-        put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
-        blobs.append(*sg.segment);
-    }
-    const char* v[] = {pids.data(), qs.data(), ps.data(), hashes.data(),
-                       blobs.data(), vers.data(), wins.data()};
-    int len[] = {static_cast<int>(pids.size()),   static_cast<int>(qs.size()),
-                 static_cast<int>(ps.size()),     static_cast<int>(hashes.size()),
-                 static_cast<int>(blobs.size()),  static_cast<int>(vers.size()),
-                 static_cast<int>(wins.size())};
+    SegArrays a;
+    if (names.size() != segs.size())
+        return Status(StatusCode::Internal, "push_segments_named: one name per segment");
+    Status s = build_seg_arrays(segs, &names, &a);
+    if (!s.is_ok()) return s;
+    const char* v[] = {a.pids.data(),  a.qs.data(),   a.ps.data(),  a.hashes.data(),
+                       a.blobs.data(), a.vers.data(), a.wins.data()};
+    int len[] = {static_cast<int>(a.pids.size()),  static_cast<int>(a.qs.size()),
+                 static_cast<int>(a.ps.size()),    static_cast<int>(a.hashes.size()),
+                 static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                 static_cast<int>(a.wins.size())};
     int fmt[] = {1, 1, 1, 1, 1, 1, 1};
     ResultGuard g;
-    Status s = exec(kPushNamed, 7, v, len, fmt, &g.r);
+    s = exec(kPushNamed, 7, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
-    struct Row {
-        int32_t seg, idx;
-        EntryOut e;
-    };
+    // It committed: from here on a malformed answer is Unknown (looked up, never guessed).
     const int rows = PQntuples(g.r);
-    std::vector<Row> all;
-    all.reserve(rows);
+    std::vector<PushRow> all;
+    all.reserve(static_cast<std::size_t>(rows));
     std::vector<uint8_t> have_meta(segs.size(), 0);
     for (int i = 0; i < rows; i++) {
-        Row r{};
-        if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
-            r.seg >= n)
+        int32_t seg = -1, idx = 0;
+        if (!col_int4(g.r, i, 0, &seg) || !col_int4(g.r, i, 1, &idx) || seg < 0 || seg >= n)
             return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
-        if (r.idx < 0) {  // a named segment's metadata
-            PartitionMeta& m = (*metas)[r.seg];
+        if (idx < 0) {  // a named segment's metadata
+            PartitionMeta& m = (*metas)[seg];
             int32_t w = 0;
-            if (segs[r.seg].pid >= 0 || !col_int8(g.r, i, 6, &m.pid) || !col_int4(g.r, i, 7, &w) ||
+            if (segs[seg].pid >= 0 || !col_int8(g.r, i, 6, &m.pid) || !col_int4(g.r, i, 7, &w) ||
                 !col_int8(g.r, i, 8, &m.last_offset) || !col_int8(g.r, i, 9, &m.txns_start))
                 return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
             m.window_s = w;
-            have_meta[r.seg] = 1;
+            have_meta[seg] = 1;
             continue;
         }
-        if (PQgetisnull(g.r, i, 2) || PQgetlength(g.r, i, 3) != 16 ||
-            !col_int8(g.r, i, 4, &r.e.offset))
+        all.emplace_back();
+        if (!push_row(g.r, i, n, &all.back()))
             return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
-        const char* st = PQgetvalue(g.r, i, 2);
-        r.e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
-                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
-                                                         : EntryStatus::Unknown;
-        std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
-        if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
-        all.push_back(r);
     }
-    // It committed: a missing metadata row means the answer cannot be used as is.
     for (std::size_t i = 0; i < segs.size(); i++)
         if (segs[i].pid < 0 && !have_meta[i])
             return Status(StatusCode::Unknown, "push_segments_named returned no metadata");
-    auto before = [](const Row& a, const Row& b) {
-        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
-    };
-    if (!std::is_sorted(all.begin(), all.end(), before))
-        std::stable_sort(all.begin(), all.end(), before);
-    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
-    for (const Row& r : all) (*out)[r.seg].push_back(r.e);
+    place_rows(all, segs, out);
     return Status::ok();
 }
 

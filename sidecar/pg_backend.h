@@ -42,6 +42,7 @@ public:
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override;
     Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
                                std::vector<std::vector<EntryOut>>* out,
                                std::vector<PartitionMeta>* metas) override;
     Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,

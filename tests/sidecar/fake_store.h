@@ -76,14 +76,15 @@ public:
 
     // push_segments_named: named segments' partitions found or created, the push, and their
     // metadata after it, all as one step (one transaction in the extension).
-    Status push_named(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out,
-                      std::vector<PartitionMeta>* metas) {
+    Status push_named(const std::vector<SegmentIn>& segs, const std::vector<PartitionName>& names,
+                      std::vector<std::vector<EntryOut>>* out, std::vector<PartitionMeta>* metas) {
         std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_named++;
         std::vector<SegmentIn> known = segs;
-        for (SegmentIn& sg : known)
-            if (sg.pid < 0) sg.pid = part(std::string(sg.queue), std::string(sg.partition)).id;
+        for (std::size_t i = 0; i < known.size(); i++)
+            if (known[i].pid < 0)
+                known[i].pid = part(std::string(names[i].queue), std::string(names[i].partition)).id;
         Status s = push(known, out);
         if (!s.is_ok()) return s;
         metas->assign(segs.size(), PartitionMeta{});
@@ -349,9 +350,10 @@ public:
         return s_.push(segs, out);
     }
     Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
                                std::vector<std::vector<EntryOut>>* out,
                                std::vector<PartitionMeta>* metas) override {
-        return s_.push_named(segs, out, metas);
+        return s_.push_named(segs, names, out, metas);
     }
     Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
         return s_.load_window(pid, w, last, rows);

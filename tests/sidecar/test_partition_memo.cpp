@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fake_store.h"
+#include "malloc_probe.h"
 #include "flusher.h"
 #include "partition_memo.h"
 #include "push_request.h"
@@ -75,23 +77,8 @@ TEST(PartitionMemo, AnEntryLargerThanTheBudgetStillServesItsFlush) {
     EXPECT_EQ(memo.size(), 1u);
 }
 
-// Sanitizers replace malloc: mallinfo2() then says nothing about the allocations.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-int64_t allocated_bytes() {
-    struct mallinfo2 mi = mallinfo2();
-    return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
-}
+using testing::allocated_bytes;
+using testing::kSanitized;
 
 // The memo's charge against what glibc really handed out, for short (inline) and long keys.
 void expect_honest_charge(const std::string& prefix) {
@@ -134,13 +121,14 @@ public:
         return inner_.push_segments(segs, out);
     }
     Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
                                std::vector<std::vector<EntryOut>>* out,
                                std::vector<PartitionMeta>* metas) override {
         named_pushes++;
-        for (const SegmentIn& sg : segs)
-            if (sg.pid < 0 && sg.partition == "bad")
+        for (std::size_t i = 0; i < segs.size(); i++)
+            if (segs[i].pid < 0 && names[i].partition == "bad")
                 return Status(StatusCode::BadRequest, "partition refused", "22023");
-        return inner_.push_segments_named(segs, out, metas);
+        return inner_.push_segments_named(segs, names, out, metas);
     }
     Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
         return inner_.load_window(pid, w, last, rows);
@@ -157,6 +145,22 @@ public:
 
 private:
     FakeBackend inner_;
+};
+
+// A flusher over the fake store through a BatchBackend, driven by run_once.
+struct Rig {
+    explicit Rig(const FlusherConfig& fc = FlusherConfig())
+        : store(clock), backend(store), cache(CacheConfig(), clock),
+          flusher(fc, {}, cache, metrics, clock) {}
+    std::tuple<FakeStore&, BatchBackend&, Metrics&, Flusher&> parts() {
+        return {store, backend, metrics, flusher};
+    }
+    ManualClock clock;
+    FakeStore store;
+    BatchBackend backend;
+    Metrics metrics;
+    BlockCache cache;
+    Flusher flusher;
 };
 
 struct Answered {
@@ -191,12 +195,8 @@ std::shared_ptr<PushJob> job_for(const std::string& q, const std::string& p,
 }
 
 TEST(FlusherResolution, FirstContactsAreFoldedIntoThePush) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), {}, cache, metrics, clock);
+    Rig rig;
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(1);
     std::vector<Answered> a(40);
     for (int i = 0; i < 40; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &a[i]));
@@ -238,12 +238,8 @@ TEST(FlusherResolution, FirstContactsAreFoldedIntoThePush) {
 }
 
 TEST(FlusherResolution, WindowDependentMissesAreResolvedInOneCall) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), {}, cache, metrics, clock);
+    Rig rig;
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(5);
     std::vector<Answered> a(30);
     for (int i = 0; i < 30; i++)
@@ -264,12 +260,8 @@ TEST(FlusherResolution, WindowDependentMissesAreResolvedInOneCall) {
 }
 
 TEST(FlusherResolution, ABadNameInTheBatchFailsAlone) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), {}, cache, metrics, clock);
+    Rig rig;
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(2);
     const char* parts[] = {"a", "b", "bad", "c", "d"};
     for (bool twice : {true, false}) {  // resolved before the push / named inside it
@@ -289,19 +281,17 @@ TEST(FlusherResolution, ABadNameInTheBatchFailsAlone) {
                 EXPECT_EQ(a[i].answers[0].status, EntryStatus::Queued) << parts[i];
             }
         }
-        if (twice) EXPECT_EQ(backend.batches, 6) << "the refused batch, then one per partition";
+        if (twice) {
+            EXPECT_EQ(backend.batches, 6) << "the refused batch, then one per partition";
+        }
     }
 }
 
 TEST(FlusherResolution, ALostAnswerOfANamedPushIsLookedUp) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
     FlusherConfig fc;
     fc.resolve_retry_ms = 0;
-    Flusher flusher(fc, {}, cache, metrics, clock);
+    Rig rig(fc);
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(6);
     for (int lose_after : {1, 0}) {
         const std::string q = "lost" + std::to_string(lose_after);
@@ -326,12 +316,8 @@ TEST(FlusherResolution, ALostAnswerOfANamedPushIsLookedUp) {
 }
 
 TEST(FlusherResolution, PostgreSQLDownFailsTheMissesWithAPassingReason) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), {}, cache, metrics, clock);
+    Rig rig;
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(3);
     store.down = true;
     for (bool twice : {true, false}) {
@@ -350,15 +336,10 @@ TEST(FlusherResolution, PostgreSQLDownFailsTheMissesWithAPassingReason) {
 }
 
 TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
-    ManualClock clock;
-    FakeStore store(clock);
-    BatchBackend backend(store);
-    Metrics metrics;
-    CacheConfig cc;
-    BlockCache cache(cc, clock);
     FlusherConfig fc;
     fc.memo_bytes = 64 << 10;
-    Flusher flusher(fc, {}, cache, metrics, clock);
+    Rig rig(fc);
+    auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(4);
     std::vector<Answered> a(5000);
     for (int i = 0; i < 5000; i++) {

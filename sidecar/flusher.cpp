@@ -368,7 +368,8 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
     std::vector<std::size_t> miss;
     for (std::size_t p = 0; p < parts.size(); p++) {
         if (memo_.get(parts[p]->key, now, &(*metas)[p])) continue;
-        if (window_free(items[p])) {
+        if (cfg_.named_first_contact && !seen_.maybe_seen(parts[p]->key) &&
+            window_free(items[p])) {
             (*metas)[p].pid = -1;  // named: resolved inside the push (push_segments_named)
             metrics_.partitions_resolved++;
             continue;
@@ -405,6 +406,7 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
             }
             (*metas)[miss[k]] = one[0];
             memo_.put(parts[miss[k]]->key, one[0], now);
+            seen_.add(parts[miss[k]]->key);
         }
         return;
     }
@@ -415,6 +417,7 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
         }
         (*metas)[miss[k]] = got[k];
         memo_.put(parts[miss[k]]->key, got[k], now);
+        seen_.add(parts[miss[k]]->key);
     }
 }
 
@@ -667,6 +670,7 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             if (in[i].pid >= 0) continue;
             ctx.metas[segs[i].part] = named_metas[i];
             memo_.put((*ctx.parts)[segs[i].part]->key, named_metas[i], now);
+            seen_.add((*ctx.parts)[segs[i].part]->key);
         }
         metrics_.memo_bytes.store(memo_.bytes());
         metrics_.memo_entries.store(static_cast<int64_t>(memo_.size()));

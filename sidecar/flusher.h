@@ -25,8 +25,9 @@
 // waits behind, or stalls, a push.
 //
 // Partition resolution. Every flush looks its partitions up in the metadata memo
-// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss whose items do not depend on
-// the window (no layer-1 follower, no hash twice: the usual first contact) is sent by name:
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss for a partition this sidecar
+// has not met before (seen_filter.h) whose items do not depend on the window (no layer-1
+// follower, no hash twice: the usual first contact) is sent by name:
 // queen.push_segments_named resolves (creates) it inside the push's own transaction, without a
 // vouch, and its answer carries the partition's metadata as of the commit, which the memo
 // keeps. The other misses are resolved together in one queen.resolve_partitions call before
@@ -60,6 +61,7 @@
 #include "clock.h"
 #include "metrics.h"
 #include "partition_memo.h"
+#include "seen_filter.h"
 #include "push_request.h"
 #include "status.h"
 
@@ -100,6 +102,7 @@ struct FlusherConfig {
     int64_t resolve_retry_ms = 200;
     int64_t meta_ttl_ms = 30000;
     int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
+    bool named_first_contact = true;        // memo misses that need no window go by name
 };
 
 class Flusher {
@@ -216,6 +219,7 @@ private:
     std::vector<std::thread> threads_;
 
     PartitionMemo memo_;
+    SeenFilter seen_;  // partitions met before: their misses are resolved, not named
 };
 
 }  // namespace queen::sidecar

@@ -13,6 +13,7 @@
 #include "flusher.h"
 #include "partition_memo.h"
 #include "push_request.h"
+#include "seen_filter.h"
 
 namespace queen::sidecar {
 namespace {
@@ -355,6 +356,40 @@ TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
     EXPECT_LE(flusher.memo().bytes(), fc.memo_bytes);
     EXPECT_GT(flusher.memo().evictions(), 3000u);
     for (int i = 0; i < 5000; i++) EXPECT_FALSE(a[i].answers[0].failed) << i;
+}
+
+TEST(SeenFilter, RemembersWhatWasAddedWithFewFalsePositives) {
+    SeenFilter f;
+    for (int i = 0; i < 200000; i++) f.add(key_of(i));
+    for (int i = 0; i < 200000; i++) ASSERT_TRUE(f.maybe_seen(key_of(i))) << i;
+    int fp = 0;
+    for (int i = 200000; i < 300000; i++) fp += f.maybe_seen(key_of(i));
+    EXPECT_LT(fp, 1000) << "false positives among 100,000 unseen keys";
+    EXPECT_EQ(f.bytes(), 1u << 20);
+}
+
+TEST(FlusherResolution, APartitionMetBeforeIsResolvedNotNamed) {
+    FlusherConfig fc;
+    fc.memo_bytes = 1;  // every entry is evicted by the next one: each flush misses
+    Rig rig(fc);
+    auto [store, backend, metrics, flusher] = rig.parts();
+    queen::UuidV7Generator gen(9);
+    std::vector<Answered> a(2), b(2);
+    for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &a[i]));
+    while (flusher.run_once(backend)) {
+    }
+    EXPECT_EQ(backend.named_pushes, 1) << "first contact: by name";
+    EXPECT_EQ(backend.batches, 0);
+    for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b[i]));
+    while (flusher.run_once(backend)) {
+    }
+    EXPECT_EQ(backend.named_pushes, 1) << "met before: resolved first, then vouched for";
+    EXPECT_EQ(backend.batches, 1);
+    for (int i = 0; i < 2; i++) {
+        EXPECT_EQ(b[i].answers[0].status, EntryStatus::Queued);
+        EXPECT_EQ(b[i].answers[0].offset, 1);
+    }
+    EXPECT_EQ(store.unsound_vouches, 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <unordered_map>
@@ -69,7 +70,8 @@ Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>>
       clock_(clock),
       cvs_(std::max<std::size_t>(1, backends_.size())),
       ready_(std::max<std::size_t>(1, backends_.size())),
-      sql_backends_(std::move(sql_backends)) {}
+      sql_backends_(std::move(sql_backends)),
+      memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms) {}
 
 Flusher::~Flusher() { stop(); }
 
@@ -136,10 +138,7 @@ int64_t Flusher::pending_bytes() const {
 }
 
 // Drop every memoised partition.
-void Flusher::forget_meta() {
-    std::lock_guard<std::mutex> lk(memo_mu_);
-    memo_.clear();
-}
+void Flusher::forget_meta() { memo_.clear(); }
 
 // Layer-1 leaders go to their partition queues; a partition not in flight becomes ready.
 void Flusher::submit(std::shared_ptr<PushJob> job) {
@@ -357,23 +356,92 @@ bool Flusher::run_once(Backend& b) {
     return true;
 }
 
-// The memoised metadata, refreshed after meta_ttl_ms.
-Status Flusher::meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out) {
+// Memo hits first; every miss of the flush in one resolve_partitions call. A batch refused for
+// a data reason (one bad name) is retried one partition at a time, so only that one fails; a
+// batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
+void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                            const std::vector<std::vector<Pending>>& items,
+                            std::vector<PartitionMeta>* metas, std::vector<Status>* st) {
     const int64_t now = clock_.mono_ms();
-    {
-        std::lock_guard<std::mutex> lk(memo_mu_);
-        auto it = memo_.find(pq.key);
-        if (it != memo_.end() && now - it->second.fetched_mono < cfg_.meta_ttl_ms) {
-            *out = it->second.meta;
-            return Status::ok();
+    metas->assign(parts.size(), PartitionMeta{});
+    st->assign(parts.size(), Status::ok());
+    std::vector<std::size_t> miss;
+    for (std::size_t p = 0; p < parts.size(); p++) {
+        if (memo_.get(parts[p]->key, now, &(*metas)[p])) continue;
+        if (cfg_.named_first_contact && !seen_.maybe_seen(parts[p]->key) &&
+            window_free(items[p])) {
+            (*metas)[p].pid = -1;  // named: resolved inside the push (push_segments_named)
+            metrics_.partitions_resolved++;
+            continue;
         }
+        miss.push_back(p);
     }
-    Status s = b.resolve_partition(pq.queue, pq.partition, out);
-    if (!s.is_ok()) return s;
-    std::lock_guard<std::mutex> lk(memo_mu_);
-    if (memo_.size() >= cfg_.memo_soft_cap) memo_.clear();  // soft cap: only costs re-resolves
-    memo_[pq.key] = MemoEntry{*out, now};
-    return Status::ok();
+    if (miss.empty()) return;
+    std::vector<PartitionName> names;
+    names.reserve(miss.size());
+    for (std::size_t p : miss) names.push_back({parts[p]->queue, parts[p]->partition});
+    std::vector<PartitionMeta> got;
+    Status s = b.resolve_partitions(names, &got);
+    metrics_.partitions_resolved += miss.size();
+    struct Gauges {  // publish the memo's size once this flush's entries are in
+        const PartitionMemo& memo;
+        Metrics& m;
+        ~Gauges() {
+            m.memo_bytes.store(memo.bytes());
+            m.memo_entries.store(static_cast<int64_t>(memo.size()));
+            m.memo_evictions.store(memo.evictions());
+        }
+    } gauges{memo_, metrics_};
+    if (s.is_ok() && got.size() != miss.size())
+        s = Status(StatusCode::Internal, "resolve_partitions returned an answer of the wrong shape");
+    if (!s.is_ok() && splittable(s) && miss.size() > 1) {
+        for (std::size_t k = 0; k < miss.size(); k++) {
+            std::vector<PartitionMeta> one;
+            Status s1 = b.resolve_partitions({names[k]}, &one);
+            if (s1.is_ok() && one.size() != 1)
+                s1 = Status(StatusCode::Internal, "resolve_partitions returned an answer of the wrong shape");
+            if (!s1.is_ok()) {
+                (*st)[miss[k]] = s1;
+                continue;
+            }
+            (*metas)[miss[k]] = one[0];
+            memo_.put(parts[miss[k]]->key, one[0], now);
+            seen_.add(parts[miss[k]]->key);
+        }
+        return;
+    }
+    for (std::size_t k = 0; k < miss.size(); k++) {
+        if (!s.is_ok()) {
+            (*st)[miss[k]] = s;
+            continue;
+        }
+        (*metas)[miss[k]] = got[k];
+        memo_.put(parts[miss[k]]->key, got[k], now);
+        seen_.add(parts[miss[k]]->key);
+    }
+}
+
+// Whether a partition's items would be pushed the same whatever its window is: no layer-1
+// follower in their requests (window 0 unfolds those) and no hash twice among them (layer 2
+// folds only when the window is above 0). Such a partition needs no metadata before its push.
+bool Flusher::window_free(const std::vector<Pending>& items) {
+    const PushJob* last = nullptr;
+    for (const Pending& pd : items) {
+        if (pd.job == last) continue;
+        last = pd.job;
+        for (const PushItem& it : pd.job->req.items)
+            if (it.leader >= 0) return false;
+    }
+    if (items.size() < 2) return true;
+    std::vector<queen::Hash128> hs;
+    hs.reserve(items.size());
+    for (const Pending& pd : items) hs.push_back(pd.job->req.items[pd.idx].hash);
+    std::sort(hs.begin(), hs.end(), [](const queen::Hash128& a, const queen::Hash128& b) {
+        return std::memcmp(a.b, b.b, sizeof a.b) < 0;
+    });
+    for (std::size_t i = 1; i < hs.size(); i++)
+        if (hs[i] == hs[i - 1]) return false;
+    return true;
 }
 
 // One answered leader; the last one completes the job (followers resolved here).
@@ -465,17 +533,18 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
                       std::vector<std::vector<Pending>>& items) {
     FlushCtx ctx;
     ctx.parts = &parts;
-    ctx.metas.resize(parts.size());
     ctx.deadline_mono = clock_.mono_ms() + cfg_.resolve_deadline_ms;
+    std::vector<Status> resolved;
+    if (abandoning_.load()) {
+        ctx.metas.assign(parts.size(), PartitionMeta{});
+        resolved.assign(parts.size(), Status(StatusCode::Unavailable,
+                                             "the sidecar stopped before this message was sent"));
+    } else {
+        resolve_metas(b, parts, items, &ctx.metas, &resolved);
+    }
     std::vector<Unit> units;
     for (std::size_t p = 0; p < parts.size(); p++) {
-        if (abandoning_.load()) {
-            Unit u{p, std::move(items[p])};
-            fail_units({&u}, Status(StatusCode::Unavailable,
-                                    "the sidecar stopped before this message was sent"));
-            continue;
-        }
-        Status s = meta_for(b, *parts[p], &ctx.metas[p]);
+        const Status& s = resolved[p];
         if (!s.is_ok()) {
             Unit u{p, std::move(items[p])};
             fail_units({&u}, s);
@@ -488,7 +557,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
             if (ins.second) units.push_back(Unit{p, {}});
             units[ins.first->second].items.push_back(pd);
         }
-        if (ctx.metas[p].window_s <= 0)
+        if (ctx.metas[p].pid >= 0 && ctx.metas[p].window_s <= 0)
             for (std::size_t u = first_unit; u < units.size(); u++) unfold_layer1(units[u]);
     }
     if (units.empty()) return;
@@ -558,6 +627,9 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     }
     std::vector<SegmentIn> in;
     in.reserve(segs.size());
+    bool named = false;
+    std::vector<PartitionName> names;  // used for the segments with pid < 0
+    names.reserve(segs.size());
     for (Seg& sg : segs) {
         const PartitionMeta& meta = ctx.metas[sg.part];
         SegmentIn si;
@@ -568,21 +640,33 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         // Window 0: nothing is probed, so nothing is vouched for.
         // With hints: a resident hash no longer costs the vouch; PostgreSQL confirms the hinted
         // originals (or runs the full probe). Layer 2 made the segment's hashes distinct.
+        // A first contact (no partition id yet) is folded into the push by name: no vouch.
         sg.hints.clear();
-        si.verified = vouch && meta.window_s > 0
+        si.verified = vouch && meta.pid >= 0 && meta.window_s > 0
                           ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b,
                                                 nullptr, &sg.hints)
                           : -1;
         if (si.verified < 0) sg.hints.clear();
-        si.window_s = meta.window_s;
+        si.window_s = meta.pid >= 0 ? meta.window_s : 0;
         si.hints = &sg.hints;
+        names.push_back({(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition});
+        named |= meta.pid < 0;  // first contact folded into the push: no vouch, named
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
+    // The named call takes no hints: a hinted vouch without its hints would skip the probe of
+    // resident hashes, so in a flush with a first contact those segments go unvouched.
+    if (named)
+        for (std::size_t i = 0; i < segs.size(); i++)
+            if (!segs[i].hints.empty()) {
+                in[i].verified = -1;
+                segs[i].hints.clear();
+            }
     metrics_.flush_partitions.observe(static_cast<double>(in.size()));
     std::vector<std::vector<EntryOut>> out;
     auto t0 = std::chrono::steady_clock::now();
-    Status s = b.push_segments(in, &out);
+    std::vector<PartitionMeta> named_metas;
+    Status s = named ? b.push_segments_named(in, names, &out, &named_metas) : b.push_segments(in, &out);
     metrics_.sql_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();
@@ -593,6 +677,20 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         // It committed, but the answer cannot be read: find out what is stored instead.
         if (!shape_ok)
             s = Status(StatusCode::Unknown, "push_segments returned an answer of the wrong shape");
+    }
+    if (s.is_ok() && named) {
+        // The named partitions' metadata as of this commit: for the rest of this flush and
+        // the memo (last_offset includes this push, as a resolve right after it would say).
+        const int64_t now = clock_.mono_ms();
+        for (std::size_t i = 0; i < segs.size() && i < named_metas.size(); i++) {
+            if (in[i].pid >= 0) continue;
+            ctx.metas[segs[i].part] = named_metas[i];
+            memo_.put((*ctx.parts)[segs[i].part]->key, named_metas[i], now);
+            seen_.add((*ctx.parts)[segs[i].part]->key);
+        }
+        metrics_.memo_bytes.store(memo_.bytes());
+        metrics_.memo_entries.store(static_cast<int64_t>(memo_.size()));
+        metrics_.memo_evictions.store(memo_.evictions());
     }
     if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
     if (!s.is_ok()) {
@@ -676,6 +774,24 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
                               "PostgreSQL's answer was lost and the outcome could not be looked "
                               "up in time; retry the same request (" + why.message() + ")"));
         bool ok = true;
+        // Named partitions (first contact folded into the lost call): learn their ids; all of
+        // their rows are looked at (last_offset -1), since the call may have created them.
+        std::vector<std::size_t> unnamed;
+        std::vector<PartitionName> names;
+        for (std::size_t i = 0; i < segs.size(); i++)
+            if (ctx.metas[segs[i].part].pid < 0) {
+                unnamed.push_back(segs[i].part);
+                names.push_back({(*ctx.parts)[segs[i].part]->queue,
+                                 (*ctx.parts)[segs[i].part]->partition});
+            }
+        if (!unnamed.empty()) {
+            std::vector<PartitionMeta> got;
+            ok = b.resolve_partitions(names, &got).is_ok() && got.size() == unnamed.size();
+            for (std::size_t k = 0; ok && k < unnamed.size(); k++) {
+                ctx.metas[unnamed[k]] = got[k];
+                ctx.metas[unnamed[k]].last_offset = -1;
+            }
+        }
         for (std::size_t i = 0; ok && i < segs.size(); i++) {
             found[i].clear();
             const PartitionMeta& meta = ctx.metas[segs[i].part];

@@ -24,12 +24,23 @@
 // Non-push endpoints run on their own backends (sql_backends) and threads, so a slow read never
 // waits behind, or stalls, a push.
 //
+// Partition resolution. Every flush looks its partitions up in the metadata memo
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss for a partition this sidecar
+// has not met before (seen_filter.h) whose items do not depend on the window (no layer-1
+// follower, no hash twice: the usual first contact) is sent by name:
+// queen.push_segments_named resolves (creates) it inside the push's own transaction, without a
+// vouch, and its answer carries the partition's metadata as of the commit, which the memo
+// keeps. The other misses are resolved together in one queen.resolve_partitions call before
+// the push. Either way the extension creates missing partitions in the global creation order,
+// before any partition lock. Only if that batch fails for a data reason are its partitions
+// resolved one by one, so one bad name fails alone. A lost answer of a call with named
+// partitions looks their ids up first and then searches all their rows.
+//
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
-// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); memo_mu_ guards the
-// metadata memo; a PushJob's err_mu
-// guards its error text. Order: mu_ and memo_mu_ are
-// never held together; neither is held while calling the Backend or the BlockCache (those run
-// with no Flusher lock held); err_mu is a leaf. A job's answers[i] is written only by the
+// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
+// leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
+// is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
+// held); err_mu and the memo's mutex are leaves. A job's answers[i] is written only by the
 // worker that flushed item i, and read only after the job's remaining counter reached zero
 // (acquire/release on that counter orders the writes before the reads).
 #pragma once
@@ -49,6 +60,8 @@
 #include "block_cache.h"
 #include "clock.h"
 #include "metrics.h"
+#include "partition_memo.h"
+#include "seen_filter.h"
 #include "push_request.h"
 #include "status.h"
 
@@ -88,7 +101,8 @@ struct FlusherConfig {
     int64_t resolve_deadline_ms = 10000;    // longest search for a lost commit's outcome
     int64_t resolve_retry_ms = 200;
     int64_t meta_ttl_ms = 30000;
-    std::size_t memo_soft_cap = 100000;
+    int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
+    bool named_first_contact = true;        // memo misses that need no window go by name
 };
 
 class Flusher {
@@ -126,6 +140,8 @@ public:
 
     // Forget memoised metadata (tests, or after a partition vanished).
     void forget_meta();
+    // The metadata memo (its size and bytes, for metrics and tests).
+    const PartitionMemo& memo() const { return memo_; }
 
 private:
     struct Pending {
@@ -153,10 +169,6 @@ private:
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
     struct Seg;
-    struct MemoEntry {
-        PartitionMeta meta;
-        int64_t fetched_mono = 0;
-    };
 
     void worker_loop(Backend* b, std::size_t lane);
     // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
@@ -177,7 +189,14 @@ private:
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void sql_loop(Backend* b);
     void release(const std::vector<PartQueue*>& parts);
-    Status meta_for(Backend& b, const PartQueue& pq, PartitionMeta* out);
+    // Metadata for every partition of a flush: memo hits, then one batch for the misses
+    // (st[p] is each partition's outcome).
+    // A memo miss whose items need no window (window_free) is not resolved but named
+    // (metas[p].pid = -1): its push resolves it in the same transaction.
+    void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+                       const std::vector<std::vector<Pending>>& items,
+                       std::vector<PartitionMeta>* metas, std::vector<Status>* st);
+    static bool window_free(const std::vector<Pending>& items);
     void finish_item(PushJob* job);
 
     FlusherConfig cfg_;
@@ -199,8 +218,8 @@ private:
     std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
-    std::mutex memo_mu_;
-    std::unordered_map<std::string, MemoEntry> memo_;
+    PartitionMemo memo_;
+    SeenFilter seen_;  // partitions met before: their misses are resolved, not named
 };
 
 }  // namespace queen::sidecar

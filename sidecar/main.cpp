@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
     fc.max_flush_partitions = st.max_flush_partitions;
     fc.max_pending_items = st.max_pending_items;
     fc.meta_ttl_ms = st.meta_ttl_ms;
+    fc.memo_bytes = st.partition_memo_mb << 20;
+    fc.named_first_contact = st.named_first_contact != 0;
     fc.max_segment_bytes = st.max_segment_bytes;
     fc.max_flush_bytes = st.max_flush_bytes;
     fc.max_pending_bytes = st.max_pending_bytes;

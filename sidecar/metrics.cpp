@@ -1,6 +1,9 @@
 // Metrics rendering.
 #include "metrics.h"
 
+#include <malloc.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "block_cache.h"
@@ -74,6 +77,27 @@ void Metrics::count_request(Endpoint ep, int http_status) noexcept {
     requests[static_cast<int>(ep)][cls].fetch_add(1, std::memory_order_relaxed);
 }
 
+// The process's resident set (/proc/self/statm) and glibc's own count of what is allocated
+// (mallinfo2: in-use chunks of every arena plus mmapped blocks): what the budgets are measured
+// against.
+static void render_process_memory(std::string* out) {
+    long pages_total = 0, pages_resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = 0;
+        std::fclose(f);
+    }
+    header(out, "queen_sidecar_process_resident_bytes", "gauge",
+           "resident set size of the process (/proc/self/statm)");
+    sample(out, "queen_sidecar_process_resident_bytes", nullptr,
+           static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)));
+    const struct mallinfo2 mi = mallinfo2();
+    header(out, "queen_sidecar_malloc_bytes", "gauge",
+           "bytes malloc has handed out: in_use (all arenas + mmapped) and free (held, not in use)");
+    sample(out, "queen_sidecar_malloc_bytes", "kind=\"in_use\"",
+           static_cast<double>(mi.uordblks + mi.hblkhd));
+    sample(out, "queen_sidecar_malloc_bytes", "kind=\"free\"", static_cast<double>(mi.fordblks));
+}
+
 // Everything, in one text body.
 std::string render_metrics(const Metrics& m, const BlockCache* cache) {
     std::string out;
@@ -136,6 +160,18 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
            "hinted vouches as PostgreSQL judged them: confirmed, or sent to the full probe");
     sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"confirmed\"", m.hint_confirmed.load());
     sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"fallback\"", m.hint_fallbacks.load());
+    header(&out, "queen_sidecar_partitions_resolved_total", "counter",
+           "partitions looked up in PostgreSQL (metadata memo misses, batched per flush)");
+    sample(&out, "queen_sidecar_partitions_resolved_total", nullptr, m.partitions_resolved.load());
+    header(&out, "queen_sidecar_memo_bytes", "gauge",
+           "bytes the partition metadata memo holds (allocator chunks)");
+    sample(&out, "queen_sidecar_memo_bytes", nullptr, static_cast<double>(m.memo_bytes.load()));
+    header(&out, "queen_sidecar_memo_entries", "gauge", "partitions in the metadata memo");
+    sample(&out, "queen_sidecar_memo_entries", nullptr, static_cast<double>(m.memo_entries.load()));
+    header(&out, "queen_sidecar_memo_evictions_total", "counter",
+           "metadata memo entries dropped over its budget");
+    sample(&out, "queen_sidecar_memo_evictions_total", nullptr, m.memo_evictions.load());
+    render_process_memory(&out);
     m.flush_messages.render(&out, "queen_sidecar_flush_messages", "messages per flushed segment");
     m.flush_partitions.render(&out, "queen_sidecar_flush_partitions", "segments per push SQL call");
     m.sql_seconds.render(&out, "queen_sidecar_sql_seconds", "SQL call latency");

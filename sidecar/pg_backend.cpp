@@ -13,13 +13,13 @@ namespace queen::sidecar {
 namespace {
 
 constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016,
-              kByteaArray = 1001, kInt4Array = 1007;
+              kByteaArray = 1001, kInt4Array = 1007, kTextArray = 1009;
 
 struct StmtDef {
     const char* name;
     const char* sql;
     int nparams;
-    Oid types[6];
+    Oid types[7];
     bool read_only;  // changes nothing: safe to send again on a fresh connection
 };
 
@@ -84,14 +84,35 @@ const StmtDef kStmts[] = {
      "WHERE p.id = $1",
      1,
      {kInt8}, true},
+    // Rows above the memo's last_offset, and also every row created in the last 2 minutes
+    // (database clock): a restore may have moved the log back below a memoised last_offset,
+    // so what the lost call wrote can sit at or below it; the lookup runs within
+    // resolve_deadline_ms (10 s) of the call, so its rows are that recent.
     {"queen_find_ids",
      "SELECT base_offset::int8, message_ids FROM queen.log_txns WHERE partition_id = $1 AND "
-     "base_offset > $2 AND message_ids IS NOT NULL ORDER BY base_offset",
+     "(base_offset > $2 OR created_at >= now() - interval '120 seconds') AND message_ids IS NOT "
+     "NULL ORDER BY base_offset",
      2,
      {kInt8, kInt8},
      true},
+    // Creating a missing partition is idempotent (the same id comes back however often it is
+    // sent), so it may be sent again on a fresh connection like a read.
+    {"queen_resolveN",
+     "SELECT idx::int4, partition_id::int8, dedup_window_seconds::int4, last_offset::int8, "
+     "txns_start::int8 FROM queen.resolve_partitions($1, $2)",
+     2,
+     {kTextArray, kTextArray},
+     true},
+    {"queen_pushNamed",
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, partition_id::int8, "
+     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
+     "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7)",
+     7,
+     {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array},
+     false},
 };
-static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 12, "one definition per statement");
+static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per statement");
 
 // The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
@@ -170,6 +191,110 @@ struct ResultGuard {
         if (r) PQclear(r);
     }
 };
+
+// The array parameters of push_segments (and push_segments_named: with named, a segment
+// with pid < 0 sends a NULL id and its names; the others send empty names).
+struct SegArrays {
+    std::string pids, qs, ps, hashes, blobs, vers, wins, hints;  // hints: unnamed only
+};
+Status build_seg_arrays(const std::vector<SegmentIn>& segs,
+                        const std::vector<PartitionName>* names, SegArrays* a) {
+    const bool named = names != nullptr;
+    const int32_t n = static_cast<int32_t>(segs.size());
+    a->pids = array_header(kInt8, n);
+    a->vers = array_header(kInt8, n);
+    a->hashes = array_header(kBytea, n);
+    a->blobs = array_header(kBytea, n);
+    a->wins = array_header(kInt4, n);
+    if (!named) a->hints = array_header(kBytea, n);
+    if (named) {
+        a->qs = array_header(kText, n);
+        a->ps = array_header(kText, n);
+        for (const SegmentIn& sg : segs)
+            if (sg.pid < 0) a->pids[7] = 1;  // the has-nulls flag (second big-endian int32)
+    }
+    std::size_t hash_bytes = 0, blob_bytes = 0;
+    for (const SegmentIn& sg : segs) {
+        hash_bytes += 4 + sg.hashes->size();
+        blob_bytes += 4 + sg.segment->size();
+    }
+    if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
+        return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
+    a->hashes.reserve(a->hashes.size() + hash_bytes);
+    a->blobs.reserve(a->blobs.size() + blob_bytes);
+    a->pids.reserve(a->pids.size() + 12 * segs.size());
+    a->vers.reserve(a->vers.size() + 12 * segs.size());
+    a->wins.reserve(a->wins.size() + 8 * segs.size());
+    for (std::size_t i = 0; i < segs.size(); i++) {
+        const SegmentIn& sg = segs[i];
+        if (named && sg.pid < 0) {
+            put_be32(&a->pids, -1);  // NULL
+        } else {
+            put_be32(&a->pids, 8);
+            put_be64(&a->pids, sg.pid);
+        }
+        if (named) {
+            const std::string_view q = sg.pid < 0 ? (*names)[i].queue : std::string_view();
+            const std::string_view p = sg.pid < 0 ? (*names)[i].partition : std::string_view();
+            put_be32(&a->qs, static_cast<int32_t>(q.size()));
+            a->qs.append(q);
+            put_be32(&a->ps, static_cast<int32_t>(p.size()));
+            a->ps.append(p);
+        }
+        put_be32(&a->vers, 8);
+        put_be64(&a->vers, sg.verified);
+        put_be32(&a->wins, 4);
+        put_be32(&a->wins, sg.window_s);
+        put_be32(&a->hashes, static_cast<int32_t>(sg.hashes->size()));
+        a->hashes.append(*sg.hashes);
+        put_be32(&a->blobs, static_cast<int32_t>(sg.segment->size()));
+        a->blobs.append(*sg.segment);
+        const std::size_t hl = sg.hints ? sg.hints->size() : 0;
+        // A hinted vouch only means something with its hints: the named call takes none.
+        if (named && hl) return Status(StatusCode::Internal, "a named push carries no hints");
+        if (!named) {
+            put_be32(&a->hints, static_cast<int32_t>(hl));
+            if (hl) a->hints.append(*sg.hints);
+        }
+    }
+    return Status::ok();
+}
+
+// One answer row of a push: (seg, idx, status, message_id, message_offset, created_ms).
+struct PushRow {
+    int32_t seg, idx;
+    EntryOut e;
+};
+// Decode row i's first six columns (seg checked against nsegs); false when malformed.
+bool push_row(PGresult* r, int i, int32_t nsegs, PushRow* out) {
+    if (!col_int4(r, i, 0, &out->seg) || !col_int4(r, i, 1, &out->idx) || out->seg < 0 ||
+        out->seg >= nsegs || PQgetisnull(r, i, 2) || PQgetlength(r, i, 3) != 16 ||
+        !col_int8(r, i, 4, &out->e.offset))
+        return false;
+    // Fail closed: only the two known words count; anything else is an error answer.
+    const char* st = PQgetvalue(r, i, 2);
+    out->e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
+                    : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
+                                                        : EntryStatus::Unknown;
+    std::memcpy(out->e.id.b, PQgetvalue(r, i, 3), 16);
+    // The function scan finishes before the select list runs: clock_timestamp() here is
+    // after every row's created_at (the block cache's one clock, see block_cache.h).
+    if (!col_int8(r, i, 5, &out->e.created_ms)) out->e.created_ms = 0;
+    return true;
+}
+// Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they are
+// not already in order) and place them in sequence, so the numbering base of idx does not
+// matter.
+void place_rows(std::vector<PushRow>& all, const std::vector<SegmentIn>& segs,
+                std::vector<std::vector<EntryOut>>* out) {
+    auto before = [](const PushRow& a, const PushRow& b) {
+        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
+    };
+    if (!std::is_sorted(all.begin(), all.end(), before))
+        std::stable_sort(all.begin(), all.end(), before);
+    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
+    for (const PushRow& r : all) (*out)[r.seg].push_back(r.e);
+}
 
 }  // namespace
 
@@ -331,6 +456,43 @@ Status PgBackend::resolve_partition(std::string_view queue, std::string_view par
     return Status::ok();
 }
 
+// queen.resolve_partitions: two binary text[] parameters, one row per position.
+Status PgBackend::resolve_partitions(const std::vector<PartitionName>& names,
+                                     std::vector<PartitionMeta>* out) {
+    out->assign(names.size(), PartitionMeta{});
+    if (names.empty()) return Status::ok();
+    const int32_t n = static_cast<int32_t>(names.size());
+    std::string qs = array_header(kText, n), ps = array_header(kText, n);
+    for (const PartitionName& pn : names) {
+        put_be32(&qs, static_cast<int32_t>(pn.queue.size()));
+        qs.append(pn.queue);
+        put_be32(&ps, static_cast<int32_t>(pn.partition.size()));
+        ps.append(pn.partition);
+    }
+    const char* v[] = {qs.data(), ps.data()};
+    int len[] = {static_cast<int>(qs.size()), static_cast<int>(ps.size())}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kResolveN, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    const int rows = PQntuples(g.r);
+    std::vector<uint8_t> seen(names.size(), 0);
+    for (int r = 0; r < rows; r++) {
+        int32_t idx = -1, w = 0;
+        PartitionMeta m;
+        if (!col_int4(g.r, r, 0, &idx) || idx < 0 || idx >= n || seen[idx] ||
+            !col_int8(g.r, r, 1, &m.pid) || !col_int4(g.r, r, 2, &w) ||
+            !col_int8(g.r, r, 3, &m.last_offset) || !col_int8(g.r, r, 4, &m.txns_start))
+            return Status(StatusCode::Internal, "resolve_partitions returned an unexpected row");
+        m.window_s = w;
+        seen[idx] = 1;
+        (*out)[idx] = m;
+    }
+    // A queue dropped between creation and the answer: the flush fails with a passing reason.
+    if (rows != n)
+        return Status(StatusCode::Unavailable, "a partition vanished while it was resolved; retry");
+    return Status::ok();
+}
+
 // One segment: push_segment; several: push_segments (one transaction either way; the
 // statement runs in autocommit, so its result arrives only after COMMIT).
 Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
@@ -354,73 +516,23 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
         int fmt[] = {1, 1, 1, 1, 1, 1};
         s = exec(kPush1, 6, v, len, fmt, &g.r);
     } else {
-        const int32_t n = static_cast<int32_t>(segs.size());
-        std::string pids = array_header(kInt8, n), vers = array_header(kInt8, n);
-        std::string hashes = array_header(kBytea, n), blobs = array_header(kBytea, n),
-                    wins = array_header(kInt4, n), hints = array_header(kBytea, n);
-        std::size_t hash_bytes = 0, blob_bytes = 0;
-        for (const SegmentIn& sg : segs) {
-            hash_bytes += 4 + sg.hashes->size();
-            blob_bytes += 4 + sg.segment->size();
-        }
-        if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
-            return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
-        hashes.reserve(hashes.size() + hash_bytes);
-        blobs.reserve(blobs.size() + blob_bytes);
-        pids.reserve(pids.size() + 12 * segs.size());
-        vers.reserve(vers.size() + 12 * segs.size());
-        wins.reserve(wins.size() + 8 * segs.size());
-        for (const SegmentIn& sg : segs) {
-            put_be32(&pids, 8);
-            put_be64(&pids, sg.pid);
-            put_be32(&vers, 8);
-            put_be64(&vers, sg.verified);
-            put_be32(&wins, 4);
-            put_be32(&wins, sg.window_s);
-            put_be32(&hashes, static_cast<int32_t>(sg.hashes->size()));
-            hashes.append(*sg.hashes);
-            put_be32(&blobs, static_cast<int32_t>(sg.segment->size()));
-            blobs.append(*sg.segment);
-            const std::size_t hl = sg.hints ? sg.hints->size() : 0;
-            put_be32(&hints, static_cast<int32_t>(hl));
-            if (hl) hints.append(*sg.hints);
-        }
-        const char* v[] = {pids.data(), hashes.data(), blobs.data(), vers.data(), wins.data(),
-                           hints.data()};
-        int len[] = {static_cast<int>(pids.size()), static_cast<int>(hashes.size()),
-                     static_cast<int>(blobs.size()), static_cast<int>(vers.size()),
-                     static_cast<int>(wins.size()), static_cast<int>(hints.size())};
+        SegArrays a;
+        s = build_seg_arrays(segs, nullptr, &a);
+        if (!s.is_ok()) return s;
+        const char* v[] = {a.pids.data(), a.hashes.data(), a.blobs.data(), a.vers.data(),
+                           a.wins.data(), a.hints.data()};
+        int len[] = {static_cast<int>(a.pids.size()), static_cast<int>(a.hashes.size()),
+                     static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                     static_cast<int>(a.wins.size()), static_cast<int>(a.hints.size())};
         int fmt[] = {1, 1, 1, 1, 1, 1};
         s = exec(kPushN, 6, v, len, fmt, &g.r);
     }
     if (!s.is_ok()) return s;
-    // Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they
-    // are not already in order) and place them in sequence, so the numbering base of idx does
-    // not matter.
-    struct Row {
-        int32_t seg, idx;
-        EntryOut e;
-    };
     const int rows = PQntuples(g.r);
-    std::vector<Row> all;
-    all.reserve(rows);
-    for (int i = 0; i < rows; i++) {
-        Row r{};
-        if (!col_int4(g.r, i, 0, &r.seg) || !col_int4(g.r, i, 1, &r.idx) || r.seg < 0 ||
-            r.seg >= static_cast<int32_t>(segs.size()) || PQgetisnull(g.r, i, 2) ||
-            PQgetlength(g.r, i, 3) != 16 || !col_int8(g.r, i, 4, &r.e.offset))
+    std::vector<PushRow> all(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; i++)
+        if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), &all[i]))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
-        // Fail closed: only the two known words count; anything else is an error answer.
-        const char* st = PQgetvalue(g.r, i, 2);
-        r.e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
-                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
-                                                         : EntryStatus::Unknown;
-        std::memcpy(r.e.id.b, PQgetvalue(g.r, i, 3), 16);
-        // The function scan finishes before the select list runs: clock_timestamp() here is
-        // after every row's created_at (the block cache's one clock, see block_cache.h).
-        if (!col_int8(g.r, i, 5, &r.e.created_ms)) r.e.created_ms = 0;
-        all.push_back(r);
-    }
     // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push):
     // add what this connection's backend counted since the last call.
     if (rows > 0 && metrics_) {
@@ -432,13 +544,62 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
             hint_fallbacks_seen_ = fb;
         }
     }
-    auto before = [](const Row& a, const Row& b) {
-        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
-    };
-    if (!std::is_sorted(all.begin(), all.end(), before))
-        std::stable_sort(all.begin(), all.end(), before);
-    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
-    for (const Row& r : all) (*out)[r.seg].push_back(r.e);
+    place_rows(all, segs, out);
+    return Status::ok();
+}
+
+// queen.push_segments_named: the pushN arrays plus partition ids with NULL for the named
+// segments and their names (empty for the others); answer rows as push_segments', then one
+// metadata row (idx -1) per named segment.
+Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
+                                      const std::vector<PartitionName>& names,
+                                      std::vector<std::vector<EntryOut>>* out,
+                                      std::vector<PartitionMeta>* metas) {
+    out->assign(segs.size(), {});
+    metas->assign(segs.size(), PartitionMeta{});
+    const int32_t n = static_cast<int32_t>(segs.size());
+    SegArrays a;
+    if (names.size() != segs.size())
+        return Status(StatusCode::Internal, "push_segments_named: one name per segment");
+    Status s = build_seg_arrays(segs, &names, &a);
+    if (!s.is_ok()) return s;
+    const char* v[] = {a.pids.data(),  a.qs.data(),   a.ps.data(),  a.hashes.data(),
+                       a.blobs.data(), a.vers.data(), a.wins.data()};
+    int len[] = {static_cast<int>(a.pids.size()),  static_cast<int>(a.qs.size()),
+                 static_cast<int>(a.ps.size()),    static_cast<int>(a.hashes.size()),
+                 static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                 static_cast<int>(a.wins.size())};
+    int fmt[] = {1, 1, 1, 1, 1, 1, 1};
+    ResultGuard g;
+    s = exec(kPushNamed, 7, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    // It committed: from here on a malformed answer is Unknown (looked up, never guessed).
+    const int rows = PQntuples(g.r);
+    std::vector<PushRow> all;
+    all.reserve(static_cast<std::size_t>(rows));
+    std::vector<uint8_t> have_meta(segs.size(), 0);
+    for (int i = 0; i < rows; i++) {
+        int32_t seg = -1, idx = 0;
+        if (!col_int4(g.r, i, 0, &seg) || !col_int4(g.r, i, 1, &idx) || seg < 0 || seg >= n)
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+        if (idx < 0) {  // a named segment's metadata
+            PartitionMeta& m = (*metas)[seg];
+            int32_t w = 0;
+            if (segs[seg].pid >= 0 || !col_int8(g.r, i, 6, &m.pid) || !col_int4(g.r, i, 7, &w) ||
+                !col_int8(g.r, i, 8, &m.last_offset) || !col_int8(g.r, i, 9, &m.txns_start))
+                return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+            m.window_s = w;
+            have_meta[seg] = 1;
+            continue;
+        }
+        all.emplace_back();
+        if (!push_row(g.r, i, n, &all.back()))
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+    }
+    for (std::size_t i = 0; i < segs.size(); i++)
+        if (segs[i].pid < 0 && !have_meta[i])
+            return Status(StatusCode::Unknown, "push_segments_named returned no metadata");
+    place_rows(all, segs, out);
     return Status::ok();
 }
 

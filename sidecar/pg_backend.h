@@ -37,8 +37,14 @@ public:
 
     Status resolve_partition(std::string_view queue, std::string_view partition,
                              PartitionMeta* out) override;
+    Status resolve_partitions(const std::vector<PartitionName>& names,
+                              std::vector<PartitionMeta>* out) override;
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override;
+    Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
+                               std::vector<std::vector<EntryOut>>* out,
+                               std::vector<PartitionMeta>* metas) override;
     Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
                        std::vector<TxnRow>* rows) override;
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override;
@@ -76,6 +82,8 @@ private:
         kTxn,
         kNames,
         kFindIds,
+        kResolveN,
+        kPushNamed,
         kStmtCount
     };
     // Run prepared statement st (preparing it on first use on this connection). A statement

@@ -45,6 +45,10 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->max_pending_items;
     else if (name == "meta-ttl-ms")
         b.i = &st->meta_ttl_ms;
+    else if (name == "partition-memo-mb")
+        b.i = &st->partition_memo_mb;
+    else if (name == "named-first-contact")
+        b.i = &st->named_first_contact;
     else if (name == "idle-seal-ms")
         b.i = &st->idle_seal_ms;
     else if (name == "drain-timeout-ms")
@@ -135,6 +139,10 @@ const std::vector<SettingSpec>& setting_specs() {
          "unflushed items before 429 (1000000)"},
         {"meta-ttl-ms", "QUEEN_META_TTL_MS", false, 0, 3600000,
          "partition metadata memo TTL (30000)"},
+        {"partition-memo-mb", "QUEEN_PARTITION_MEMO_MB", false, 1, 1 << 20,
+         "partition metadata memo budget in MiB (16)"},
+        {"named-first-contact", "QUEEN_NAMED_FIRST_CONTACT", false, 0, 1,
+         "1 = a memo miss is resolved inside its push; 0 = resolved before it (1)"},
         {"idle-seal-ms", "QUEEN_IDLE_SEAL_MS", false, 100, 86400000,
          "seal/expire idle partitions after (10000)"},
         {"drain-timeout-ms", "QUEEN_DRAIN_TIMEOUT_MS", false, 0, 3600000,

@@ -24,6 +24,8 @@ struct Settings {
     int64_t max_flush_partitions = 64;    // partitions fused into one push_segments call
     int64_t max_pending_items = 1000000;  // queued-but-unflushed items before 429
     int64_t meta_ttl_ms = 30000;          // partition metadata memo TTL
+    int64_t partition_memo_mb = 16;       // partition metadata memo budget
+    int64_t named_first_contact = 1;      // 1: a memo miss is resolved inside its push
     int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
     int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
     int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout

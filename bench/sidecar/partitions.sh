@@ -10,18 +10,23 @@
 # ratios come from side-by-side measurements. Reported: msg/s, p50/p99, the ratios, max RSS.
 # Uses the PostgreSQL of the environment (PGHOST/PGPORT/PGUSER/PGDATABASE; scripts/pg.sh env),
 # synchronous_commit as configured there (reported). A measurement, not a test.
-#   bash bench/sidecar/partitions.sh [--rounds N] [--duration S] [--budget-mb M] [--out FILE]
+# The process's memory budget is what its settings allow: the cache budget (--budget-mb) plus
+# the metadata memo's (--memo-mb) plus its idle resident set (binary, libraries, thread stacks,
+# measured before any load); the fill's largest RSS sample is compared with that sum.
+#   bash bench/sidecar/partitions.sh [--rounds N] [--duration S] [--budget-mb M] [--memo-mb M]
+#                                    [--fill N] [--out FILE]
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 SIDECAR=$REPO/build/queen-sidecar
 LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
-ROUNDS=3 DURATION=10 BUDGET=128 CONNS=32 FILL=1000000 OUT=$HERE/PARTITIONS.md
+ROUNDS=3 DURATION=10 BUDGET=128 MEMO=16 CONNS=32 FILL=1000000 OUT=$HERE/PARTITIONS.md
 while [[ $# -gt 0 ]]; do
     case $1 in
         --rounds) ROUNDS=$2; shift ;;
         --duration) DURATION=$2; shift ;;
         --budget-mb) BUDGET=$2; shift ;;
+        --memo-mb) MEMO=$2; shift ;;
         --fill) FILL=$2; shift ;;
         --out) OUT=$2; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
@@ -36,7 +41,7 @@ WORK=$(mktemp -d /tmp/queen-partitions-bench.XXXXXX)
 PMPID=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" | head -1)
 PMPID=$(ps -o ppid= -p "$PMPID" | tr -d ' ')
 Q=pb$(date +%s)
-"$SIDECAR" --listen 127.0.0.1:0 --dedup-cache-mb "$BUDGET" >"$WORK/sidecar.log" 2>&1 &
+"$SIDECAR" --listen 127.0.0.1:0 --dedup-cache-mb "$BUDGET" --partition-memo-mb "$MEMO" >"$WORK/sidecar.log" 2>&1 &
 SC=$!
 trap 'kill $SC 2>/dev/null; wait $SC 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 1 100); do
@@ -59,13 +64,20 @@ run() {
     kv=$(tr ' ' '\n' <<<"$out")
     echo "$name $(sed -n 's/^msgs_per_s=//p' <<<"$kv") $(sed -n 's/^p50_ms=//p' <<<"$kv") $(sed -n 's/^p99_ms=//p' <<<"$kv") $(sed -n 's/^mismatches=//p' <<<"$kv") $(sed -n 's/^errors=//p' <<<"$kv")" | tee -a "$WORK/rows"
 }
+sleep 0.5
+IDLE_RSS=$(rss)
 start=$(date +%s)
 for r in $(seq 1 "$ROUNDS"); do
     run e100 100 e --warmup 2 --duration "$DURATION" --seed "$r" --run-tag "b$r"
     run new1m 1000000 "n${r}_" --warmup 1 --duration "$DURATION" --seed "$r" --run-tag "n$r"
 done
 # The fill: every partition once, in order; RSS sampled meanwhile.
-( while kill -0 $SC 2>/dev/null; do echo "$(rss) $(metric queen_sidecar_cache_resident_bytes) $(metric queen_sidecar_cache_partitions)"; sleep 1; done ) >"$WORK/samples" &
+( while kill -0 $SC 2>/dev/null; do
+    m=$(curl -s "http://127.0.0.1:$PORT/metrics")
+    v() { sed -n "s/^$1 //p" <<<"$m" | head -1; }
+    echo "$(rss) $(v queen_sidecar_cache_resident_bytes) $(v queen_sidecar_cache_partitions) $(v queen_sidecar_memo_bytes) $(v queen_sidecar_memo_entries) $(v 'queen_sidecar_malloc_bytes{kind="in_use"}')"
+    sleep 1
+done ) >"$WORK/samples" &
 SAMPLER=$!
 t0=$(date +%s)
 "$LOADGEN" --mode http --target "127.0.0.1:$PORT" --connections "$CONNS" --queue "$Q" --partitions "$FILL" \
@@ -79,9 +91,10 @@ for r in $(seq 1 "$ROUNDS"); do
     run c1m "$FILL" f --warmup 1 --duration "$DURATION" --seed "$((r + 10))" --run-tag "c$r"
 done
 python3 - "$WORK/rows" "$WORK/samples" "$OUT" "$BUDGET" "$fill_s" "$stored" "$FILL" "$ROUNDS" "$DURATION" \
-    "$(psql -X -At -c 'show synchronous_commit')" "$(git -C "$REPO" rev-parse --short HEAD)" "$(( $(date +%s) - start ))" <<'PY'
+    "$(psql -X -At -c 'show synchronous_commit')" "$(git -C "$REPO" rev-parse --short HEAD)" "$(( $(date +%s) - start ))" \
+    "$MEMO" "$IDLE_RSS" <<'PY'
 import statistics, sys, time
-rows, samples, out, budget, fill_s, stored, fill, rounds, dur, sync, commit, took = sys.argv[1:]
+rows, samples, out, budget, fill_s, stored, fill, rounds, dur, sync, commit, took, memo, idle = sys.argv[1:]
 data = {}
 order = []
 for l in open(rows):
@@ -94,15 +107,22 @@ med = {n: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v
 # e100 of its own half.
 e_before = [x[0] for x in data["e100"][:int(rounds)]]
 e_after = [x[0] for x in data["e100"][int(rounds):]]
-s = [l.split() for l in open(samples) if len(l.split()) == 3 and all(t.isdigit() for t in l.split())]
-max_rss = max(int(a) for a, _, _ in s) if s else 0
-max_res = max(int(b) for _, b, _ in s) if s else 0
-max_parts = max(int(c) for _, _, c in s) if s else 0
+def num(t):
+    try:
+        return int(float(t))
+    except ValueError:
+        return None
+s = [[num(t) for t in l.split()] for l in open(samples)]
+s = [x for x in s if len(x) == 6 and None not in x]
+col = lambda k: max(x[k] for x in s) if s else 0
+max_rss, max_res, max_parts, max_memo, max_memo_n, max_malloc = (col(k) for k in range(6))
 B = int(budget) << 20
+M = int(memo) << 20
+P = B + M + int(idle)
 lines = ["# queen sidecar: partition-count benchmark (issue 7)", "",
          "Written by `bench/sidecar/partitions.sh`; a measurement on a shared 2-core machine, not a test.", "",
          "- date: %s UTC; commit %s; run took %s s" % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()), commit, took),
-         "- one sidecar (defaults, cache budget %s MiB), 32 keep-alive connections, 1-message requests, 256-byte payloads, no repeats; PostgreSQL synchronous_commit = %s" % (budget, sync),
+         "- one sidecar (defaults, cache budget %s MiB, metadata memo budget %s MiB), 32 keep-alive connections, 1-message requests, 256-byte payloads, no repeats; PostgreSQL synchronous_commit = %s" % (budget, memo, sync),
          "- rounds: %s x %s s per variant, variants interleaved; medians" % (rounds, dur), "",
          "| variant | msg/s | p50 ms | p99 ms | mismatches | errors |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
 names = {"e100": "100 partitions", "new1m": "first contacts (random among 1M new names)", "c1m": "1M existing partitions (random)"}
@@ -116,8 +136,16 @@ if e_before and "new1m" in med:
 if e_after and "c1m" in med:
     lines.append("| 1M existing partitions / 100 partitions | %.2f |" % (med["c1m"][0] / statistics.median(e_after)))
 lines += ["", "Fill: %s partitions pushed once each in %s s (%s partitions stored)." % (format(int(fill), ","), fill_s, format(int(stored), ",")),
-          "During the fill: max RSS %.1f MiB, max cache resident bytes %.1f MiB (budget %s MiB), max cache entries %s." % (max_rss / 2**20, max_res / 2**20, budget, format(max_parts, ",")),
-          "Cache resident bytes at most %.2f%% of its budget (a new entry is charged before the commit that follows evicts); RSS also holds the binary, libpq, buffers and the flusher's metadata memo." % (100.0 * max_res / B)]
+          "",
+          "| memory during the fill (largest 1 s sample) | MiB |", "| --- | ---: |",
+          "| process RSS (/proc/PID/status VmRSS) | %.1f |" % (max_rss / 2**20),
+          "| malloc in use (mallinfo2: all arenas + mmapped) | %.1f |" % (max_malloc / 2**20),
+          "| block cache resident bytes (budget %s) | %.1f |" % (budget, max_res / 2**20),
+          "| metadata memo bytes (budget %s; %s entries at most) | %.1f |" % (memo, format(max_memo_n, ","), max_memo / 2**20),
+          "| idle RSS before any load | %.1f |" % (int(idle) / 2**20),
+          "| process budget = cache + memo + idle RSS | %.1f |" % (P / 2**20),
+          "",
+          "Process under its budget: %s (max RSS %.1f MiB of %.1f MiB); cache entries at most %s." % ("yes" if max_rss <= P else "NO", max_rss / 2**20, P / 2**20, format(max_parts, ","))]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

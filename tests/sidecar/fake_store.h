@@ -51,7 +51,7 @@ public:
     }
 
     Status resolve(std::string_view q, std::string_view p, PartitionMeta* out) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_resolve++;
         Part& pt = part(std::string(q), std::string(p));
@@ -78,8 +78,33 @@ public:
         return best;
     }
 
+    // push_segments_named: named segments' partitions found or created, the push, and their
+    // metadata after it, all as one step (one transaction in the extension).
+    Status push_named(const std::vector<SegmentIn>& segs, const std::vector<PartitionName>& names,
+                      std::vector<std::vector<EntryOut>>* out, std::vector<PartitionMeta>* metas) {
+        std::lock_guard<std::recursive_mutex> lk(mu_);
+        if (down) return Status(StatusCode::Unavailable, "down");
+        calls_named++;
+        std::vector<SegmentIn> known = segs;
+        for (std::size_t i = 0; i < known.size(); i++)
+            if (known[i].pid < 0)
+                known[i].pid = part(std::string(names[i].queue), std::string(names[i].partition)).id;
+        Status s = push(known, out);
+        if (!s.is_ok()) return s;
+        metas->assign(segs.size(), PartitionMeta{});
+        for (std::size_t i = 0; i < segs.size(); i++) {
+            if (segs[i].pid >= 0) continue;
+            const Part& pt = parts_[known[i].pid];
+            (*metas)[i].pid = pt.id;
+            (*metas)[i].window_s = pt.window_s;
+            (*metas)[i].last_offset = pt.last;
+            (*metas)[i].txns_start = pt.txns_start;
+        }
+        return Status::ok();
+    }
+
     Status push(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_push++;
         if (lose_before_commit > 0) {  // sent, then the connection broke: nothing written
@@ -137,7 +162,7 @@ public:
     // The outcome lookup: ids stored above `after`.
     Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
                     std::vector<int64_t>* offs) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_find++;
         if (fail_finds > 0) {
@@ -154,7 +179,7 @@ public:
 
     // A restore from an older backup: pid's log ends at `last` again (rows above it are gone).
     void restore_to(int64_t pid, int64_t last) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         Part& pt = parts_.at(pid);
         pt.last = last;
         pt.ids.erase(pt.ids.upper_bound(last), pt.ids.end());
@@ -166,7 +191,7 @@ public:
 
     // How many stored copies of txn partition pid holds (anywhere in its log).
     int copies(int64_t pid, const std::string& txn) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         const queen::Hash128 h = queen::txn_hash(txn);
         int n = 0;
         for (const TxnRow& r : parts_.at(pid).txns)
@@ -277,7 +302,7 @@ private:
 public:
 
     Status load_window(int64_t pid, int64_t window_s, int64_t* last, std::vector<TxnRow>* rows) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down || fail_loads) return Status(StatusCode::Unavailable, "down");
         calls_window++;
         const Part& pt = parts_.at(pid);
@@ -289,7 +314,7 @@ public:
     }
 
     Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down || fail_loads || fail_ranges) return Status(StatusCode::Unavailable, "down");
         calls_range++;
         range_rows_read_last = 0;
@@ -304,7 +329,7 @@ public:
 
     // Purge log_txns rows created before cutoff_ms (advancing txns_start), like run_retention.
     void retention(int64_t cutoff_ms) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         for (auto& [id, pt] : parts_) {
             while (!pt.txns.empty() && pt.txns.front().created_ms < cutoff_ms) {
                 pt.txns_start = pt.txns.front().end + 1;
@@ -315,7 +340,7 @@ public:
 
     // /configure's window for queue q (every partition of it).
     void set_window(const std::string& q, int32_t w) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         windows_[q] = w;
         for (auto& [key, id] : by_name_)
             if (key.compare(0, q.size() + 1, q + '\x1f') == 0) parts_[id].window_s = w;
@@ -323,7 +348,7 @@ public:
 
     // Append a raw row as if another writer pushed it (hashes of txns), returning its base.
     int64_t external_push(int64_t pid, const std::vector<std::string>& txns) {
-        std::lock_guard<std::mutex> lk(mu_);
+        std::lock_guard<std::recursive_mutex> lk(mu_);
         Part& pt = parts_.at(pid);
         TxnRow r;
         r.base = pt.last + 1;
@@ -344,6 +369,7 @@ public:
     bool fail_loads = false;
     bool fail_ranges = false;
     int calls_resolve = 0, calls_window = 0, calls_range = 0;
+    int calls_named = 0;  // push_named calls (first contact folded into the push)
     int64_t range_rows_read_last = 0;
     int64_t unsound_vouches = 0;
     int64_t vouched_pushes = 0;
@@ -352,7 +378,7 @@ public:
 
 private:
     const Clock& clock_;
-    std::mutex mu_;
+    std::recursive_mutex mu_;  // push_named runs resolve and push as one step
     std::map<int64_t, Part> parts_;
     std::map<std::string, int64_t> by_name_;
     std::map<std::string, int32_t> windows_;
@@ -368,6 +394,16 @@ public:
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override {
         return s_.push(segs, out);
+    }
+    Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
+                               std::vector<std::vector<EntryOut>>* out,
+                               std::vector<PartitionMeta>* metas) override {
+        // Like PgBackend: the named call has no hints parameter, so hints here are a bug.
+        for (const SegmentIn& sg : segs)
+            if (sg.hints && !sg.hints->empty())
+                return Status(StatusCode::Internal, "a named push carries no hints");
+        return s_.push_named(segs, names, out, metas);
     }
     Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
         return s_.load_window(pid, w, last, rows);

@@ -10,6 +10,7 @@
 #include "block_cache.h"
 #include "core/segment_codec.h"
 #include "fake_store.h"
+#include "malloc_probe.h"
 
 namespace queen::sidecar {
 namespace {
@@ -176,12 +177,6 @@ public:
     }
 };
 
-// Bytes the allocator hands out (all arenas, mmapped blocks included).
-int64_t allocated_bytes() {
-    struct mallinfo2 mi = mallinfo2();
-    return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
-}
-
 // Fill a cache with `parts` partitions of `per` hashes each through its real paths.
 void fill(BlockCache& cache, int parts, int per) {
     EmptyLoader loader;
@@ -198,18 +193,8 @@ void fill(BlockCache& cache, int parts, int per) {
     }
 }
 
-// Sanitizers replace malloc: mallinfo2() then says nothing about the allocations.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using testing::allocated_bytes;
+using testing::kSanitized;
 
 // The cache's own figure against the allocator's, for a shape of load.
 void expect_honest(int parts, int per) {

@@ -112,56 +112,9 @@ done
 psql_q -d bench_e -c "CREATE SCHEMA bench; CREATE TABLE bench.plain_msgs (partition_id int NOT NULL, txn text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
 conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
 
-# The 1M-hash partitions: log_txns rows of 100 generated hashes (sha512 gives four a call).
-W1M_ROWS=$((W1M_HASHES / 100))
-W1M_LAST=$((W1M_HASHES - 1))
-log "prefilling $W1M_PARTS partitions with $W1M_HASHES hashes each"
-t0=$(date +%s)
-for ((i = 0; i < W1M_PARTS; i++)); do
-    psql_q -d bench_w <<EOF
-SELECT partition_id FROM queen.resolve_partition('w1m', 'p$i') \gset
-INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-SELECT :partition_id, r * 100, r * 100 + 99, now(),
-       (SELECT string_agg(sha512(int8send(:partition_id * 100000000000 + r * 100 + k)), ''::bytea
-                          ORDER BY k) FROM generate_series(0, 24) k)
-FROM generate_series(0, $W1M_ROWS - 1) r;
-UPDATE queen.log_partitions SET last_offset = $W1M_LAST WHERE id = :partition_id;
-EOF
-done
-psql_q -d bench_w -c "VACUUM ANALYZE queen.log_txns" -c "CHECKPOINT"
-log "prefill took $(($(date +%s) - t0)) s"
-
-reset_state() {
-    psql_q -d bench_e -c "TRUNCATE queen.log_segments, queen.log_txns, bench.plain_msgs"
-    psql_q -d bench_w -c "DELETE FROM queen.log_txns WHERE base_offset > $W1M_LAST" \
-        -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
-        -c "UPDATE queen.log_partitions SET last_offset = $W1M_LAST" \
-        -c "VACUUM queen.log_txns, queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
-}
-
-start_sidecar() {
-    local db=$1 cache=$2 log port="" i
-    log=$WORK/sidecar-$RANDOM.log
-    : >"$log"
-    # shellcheck disable=SC2086
-    QUEEN_DEDUP_CACHE=$cache "$SIDECAR" --listen 127.0.0.1:0 --pg "$(conninfo "$db")" $SIDECAR_FLAGS \
-        >"$log" 2>&1 &
-    SIDECAR_PIDS+=($!)
-    for i in $(seq 1 100); do
-        port=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
-        [[ -n $port ]] && break
-        sleep 0.05
-    done
-    [[ -n $port ]] || die "sidecar did not start: $(cat "$log")"
-    STARTED_PORT=$port
-}
-stop_sidecars() {
-    local p
-    for p in "${SIDECAR_PIDS[@]:-}"; do
-        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
-    done
-    SIDECAR_PIDS=()
-}
+source "$HERE/lib.sh"
+RESET_EXTRA="bench.plain_msgs"
+prefill_w1m
 metric() { awk -v n="$1" '$1 == n { s += $2 } END { printf "%.0f", s }' "$2"; }
 
 CSV=$WORK/raw.csv

@@ -24,7 +24,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
+PGBIN=${PGBIN:-$(pg_config --bindir)}
 SIDECAR=$REPO/build/queen-sidecar
 LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
 
@@ -148,60 +148,9 @@ for db in bench_e bench_w; do
 done
 conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
 
-# ---- the 1M-hash partitions: log_txns rows of 100 generated hashes (sha512 gives four) ----
-W1M_ROWS=$((W1M_HASHES / 100))
-W1M_LAST=$((W1M_HASHES - 1))
-log "prefilling $W1M_PARTS partitions with $W1M_HASHES hashes each"
-t0=$(date +%s)
-for ((i = 0; i < W1M_PARTS; i++)); do
-    psql_q -d bench_w <<EOF
-SELECT partition_id FROM queen.resolve_partition('w1m', 'p$i') \gset
-INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-SELECT :partition_id, r * 100, r * 100 + 99, now(),
-       (SELECT string_agg(sha512(int8send(:partition_id * 100000000000 + r * 100 + k)), ''::bytea
-                          ORDER BY k) FROM generate_series(0, 24) k)
-FROM generate_series(0, $W1M_ROWS - 1) r;
-UPDATE queen.log_partitions SET last_offset = $W1M_LAST WHERE id = :partition_id;
-EOF
-done
-psql_q -d bench_w -c "VACUUM ANALYZE queen.log_txns" -c "CHECKPOINT"
-log "prefill took $(($(date +%s) - t0)) s"
-
-# Between measurements: empty tables in bench_e, the 1M partitions back to exactly 1M hashes.
-reset_state() {
-    psql_q -d bench_e -c "TRUNCATE queen.log_segments, queen.log_txns"
-    psql_q -d bench_w -c "DELETE FROM queen.log_txns WHERE base_offset > $W1M_LAST" \
-        -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
-        -c "UPDATE queen.log_partitions SET last_offset = $W1M_LAST" \
-        -c "VACUUM queen.log_txns, queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
-}
-
-# start_sidecar DB CACHE(0/1): starts one; its pid goes to SIDECAR_PIDS, its port to STARTED_PORT.
-start_sidecar() {
-    local db=$1 cache=$2 log port="" i
-    log=$WORK/sidecar-$RANDOM.log
-    : >"$log"  # exists before the background start, so the wait loop can read it
-    # shellcheck disable=SC2086
-    QUEEN_DEDUP_CACHE=$cache "$SIDECAR" --listen 127.0.0.1:0 --pg "$(conninfo "$db")" $SIDECAR_FLAGS \
-        >"$log" 2>&1 &
-    SIDECAR_PIDS+=($!)
-    for i in $(seq 1 100); do
-        port=$(sed -n 's/^queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
-        [[ -n $port ]] && break
-        sleep 0.05
-    done
-    [[ -n $port ]] || die "sidecar did not start: $(cat "$log")"
-    STARTED_PORT=$port
-}
-
-# Stop every running sidecar.
-stop_sidecars() {
-    local p
-    for p in "${SIDECAR_PIDS[@]:-}"; do
-        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
-    done
-    SIDECAR_PIDS=()
-}
+source "$HERE/lib.sh"
+RESET_EXTRA=""
+prefill_w1m
 
 # Sum a metric (optionally one label set) over metrics files.
 metric() {

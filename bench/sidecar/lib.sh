@@ -1,0 +1,65 @@
+# Shared by bench/sidecar/run.sh and bench/sidecar/hints.sh (sourced, not run): the 1M-hash
+# prefill, the reset between measurements and the sidecar start/stop. The caller defines
+# psql_q, log, die, conninfo, WORK, SIDECAR, SIDECAR_FLAGS, W1M_PARTS and W1M_HASHES, and sets
+# RESET_EXTRA to more tables of bench_e to empty between measurements (may be empty).
+
+SIDECAR_PIDS=()
+
+# Prefill W1M_PARTS partitions of queue w1m in bench_w with W1M_HASHES hashes each: log_txns
+# rows of 100 generated hashes (sha512 gives four a call). Sets W1M_LAST.
+prefill_w1m() {
+    local rows=$((W1M_HASHES / 100)) i t0
+    W1M_LAST=$((W1M_HASHES - 1))
+    log "prefilling $W1M_PARTS partitions with $W1M_HASHES hashes each"
+    t0=$(date +%s)
+    for ((i = 0; i < W1M_PARTS; i++)); do
+        psql_q -d bench_w <<SQL
+SELECT partition_id FROM queen.resolve_partition('w1m', 'p$i') \gset
+INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+SELECT :partition_id, r * 100, r * 100 + 99, now(),
+       (SELECT string_agg(sha512(int8send(:partition_id * 100000000000 + r * 100 + k)), ''::bytea
+                          ORDER BY k) FROM generate_series(0, 24) k)
+FROM generate_series(0, $rows - 1) r;
+UPDATE queen.log_partitions SET last_offset = $W1M_LAST WHERE id = :partition_id;
+SQL
+    done
+    psql_q -d bench_w -c "VACUUM ANALYZE queen.log_txns" -c "CHECKPOINT"
+    log "prefill took $(($(date +%s) - t0)) s"
+}
+
+# Between measurements: empty tables in bench_e, the 1M partitions back to exactly 1M hashes.
+reset_state() {
+    psql_q -d bench_e -c "TRUNCATE queen.log_segments, queen.log_txns${RESET_EXTRA:+, $RESET_EXTRA}"
+    psql_q -d bench_w -c "DELETE FROM queen.log_txns WHERE base_offset > $W1M_LAST" \
+        -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
+        -c "UPDATE queen.log_partitions SET last_offset = $W1M_LAST" \
+        -c "VACUUM queen.log_txns, queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
+}
+
+# start_sidecar DB CACHE(0/1): starts one; its pid goes to SIDECAR_PIDS, its port to
+# STARTED_PORT (read from its ready line, after the log line's timestamp and level).
+start_sidecar() {
+    local db=$1 cache=$2 log port="" i
+    log=$WORK/sidecar-$RANDOM.log
+    : >"$log"  # exists before the background start, so the wait loop can read it
+    # shellcheck disable=SC2086
+    QUEEN_DEDUP_CACHE=$cache "$SIDECAR" --listen 127.0.0.1:0 --pg "$(conninfo "$db")" $SIDECAR_FLAGS \
+        >"$log" 2>&1 &
+    SIDECAR_PIDS+=($!)
+    for i in $(seq 1 100); do
+        port=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log")
+        [[ -n $port ]] && break
+        sleep 0.05
+    done
+    [[ -n $port ]] || die "sidecar did not start: $(cat "$log")"
+    STARTED_PORT=$port
+}
+
+# Stop every running sidecar.
+stop_sidecars() {
+    local p
+    for p in "${SIDECAR_PIDS[@]:-}"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+    done
+    SIDECAR_PIDS=()
+}

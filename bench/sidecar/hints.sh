@@ -45,20 +45,8 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
-die() { log "error: $*"; exit 1; }
-as_pg() {
-    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
-}
-
-if ((BUILD)); then
-    log "building the sidecar and the load client"
-    make -C "$REPO" -j2 build/queen-sidecar build/libqueencore.a >/dev/null
-    mkdir -p "$REPO/build/bench"
-    g++ -std=c++17 -O2 -g -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
-        -o "$LOADGEN" "$HERE/loadgen.cpp" "$REPO/build/libqueencore.a" -lpq -lxxhash -pthread
-fi
-[[ -x $SIDECAR && -x $LOADGEN ]] || die "build/queen-sidecar or the load client is missing"
+source "$HERE/lib.sh"
+build_tools
 
 if [[ -z $PORT ]]; then
     for p in $(seq 55460 55469); do
@@ -74,7 +62,6 @@ PGDATA=$ROOT/data
 WORK=$ROOT/work
 mkdir -p "$WORK"
 [[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
-SIDECAR_PIDS=()
 cleanup() {
     local p
     for p in "${SIDECAR_PIDS[@]:-}"; do
@@ -112,7 +99,6 @@ done
 psql_q -d bench_e -c "CREATE SCHEMA bench; CREATE TABLE bench.plain_msgs (partition_id int NOT NULL, txn text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
 conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
 
-source "$HERE/lib.sh"
 RESET_EXTRA="bench.plain_msgs"
 prefill_w1m
 metric() { awk -v n="$1" '$1 == n { s += $2 } END { printf "%.0f", s }' "$2"; }

@@ -1,9 +1,30 @@
-# Shared by bench/sidecar/run.sh and bench/sidecar/hints.sh (sourced, not run): the 1M-hash
-# prefill, the reset between measurements and the sidecar start/stop. The caller defines
-# psql_q, log, die, conninfo, WORK, SIDECAR, SIDECAR_FLAGS, W1M_PARTS and W1M_HASHES, and sets
+# Shared by bench/sidecar/run.sh and bench/sidecar/hints.sh (sourced, not run): logging, the
+# build of the sidecar and the load client, the 1M-hash prefill, the reset between measurements
+# and the sidecar start/stop. The caller defines REPO, HERE, SIDECAR, LOADGEN, BUILD (before
+# sourcing), then psql_q, conninfo, WORK, SIDECAR_FLAGS, W1M_PARTS and W1M_HASHES, and sets
 # RESET_EXTRA to more tables of bench_e to empty between measurements (may be empty).
 
 SIDECAR_PIDS=()
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# Run a command as the server's user (PostgreSQL refuses root).
+as_pg() {
+    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
+}
+
+# Build the sidecar and the load client when BUILD is 1; either way both must exist after.
+build_tools() {
+    if ((BUILD)); then
+        log "building the sidecar and the load client (make -j2)"
+        make -C "$REPO" -j2 build/queen-sidecar build/libqueencore.a >/dev/null
+        mkdir -p "$REPO/build/bench"
+        g++ -std=c++17 -O2 -g -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
+            -o "$LOADGEN" "$HERE/loadgen.cpp" "$REPO/build/libqueencore.a" -lpq -lxxhash -pthread
+    fi
+    [[ -x $SIDECAR && -x $LOADGEN ]] || die "build/queen-sidecar or the load client is missing"
+}
 
 # Prefill W1M_PARTS partitions of queue w1m in bench_w with W1M_HASHES hashes each: log_txns
 # rows of 100 generated hashes (sha512 gives four a call). Sets W1M_LAST.

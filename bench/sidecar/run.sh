@@ -73,23 +73,8 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 
-log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# Run a command as the server's user (PostgreSQL refuses root).
-as_pg() {
-    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
-}
-
-# ---- build ----
-if ((BUILD)); then
-    log "building the sidecar and the load client (make -j2)"
-    make -C "$REPO" -j2 build/queen-sidecar build/libqueencore.a >/dev/null
-    mkdir -p "$REPO/build/bench"
-    g++ -std=c++17 -O2 -g -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
-        -o "$LOADGEN" "$HERE/loadgen.cpp" "$REPO/build/libqueencore.a" -lpq -lxxhash -pthread
-fi
-[[ -x $SIDECAR && -x $LOADGEN ]] || die "build/queen-sidecar or the load client is missing"
+source "$HERE/lib.sh"
+build_tools
 [[ -f $(pg_config --sharedir)/extension/queen.control ]] || die "queen is not installed (make install)"
 
 # ---- the bench PostgreSQL ----
@@ -108,7 +93,6 @@ mkdir -p "$ROOT"
 [[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
 WORK=$ROOT/work
 mkdir -p "$WORK"
-SIDECAR_PIDS=()
 
 # Stop sidecars (by pid) and the server; remove the folder unless --keep.
 cleanup() {
@@ -148,7 +132,6 @@ for db in bench_e bench_w; do
 done
 conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
 
-source "$HERE/lib.sh"
 RESET_EXTRA=""
 prefill_w1m
 

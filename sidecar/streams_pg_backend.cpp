@@ -182,7 +182,12 @@ void StreamsPgBackend::disconnect() {
 
 // Connect when not connected.
 Status StreamsPgBackend::ensure_connected() {
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return Status::ok();
+    // An idle connection the server closed (a restart, a crash, a terminated backend) still
+    // reads as OK until its input is read: read what is waiting (non-blocking) so that the
+    // next statement goes to a fresh connection instead of failing with an unknown outcome.
+    if (conn_ && PQstatus(conn_) == CONNECTION_OK && PQconsumeInput(conn_) &&
+        PQstatus(conn_) == CONNECTION_OK)
+        return Status::ok();
     disconnect();
     const std::string timeout = std::to_string(connect_timeout_s_);
     // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until

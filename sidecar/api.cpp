@@ -283,8 +283,10 @@ void Api::configure(HttpRequest&& req, Reply reply) {
     if (small_parser().parse(padded).get(obj))
         return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
     std::string queue, options = "{}";
-    if (!get_string(obj, "queue", &queue) || queue.empty() || validate_name(queue))
+    if (!get_string(obj, "queue", &queue) || queue.empty())
         return reply(error_response(Status(StatusCode::BadRequest, "queue is missing or invalid")));
+    if (const char* why = validate_queue_name(queue))
+        return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     auto o = obj["options"];
     if (!o.error()) {
         if (!o.is_object())
@@ -337,6 +339,9 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
         if (a.queue.empty() && a.pid < 0)
             return Status(StatusCode::BadRequest,
                           "an ack needs queue (+ partition) or partitionId");
+        if (!a.queue.empty())
+            if (const char* why = validate_queue_name(a.queue))
+                return Status(StatusCode::BadRequest, std::string("queue ") + why);
         if (!a.status.empty() && a.status != "completed")
             return Status(StatusCode::BadRequest, "only status \"completed\" is supported");
         acks.push_back(std::move(a));
@@ -394,6 +399,8 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
     if (query_param(query, "from", &v) && !parse_int(v, &from))
         return reply(
             error_response(Status(StatusCode::BadRequest, "from must be a non-negative offset")));
+    if (const char* why = validate_queue_name(queue))
+        return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
     with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](PgBackend& pg) {
@@ -663,6 +670,11 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
     auto ref = std::make_shared<std::vector<RefOp>>();
     Status ts = translate_ops(ops, sql.get(), ref.get());
     if (!ts.is_ok()) return reply(error_response(ts));
+    for (const SqlOp& o : *sql)
+        if (o.pid < 0)
+            if (const char* why = validate_queue_name(o.queue))
+                return reply(
+                    error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     with_pg(flusher_, std::move(reply), [sql, ref](PgBackend& pg) {
         for (SqlOp& o : *sql) {
             if (o.pid < 0) continue;

@@ -18,6 +18,13 @@ const char* validate_name(std::string_view name) noexcept {
     return nullptr;
 }
 
+const char* validate_queue_name(std::string_view name) noexcept {
+    if (const char* why = validate_name(name)) return why;
+    if (name.substr(0, 8) == "__queen_")
+        return "is reserved (names starting with __queen_ are queen's own)";
+    return nullptr;
+}
+
 // "auto-" + 32 hex digits + "-" + the item's index.
 std::string derived_txn(const queen::Hash128& body_hash, std::size_t index) {
     static const char digits[] = "0123456789abcdef";
@@ -200,7 +207,7 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
             return Status(StatusCode::BadRequest, "queue must be a string");
         if (!sc.has_queue) return Status(StatusCode::BadRequest, "queue is missing");
         decode(sc.queue, &it.queue);
-        if (const char* why = validate_name(it.queue))
+        if (const char* why = validate_queue_name(it.queue))
             return Status(StatusCode::BadRequest, std::string("queue ") + why);
         if (sc.has_partition) {
             if (sc.partition.kind != json::Kind::String)

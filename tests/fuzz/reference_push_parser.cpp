@@ -104,7 +104,7 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
         Status s = optional_string(obj, "queue", &sv, &present);
         if (!s.is_ok()) return s;
         if (!present) return Status(StatusCode::BadRequest, "queue is missing");
-        if (const char* why = validate_name(sv))
+        if (const char* why = validate_queue_name(sv))
             return Status(StatusCode::BadRequest, std::string("queue ") + why);
         it.queue.assign(sv);
         s = optional_string(obj, "partition", &sv, &present);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Failure isolation through a real sidecar and PostgreSQL: 40 concurrent good requests to 40
-# partitions plus one whose payload holds \u0000 (which PostgreSQL refuses), three rounds. The
-# bad one alone is answered 400; every good one is answered 201 `queued` at its exact offset;
+# partitions plus one whose payload holds \u0000 (which PostgreSQL refuses) and one naming the
+# reserved queue __queen_streams (which the extension refuses with 42501), three rounds. The
+# bad ones alone are answered 400; every good one is answered 201 `queued` at its exact offset;
 # exactly the good messages are stored. Then: a body without transactionIds sent twice is
 # stored once (the second answer names the first copy); per-item answers when one partition of
 # a request fails and another commits.
@@ -18,13 +19,16 @@ for rnd in range(3):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         if i == 40:
             body = '{"items":[{"queue":"%s","partition":"p7","payload":{"s":"a\\u0000b"},"transactionId":"bad-%d"}]}' % (q, rnd)
+        elif i == 41:
+            body = json.dumps({"items": [{"queue": "__queen_streams", "partition": "p%d" % rnd,
+                                          "payload": 1, "transactionId": "res-%d" % rnd}]})
         else:
             body = json.dumps({"items": [{"queue": q, "partition": "p%d" % i, "payload": {"i": i, "r": rnd},
                                           "transactionId": "g-%d-%d" % (i, rnd)}]})
         c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
         r = c.getresponse()
         res[i] = (r.status, json.loads(r.read()))
-    ts = [threading.Thread(target=send, args=(i,)) for i in range(41)]
+    ts = [threading.Thread(target=send, args=(i,)) for i in range(42)]
     for t in ts: t.start()
     for t in ts: t.join()
     for i in range(40):
@@ -36,12 +40,17 @@ for rnd in range(3):
     if st != 400 or "error" not in body or "u0000" not in body["error"]:
         bad += 1
         print("round", rnd, "bad request got", st, body)
+    st, body = res[41]
+    if st != 400 or body.get("code") != "bad_request" or "reserved" not in body.get("error", ""):
+        bad += 1
+        print("round", rnd, "reserved-queue request got", st, body)
 print("wrong answers:", bad)
 sys.exit(1 if bad else 0)
 PY
 n=$(sql "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id, LATERAL queen.read(q.name, p.name, 0, 100) WHERE q.name = '$Q'")
 [[ $n == 120 ]] || fail "120 good messages stored, found $n"
 [[ $(sql "SELECT count(*) FROM queen.read('$Q', 'p7', 0, 100) WHERE transaction_id LIKE 'bad-%'") == 0 ]] || fail "the bad message was stored"
+[[ $(sql "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '__queen_streams' AND p.name LIKE 'p_'") == 0 ]] || fail "a partition of the reserved queue was created"
 
 # A body without transactionIds, sent twice unchanged (a client retrying a lost answer).
 body="{\"items\":[{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}},{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}}]}"

@@ -54,6 +54,26 @@ TEST(PushRequest, RefusesWhatPostgresRefuses) {
                     .is_ok());
 }
 
+TEST(PushRequest, RefusesReservedQueueNames) {
+    PushRequest r;
+    int64_t bad;
+    Status s = parse(R"({"items":[{"queue":"q","payload":1},{"queue":"__queen_streams","payload":1}]})",
+                     &r, &bad);
+    EXPECT_EQ(s.code(), StatusCode::BadRequest);
+    EXPECT_EQ(bad, 1);
+    EXPECT_EQ(s.message(), "queue is reserved (names starting with __queen_ are queen's own)");
+    EXPECT_EQ(parse(R"({"items":[{"queue":"__queen_","payload":1}]})", &r, &bad).code(),
+              StatusCode::BadRequest);
+    // Only the prefix is reserved: a partition may be called so, and so may a similar queue.
+    EXPECT_TRUE(parse(R"({"items":[{"queue":"_queen_x","partition":"__queen_p","payload":1}]})",
+                      &r, &bad)
+                    .is_ok());
+    EXPECT_EQ(validate_queue_name("__queen_streams"),
+              std::string("is reserved (names starting with __queen_ are queen's own)"));
+    EXPECT_EQ(validate_queue_name("queen_streams"), nullptr);
+    EXPECT_NE(validate_queue_name(""), nullptr);
+}
+
 TEST(PushRequest, EmptyItemsIsFine) {
     PushRequest r;
     int64_t bad;

@@ -25,18 +25,18 @@ const char* change_kind_name(ChangeKind k) noexcept {
 // A key's stored state, or nullptr.
 const KeyState* StateMap::find(const std::string& key) const {
     auto it = states_.find(key);
-    if (it != states_.end()) return &it->second;
+    if (it != states_.end()) return &it->second.state;
     if (base_ == nullptr) return nullptr;
     auto b = base_->find(key);
     return b == base_->end() ? nullptr : &b->second;
 }
 
-// Loaded or in the base (a base state is as the store holds it).
+// Loaded, or in the base (a base state is as the store holds it).
 bool StateMap::loaded(const std::string& key, Loaded* out) const {
-    auto it = loaded_.find(key);
-    if (it != loaded_.end()) {
-        if (out != nullptr) *out = it->second;
-        return true;
+    auto it = states_.find(key);
+    if (it != states_.end()) {
+        if (it->second.was_loaded && out != nullptr) *out = it->second.loaded;
+        return it->second.was_loaded;
     }
     if (base_ == nullptr) return false;
     auto b = base_->find(key);
@@ -47,19 +47,47 @@ bool StateMap::loaded(const std::string& key, Loaded* out) const {
 
 // Load a persisted state without marking it dirty.
 void StateMap::load(const KeyState& s) {
-    states_[s.row.key] = s;
-    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime, s.locator};
+    Slot& sl = states_[s.row.key];
+    sl.state = s;
+    sl.was_loaded = true;
+    sl.loaded = Loaded{s.kind, s.row.rowtime, s.locator};
+}
+
+// The slot a write goes to; a new one records what the base held for the key.
+StateMap::Slot& StateMap::slot_for_write(const std::string& key) {
+    auto it = states_.find(key);
+    if (it == states_.end()) {
+        it = states_.emplace(key, Slot{}).first;
+        if (base_ != nullptr) {
+            auto b = base_->find(key);
+            if (b != base_->end()) {
+                it->second.was_loaded = true;
+                it->second.loaded = Loaded{b->second.kind, b->second.row.rowtime, b->second.locator};
+            }
+        }
+    }
+    if (!it->second.dirty) {
+        it->second.dirty = true;
+        dirty_order_.push_back(&*it);
+    }
+    return it->second;
 }
 
 // Write a state and remember the key as dirty.
-void StateMap::put(const KeyState& s) {
-    states_[s.row.key] = s;
-    if (dirty_.emplace(s.row.key, true).second) dirty_order_.push_back(s.row.key);
+void StateMap::put(const KeyState& s) { slot_for_write(s.row.key).state = s; }
+
+// Write a key's state in place (its strings reuse their storage).
+void StateMap::put(StateKind kind, const Row& r, int64_t now) {
+    KeyState& s = slot_for_write(r.key).state;
+    s.kind = kind;
+    s.row = r;
+    s.written_at = now;
+    s.locator = 0;
 }
 
 // Forget which keys were written.
 void StateMap::clear_dirty() {
-    dirty_.clear();
+    for (Entry* e : dirty_order_) e->second.dirty = false;
     dirty_order_.clear();
 }
 
@@ -75,11 +103,7 @@ const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, i
 
 // Write a key's state at processing time now (this is what (re)starts its TTL).
 void Deduplicator::write(StateMap& st, StateKind kind, const Row& r, int64_t now) {
-    KeyState s;
-    s.kind = kind;
-    s.row = r;
-    s.written_at = now;
-    st.put(s);
+    st.put(kind, r, now);
 }
 
 // Flink's updateDeduplicateResult: with either flag, +I for a first row, else [-U prev] +U cur;
@@ -114,17 +138,17 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
         return;
     }
     const KeyState* prev = live(st, r.key, now);
-    KeyState prev_copy;
-    if (prev != nullptr) prev_copy = *prev;
-    write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
     if (prev == nullptr) {
+        write(st, StateKind::Kept, r, now);
         out.push_back({ChangeKind::Insert, r});
         return;
     }
-    // identical-row suppression: content equality, only without a TTL
-    if (o_.ttl == 0 && prev_copy.row.payload == r.payload) return;
-    if (o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev_copy.row});
-    out.push_back({ChangeKind::UpdateAfter, r});
+    // identical-row suppression: content equality, only without a TTL. The -U copy is taken
+    // before the write below replaces (and may overwrite in place) the previous row.
+    bool same = o_.ttl == 0 && prev->row.payload == r.payload;
+    if (!same && o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev->row});
+    write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
+    if (!same) out.push_back({ChangeKind::UpdateAfter, r});
 }
 
 // One row without mini-batch.
@@ -144,9 +168,7 @@ void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vecto
         // rowtime keep-last: eager; state written only when the row is kept
         const KeyState* prev = live(st, r.key, now);
         if (!replaces(prev ? &prev->row : nullptr, r)) return;
-        KeyState prev_copy;
-        if (prev != nullptr) prev_copy = *prev;
-        emit_result(prev ? &prev_copy : nullptr, r, out);
+        emit_result(prev, r, out);  // copies what it needs of prev before the write below
         write(st, StateKind::Kept, r, now);
         return;
     }
@@ -232,8 +254,8 @@ void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, std::vector<
     if (!insert_only_first()) return;
     std::vector<const KeyState*> due;
     for (const auto& kv : st.all())
-        if (kv.second.kind == StateKind::Candidate && kv.second.row.rowtime <= wm_)
-            due.push_back(&kv.second);
+        if (kv.second.state.kind == StateKind::Candidate && kv.second.state.row.rowtime <= wm_)
+            due.push_back(&kv.second.state);
     std::sort(due.begin(), due.end(), [](const KeyState* a, const KeyState* b) {
         if (a->row.arrival != b->row.arrival) return a->row.arrival < b->row.arrival;
         return a->row.key < b->row.key;

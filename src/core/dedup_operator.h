@@ -76,6 +76,23 @@ struct Change {
 // Keyed state with a record of what changed. Absent keys read as no state.
 class StateMap {
 public:
+    // What a stored key was when the caller's store gave it (loaded, or in the base).
+    struct Loaded {
+        StateKind kind;
+        int64_t rowtime;
+        uint64_t locator;
+    };
+    // One key the map holds itself (loaded or written): its state, whether it was written since
+    // the last clear_dirty(), and what the store held for it (a loaded key, or a base key
+    // written over; was_loaded false for a key new to the store).
+    struct Slot {
+        KeyState state;
+        bool dirty = false;
+        bool was_loaded = false;
+        Loaded loaded{StateKind::Kept, 0, 0};
+    };
+    using Entry = std::pair<const std::string, Slot>;
+
     // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
     // else the base).
     const KeyState* find(const std::string& key) const;
@@ -83,11 +100,6 @@ public:
     void load(const KeyState& s);
     // Whether a key was loaded (it exists in the caller's store: loaded, or in the base), and
     // what it was then (into *out when given).
-    struct Loaded {
-        StateKind kind;
-        int64_t rowtime;
-        uint64_t locator;
-    };
     bool loaded(const std::string& key, Loaded* out = nullptr) const;
     // States the caller's store holds, read in place beneath the loaded and written ones (the
     // glue's per-backend cache); the map must outlive this StateMap's use and stay unchanged.
@@ -98,23 +110,29 @@ public:
     // A written or loaded state, for the caller to record where it stored it; nullptr if none.
     KeyState* find_own(const std::string& key) {
         auto it = states_.find(key);
-        return it == states_.end() ? nullptr : &it->second;
+        return it == states_.end() ? nullptr : &it->second.state;
     }
     // Whether a key was written since the last clear_dirty().
-    bool is_dirty(const std::string& key) const { return dirty_.count(key) != 0; }
+    bool is_dirty(const std::string& key) const {
+        auto it = states_.find(key);
+        return it != states_.end() && it->second.dirty;
+    }
     // Write a state (marked dirty).
     void put(const KeyState& s);
-    // Every stored state (for watermark firing and tests).
-    const std::unordered_map<std::string, KeyState>& all() const { return states_; }
-    // Keys written since the last clear_dirty(), in first-write order.
-    const std::vector<std::string>& dirty() const { return dirty_order_; }
+    // Write a key's state in place (marked dirty): kind, a copy of row r, written_at now.
+    void put(StateKind kind, const Row& r, int64_t now);
+    // Every state the map holds itself (for watermark firing and tests).
+    const std::unordered_map<std::string, Slot>& all() const { return states_; }
+    // Keys written since the last clear_dirty(), in first-write order (entries of all(): stable
+    // while no key is added).
+    const std::vector<Entry*>& dirty() const { return dirty_order_; }
     void clear_dirty();
 
 private:
-    std::unordered_map<std::string, KeyState> states_;
-    std::unordered_map<std::string, bool> dirty_;
-    std::unordered_map<std::string, Loaded> loaded_;
-    std::vector<std::string> dirty_order_;
+    // The slot of a key about to be written: created (noting what the base held) if new.
+    Slot& slot_for_write(const std::string& key);
+    std::unordered_map<std::string, Slot> states_;
+    std::vector<Entry*> dirty_order_;
     const std::unordered_map<std::string, KeyState>* base_ = nullptr;
 };
 

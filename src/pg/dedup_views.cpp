@@ -47,6 +47,8 @@ extern "C" {
 #include "utils/numeric.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
+#include "miscadmin.h"
 PG_FUNCTION_INFO_V1(queen_dedup_advance_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_watermark_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_flush_v1);
@@ -542,7 +544,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
 // Keep queen.dedup_candidates (the rowtime index of pending rowtime keep-first candidates)
 // in step with the keys written: a candidate that left or moved is deleted, a new one inserted.
 void write_candidates(Run* run, const ViewRow* v) {
-    const std::vector<std::string>& dirty = run->st.dirty();
+    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     Datum* dk = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     Datum* drt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -551,18 +553,18 @@ void write_candidates(Run* run, const ViewRow* v) {
     Datum* iar = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     int nd = 0, ni = 0;
     for (int i = 0; i < total; i++) {
-        StateMap::Loaded old;
-        bool had = run->st.loaded(dirty[i], &old);
-        const KeyState* s = run->st.find(dirty[i]);
-        bool was = had && old.kind == StateKind::Candidate;
+        const StateMap::Slot& sl = dirty[i]->second;
+        const StateMap::Loaded& old = sl.loaded;
+        const KeyState* s = &sl.state;
+        bool was = sl.was_loaded && old.kind == StateKind::Candidate;
         bool is = s->kind == StateKind::Candidate;
         if (was && is && old.rowtime == s->row.rowtime) continue;
         if (was) {
-            dk[nd] = text_datum(dirty[i]);
+            dk[nd] = text_datum(dirty[i]->first);
             drt[nd++] = Int64GetDatum(old.rowtime);
         }
         if (is) {
-            ik[ni] = text_datum(dirty[i]);
+            ik[ni] = text_datum(dirty[i]->first);
             iar[ni] = Int64GetDatum(s->row.arrival);
             irt[ni++] = Int64GetDatum(s->row.rowtime);
         }
@@ -697,7 +699,7 @@ void take_locators(Run* run) {
 // writer of this view's keys). Both statements return the tuple ids for the next call.
 // Markers (fired keys, proctime keep-first flags) keep no payload: the state stays compact.
 void write_states(Run* run, const ViewRow* v) {
-    const std::vector<std::string>& dirty = run->st.dirty();
+    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     if (total == 0) return;
     bool marker_only_flag = run->opts.order == Order::Proctime && run->opts.keep == Keep::First;
@@ -716,9 +718,10 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
         for (int i = 0; i < total; i++) {
-            StateMap::Loaded old;
-            if (run->st.loaded(dirty[i], &old) != updates) continue;
-            KeyState* s = run->st.find_own(dirty[i]);
+            StateMap::Slot& sl = dirty[i]->second;
+            if (sl.was_loaded != updates) continue;
+            const StateMap::Loaded& old = sl.loaded;
+            KeyState* s = &sl.state;
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
             pn[n] = s->kind == StateKind::Fired || marker_only_flag;
@@ -776,6 +779,19 @@ void write_states(Run* run, const ViewRow* v) {
     if (run->op->insert_only_first()) write_candidates(run, v);
 }
 
+// The call's result rows stay in memory: they are at most the changes this call already holds
+// (run->out and the packed block), so a store sized for them adds no new bound, and it spares
+// writing a temporary file of the result (the default store spills past work_mem).
+void result_in_memory(ReturnSetInfo* rsinfo, size_t bytes) {
+    int kb = (int) Min((size_t) (MAX_KILOBYTES / 2), bytes / 1024 * 2 + 1024);
+    if (kb <= work_mem) return;
+    MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+    tuplestore_end(rsinfo->setResult);
+    rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+                                              false, kb);
+    MemoryContextSwitchTo(old);
+}
+
 // Append the emitted changes to the changelog as one packed block (src/core/dedup_changes.h)
 // and return them as the call's rows.
 void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* next_seq) {
@@ -788,21 +804,24 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     size_t size = 0;
     cxx_capture(err, [&] {
         labels = new std::string[n];
+        for (const Change& c : run->out)
+            size += 38 + c.row.key.size() + c.row.payload.size() + c.row.partition.size();
         ChangeBlockWriter w;
+        w.reserve(size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
             labels[i] = json_scalar_text(c.row.key, &label_null[i]);
             w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.row.payload,
                    c.row.rowtime, c.row.partition, c.row.offset});
         }
-        size = w.finish().size();
-        run->block = w.finish();
+        run->block = w.take();
     });
     if (err.failed) delete[] labels;
     cxx_raise(err);
-    block = static_cast<bytea*>(palloc(VARHDRSZ + size));
-    SET_VARSIZE(block, VARHDRSZ + size);
-    memcpy(VARDATA(block), run->block.data(), size);
+    size_t bsize = run->block.size();
+    block = static_cast<bytea*>(palloc(VARHDRSZ + bsize));
+    SET_VARSIZE(block, VARHDRSZ + bsize);
+    memcpy(VARDATA(block), run->block.data(), bsize);
     Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};
     Datum args[4] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq), Int64GetDatum(*next_seq + n - 1),
                      PointerGetDatum(block)};
@@ -812,8 +831,14 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     run->labels = labels;  // freed with the run if the insert errors out
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: dedup changelog write failed");
+    pfree(block);
+    result_in_memory(rsinfo, size + (size_t) n * 64);
+    // each row's datums live in `tmp` until the store has copied them
+    MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup result",
+                                              ALLOCSET_DEFAULT_SIZES);
     for (int i = 0; i < n; i++) {
         const Change& c = run->out[i];
+        MemoryContext old = MemoryContextSwitchTo(tmp);
         Datum values[7];
         bool nulls[7] = {false, false, label_null[i], false, !v->has_rowtime_path, false, false};
         values[0] = Int64GetDatum(*next_seq + i);
@@ -824,7 +849,10 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
         values[5] = text_datum(c.row.partition);
         values[6] = Int64GetDatum(c.row.offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        MemoryContextSwitchTo(old);
+        MemoryContextReset(tmp);
     }
+    MemoryContextDelete(tmp);
     *next_seq += n;
 }
 
@@ -976,17 +1004,16 @@ void store_cached(Run* run, const ViewRow* v, int64 token) {
     g_cache_touched = true;
     CxxError err;
     // the call's own states are not used after this: they move into the cache
-    auto store = [&](const std::string& k) {
-        KeyState* s = run->st.find_own(k);
+    auto store = [&](KeyState* s) {
         to_stored_form(s, run->opts, v->has_rowtime_path);
         return c->put(v->id, std::move(*s));
     };
     cxx_capture(err, [&] {
         c->begin(v->id, v->has_token, v->token, token);
-        for (const std::string& k : run->st.dirty())
-            if (!store(k)) return;
+        for (StateMap::Entry* e : run->st.dirty())
+            if (!store(&e->second.state)) return;
         for (const std::string& k : run->table_keys)
-            if (!run->st.is_dirty(k) && !store(k)) return;
+            if (!run->st.is_dirty(k) && !store(run->st.find_own(k))) return;
     });
     if (err.failed) c->drop(v->id);  // never a half-stored view
 }
@@ -1069,6 +1096,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     }
     // run the operator
     cxx_capture(err, [&] {
+        if (o.keep == Keep::Last) run->out.reserve(run->merged.size() * (o.update_before ? 2 : 1));
         for (size_t i = 0; i < run->merged.size(); i++) {
             if (run->skip[i]) {
                 no_rowtime++;

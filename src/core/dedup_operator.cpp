@@ -122,6 +122,21 @@ void Deduplicator::emit_result(const KeyState* prev, const Row& cur,
     }
 }
 
+// emit_result for a row that is kept, with its state write between the change of prev (copied
+// before the write may overwrite it) and the change of r (which may take `take` over).
+void Deduplicator::write_kept_and_emit(const KeyState* prev, const Row& r, int64_t now,
+                                       StateMap& st, std::vector<Change>& out, Row* take) {
+    ChangeKind k = ChangeKind::UpdateAfter;
+    if (o_.update_before || o_.generate_insert) {
+        if (prev == nullptr)
+            k = ChangeKind::Insert;
+        else if (o_.update_before)
+            out.push_back({ChangeKind::UpdateBefore, prev->row});
+    }
+    write(st, StateKind::Kept, r, now);
+    out.push_back({k, take ? std::move(*take) : r});
+}
+
 // Flink's isDuplicate: no previous row, or keep-last and prev <= cur (a tie: the later arrival
 // wins), or keep-first and cur < prev (strict: a tie keeps the incumbent).
 bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
@@ -132,7 +147,7 @@ bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
 
 // Proctime keep-last for one row (also the once-per-key step of its mini-batch flush).
 void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
-                                 std::vector<Change>& out) {
+                                 std::vector<Change>& out, Row* take) {
     if (!o_.update_before && !o_.generate_insert) {  // no state at all
         out.push_back({ChangeKind::UpdateAfter, r});
         return;
@@ -148,19 +163,20 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
     bool same = o_.ttl == 0 && prev->row.payload == r.payload;
     if (!same && o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev->row});
     write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
-    if (!same) out.push_back({ChangeKind::UpdateAfter, r});
+    if (!same) out.push_back({ChangeKind::UpdateAfter, take ? std::move(*take) : r});
 }
 
 // One row without mini-batch.
-void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                             Row* take) {
     if (o_.order == Order::Proctime) {
         if (o_.keep == Keep::First) {
             // the flag is written once, on the first row; flags ignored: always +I
             if (live(st, r.key, now) != nullptr) return;
             write(st, StateKind::Kept, r, now);
-            out.push_back({ChangeKind::Insert, r});
+            out.push_back({ChangeKind::Insert, take ? std::move(*take) : r});
         } else {
-            proctime_last(r, now, st, out);
+            proctime_last(r, now, st, out, take);
         }
         return;
     }
@@ -168,8 +184,7 @@ void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vecto
         // rowtime keep-last: eager; state written only when the row is kept
         const KeyState* prev = live(st, r.key, now);
         if (!replaces(prev ? &prev->row : nullptr, r)) return;
-        emit_result(prev, r, out);  // copies what it needs of prev before the write below
-        write(st, StateKind::Kept, r, now);
+        write_kept_and_emit(prev, r, now, st, out, take);
         return;
     }
     // rowtime keep-first, insert-only: late rows dropped, fired keys ignored, earliest candidate
@@ -190,6 +205,16 @@ void Deduplicator::process(const Row& r, int64_t now, StateMap& st, std::vector<
         return;
     }
     bundle_.push_back(r);
+    if ((int64_t) bundle_.size() >= o_.mini_batch_size) flush(now, st, out);
+}
+
+// The same, letting the change emitted for r take r over.
+void Deduplicator::process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+    if (!o_.mini_batch) {
+        apply_row(r, now, st, out, &r);
+        return;
+    }
+    bundle_.push_back(std::move(r));
     if ((int64_t) bundle_.size() >= o_.mini_batch_size) flush(now, st, out);
 }
 

@@ -144,6 +144,9 @@ public:
     // One arriving row at processing time `now`. Without mini-batch it is applied at once;
     // with mini-batch it joins the bundle, which flushes when it holds mini_batch_size rows.
     void process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    // The same, but the change emitted for r may take r's contents over (r is left valid but
+    // unspecified, except its offset and arrival).
+    void process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
     // Flush the pending bundle (a checkpoint, close, or before a watermark).
     void flush(int64_t now, StateMap& st, std::vector<Change>& out);
     // Flush the bundle, advance the watermark to max(current, wm), and fire the rowtime
@@ -169,8 +172,14 @@ private:
     void emit_result(const KeyState* prev, const Row& cur, std::vector<Change>& out) const;
     // isDuplicate: whether cur replaces prev under the rowtime rule.
     bool replaces(const Row* prev, const Row& cur) const;
-    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
-    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    void write_kept_and_emit(const KeyState* prev, const Row& r, int64_t now, StateMap& st,
+                             std::vector<Change>& out, Row* take);
+    // take: the caller's own copy of r (the same object) that the last change it emits may
+    // take over, or nullptr (r is copied).
+    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                   Row* take = nullptr);
+    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                       Row* take = nullptr);
 
     Options o_;
     bool has_wm_ = false;

@@ -705,6 +705,7 @@ void write_states(Run* run, const ViewRow* v) {
     bool marker_only_flag = run->opts.order == Order::Proctime && run->opts.keep == Keep::First;
     StateRel rel = {};
     int direct = 0;  // 0 not tried yet, 1 dedup_state open for direct updates, -1 not possible
+    MemoryContext tmp = nullptr;
     for (int pass = 0; pass < 2; pass++) {
         bool updates = pass == 0;
         Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -722,31 +723,47 @@ void write_states(Run* run, const ViewRow* v) {
             if (sl.was_loaded != updates) continue;
             const StateMap::Loaded& old = sl.loaded;
             KeyState* s = &sl.state;
+            bool pnull = s->kind == StateKind::Fired || marker_only_flag;
+            if (updates && old.locator != 0) {
+                if (direct == 0) {
+                    direct = state_rel_open(&rel) ? 1 : -1;
+                    if (direct == 1)
+                        tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup state row",
+                                                    ALLOCSET_DEFAULT_SIZES);
+                }
+                if (direct == 1) {
+                    // the row's datums and tuple live in tmp, reset after each key
+                    MemoryContext outer = MemoryContextSwitchTo(tmp);
+                    Datum values[8] = {Int64GetDatum(v->id), text_datum(s->row.key),
+                                       Int16GetDatum((int16) s->kind),
+                                       pnull ? (Datum) 0 : jsonb_datum(s->row.payload),
+                                       Int64GetDatum(s->row.rowtime), TimestampTzGetDatum(s->written_at),
+                                       text_datum(s->row.partition), Int64GetDatum(s->row.offset)};
+                    bool nulls[8] = {false, false, false, pnull, !v->has_rowtime_path, false, false, false};
+                    uint64 loc;
+                    bool done = state_update_at(&rel, old.locator, v->id, s->row.key, values, nulls, &loc);
+                    MemoryContextSwitchTo(outer);
+                    MemoryContextReset(tmp);
+                    if (done) {
+                        s->locator = loc;
+                        continue;  // written
+                    }
+                }
+            }
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
-            pn[n] = s->kind == StateKind::Fired || marker_only_flag;
+            pn[n] = pnull;
             p[n] = pn[n] ? (Datum) 0 : jsonb_datum(s->row.payload);
             rtn[n] = !v->has_rowtime_path;
             rt[n] = Int64GetDatum(s->row.rowtime);
             wa[n] = TimestampTzGetDatum(s->written_at);
             sp[n] = text_datum(s->row.partition);
             so[n] = Int64GetDatum(s->row.offset);
-            if (updates && old.locator != 0) {
-                if (direct == 0) direct = state_rel_open(&rel) ? 1 : -1;
-                if (direct == 1) {
-                    Datum values[8] = {Int64GetDatum(v->id), k[n], kd[n], p[n], rt[n], wa[n], sp[n], so[n]};
-                    bool nulls[8] = {false, false, false, pn[n], rtn[n], false, false, false};
-                    uint64 loc;
-                    if (state_update_at(&rel, old.locator, v->id, s->row.key, values, nulls, &loc)) {
-                        s->locator = loc;
-                        continue;  // written
-                    }
-                }
-            }
             n++;
         }
         if (updates && direct == 1) {
             state_rel_close(&rel);
+            MemoryContextDelete(tmp);
             CommandCounterIncrement();
         }
         if (n == 0) continue;
@@ -1102,7 +1119,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
                 no_rowtime++;
                 continue;
             }
-            run->op->process(run->merged[i], now, run->st, run->out);
+            run->op->process_taking(run->merged[i], now, run->st, run->out);
         }
         if (mode == Mode::Flush) run->op->flush(now, run->st, run->out);
         if (mode == Mode::Watermark) run->op->watermark(wm, now, run->st, run->out);

@@ -499,3 +499,66 @@ TEST(DedupMiniBatch, RestoreBundle) {
     EXPECT_EQ(out[0].row.payload, "3");
     EXPECT_EQ(out[1].row.payload, "2");
 }
+
+// process_taking (the glue's path: the change of a row may take the row over) emits exactly
+// what process does and leaves the same state, for every variant, flag, mini-batch and TTL.
+TEST(DedupOperator, ProcessTakingEmitsWhatProcessDoes) {
+    struct In {
+        const char* k;
+        const char* p;
+        int64_t t;
+        int64_t now;
+    };
+    const In rows[] = {{"a", "1", 10, 0}, {"b", "1", 5, 0},  {"a", "2", 12, 1}, {"a", "2", 12, 1},
+                       {"b", "0", 3, 2},  {"a", "3", 11, 3}, {"c", "9", 1, 50}, {"a", "4", 20, 60},
+                       {"b", "5", 5, 61}, {"c", "9", 1, 62}};
+    for (int mask = 0; mask < 64; mask++) {
+        Options o = opts(mask & 1 ? Order::Rowtime : Order::Proctime, mask & 2 ? Keep::Last : Keep::First,
+                         (mask & 4) != 0, (mask & 8) != 0);
+        if (mask & 16) {
+            o.mini_batch = true;
+            o.mini_batch_size = 3;
+        }
+        if (mask & 32) o.ttl = 40;
+        Deduplicator d1(o), d2(o);
+        StateMap s1, s2;
+        std::vector<Change> o1, o2;
+        int64_t off = 0;
+        for (const In& in : rows) {
+            Row r;
+            r.key = in.k;
+            r.payload = in.p;
+            r.rowtime = in.t;
+            r.partition = "p0";
+            r.arrival = off;
+            r.offset = off++;
+            d1.process(r, in.now, s1, o1);
+            Row r2 = r;
+            d2.process_taking(r2, in.now, s2, o2);
+            EXPECT_EQ(r2.offset, r.offset);
+            if (in.now == 3) {
+                d1.watermark(11, in.now, s1, o1);
+                d2.watermark(11, in.now, s2, o2);
+            }
+        }
+        d1.flush(100, s1, o1);
+        d2.flush(100, s2, o2);
+        ASSERT_EQ(o1.size(), o2.size()) << "mask " << mask;
+        for (size_t i = 0; i < o1.size(); i++) {
+            EXPECT_EQ(o1[i].kind, o2[i].kind) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].row.key, o2[i].row.key) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].row.payload, o2[i].row.payload) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].row.rowtime, o2[i].row.rowtime) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].row.offset, o2[i].row.offset) << "mask " << mask << " change " << i;
+        }
+        ASSERT_EQ(s1.all().size(), s2.all().size()) << "mask " << mask;
+        for (const auto& kv : s1.all()) {
+            const KeyState* b = s2.find(kv.first);
+            ASSERT_NE(b, nullptr) << "mask " << mask;
+            EXPECT_EQ((int) kv.second.state.kind, (int) b->kind) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.row.payload, b->row.payload) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.row.offset, b->row.offset) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.written_at, b->written_at) << "mask " << mask;
+        }
+    }
+}

@@ -20,6 +20,8 @@
 // The backend's copy of a view's state (dedup_state_cache.h) is used only while the view row,
 // read under that lock, carries the state token this backend wrote last; any (sub)transaction
 // abort after storing into it clears it. So the copy is never older than the table.
+#include <malloc.h>
+
 #include "core/dedup_changes.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
@@ -987,10 +989,18 @@ void cache_subxact(SubXactEvent ev, SubTransactionId, SubTransactionId, void*) {
 }
 
 // The cache, created (and the callbacks registered) on first use; nullptr without memory.
+// A backend that drives dedup views allocates and frees the same few MB per call (rows,
+// changes, the packed block, the result): from then on malloc keeps freed memory for the next
+// call instead of handing it back and faulting fresh pages in again (at most kKeepFreeBytes
+// held; large blocks still come from mmap only above kMmapFromBytes).
+constexpr int kKeepFreeBytes = 256 << 20;
+constexpr int kMmapFromBytes = 32 << 20;
 StateCache* state_cache() {
     if (g_cache == nullptr) {
         g_cache = new (std::nothrow) StateCache(kStateCacheBytes);
         if (g_cache == nullptr) return nullptr;
+        (void) mallopt(M_MMAP_THRESHOLD, kMmapFromBytes);
+        (void) mallopt(M_TRIM_THRESHOLD, kKeepFreeBytes);
         RegisterXactCallback(cache_xact, nullptr);
         RegisterSubXactCallback(cache_subxact, nullptr);
     }

@@ -101,6 +101,17 @@ const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, i
     return s;
 }
 
+// The rows apply_row drops without reading: a proctime keep-first key with live state (its
+// flag is never rewritten), a rowtime keep-first key whose live fired marker stays (a row that is
+// not late is ignored; a late one is counted, so not ignored here).
+bool Deduplicator::ignores(const KeyState& s, int64_t rowtime, int64_t now) const {
+    if (o_.mini_batch || o_.keep != Keep::First) return false;
+    if (o_.ttl > 0 && s.kind != StateKind::Candidate && s.written_at + o_.ttl <= now) return false;
+    if (o_.order == Order::Proctime) return true;
+    if (!insert_only_first() || s.kind != StateKind::Fired) return false;
+    return !(has_wm_ && rowtime < wm_);
+}
+
 // Write a key's state at processing time now (this is what (re)starts its TTL).
 void Deduplicator::write(StateMap& st, StateKind kind, const Row& r, int64_t now) {
     st.put(kind, r, now);

@@ -105,6 +105,12 @@ public:
     // glue's per-backend cache); the map must outlive this StateMap's use and stay unchanged.
     // all() does not include them.
     void set_base(const std::unordered_map<std::string, KeyState>* base) { base_ = base; }
+    // The base's state of a key, or nullptr.
+    const KeyState* base_find(const std::string& key) const {
+        if (base_ == nullptr) return nullptr;
+        auto b = base_->find(key);
+        return b == base_->end() ? nullptr : &b->second;
+    }
     // Whether the base holds a key.
     bool in_base(const std::string& key) const { return base_ != nullptr && base_->count(key) != 0; }
     // A written or loaded state, for the caller to record where it stored it; nullptr if none.
@@ -160,6 +166,12 @@ public:
     const std::vector<Row>& bundle() const { return bundle_; }
     // Restore persisted scalar state and the pending bundle.
     void restore(bool has_wm, int64_t wm, int64_t late, std::vector<Row> bundle);
+    // True when a row of a key whose state is `s` (and stays so until the row: true of the
+    // states this predicate accepts) would change nothing and emit nothing at processing time
+    // now, whatever its payload: proctime keep-first with live state, or rowtime keep-first's
+    // live fired marker for a row that is not late. Never with mini-batch. The caller may then
+    // skip the row (it still counts as consumed).
+    bool ignores(const KeyState& s, int64_t rowtime, int64_t now) const;
     // True when this view uses the watermark-released (insert-only) rowtime keep-first form.
     bool insert_only_first() const {
         return o_.order == Order::Rowtime && o_.keep == Keep::First && !o_.mini_batch;

@@ -78,9 +78,10 @@ struct Run {
     std::vector<std::string> keys;       // distinct keys whose state is read from the table
     std::vector<std::string> table_keys; // the keys of those the table had
     std::vector<Row> merged;             // the rows this call consumes, in merge order
-    std::vector<char> skip;              // merged[i] has no integer rowtime (rowtime views)
+    std::vector<char> flag;              // merged[i]'s RowFlag
     std::vector<int> merged_part;        // merged[i]'s partition index
-    std::vector<char> input_skip;
+    std::vector<char> input_flag;
+    TimestampTz now = 0;                 // the call's processing time
     std::vector<Change> out;
     std::string block;                   // the packed changelog block
     std::string* labels = nullptr;       // display keys of out (new[])
@@ -89,6 +90,14 @@ struct Run {
         delete op;
         delete[] labels;
     }
+};
+
+// What the call knows of a consumed row before the operator runs.
+enum RowFlag : char {
+    kRowNew = 0,      // its key is not in the backend's copy of the state
+    kRowNoRowtime,    // a rowtime view's row without an integer rowtime: skipped, counted
+    kRowIgnored,      // the operator would drop it unread (Deduplicator::ignores): skipped
+    kRowInBase,       // its key's state is in the backend's copy
 };
 
 struct RunHolder {
@@ -378,13 +387,20 @@ void take_segment(Run* run, const ViewRow* v, const LogRow* row, int part, int64
             cxx_capture(*err, [&] {
                 Row r;
                 r.key.assign(key, kl);
-                r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
                 r.rowtime = rt_ok ? rt : (has_rt ? 0 : INT64_MIN);
+                // a rowtime view cannot place a row without an integer rowtime: skipped, counted
+                char flag = rowtime_view && !rt_ok ? kRowNoRowtime : kRowNew;
+                if (flag == kRowNew) {
+                    const KeyState* b = run->st.base_find(r.key);
+                    if (b != nullptr)
+                        flag = run->op->ignores(*b, r.rowtime, run->now) ? kRowIgnored : kRowInBase;
+                }
+                // an ignored row's payload is never read: not copied
+                if (flag != kRowIgnored) r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
                 r.partition = run->part_names[part];
                 r.offset = at;
                 run->input.push_back(std::move(r));
-                // a rowtime view cannot place a row without an integer rowtime: skipped, counted
-                run->input_skip.push_back(rowtime_view && !rt_ok);
+                run->input_flag.push_back(flag);
                 run->items.push_back({part, at, row->created_at});
             });
             MemoryContextReset(tmp);
@@ -442,6 +458,12 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
     Paths paths = {nullptr, 0, nullptr, 0};
     path_elems(v->key_path, &paths.key, &paths.nkey);
     if (v->has_rowtime_path) path_elems(v->rowtime_path, &paths.rowtime, &paths.nrowtime);
+    cxx_capture(*err, [&] {  // room for one partition's full read: no regrowth in the usual case
+        run->input.reserve((size_t) max_rows);
+        run->input_flag.reserve((size_t) max_rows);
+        run->items.reserve((size_t) max_rows);
+    });
+    if (err->failed) return;
     Storage st;
     storage_lookup(&st);
     Snapshot snap = RegisterSnapshot(GetTransactionSnapshot());
@@ -474,7 +496,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
         for (size_t i : order) {
             run->input[i].arrival = v->consumed + (int64_t) run->merged.size();
             run->merged.push_back(std::move(run->input[i]));
-            run->skip.push_back(run->input_skip[i]);
+            run->flag.push_back(run->input_flag[i]);
             run->merged_part.push_back(run->items[i].partition);
         }
         run->input.clear();
@@ -1097,20 +1119,20 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     cxx_raise(err);
 
     int64 no_rowtime = 0;
+    run->now = now;
+    load_cached(run, &v);  // before the read: it sorts rows by what the copy holds of their keys
     if (mode == Mode::Advance && max_rows > 0) {
         read_input(run, &v, max_rows, &err);
         cxx_raise(err);
     }
     // the keys whose state this call needs and the backend's cache does not hold
-    load_cached(run, &v);
     cxx_capture(err, [&] {
         std::unordered_map<std::string, bool> seen;
         for (const Row& r : run->op->bundle())
             if (!run->st.in_base(r.key) && seen.emplace(r.key, true).second)
                 run->keys.push_back(r.key);
         for (size_t i = 0; i < run->merged.size(); i++)
-            if (!run->skip[i] && !run->st.in_base(run->merged[i].key) &&
-                seen.emplace(run->merged[i].key, true).second)
+            if (run->flag[i] == kRowNew && seen.emplace(run->merged[i].key, true).second)
                 run->keys.push_back(run->merged[i].key);
     });
     cxx_raise(err);
@@ -1125,10 +1147,11 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     cxx_capture(err, [&] {
         if (o.keep == Keep::Last) run->out.reserve(run->merged.size() * (o.update_before ? 2 : 1));
         for (size_t i = 0; i < run->merged.size(); i++) {
-            if (run->skip[i]) {
+            if (run->flag[i] == kRowNoRowtime) {
                 no_rowtime++;
                 continue;
             }
+            if (run->flag[i] == kRowIgnored) continue;
             run->op->process_taking(run->merged[i], now, run->st, run->out);
         }
         if (mode == Mode::Flush) run->op->flush(now, run->st, run->out);

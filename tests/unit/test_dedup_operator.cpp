@@ -562,3 +562,62 @@ TEST(DedupOperator, ProcessTakingEmitsWhatProcessDoes) {
         }
     }
 }
+
+// ignores(s, ...) true means processing the row changes nothing and emits nothing, for every
+// variant, flag, TTL and state kind; and it is true where the fast path matters (a proctime
+// keep-first key with live state, a fired rowtime keep-first key and a row that is not late).
+TEST(DedupOperator, IgnoredRowsChangeNothing) {
+    int accepted = 0;
+    for (int mask = 0; mask < 64; mask++) {
+        Options o = opts(mask & 1 ? Order::Rowtime : Order::Proctime, mask & 2 ? Keep::Last : Keep::First,
+                         (mask & 4) != 0, (mask & 8) != 0);
+        if (mask & 16) {
+            o.mini_batch = true;
+            o.mini_batch_size = 1;
+        }
+        if (mask & 32) o.ttl = 40;
+        for (int kind = 1; kind <= 3; kind++)
+            for (int64_t written : {0, 100})
+                for (int64_t rt : {5, 50}) {
+                    Deduplicator d(o);
+                    d.restore(true, 10, 0, {});
+                    KeyState s;
+                    s.kind = (StateKind) kind;
+                    s.row.key = "a";
+                    s.row.payload = "old";
+                    s.row.rowtime = 20;
+                    s.written_at = written;
+                    StateMap st;
+                    st.load(s);
+                    Row r;
+                    r.key = "a";
+                    r.payload = "new";
+                    r.rowtime = rt;
+                    r.partition = "p0";
+                    int64_t now = 120;
+                    if (!d.ignores(s, rt, now)) continue;
+                    accepted++;
+                    std::vector<Change> out;
+                    d.process(r, now, st, out);
+                    d.flush(now, st, out);
+                    EXPECT_TRUE(out.empty()) << "mask " << mask << " kind " << kind;
+                    EXPECT_TRUE(st.dirty().empty()) << "mask " << mask << " kind " << kind;
+                    EXPECT_EQ(d.late_rows(), 0) << "mask " << mask << " kind " << kind;
+                }
+    }
+    EXPECT_GT(accepted, 0);
+    Deduplicator pf(opts(Order::Proctime, Keep::First));
+    KeyState kept;
+    EXPECT_TRUE(pf.ignores(kept, 0, 0));
+    Deduplicator rf(opts(Order::Rowtime, Keep::First));
+    rf.restore(true, 10, 0, {});
+    KeyState fired;
+    fired.kind = StateKind::Fired;
+    EXPECT_TRUE(rf.ignores(fired, 10, 0));
+    EXPECT_FALSE(rf.ignores(fired, 9, 0));  // late: counted
+    KeyState cand;
+    cand.kind = StateKind::Candidate;
+    EXPECT_FALSE(rf.ignores(cand, 10, 0));
+    Deduplicator pl(opts(Order::Proctime, Keep::Last, true));
+    EXPECT_FALSE(pl.ignores(kept, 0, 0));
+}

@@ -55,9 +55,8 @@ void StateMap::load(const KeyState& s) {
 
 // The slot a write goes to; a new one records what the base held for the key.
 StateMap::Slot& StateMap::slot_for_write(const std::string& key) {
-    auto it = states_.find(key);
-    if (it == states_.end()) {
-        it = states_.emplace(key, Slot{}).first;
+    auto [it, fresh] = states_.try_emplace(key);
+    if (fresh) {
         if (base_ != nullptr) {
             auto b = base_->find(key);
             if (b != base_->end()) {

@@ -133,6 +133,8 @@ public:
     // while no key is added).
     const std::vector<Entry*>& dirty() const { return dirty_order_; }
     void clear_dirty();
+    // Room for n keys of the map's own (no rehash while they are written).
+    void reserve(size_t n) { states_.reserve(n); }
 
 private:
     // The slot of a key about to be written: created (noting what the base held) if new.

@@ -1145,7 +1145,10 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     }
     // run the operator
     cxx_capture(err, [&] {
-        if (o.keep == Keep::Last) run->out.reserve(run->merged.size() * (o.update_before ? 2 : 1));
+        if (o.keep == Keep::Last) {  // every row may write its key and emit up to two changes
+            run->out.reserve(run->merged.size() * (o.update_before ? 2 : 1));
+            run->st.reserve(run->merged.size() + run->table_keys.size());
+        }
         for (size_t i = 0; i < run->merged.size(); i++) {
             if (run->flag[i] == kRowNoRowtime) {
                 no_rowtime++;

@@ -31,6 +31,18 @@ const KeyState* StateMap::find(const std::string& key) const {
     return b == base_->end() ? nullptr : &b->second;
 }
 
+// A key's stored state and whether it is the base's.
+const KeyState* StateMap::find(const std::string& key, bool* in_base) const {
+    auto it = states_.find(key);
+    *in_base = false;
+    if (it != states_.end()) return &it->second.state;
+    if (base_ == nullptr) return nullptr;
+    auto b = base_->find(key);
+    if (b == base_->end()) return nullptr;
+    *in_base = true;
+    return &b->second;
+}
+
 // Loaded, or in the base (a base state is as the store holds it).
 bool StateMap::loaded(const std::string& key, Loaded* out) const {
     auto it = states_.find(key);
@@ -92,8 +104,11 @@ void StateMap::clear_dirty() {
 
 // The state as the operator reads it: absent when expired (last_write + ttl <= now). Reads never
 // refresh. Rowtime keep-first candidates have no TTL (the watermark clears them).
-const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, int64_t now) const {
-    const KeyState* s = st.find(key);
+const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, int64_t now,
+                                   bool* in_base) const {
+    bool b = false;
+    const KeyState* s = st.find(key, &b);
+    if (in_base != nullptr) *in_base = b;
     if (s == nullptr) return nullptr;
     if (o_.ttl > 0 && s->kind != StateKind::Candidate && s->written_at + o_.ttl <= now)
         return nullptr;
@@ -132,16 +147,24 @@ void Deduplicator::emit_result(const KeyState* prev, const Row& cur,
     }
 }
 
+// A -U of prev: a base state is referred to (the base stays unchanged while the caller consumes
+// the changes), any other is copied (the write that follows may overwrite it in place).
+Change Deduplicator::before(const KeyState* prev, bool in_base) {
+    if (in_base) return Change{ChangeKind::UpdateBefore, Row{}, &prev->row};
+    return Change{ChangeKind::UpdateBefore, prev->row};
+}
+
 // emit_result for a row that is kept, with its state write between the change of prev (copied
 // before the write may overwrite it) and the change of r (which may take `take` over).
-void Deduplicator::write_kept_and_emit(const KeyState* prev, const Row& r, int64_t now,
-                                       StateMap& st, std::vector<Change>& out, Row* take) {
+void Deduplicator::write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r,
+                                       int64_t now, StateMap& st, std::vector<Change>& out,
+                                       Row* take) {
     ChangeKind k = ChangeKind::UpdateAfter;
     if (o_.update_before || o_.generate_insert) {
         if (prev == nullptr)
             k = ChangeKind::Insert;
         else if (o_.update_before)
-            out.push_back({ChangeKind::UpdateBefore, prev->row});
+            out.push_back(before(prev, prev_in_base));
     }
     write(st, StateKind::Kept, r, now);
     out.push_back({k, take ? std::move(*take) : r});
@@ -162,7 +185,8 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
         out.push_back({ChangeKind::UpdateAfter, r});
         return;
     }
-    const KeyState* prev = live(st, r.key, now);
+    bool in_base;
+    const KeyState* prev = live(st, r.key, now, &in_base);
     if (prev == nullptr) {
         write(st, StateKind::Kept, r, now);
         out.push_back({ChangeKind::Insert, r});
@@ -171,7 +195,7 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
     // identical-row suppression: content equality, only without a TTL. The -U copy is taken
     // before the write below replaces (and may overwrite in place) the previous row.
     bool same = o_.ttl == 0 && prev->row.payload == r.payload;
-    if (!same && o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev->row});
+    if (!same && o_.update_before) out.push_back(before(prev, in_base));
     write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
     if (!same) out.push_back({ChangeKind::UpdateAfter, take ? std::move(*take) : r});
 }
@@ -192,9 +216,10 @@ void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vecto
     }
     if (o_.keep == Keep::Last) {
         // rowtime keep-last: eager; state written only when the row is kept
-        const KeyState* prev = live(st, r.key, now);
+        bool in_base;
+        const KeyState* prev = live(st, r.key, now, &in_base);
         if (!replaces(prev ? &prev->row : nullptr, r)) return;
-        write_kept_and_emit(prev, r, now, st, out, take);
+        write_kept_and_emit(prev, in_base, r, now, st, out, take);
         return;
     }
     // rowtime keep-first, insert-only: late rows dropped, fired keys ignored, earliest candidate

@@ -71,6 +71,11 @@ const char* change_kind_name(ChangeKind k) noexcept;
 struct Change {
     ChangeKind kind;
     Row row;
+    // When set, the change's row is *ref and `row` is unused: a -U of a state the StateMap's
+    // base holds (not copied). The caller keeps the base unchanged until it has consumed the
+    // changes.
+    const Row* ref = nullptr;
+    const Row& get() const { return ref != nullptr ? *ref : row; }
 };
 
 // Keyed state with a record of what changed. Absent keys read as no state.
@@ -96,6 +101,8 @@ public:
     // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
     // else the base).
     const KeyState* find(const std::string& key) const;
+    // The same, telling whether the state is the base's (*in_base).
+    const KeyState* find(const std::string& key, bool* in_base) const;
     // Load a stored state (not marked dirty).
     void load(const KeyState& s);
     // Whether a key was loaded (it exists in the caller's store: loaded, or in the base), and
@@ -180,14 +187,17 @@ public:
     }
 
 private:
-    const KeyState* live(const StateMap& st, const std::string& key, int64_t now) const;
+    const KeyState* live(const StateMap& st, const std::string& key, int64_t now,
+                         bool* in_base = nullptr) const;
+    // The -U change of prev (a reference to it when it is the base's).
+    static Change before(const KeyState* prev, bool in_base);
     void write(StateMap& st, StateKind kind, const Row& r, int64_t now);
     // updateDeduplicateResult: +I / [-U] +U / bare +U.
     void emit_result(const KeyState* prev, const Row& cur, std::vector<Change>& out) const;
     // isDuplicate: whether cur replaces prev under the rowtime rule.
     bool replaces(const Row* prev, const Row& cur) const;
-    void write_kept_and_emit(const KeyState* prev, const Row& r, int64_t now, StateMap& st,
-                             std::vector<Change>& out, Row* take);
+    void write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r, int64_t now,
+                             StateMap& st, std::vector<Change>& out, Row* take);
     // take: the caller's own copy of r (the same object) that the last change it emits may
     // take over, or nullptr (r is copied).
     void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,

@@ -846,14 +846,14 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     cxx_capture(err, [&] {
         labels = new std::string[n];
         for (const Change& c : run->out)
-            size += 38 + c.row.key.size() + c.row.payload.size() + c.row.partition.size();
+            size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
         ChangeBlockWriter w;
         w.reserve(size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
-            labels[i] = json_scalar_text(c.row.key, &label_null[i]);
-            w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.row.payload,
-                   c.row.rowtime, c.row.partition, c.row.offset});
+            labels[i] = json_scalar_text(c.get().key, &label_null[i]);
+            w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.get().payload,
+                   c.get().rowtime, c.get().partition, c.get().offset});
         }
         run->block = w.take();
     });
@@ -885,10 +885,10 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
         values[0] = Int64GetDatum(*next_seq + i);
         values[1] = CStringGetTextDatum(change_kind_name(c.kind));
         values[2] = label_null[i] ? (Datum) 0 : text_datum(labels[i]);
-        values[3] = jsonb_datum(c.row.payload);
-        values[4] = Int64GetDatum(c.row.rowtime);
-        values[5] = text_datum(c.row.partition);
-        values[6] = Int64GetDatum(c.row.offset);
+        values[3] = jsonb_datum(c.get().payload);
+        values[4] = Int64GetDatum(c.get().rowtime);
+        values[5] = text_datum(c.get().partition);
+        values[6] = Int64GetDatum(c.get().offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
         MemoryContextSwitchTo(old);
         MemoryContextReset(tmp);

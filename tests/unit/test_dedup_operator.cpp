@@ -36,8 +36,8 @@ struct H {
     std::vector<std::string> take() {
         std::vector<std::string> v;
         for (const Change& c : out)
-            v.push_back(std::string(change_kind_name(c.kind)) + " " + c.row.key + ":" +
-                        c.row.payload + "@" + std::to_string(c.row.rowtime));
+            v.push_back(std::string(change_kind_name(c.kind)) + " " + c.get().key + ":" +
+                        c.get().payload + "@" + std::to_string(c.get().rowtime));
         out.clear();
         return v;
     }
@@ -496,8 +496,8 @@ TEST(DedupMiniBatch, RestoreBundle) {
     r.payload = "3";
     d2.process(r, 0, h.st, out);  // third row reaches the size
     ASSERT_EQ(out.size(), 2u);
-    EXPECT_EQ(out[0].row.payload, "3");
-    EXPECT_EQ(out[1].row.payload, "2");
+    EXPECT_EQ(out[0].get().payload, "3");
+    EXPECT_EQ(out[1].get().payload, "2");
 }
 
 // process_taking (the glue's path: the change of a row may take the row over) emits exactly
@@ -546,10 +546,10 @@ TEST(DedupOperator, ProcessTakingEmitsWhatProcessDoes) {
         ASSERT_EQ(o1.size(), o2.size()) << "mask " << mask;
         for (size_t i = 0; i < o1.size(); i++) {
             EXPECT_EQ(o1[i].kind, o2[i].kind) << "mask " << mask << " change " << i;
-            EXPECT_EQ(o1[i].row.key, o2[i].row.key) << "mask " << mask << " change " << i;
-            EXPECT_EQ(o1[i].row.payload, o2[i].row.payload) << "mask " << mask << " change " << i;
-            EXPECT_EQ(o1[i].row.rowtime, o2[i].row.rowtime) << "mask " << mask << " change " << i;
-            EXPECT_EQ(o1[i].row.offset, o2[i].row.offset) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().key, o2[i].get().key) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().payload, o2[i].get().payload) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().rowtime, o2[i].get().rowtime) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().offset, o2[i].get().offset) << "mask " << mask << " change " << i;
         }
         ASSERT_EQ(s1.all().size(), s2.all().size()) << "mask " << mask;
         for (const auto& kv : s1.all()) {

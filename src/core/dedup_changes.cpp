@@ -6,17 +6,6 @@
 namespace queen::dedup {
 
 namespace {
-void put_u32(std::string& b, uint32_t v) {
-    for (int i = 0; i < 4; i++) b.push_back((char) ((v >> (8 * i)) & 0xff));
-}
-void put_i64(std::string& b, int64_t s) {
-    uint64_t v = (uint64_t) s;
-    for (int i = 0; i < 8; i++) b.push_back((char) ((v >> (8 * i)) & 0xff));
-}
-void put_str(std::string& b, std::string_view s) {
-    put_u32(b, (uint32_t) s.size());
-    b.append(s.data(), s.size());
-}
 uint32_t get_u32(const uint8_t* p) {
     return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
 }
@@ -30,15 +19,31 @@ int64_t get_i64(const uint8_t* p) {
 // Start a block with its header.
 ChangeBlockWriter::ChangeBlockWriter() { buf_.assign("QC\x01\x00\x00\x00\x00\x00", 8); }
 
-// Append one change.
+// Append one change: its size is known up front, so the buffer grows once and the fields are
+// written in place.
 void ChangeBlockWriter::add(const PackedChange& c) {
-    buf_.push_back((char) c.kind);
-    buf_.push_back((char) ((c.key_null ? 1 : 0) | (c.rowtime_null ? 2 : 0)));
-    put_str(buf_, c.key);
-    put_str(buf_, c.payload);
-    put_i64(buf_, c.rowtime);
-    put_str(buf_, c.partition);
-    put_i64(buf_, c.offset);
+    size_t at = buf_.size();
+    buf_.resize(at + 2 + 4 + c.key.size() + 4 + c.payload.size() + 8 + 4 + c.partition.size() + 8);
+    char* p = &buf_[at];
+    auto u32 = [&p](uint32_t v) {
+        for (int i = 0; i < 4; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
+    };
+    auto i64 = [&p](int64_t s) {
+        uint64_t v = (uint64_t) s;
+        for (int i = 0; i < 8; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
+    };
+    auto str = [&](std::string_view s) {
+        u32((uint32_t) s.size());
+        if (!s.empty()) memcpy(p, s.data(), s.size());
+        p += s.size();
+    };
+    *p++ = (char) c.kind;
+    *p++ = (char) ((c.key_null ? 1 : 0) | (c.rowtime_null ? 2 : 0));
+    str(c.key);
+    str(c.payload);
+    i64(c.rowtime);
+    str(c.partition);
+    i64(c.offset);
     count_++;
 }
 

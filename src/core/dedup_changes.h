@@ -29,7 +29,12 @@ class ChangeBlockWriter {
 public:
     ChangeBlockWriter();
     void add(const PackedChange& c);
+    void reserve(std::size_t bytes) { buf_.reserve(bytes); }
     const std::string& finish();  // the block with its count patched in
+    std::string take() {          // the finished block, moved out (the writer is spent)
+        finish();
+        return std::move(buf_);
+    }
     uint32_t count() const { return count_; }
 
 private:

@@ -25,18 +25,30 @@ const char* change_kind_name(ChangeKind k) noexcept {
 // A key's stored state, or nullptr.
 const KeyState* StateMap::find(const std::string& key) const {
     auto it = states_.find(key);
-    if (it != states_.end()) return &it->second;
+    if (it != states_.end()) return &it->second.state;
     if (base_ == nullptr) return nullptr;
     auto b = base_->find(key);
     return b == base_->end() ? nullptr : &b->second;
 }
 
-// Loaded or in the base (a base state is as the store holds it).
+// A key's stored state and whether it is the base's.
+const KeyState* StateMap::find(const std::string& key, bool* in_base) const {
+    auto it = states_.find(key);
+    *in_base = false;
+    if (it != states_.end()) return &it->second.state;
+    if (base_ == nullptr) return nullptr;
+    auto b = base_->find(key);
+    if (b == base_->end()) return nullptr;
+    *in_base = true;
+    return &b->second;
+}
+
+// Loaded, or in the base (a base state is as the store holds it).
 bool StateMap::loaded(const std::string& key, Loaded* out) const {
-    auto it = loaded_.find(key);
-    if (it != loaded_.end()) {
-        if (out != nullptr) *out = it->second;
-        return true;
+    auto it = states_.find(key);
+    if (it != states_.end()) {
+        if (it->second.was_loaded && out != nullptr) *out = it->second.loaded;
+        return it->second.was_loaded;
     }
     if (base_ == nullptr) return false;
     auto b = base_->find(key);
@@ -47,39 +59,76 @@ bool StateMap::loaded(const std::string& key, Loaded* out) const {
 
 // Load a persisted state without marking it dirty.
 void StateMap::load(const KeyState& s) {
-    states_[s.row.key] = s;
-    loaded_[s.row.key] = Loaded{s.kind, s.row.rowtime, s.locator};
+    Slot& sl = states_[s.row.key];
+    sl.state = s;
+    sl.was_loaded = true;
+    sl.loaded = Loaded{s.kind, s.row.rowtime, s.locator};
+}
+
+// The slot a write goes to; a new one records what the base held for the key.
+StateMap::Slot& StateMap::slot_for_write(const std::string& key) {
+    auto [it, fresh] = states_.try_emplace(key);
+    if (fresh) {
+        if (base_ != nullptr) {
+            auto b = base_->find(key);
+            if (b != base_->end()) {
+                it->second.was_loaded = true;
+                it->second.loaded = Loaded{b->second.kind, b->second.row.rowtime, b->second.locator};
+            }
+        }
+    }
+    if (!it->second.dirty) {
+        it->second.dirty = true;
+        dirty_order_.push_back(&*it);
+    }
+    return it->second;
 }
 
 // Write a state and remember the key as dirty.
-void StateMap::put(const KeyState& s) {
-    states_[s.row.key] = s;
-    if (dirty_.emplace(s.row.key, true).second) dirty_order_.push_back(s.row.key);
+void StateMap::put(const KeyState& s) { slot_for_write(s.row.key).state = s; }
+
+// Write a key's state in place (its strings reuse their storage).
+void StateMap::put(StateKind kind, const Row& r, int64_t now) {
+    KeyState& s = slot_for_write(r.key).state;
+    s.kind = kind;
+    s.row = r;
+    s.written_at = now;
+    s.locator = 0;
 }
 
 // Forget which keys were written.
 void StateMap::clear_dirty() {
-    dirty_.clear();
+    for (Entry* e : dirty_order_) e->second.dirty = false;
     dirty_order_.clear();
 }
 
 // The state as the operator reads it: absent when expired (last_write + ttl <= now). Reads never
 // refresh. Rowtime keep-first candidates have no TTL (the watermark clears them).
-const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, int64_t now) const {
-    const KeyState* s = st.find(key);
+const KeyState* Deduplicator::live(const StateMap& st, const std::string& key, int64_t now,
+                                   bool* in_base) const {
+    bool b = false;
+    const KeyState* s = st.find(key, &b);
+    if (in_base != nullptr) *in_base = b;
     if (s == nullptr) return nullptr;
     if (o_.ttl > 0 && s->kind != StateKind::Candidate && s->written_at + o_.ttl <= now)
         return nullptr;
     return s;
 }
 
+// The rows apply_row drops without reading: a proctime keep-first key with live state (its
+// flag is never rewritten), a rowtime keep-first key whose live fired marker stays (a row that is
+// not late is ignored; a late one is counted, so not ignored here).
+bool Deduplicator::ignores(const KeyState& s, int64_t rowtime, int64_t now) const {
+    if (o_.mini_batch || o_.keep != Keep::First) return false;
+    if (o_.ttl > 0 && s.kind != StateKind::Candidate && s.written_at + o_.ttl <= now) return false;
+    if (o_.order == Order::Proctime) return true;
+    if (!insert_only_first() || s.kind != StateKind::Fired) return false;
+    return !(has_wm_ && rowtime < wm_);
+}
+
 // Write a key's state at processing time now (this is what (re)starts its TTL).
 void Deduplicator::write(StateMap& st, StateKind kind, const Row& r, int64_t now) {
-    KeyState s;
-    s.kind = kind;
-    s.row = r;
-    s.written_at = now;
-    st.put(s);
+    st.put(kind, r, now);
 }
 
 // Flink's updateDeduplicateResult: with either flag, +I for a first row, else [-U prev] +U cur;
@@ -98,6 +147,29 @@ void Deduplicator::emit_result(const KeyState* prev, const Row& cur,
     }
 }
 
+// A -U of prev: a base state is referred to (the base stays unchanged while the caller consumes
+// the changes), any other is copied (the write that follows may overwrite it in place).
+Change Deduplicator::before(const KeyState* prev, bool in_base) {
+    if (in_base) return Change{ChangeKind::UpdateBefore, Row{}, &prev->row};
+    return Change{ChangeKind::UpdateBefore, prev->row};
+}
+
+// emit_result for a row that is kept, with its state write between the change of prev (copied
+// before the write may overwrite it) and the change of r (which may take `take` over).
+void Deduplicator::write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r,
+                                       int64_t now, StateMap& st, std::vector<Change>& out,
+                                       Row* take) {
+    ChangeKind k = ChangeKind::UpdateAfter;
+    if (o_.update_before || o_.generate_insert) {
+        if (prev == nullptr)
+            k = ChangeKind::Insert;
+        else if (o_.update_before)
+            out.push_back(before(prev, prev_in_base));
+    }
+    write(st, StateKind::Kept, r, now);
+    out.push_back({k, take ? std::move(*take) : r});
+}
+
 // Flink's isDuplicate: no previous row, or keep-last and prev <= cur (a tie: the later arrival
 // wins), or keep-first and cur < prev (strict: a tie keeps the incumbent).
 bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
@@ -108,46 +180,46 @@ bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
 
 // Proctime keep-last for one row (also the once-per-key step of its mini-batch flush).
 void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
-                                 std::vector<Change>& out) {
+                                 std::vector<Change>& out, Row* take) {
     if (!o_.update_before && !o_.generate_insert) {  // no state at all
         out.push_back({ChangeKind::UpdateAfter, r});
         return;
     }
-    const KeyState* prev = live(st, r.key, now);
-    KeyState prev_copy;
-    if (prev != nullptr) prev_copy = *prev;
-    write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
+    bool in_base;
+    const KeyState* prev = live(st, r.key, now, &in_base);
     if (prev == nullptr) {
+        write(st, StateKind::Kept, r, now);
         out.push_back({ChangeKind::Insert, r});
         return;
     }
-    // identical-row suppression: content equality, only without a TTL
-    if (o_.ttl == 0 && prev_copy.row.payload == r.payload) return;
-    if (o_.update_before) out.push_back({ChangeKind::UpdateBefore, prev_copy.row});
-    out.push_back({ChangeKind::UpdateAfter, r});
+    // identical-row suppression: content equality, only without a TTL. The -U copy is taken
+    // before the write below replaces (and may overwrite in place) the previous row.
+    bool same = o_.ttl == 0 && prev->row.payload == r.payload;
+    if (!same && o_.update_before) out.push_back(before(prev, in_base));
+    write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
+    if (!same) out.push_back({ChangeKind::UpdateAfter, take ? std::move(*take) : r});
 }
 
 // One row without mini-batch.
-void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                             Row* take) {
     if (o_.order == Order::Proctime) {
         if (o_.keep == Keep::First) {
             // the flag is written once, on the first row; flags ignored: always +I
             if (live(st, r.key, now) != nullptr) return;
             write(st, StateKind::Kept, r, now);
-            out.push_back({ChangeKind::Insert, r});
+            out.push_back({ChangeKind::Insert, take ? std::move(*take) : r});
         } else {
-            proctime_last(r, now, st, out);
+            proctime_last(r, now, st, out, take);
         }
         return;
     }
     if (o_.keep == Keep::Last) {
         // rowtime keep-last: eager; state written only when the row is kept
-        const KeyState* prev = live(st, r.key, now);
+        bool in_base;
+        const KeyState* prev = live(st, r.key, now, &in_base);
         if (!replaces(prev ? &prev->row : nullptr, r)) return;
-        KeyState prev_copy;
-        if (prev != nullptr) prev_copy = *prev;
-        emit_result(prev ? &prev_copy : nullptr, r, out);
-        write(st, StateKind::Kept, r, now);
+        write_kept_and_emit(prev, in_base, r, now, st, out, take);
         return;
     }
     // rowtime keep-first, insert-only: late rows dropped, fired keys ignored, earliest candidate
@@ -168,6 +240,16 @@ void Deduplicator::process(const Row& r, int64_t now, StateMap& st, std::vector<
         return;
     }
     bundle_.push_back(r);
+    if ((int64_t) bundle_.size() >= o_.mini_batch_size) flush(now, st, out);
+}
+
+// The same, letting the change emitted for r take r over.
+void Deduplicator::process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+    if (!o_.mini_batch) {
+        apply_row(r, now, st, out, &r);
+        return;
+    }
+    bundle_.push_back(std::move(r));
     if ((int64_t) bundle_.size() >= o_.mini_batch_size) flush(now, st, out);
 }
 
@@ -232,8 +314,8 @@ void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, std::vector<
     if (!insert_only_first()) return;
     std::vector<const KeyState*> due;
     for (const auto& kv : st.all())
-        if (kv.second.kind == StateKind::Candidate && kv.second.row.rowtime <= wm_)
-            due.push_back(&kv.second);
+        if (kv.second.state.kind == StateKind::Candidate && kv.second.state.row.rowtime <= wm_)
+            due.push_back(&kv.second.state);
     std::sort(due.begin(), due.end(), [](const KeyState* a, const KeyState* b) {
         if (a->row.arrival != b->row.arrival) return a->row.arrival < b->row.arrival;
         return a->row.key < b->row.key;

@@ -71,50 +71,83 @@ const char* change_kind_name(ChangeKind k) noexcept;
 struct Change {
     ChangeKind kind;
     Row row;
+    // When set, the change's row is *ref and `row` is unused: a -U of a state the StateMap's
+    // base holds (not copied). The caller keeps the base unchanged until it has consumed the
+    // changes.
+    const Row* ref = nullptr;
+    const Row& get() const { return ref != nullptr ? *ref : row; }
 };
 
 // Keyed state with a record of what changed. Absent keys read as no state.
 class StateMap {
 public:
-    // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
-    // else the base).
-    const KeyState* find(const std::string& key) const;
-    // Load a stored state (not marked dirty).
-    void load(const KeyState& s);
-    // Whether a key was loaded (it exists in the caller's store: loaded, or in the base), and
-    // what it was then (into *out when given).
+    // What a stored key was when the caller's store gave it (loaded, or in the base).
     struct Loaded {
         StateKind kind;
         int64_t rowtime;
         uint64_t locator;
     };
+    // One key the map holds itself (loaded or written): its state, whether it was written since
+    // the last clear_dirty(), and what the store held for it (a loaded key, or a base key
+    // written over; was_loaded false for a key new to the store).
+    struct Slot {
+        KeyState state;
+        bool dirty = false;
+        bool was_loaded = false;
+        Loaded loaded{StateKind::Kept, 0, 0};
+    };
+    using Entry = std::pair<const std::string, Slot>;
+
+    // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
+    // else the base).
+    const KeyState* find(const std::string& key) const;
+    // The same, telling whether the state is the base's (*in_base).
+    const KeyState* find(const std::string& key, bool* in_base) const;
+    // Load a stored state (not marked dirty).
+    void load(const KeyState& s);
+    // Whether a key was loaded (it exists in the caller's store: loaded, or in the base), and
+    // what it was then (into *out when given).
     bool loaded(const std::string& key, Loaded* out = nullptr) const;
     // States the caller's store holds, read in place beneath the loaded and written ones (the
     // glue's per-backend cache); the map must outlive this StateMap's use and stay unchanged.
     // all() does not include them.
     void set_base(const std::unordered_map<std::string, KeyState>* base) { base_ = base; }
+    // The base's state of a key, or nullptr.
+    const KeyState* base_find(const std::string& key) const {
+        if (base_ == nullptr) return nullptr;
+        auto b = base_->find(key);
+        return b == base_->end() ? nullptr : &b->second;
+    }
     // Whether the base holds a key.
     bool in_base(const std::string& key) const { return base_ != nullptr && base_->count(key) != 0; }
     // A written or loaded state, for the caller to record where it stored it; nullptr if none.
     KeyState* find_own(const std::string& key) {
         auto it = states_.find(key);
-        return it == states_.end() ? nullptr : &it->second;
+        return it == states_.end() ? nullptr : &it->second.state;
     }
     // Whether a key was written since the last clear_dirty().
-    bool is_dirty(const std::string& key) const { return dirty_.count(key) != 0; }
+    bool is_dirty(const std::string& key) const {
+        auto it = states_.find(key);
+        return it != states_.end() && it->second.dirty;
+    }
     // Write a state (marked dirty).
     void put(const KeyState& s);
-    // Every stored state (for watermark firing and tests).
-    const std::unordered_map<std::string, KeyState>& all() const { return states_; }
-    // Keys written since the last clear_dirty(), in first-write order.
-    const std::vector<std::string>& dirty() const { return dirty_order_; }
+    // Write a key's state in place (marked dirty): kind, a copy of row r, written_at now.
+    void put(StateKind kind, const Row& r, int64_t now);
+    // Every state the map holds itself (for watermark firing and tests).
+    const std::unordered_map<std::string, Slot>& all() const { return states_; }
+    // Keys written since the last clear_dirty(), in first-write order (entries of all(): stable
+    // while no key is added).
+    const std::vector<Entry*>& dirty() const { return dirty_order_; }
     void clear_dirty();
+    // Room for n keys of the map's own (no rehash while they are written).
+    void reserve(size_t n) { states_.reserve(n); }
 
 private:
-    std::unordered_map<std::string, KeyState> states_;
-    std::unordered_map<std::string, bool> dirty_;
-    std::unordered_map<std::string, Loaded> loaded_;
-    std::vector<std::string> dirty_order_;
+    // The slot of a key about to be written: created (noting what the base held) if new.
+    Slot& slot_for_write(const std::string& key);
+    std::unordered_map<std::string, Slot> states_;
+    std::vector<Entry*> dirty_order_;
     const std::unordered_map<std::string, KeyState>* base_ = nullptr;
 };
 
@@ -126,6 +159,9 @@ public:
     // One arriving row at processing time `now`. Without mini-batch it is applied at once;
     // with mini-batch it joins the bundle, which flushes when it holds mini_batch_size rows.
     void process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    // The same, but the change emitted for r may take r's contents over (r is left valid but
+    // unspecified, except its offset and arrival).
+    void process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
     // Flush the pending bundle (a checkpoint, close, or before a watermark).
     void flush(int64_t now, StateMap& st, std::vector<Change>& out);
     // Flush the bundle, advance the watermark to max(current, wm), and fire the rowtime
@@ -139,20 +175,35 @@ public:
     const std::vector<Row>& bundle() const { return bundle_; }
     // Restore persisted scalar state and the pending bundle.
     void restore(bool has_wm, int64_t wm, int64_t late, std::vector<Row> bundle);
+    // True when a row of a key whose state is `s` (and stays so until the row: true of the
+    // states this predicate accepts) would change nothing and emit nothing at processing time
+    // now, whatever its payload: proctime keep-first with live state, or rowtime keep-first's
+    // live fired marker for a row that is not late. Never with mini-batch. The caller may then
+    // skip the row (it still counts as consumed).
+    bool ignores(const KeyState& s, int64_t rowtime, int64_t now) const;
     // True when this view uses the watermark-released (insert-only) rowtime keep-first form.
     bool insert_only_first() const {
         return o_.order == Order::Rowtime && o_.keep == Keep::First && !o_.mini_batch;
     }
 
 private:
-    const KeyState* live(const StateMap& st, const std::string& key, int64_t now) const;
+    const KeyState* live(const StateMap& st, const std::string& key, int64_t now,
+                         bool* in_base = nullptr) const;
+    // The -U change of prev (a reference to it when it is the base's).
+    static Change before(const KeyState* prev, bool in_base);
     void write(StateMap& st, StateKind kind, const Row& r, int64_t now);
     // updateDeduplicateResult: +I / [-U] +U / bare +U.
     void emit_result(const KeyState* prev, const Row& cur, std::vector<Change>& out) const;
     // isDuplicate: whether cur replaces prev under the rowtime rule.
     bool replaces(const Row* prev, const Row& cur) const;
-    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
-    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    void write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r, int64_t now,
+                             StateMap& st, std::vector<Change>& out, Row* take);
+    // take: the caller's own copy of r (the same object) that the last change it emits may
+    // take over, or nullptr (r is copied).
+    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                   Row* take = nullptr);
+    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+                       Row* take = nullptr);
 
     Options o_;
     bool has_wm_ = false;

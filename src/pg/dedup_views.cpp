@@ -20,6 +20,8 @@
 // The backend's copy of a view's state (dedup_state_cache.h) is used only while the view row,
 // read under that lock, carries the state token this backend wrote last; any (sub)transaction
 // abort after storing into it clears it. So the copy is never older than the table.
+#include <malloc.h>
+
 #include "core/dedup_changes.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
@@ -47,6 +49,8 @@ extern "C" {
 #include "utils/numeric.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
+#include "miscadmin.h"
 PG_FUNCTION_INFO_V1(queen_dedup_advance_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_watermark_v1);
 PG_FUNCTION_INFO_V1(queen_dedup_flush_v1);
@@ -74,9 +78,10 @@ struct Run {
     std::vector<std::string> keys;       // distinct keys whose state is read from the table
     std::vector<std::string> table_keys; // the keys of those the table had
     std::vector<Row> merged;             // the rows this call consumes, in merge order
-    std::vector<char> skip;              // merged[i] has no integer rowtime (rowtime views)
+    std::vector<char> flag;              // merged[i]'s RowFlag
     std::vector<int> merged_part;        // merged[i]'s partition index
-    std::vector<char> input_skip;
+    std::vector<char> input_flag;
+    TimestampTz now = 0;                 // the call's processing time
     std::vector<Change> out;
     std::string block;                   // the packed changelog block
     std::string* labels = nullptr;       // display keys of out (new[])
@@ -85,6 +90,14 @@ struct Run {
         delete op;
         delete[] labels;
     }
+};
+
+// What the call knows of a consumed row before the operator runs.
+enum RowFlag : char {
+    kRowNew = 0,      // its key is not in the backend's copy of the state
+    kRowNoRowtime,    // a rowtime view's row without an integer rowtime: skipped, counted
+    kRowIgnored,      // the operator would drop it unread (Deduplicator::ignores): skipped
+    kRowInBase,       // its key's state is in the backend's copy
 };
 
 struct RunHolder {
@@ -374,13 +387,20 @@ void take_segment(Run* run, const ViewRow* v, const LogRow* row, int part, int64
             cxx_capture(*err, [&] {
                 Row r;
                 r.key.assign(key, kl);
-                r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
                 r.rowtime = rt_ok ? rt : (has_rt ? 0 : INT64_MIN);
+                // a rowtime view cannot place a row without an integer rowtime: skipped, counted
+                char flag = rowtime_view && !rt_ok ? kRowNoRowtime : kRowNew;
+                if (flag == kRowNew) {
+                    const KeyState* b = run->st.base_find(r.key);
+                    if (b != nullptr)
+                        flag = run->op->ignores(*b, r.rowtime, run->now) ? kRowIgnored : kRowInBase;
+                }
+                // an ignored row's payload is never read: not copied
+                if (flag != kRowIgnored) r.payload.assign(VARDATA(jb), VARSIZE(jb) - VARHDRSZ);
                 r.partition = run->part_names[part];
                 r.offset = at;
                 run->input.push_back(std::move(r));
-                // a rowtime view cannot place a row without an integer rowtime: skipped, counted
-                run->input_skip.push_back(rowtime_view && !rt_ok);
+                run->input_flag.push_back(flag);
                 run->items.push_back({part, at, row->created_at});
             });
             MemoryContextReset(tmp);
@@ -438,6 +458,12 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
     Paths paths = {nullptr, 0, nullptr, 0};
     path_elems(v->key_path, &paths.key, &paths.nkey);
     if (v->has_rowtime_path) path_elems(v->rowtime_path, &paths.rowtime, &paths.nrowtime);
+    cxx_capture(*err, [&] {  // room for one partition's full read: no regrowth in the usual case
+        run->input.reserve((size_t) max_rows);
+        run->input_flag.reserve((size_t) max_rows);
+        run->items.reserve((size_t) max_rows);
+    });
+    if (err->failed) return;
     Storage st;
     storage_lookup(&st);
     Snapshot snap = RegisterSnapshot(GetTransactionSnapshot());
@@ -470,7 +496,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
         for (size_t i : order) {
             run->input[i].arrival = v->consumed + (int64_t) run->merged.size();
             run->merged.push_back(std::move(run->input[i]));
-            run->skip.push_back(run->input_skip[i]);
+            run->flag.push_back(run->input_flag[i]);
             run->merged_part.push_back(run->items[i].partition);
         }
         run->input.clear();
@@ -542,7 +568,7 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
 // Keep queen.dedup_candidates (the rowtime index of pending rowtime keep-first candidates)
 // in step with the keys written: a candidate that left or moved is deleted, a new one inserted.
 void write_candidates(Run* run, const ViewRow* v) {
-    const std::vector<std::string>& dirty = run->st.dirty();
+    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     Datum* dk = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     Datum* drt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -551,18 +577,18 @@ void write_candidates(Run* run, const ViewRow* v) {
     Datum* iar = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     int nd = 0, ni = 0;
     for (int i = 0; i < total; i++) {
-        StateMap::Loaded old;
-        bool had = run->st.loaded(dirty[i], &old);
-        const KeyState* s = run->st.find(dirty[i]);
-        bool was = had && old.kind == StateKind::Candidate;
+        const StateMap::Slot& sl = dirty[i]->second;
+        const StateMap::Loaded& old = sl.loaded;
+        const KeyState* s = &sl.state;
+        bool was = sl.was_loaded && old.kind == StateKind::Candidate;
         bool is = s->kind == StateKind::Candidate;
         if (was && is && old.rowtime == s->row.rowtime) continue;
         if (was) {
-            dk[nd] = text_datum(dirty[i]);
+            dk[nd] = text_datum(dirty[i]->first);
             drt[nd++] = Int64GetDatum(old.rowtime);
         }
         if (is) {
-            ik[ni] = text_datum(dirty[i]);
+            ik[ni] = text_datum(dirty[i]->first);
             iar[ni] = Int64GetDatum(s->row.arrival);
             irt[ni++] = Int64GetDatum(s->row.rowtime);
         }
@@ -697,12 +723,13 @@ void take_locators(Run* run) {
 // writer of this view's keys). Both statements return the tuple ids for the next call.
 // Markers (fired keys, proctime keep-first flags) keep no payload: the state stays compact.
 void write_states(Run* run, const ViewRow* v) {
-    const std::vector<std::string>& dirty = run->st.dirty();
+    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     if (total == 0) return;
     bool marker_only_flag = run->opts.order == Order::Proctime && run->opts.keep == Keep::First;
     StateRel rel = {};
     int direct = 0;  // 0 not tried yet, 1 dedup_state open for direct updates, -1 not possible
+    MemoryContext tmp = nullptr;
     for (int pass = 0; pass < 2; pass++) {
         bool updates = pass == 0;
         Datum* k = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -716,34 +743,51 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* so = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
         for (int i = 0; i < total; i++) {
-            StateMap::Loaded old;
-            if (run->st.loaded(dirty[i], &old) != updates) continue;
-            KeyState* s = run->st.find_own(dirty[i]);
+            StateMap::Slot& sl = dirty[i]->second;
+            if (sl.was_loaded != updates) continue;
+            const StateMap::Loaded& old = sl.loaded;
+            KeyState* s = &sl.state;
+            bool pnull = s->kind == StateKind::Fired || marker_only_flag;
+            if (updates && old.locator != 0) {
+                if (direct == 0) {
+                    direct = state_rel_open(&rel) ? 1 : -1;
+                    if (direct == 1)
+                        tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup state row",
+                                                    ALLOCSET_DEFAULT_SIZES);
+                }
+                if (direct == 1) {
+                    // the row's datums and tuple live in tmp, reset after each key
+                    MemoryContext outer = MemoryContextSwitchTo(tmp);
+                    Datum values[8] = {Int64GetDatum(v->id), text_datum(s->row.key),
+                                       Int16GetDatum((int16) s->kind),
+                                       pnull ? (Datum) 0 : jsonb_datum(s->row.payload),
+                                       Int64GetDatum(s->row.rowtime), TimestampTzGetDatum(s->written_at),
+                                       text_datum(s->row.partition), Int64GetDatum(s->row.offset)};
+                    bool nulls[8] = {false, false, false, pnull, !v->has_rowtime_path, false, false, false};
+                    uint64 loc;
+                    bool done = state_update_at(&rel, old.locator, v->id, s->row.key, values, nulls, &loc);
+                    MemoryContextSwitchTo(outer);
+                    MemoryContextReset(tmp);
+                    if (done) {
+                        s->locator = loc;
+                        continue;  // written
+                    }
+                }
+            }
             k[n] = text_datum(s->row.key);
             kd[n] = Int16GetDatum((int16) s->kind);
-            pn[n] = s->kind == StateKind::Fired || marker_only_flag;
+            pn[n] = pnull;
             p[n] = pn[n] ? (Datum) 0 : jsonb_datum(s->row.payload);
             rtn[n] = !v->has_rowtime_path;
             rt[n] = Int64GetDatum(s->row.rowtime);
             wa[n] = TimestampTzGetDatum(s->written_at);
             sp[n] = text_datum(s->row.partition);
             so[n] = Int64GetDatum(s->row.offset);
-            if (updates && old.locator != 0) {
-                if (direct == 0) direct = state_rel_open(&rel) ? 1 : -1;
-                if (direct == 1) {
-                    Datum values[8] = {Int64GetDatum(v->id), k[n], kd[n], p[n], rt[n], wa[n], sp[n], so[n]};
-                    bool nulls[8] = {false, false, false, pn[n], rtn[n], false, false, false};
-                    uint64 loc;
-                    if (state_update_at(&rel, old.locator, v->id, s->row.key, values, nulls, &loc)) {
-                        s->locator = loc;
-                        continue;  // written
-                    }
-                }
-            }
             n++;
         }
         if (updates && direct == 1) {
             state_rel_close(&rel);
+            MemoryContextDelete(tmp);
             CommandCounterIncrement();
         }
         if (n == 0) continue;
@@ -776,6 +820,19 @@ void write_states(Run* run, const ViewRow* v) {
     if (run->op->insert_only_first()) write_candidates(run, v);
 }
 
+// The call's result rows stay in memory: they are at most the changes this call already holds
+// (run->out and the packed block), so a store sized for them adds no new bound, and it spares
+// writing a temporary file of the result (the default store spills past work_mem).
+void result_in_memory(ReturnSetInfo* rsinfo, size_t bytes) {
+    int kb = (int) Min((size_t) (MAX_KILOBYTES / 2), bytes / 1024 * 2 + 1024);
+    if (kb <= work_mem) return;
+    MemoryContext old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+    tuplestore_end(rsinfo->setResult);
+    rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0,
+                                              false, kb);
+    MemoryContextSwitchTo(old);
+}
+
 // Append the emitted changes to the changelog as one packed block (src/core/dedup_changes.h)
 // and return them as the call's rows.
 void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* next_seq) {
@@ -788,21 +845,24 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     size_t size = 0;
     cxx_capture(err, [&] {
         labels = new std::string[n];
+        for (const Change& c : run->out)
+            size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
         ChangeBlockWriter w;
+        w.reserve(size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
-            labels[i] = json_scalar_text(c.row.key, &label_null[i]);
-            w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.row.payload,
-                   c.row.rowtime, c.row.partition, c.row.offset});
+            labels[i] = json_scalar_text(c.get().key, &label_null[i]);
+            w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.get().payload,
+                   c.get().rowtime, c.get().partition, c.get().offset});
         }
-        size = w.finish().size();
-        run->block = w.finish();
+        run->block = w.take();
     });
     if (err.failed) delete[] labels;
     cxx_raise(err);
-    block = static_cast<bytea*>(palloc(VARHDRSZ + size));
-    SET_VARSIZE(block, VARHDRSZ + size);
-    memcpy(VARDATA(block), run->block.data(), size);
+    size_t bsize = run->block.size();
+    block = static_cast<bytea*>(palloc(VARHDRSZ + bsize));
+    SET_VARSIZE(block, VARHDRSZ + bsize);
+    memcpy(VARDATA(block), run->block.data(), bsize);
     Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};
     Datum args[4] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq), Int64GetDatum(*next_seq + n - 1),
                      PointerGetDatum(block)};
@@ -812,19 +872,28 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     run->labels = labels;  // freed with the run if the insert errors out
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: dedup changelog write failed");
+    pfree(block);
+    result_in_memory(rsinfo, size + (size_t) n * 64);
+    // each row's datums live in `tmp` until the store has copied them
+    MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup result",
+                                              ALLOCSET_DEFAULT_SIZES);
     for (int i = 0; i < n; i++) {
         const Change& c = run->out[i];
+        MemoryContext old = MemoryContextSwitchTo(tmp);
         Datum values[7];
         bool nulls[7] = {false, false, label_null[i], false, !v->has_rowtime_path, false, false};
         values[0] = Int64GetDatum(*next_seq + i);
         values[1] = CStringGetTextDatum(change_kind_name(c.kind));
         values[2] = label_null[i] ? (Datum) 0 : text_datum(labels[i]);
-        values[3] = jsonb_datum(c.row.payload);
-        values[4] = Int64GetDatum(c.row.rowtime);
-        values[5] = text_datum(c.row.partition);
-        values[6] = Int64GetDatum(c.row.offset);
+        values[3] = jsonb_datum(c.get().payload);
+        values[4] = Int64GetDatum(c.get().rowtime);
+        values[5] = text_datum(c.get().partition);
+        values[6] = Int64GetDatum(c.get().offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        MemoryContextSwitchTo(old);
+        MemoryContextReset(tmp);
     }
+    MemoryContextDelete(tmp);
     *next_seq += n;
 }
 
@@ -942,10 +1011,18 @@ void cache_subxact(SubXactEvent ev, SubTransactionId, SubTransactionId, void*) {
 }
 
 // The cache, created (and the callbacks registered) on first use; nullptr without memory.
+// A backend that drives dedup views allocates and frees the same few MB per call (rows,
+// changes, the packed block, the result): from then on malloc keeps freed memory for the next
+// call instead of handing it back and faulting fresh pages in again (at most kKeepFreeBytes
+// held; large blocks still come from mmap only above kMmapFromBytes).
+constexpr int kKeepFreeBytes = 256 << 20;
+constexpr int kMmapFromBytes = 32 << 20;
 StateCache* state_cache() {
     if (g_cache == nullptr) {
         g_cache = new (std::nothrow) StateCache(kStateCacheBytes);
         if (g_cache == nullptr) return nullptr;
+        (void) mallopt(M_MMAP_THRESHOLD, kMmapFromBytes);
+        (void) mallopt(M_TRIM_THRESHOLD, kKeepFreeBytes);
         RegisterXactCallback(cache_xact, nullptr);
         RegisterSubXactCallback(cache_subxact, nullptr);
     }
@@ -976,17 +1053,16 @@ void store_cached(Run* run, const ViewRow* v, int64 token) {
     g_cache_touched = true;
     CxxError err;
     // the call's own states are not used after this: they move into the cache
-    auto store = [&](const std::string& k) {
-        KeyState* s = run->st.find_own(k);
+    auto store = [&](KeyState* s) {
         to_stored_form(s, run->opts, v->has_rowtime_path);
         return c->put(v->id, std::move(*s));
     };
     cxx_capture(err, [&] {
         c->begin(v->id, v->has_token, v->token, token);
-        for (const std::string& k : run->st.dirty())
-            if (!store(k)) return;
+        for (StateMap::Entry* e : run->st.dirty())
+            if (!store(&e->second.state)) return;
         for (const std::string& k : run->table_keys)
-            if (!run->st.is_dirty(k) && !store(k)) return;
+            if (!run->st.is_dirty(k) && !store(run->st.find_own(k))) return;
     });
     if (err.failed) c->drop(v->id);  // never a half-stored view
 }
@@ -1043,20 +1119,20 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     cxx_raise(err);
 
     int64 no_rowtime = 0;
+    run->now = now;
+    load_cached(run, &v);  // before the read: it sorts rows by what the copy holds of their keys
     if (mode == Mode::Advance && max_rows > 0) {
         read_input(run, &v, max_rows, &err);
         cxx_raise(err);
     }
     // the keys whose state this call needs and the backend's cache does not hold
-    load_cached(run, &v);
     cxx_capture(err, [&] {
         std::unordered_map<std::string, bool> seen;
         for (const Row& r : run->op->bundle())
             if (!run->st.in_base(r.key) && seen.emplace(r.key, true).second)
                 run->keys.push_back(r.key);
         for (size_t i = 0; i < run->merged.size(); i++)
-            if (!run->skip[i] && !run->st.in_base(run->merged[i].key) &&
-                seen.emplace(run->merged[i].key, true).second)
+            if (run->flag[i] == kRowNew && seen.emplace(run->merged[i].key, true).second)
                 run->keys.push_back(run->merged[i].key);
     });
     cxx_raise(err);
@@ -1069,12 +1145,17 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     }
     // run the operator
     cxx_capture(err, [&] {
+        if (o.keep == Keep::Last) {  // every row may write its key and emit up to two changes
+            run->out.reserve(run->merged.size() * (o.update_before ? 2 : 1));
+            run->st.reserve(run->merged.size() + run->table_keys.size());
+        }
         for (size_t i = 0; i < run->merged.size(); i++) {
-            if (run->skip[i]) {
+            if (run->flag[i] == kRowNoRowtime) {
                 no_rowtime++;
                 continue;
             }
-            run->op->process(run->merged[i], now, run->st, run->out);
+            if (run->flag[i] == kRowIgnored) continue;
+            run->op->process_taking(run->merged[i], now, run->st, run->out);
         }
         if (mode == Mode::Flush) run->op->flush(now, run->st, run->out);
         if (mode == Mode::Watermark) run->op->watermark(wm, now, run->st, run->out);

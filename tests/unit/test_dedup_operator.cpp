@@ -36,8 +36,8 @@ struct H {
     std::vector<std::string> take() {
         std::vector<std::string> v;
         for (const Change& c : out)
-            v.push_back(std::string(change_kind_name(c.kind)) + " " + c.row.key + ":" +
-                        c.row.payload + "@" + std::to_string(c.row.rowtime));
+            v.push_back(std::string(change_kind_name(c.kind)) + " " + c.get().key + ":" +
+                        c.get().payload + "@" + std::to_string(c.get().rowtime));
         out.clear();
         return v;
     }
@@ -496,6 +496,128 @@ TEST(DedupMiniBatch, RestoreBundle) {
     r.payload = "3";
     d2.process(r, 0, h.st, out);  // third row reaches the size
     ASSERT_EQ(out.size(), 2u);
-    EXPECT_EQ(out[0].row.payload, "3");
-    EXPECT_EQ(out[1].row.payload, "2");
+    EXPECT_EQ(out[0].get().payload, "3");
+    EXPECT_EQ(out[1].get().payload, "2");
+}
+
+// process_taking (the glue's path: the change of a row may take the row over) emits exactly
+// what process does and leaves the same state, for every variant, flag, mini-batch and TTL.
+TEST(DedupOperator, ProcessTakingEmitsWhatProcessDoes) {
+    struct In {
+        const char* k;
+        const char* p;
+        int64_t t;
+        int64_t now;
+    };
+    const In rows[] = {{"a", "1", 10, 0}, {"b", "1", 5, 0},  {"a", "2", 12, 1}, {"a", "2", 12, 1},
+                       {"b", "0", 3, 2},  {"a", "3", 11, 3}, {"c", "9", 1, 50}, {"a", "4", 20, 60},
+                       {"b", "5", 5, 61}, {"c", "9", 1, 62}};
+    for (int mask = 0; mask < 64; mask++) {
+        Options o = opts(mask & 1 ? Order::Rowtime : Order::Proctime, mask & 2 ? Keep::Last : Keep::First,
+                         (mask & 4) != 0, (mask & 8) != 0);
+        if (mask & 16) {
+            o.mini_batch = true;
+            o.mini_batch_size = 3;
+        }
+        if (mask & 32) o.ttl = 40;
+        Deduplicator d1(o), d2(o);
+        StateMap s1, s2;
+        std::vector<Change> o1, o2;
+        int64_t off = 0;
+        for (const In& in : rows) {
+            Row r;
+            r.key = in.k;
+            r.payload = in.p;
+            r.rowtime = in.t;
+            r.partition = "p0";
+            r.arrival = off;
+            r.offset = off++;
+            d1.process(r, in.now, s1, o1);
+            Row r2 = r;
+            d2.process_taking(r2, in.now, s2, o2);
+            EXPECT_EQ(r2.offset, r.offset);
+            if (in.now == 3) {
+                d1.watermark(11, in.now, s1, o1);
+                d2.watermark(11, in.now, s2, o2);
+            }
+        }
+        d1.flush(100, s1, o1);
+        d2.flush(100, s2, o2);
+        ASSERT_EQ(o1.size(), o2.size()) << "mask " << mask;
+        for (size_t i = 0; i < o1.size(); i++) {
+            EXPECT_EQ(o1[i].kind, o2[i].kind) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().key, o2[i].get().key) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().payload, o2[i].get().payload) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().rowtime, o2[i].get().rowtime) << "mask " << mask << " change " << i;
+            EXPECT_EQ(o1[i].get().offset, o2[i].get().offset) << "mask " << mask << " change " << i;
+        }
+        ASSERT_EQ(s1.all().size(), s2.all().size()) << "mask " << mask;
+        for (const auto& kv : s1.all()) {
+            const KeyState* b = s2.find(kv.first);
+            ASSERT_NE(b, nullptr) << "mask " << mask;
+            EXPECT_EQ((int) kv.second.state.kind, (int) b->kind) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.row.payload, b->row.payload) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.row.offset, b->row.offset) << "mask " << mask;
+            EXPECT_EQ(kv.second.state.written_at, b->written_at) << "mask " << mask;
+        }
+    }
+}
+
+// ignores(s, ...) true means processing the row changes nothing and emits nothing, for every
+// variant, flag, TTL and state kind; and it is true where the fast path matters (a proctime
+// keep-first key with live state, a fired rowtime keep-first key and a row that is not late).
+TEST(DedupOperator, IgnoredRowsChangeNothing) {
+    int accepted = 0;
+    for (int mask = 0; mask < 64; mask++) {
+        Options o = opts(mask & 1 ? Order::Rowtime : Order::Proctime, mask & 2 ? Keep::Last : Keep::First,
+                         (mask & 4) != 0, (mask & 8) != 0);
+        if (mask & 16) {
+            o.mini_batch = true;
+            o.mini_batch_size = 1;
+        }
+        if (mask & 32) o.ttl = 40;
+        for (int kind = 1; kind <= 3; kind++)
+            for (int64_t written : {0, 100})
+                for (int64_t rt : {5, 50}) {
+                    Deduplicator d(o);
+                    d.restore(true, 10, 0, {});
+                    KeyState s;
+                    s.kind = (StateKind) kind;
+                    s.row.key = "a";
+                    s.row.payload = "old";
+                    s.row.rowtime = 20;
+                    s.written_at = written;
+                    StateMap st;
+                    st.load(s);
+                    Row r;
+                    r.key = "a";
+                    r.payload = "new";
+                    r.rowtime = rt;
+                    r.partition = "p0";
+                    int64_t now = 120;
+                    if (!d.ignores(s, rt, now)) continue;
+                    accepted++;
+                    std::vector<Change> out;
+                    d.process(r, now, st, out);
+                    d.flush(now, st, out);
+                    EXPECT_TRUE(out.empty()) << "mask " << mask << " kind " << kind;
+                    EXPECT_TRUE(st.dirty().empty()) << "mask " << mask << " kind " << kind;
+                    EXPECT_EQ(d.late_rows(), 0) << "mask " << mask << " kind " << kind;
+                }
+    }
+    EXPECT_GT(accepted, 0);
+    Deduplicator pf(opts(Order::Proctime, Keep::First));
+    KeyState kept;
+    EXPECT_TRUE(pf.ignores(kept, 0, 0));
+    Deduplicator rf(opts(Order::Rowtime, Keep::First));
+    rf.restore(true, 10, 0, {});
+    KeyState fired;
+    fired.kind = StateKind::Fired;
+    EXPECT_TRUE(rf.ignores(fired, 10, 0));
+    EXPECT_FALSE(rf.ignores(fired, 9, 0));  // late: counted
+    KeyState cand;
+    cand.kind = StateKind::Candidate;
+    EXPECT_FALSE(rf.ignores(cand, 10, 0));
+    Deduplicator pl(opts(Order::Proctime, Keep::Last, true));
+    EXPECT_FALSE(pl.ignores(kept, 0, 0));
 }

@@ -93,3 +93,42 @@ TEST(DedupStateMap, BaseIsReadBeneathLoadedAndWrittenStates) {
     ASSERT_NE(st.find_own("c"), nullptr);
     EXPECT_EQ(st.find_own("b"), nullptr);  // base states are not the map's own
 }
+
+// A -U of a state the base holds refers to the base's row (no copy) and reads as that row; a
+// -U of the map's own state (the key written earlier in the call) is a copy, since the write
+// that follows overwrites the state in place. Both keep-last variants.
+TEST(DedupStateMap, UpdateBeforeOfABaseStateRefersToIt) {
+    for (Order ord : {Order::Proctime, Order::Rowtime}) {
+        std::unordered_map<std::string, KeyState> base;
+        base["a"] = state("a", "base-a", 42);
+        StateMap st;
+        st.set_base(&base);
+        Options o;
+        o.order = ord;
+        o.keep = Keep::Last;
+        o.update_before = true;
+        Deduplicator d(o);
+        std::vector<Change> out;
+        Row r;
+        r.key = "a";
+        r.payload = "new-a";
+        r.partition = "p0";
+        r.offset = 7;
+        d.process(r, 0, st, out);
+        ASSERT_EQ(out.size(), 2u);
+        EXPECT_EQ(out[0].kind, ChangeKind::UpdateBefore);
+        EXPECT_EQ(out[0].ref, &base["a"].row);
+        EXPECT_EQ(out[0].get().payload, "base-a");
+        EXPECT_EQ(out[1].kind, ChangeKind::UpdateAfter);
+        EXPECT_EQ(out[1].get().payload, "new-a");
+        r.payload = "newer-a";
+        r.offset = 8;
+        d.process(r, 0, st, out);
+        ASSERT_EQ(out.size(), 4u);
+        EXPECT_EQ(out[2].ref, nullptr);  // the map's own state: copied
+        EXPECT_EQ(out[2].get().payload, "new-a");
+        EXPECT_EQ(out[3].get().payload, "newer-a");
+        EXPECT_EQ(base["a"].row.payload, "base-a");  // the base is never written
+        EXPECT_EQ(out[0].get().payload, "base-a");
+    }
+}

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "json_writer.h"
+#include "log.h"
 #include "streams_wire.h"
 
 namespace queen::sidecar {
@@ -57,6 +58,7 @@ HttpResponse backend_error(const Status& s) {
         case StatusCode::BadRequest:
             return error(400, "BAD_REQUEST", s.message());
         case StatusCode::Unavailable: {
+            QLOG_WARN("streams: answered 503: %s", s.message().c_str());
             HttpResponse r = error(503, "UNAVAILABLE",
                                    "PostgreSQL is unavailable; the outcome is unknown: retry the "
                                    "same request unchanged");

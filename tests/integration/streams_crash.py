@@ -62,6 +62,9 @@ def wait_pg():
     raise RuntimeError("PostgreSQL did not come back")
 
 
+STARTED = []  # every sidecar process this script started (ended at exit, even on a failure)
+
+
 class Sidecar:
     """A sidecar process of our own (started and killed by pid)."""
 
@@ -75,6 +78,7 @@ class Sidecar:
         log = open(os.path.join(WORK, f"sidecar-crash-{self.n}.log"), "w")
         self.proc = subprocess.Popen([SIDECAR, "--listen", "127.0.0.1:0", "--stream-writers", "2"],
                                      stdout=log, stderr=subprocess.STDOUT)
+        STARTED.append(self.proc)
         path = self.log_path = log.name
         for _ in range(200):
             txt = open(path).read()
@@ -341,4 +345,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for p in STARTED:  # a failure must not leave a sidecar running
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -172,7 +172,7 @@ const std::vector<SettingSpec>& setting_specs() {
         {"resolve-deadline-ms", "QUEEN_RESOLVE_DEADLINE_MS", false, 0, 600000,
          "longest search for a lost COMMIT's outcome before 503 (10000)"},
         {"stream-writers", "QUEEN_STREAM_WRITERS", false, 1, 64,
-         "Durable Streams writer connections sharing one queue (4)"},
+         "Durable Streams writer connections sharing one queue (8)"},
         {"stream-readers", "QUEEN_STREAM_READERS", false, 1, 64,
          "Durable Streams reader connections (2)"},
         {"stream-max-batch", "QUEEN_STREAM_MAX_BATCH", false, 1, 100000,

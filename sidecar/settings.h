@@ -40,7 +40,7 @@ struct Settings {
     int64_t max_flush_bytes = 128 << 20;     // one push_segments call
     int64_t max_pending_bytes = 512 << 20;   // queued-but-unflushed bytes before 429
     int64_t resolve_deadline_ms = 10000;     // lost COMMIT: longest outcome lookup before 503
-    int64_t stream_writers = 4;           // Durable Streams: writer connections (one shared queue)
+    int64_t stream_writers = 8;           // Durable Streams: writer connections (one shared queue)
     int64_t stream_readers = 2;           // Durable Streams: reader connections
     int64_t stream_max_batch = 256;       // appends fused into one transaction
     int64_t stream_long_poll_ms = 4000;   // a long-poll with no news answers 204 after this

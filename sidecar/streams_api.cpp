@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "json_writer.h"
+#include "log.h"
 #include "streams_wire.h"
 
 namespace queen::sidecar {
@@ -57,6 +58,7 @@ HttpResponse backend_error(const Status& s) {
         case StatusCode::BadRequest:
             return error(400, "BAD_REQUEST", s.message());
         case StatusCode::Unavailable: {
+            QLOG_WARN("streams: answered 503: %s", s.message().c_str());
             HttpResponse r = error(503, "UNAVAILABLE",
                                    "PostgreSQL is unavailable; the outcome is unknown: retry the "
                                    "same request unchanged");
@@ -533,11 +535,26 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     AppendArgs shape;  // what append_response needs of the request
     shape.producer = a.producer;
     if (!a.messages.empty()) shape.messages.emplace_back();
+    std::string hint_key;
+    if (a.producer) {
+        hint_key = name;
+        hint_key.push_back('\0');
+        hint_key += a.producer_id;
+        std::lock_guard<std::mutex> lk(hints_mu_);
+        auto it = applied_.find(hint_key);
+        a.expect_apply = it != applied_.end() && it->second.first == a.epoch &&
+                         it->second.second + 1 == a.seq;
+    }
     Engine* eng = &engine_;
     std::string nm = name;
-    engine_.append(std::move(a), [reply = std::move(reply), shape, eng, nm](Status s,
-                                                                             AppendAnswer x) {
+    engine_.append(std::move(a), [this, reply = std::move(reply), shape, eng, nm,
+                                  hint_key = std::move(hint_key)](Status s, AppendAnswer x) {
         if (!s.is_ok()) return reply(backend_error(s));
+        if (!hint_key.empty() && x.status == "applied" && x.producer_epoch && x.producer_seq) {
+            std::lock_guard<std::mutex> lk(hints_mu_);
+            if (applied_.size() >= kMaxHints) applied_.clear();
+            applied_[hint_key] = {*x.producer_epoch, *x.producer_seq};
+        }
         if (x.status == "not_found")
             return eng->on_reader([reply, nm](StreamsBackend& b) { reply(missing(b, nm)); });
         reply(append_response(shape, x));

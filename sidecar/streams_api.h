@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 
 #include "api.h"
 #include "streams_engine.h"
@@ -57,6 +59,13 @@ private:
     std::mutex sse_mu_;
     std::set<std::shared_ptr<streams::SseBody>> sse_;
     std::atomic<bool> draining_{false};
+    // The newest applied (epoch, seq) of each (stream, producer) this sidecar appended: only
+    // the source of the expect-apply hint (the next seq goes straight to the partition lock);
+    // the extension decides every answer, so a stale entry costs a little work, never a wrong
+    // answer. Cleared when it grows past kMaxHints.
+    std::mutex hints_mu_;
+    std::unordered_map<std::string, std::pair<int64_t, int64_t>> applied_;
+    static constexpr std::size_t kMaxHints = 100000;
     friend class streams::SseBody;
 };
 

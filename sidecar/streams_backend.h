@@ -41,6 +41,7 @@ struct AppendArgs {
     std::optional<std::string> digest, incarnation, stream_seq;
     bool close = false;
     std::optional<std::string> body;  // the raw body the digest covers (JSON streams)
+    bool expect_apply = false;  // a hint: the next seq of a producer seen applied (no answer changes)
 };
 struct AppendAnswer {
     std::string status;  // see docs/producers.md: applied, duplicate, ...

@@ -32,11 +32,14 @@ void Engine::stop() {
     threads_.clear();
 }
 
-// Queue a write. Every writer may be the one that can take it, so all are told.
+// Queue a write and wake one idle writer. Any idle writer can take it unless its stream is
+// held, and then the holder takes it itself when it finishes (it looks at the queue before
+// it waits again), so one wake-up is enough; waking every writer for every append cost a
+// thread switch per writer on a box with few cores.
 void Engine::push_write(Item it) {
     std::lock_guard<std::mutex> lk(wq_.mu);
     wq_.items.push_back(std::move(it));
-    wq_.cv.notify_all();
+    wq_.cv.notify_one();
 }
 
 void Engine::append(AppendArgs args, AppendDone done) {
@@ -108,19 +111,28 @@ void Engine::writer_loop() {
             std::unique_lock<std::mutex> lk(wq_.mu);
             for (;;) {
                 if (take_batch(&batch, &held)) break;
-                if (stop_ && wq_.items.empty()) return;
+                if (stop_ && wq_.items.empty()) {
+                    wq_.cv.notify_all();  // writers still waiting for held streams: done too
+                    return;
+                }
                 wq_.cv.wait(lk);
             }
+            // Writes left that another idle writer may take (a full batch, a task behind it):
+            // pass the wake-up on.
+            if (!wq_.items.empty()) wq_.cv.notify_one();
         }
         if (!batch.front().is_append)
             batch.front().task(*backend);
         else
             run_appends(*backend, batch);
+        bool waiting;
         {
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
+            waiting = !wq_.items.empty();
         }
-        wq_.cv.notify_all();  // writes of the released streams may wait
+        // This writer looks at the queue again at once; another idle one may take the rest.
+        if (waiting) wq_.cv.notify_one();
     }
 }
 

@@ -3,7 +3,9 @@
 #include "streams_pg_backend.h"
 
 #include <arpa/inet.h>
+#include <poll.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace queen::sidecar::streams {
@@ -19,7 +21,7 @@ const char* const kSql[] = {
     "SELECT status, stream_offset, next_offset, coalesce(stream_closed, false), producer_epoch,"
     " producer_seq, expected_seq, received_seq, closed_epoch, closed_seq"
     " FROM queen.stream_append($1::text, $2::bytea[], $3::text, $4::text, $5::int8, $6::int8,"
-    " $7::text, $8::text, $9::bool, $10::text, $11::bytea)",
+    " $7::text, $8::text, $9::bool, $10::text, $11::bytea, NULL, $12::bool)",
     // kRead
     "SELECT status, coalesce(content_type, ''), coalesce(messages, '{}'::bytea[]),"
     " coalesce(offsets, '{}'::text[]), coalesce(next_offset, ''), coalesce(up_to_date, false),"
@@ -126,12 +128,12 @@ const char* opt(const std::optional<std::string>& v) { return v ? v->c_str() : n
 // The parameters of one queen.stream_append call (pointers into a and the two strings).
 struct AppendParams {
     std::string msgs, ep, sq;
-    const char* v[11];
-    int len[11];
-    int fmt[11];
+    const char* v[12];
+    int len[12];
+    int fmt[12];
     explicit AppendParams(const AppendArgs& a)
         : msgs(bytea_array(a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
-        const char* vals[11] = {a.name.c_str(),
+        const char* vals[12] = {a.name.c_str(),
                                 msgs.data(),
                                 opt(a.content_type),
                                 a.producer ? a.producer_id.c_str() : nullptr,
@@ -141,10 +143,11 @@ struct AppendParams {
                                 opt(a.incarnation),
                                 a.close ? "true" : "false",
                                 opt(a.stream_seq),
-                                a.body ? a.body->data() : nullptr};
-        const int lens[11] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
-                              a.body ? static_cast<int>(a.body->size()) : 0};
-        const int fmts[11] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+                                a.body ? a.body->data() : nullptr,
+                                a.expect_apply ? "true" : "false"};
+        const int lens[12] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
+                              a.body ? static_cast<int>(a.body->size()) : 0, 0};
+        const int fmts[12] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
         std::memcpy(v, vals, sizeof v);
         std::memcpy(len, lens, sizeof len);
         std::memcpy(fmt, fmts, sizeof fmt);
@@ -180,14 +183,32 @@ void StreamsPgBackend::disconnect() {
     for (bool& p : prepared_) p = false;
 }
 
-// Connect when not connected.
+// Whether an idle connection is still usable. A connection the server closed (a restart, a
+// crash, a terminated backend) reads as OK until libpq has read its end of file, and the
+// server's goodbye comes first: a backend ended by a crash or an immediate stop sends a
+// WARNING (a terminated one a FATAL) and then closes. One PQconsumeInput reads that message
+// and returns without seeing the end of file behind it, so the connection still looked OK and
+// the next append was sent into a dead socket and answered 503 (outcome unknown) although
+// nothing had been sent. So: read while the socket has input waiting (poll with no timeout),
+// until nothing more is waiting (alive) or libpq saw the end or an error (dead). An idle
+// session gets only such asynchronous messages (notices, parameter changes), never a result.
+bool StreamsPgBackend::idle_connection_alive() {
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) return false;
+    for (int rounds = 0; rounds < 1000; rounds++) {
+        pollfd p{PQsocket(conn_), POLLIN, 0};
+        int n = ::poll(&p, 1, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 || PQsocket(conn_) < 0) return false;
+        if (n == 0) return true;  // nothing waiting
+        if (!PQconsumeInput(conn_) || PQstatus(conn_) != CONNECTION_OK) return false;
+        PQisBusy(conn_);  // parses what was read (notices go to the notice processor)
+    }
+    return false;  // a server that never stops talking to an idle session: start afresh
+}
+
+// Connect when not connected (or when the idle connection turned out dead).
 Status StreamsPgBackend::ensure_connected() {
-    // An idle connection the server closed (a restart, a crash, a terminated backend) still
-    // reads as OK until its input is read: read what is waiting (non-blocking) so that the
-    // next statement goes to a fresh connection instead of failing with an unknown outcome.
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK && PQconsumeInput(conn_) &&
-        PQstatus(conn_) == CONNECTION_OK)
-        return Status::ok();
+    if (idle_connection_alive()) return Status::ok();
     disconnect();
     const std::string timeout = std::to_string(connect_timeout_s_);
     // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until
@@ -299,7 +320,7 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
     if (batch.size() == 1) {
         AppendParams p(*batch[0]);
         PGresult* r;
-        Status s = exec(kAppend, 11, p.v, p.len, p.fmt, &r);
+        Status s = exec(kAppend, 12, p.v, p.len, p.fmt, &r);
         if (!s.is_ok()) return s;
         decode_append(r, &(*out)[0]);
         PQclear(r);
@@ -311,7 +332,7 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
     bool sent = true;
     for (std::size_t i = 0; i < batch.size() && sent; i++) {
         AppendParams p(*batch[i]);  // libpq copies the parameters into its output buffer
-        sent = PQsendQueryPrepared(conn_, "qs_append", 11, p.v, p.len, p.fmt, 1) == 1;
+        sent = PQsendQueryPrepared(conn_, "qs_append", 12, p.v, p.len, p.fmt, 1) == 1;
     }
     sent = sent && PQpipelineSync(conn_) == 1;
     // Collect: one result (then NULL) per statement, then the Sync. The first failure is kept;

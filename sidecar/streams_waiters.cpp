@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace queen::sidecar::streams {
@@ -16,6 +17,11 @@ constexpr int64_t kBlindPollMs = 250;    // wake-all period while the LISTEN con
 constexpr int64_t kReconnectMs = 1000;   // LISTEN reconnect back-off
 constexpr std::size_t kMaxGens = 100000;  // generations remembered before a reset
 constexpr std::size_t kMaxRelay = 10000;  // names waiting for a relay before dropping them
+// At most one relay round per kRelayGapMs: a round is a transaction of its own (an xid, a
+// commit record, the notify queue and its lock), so relaying after every commit of a busy
+// stream cost PostgreSQL a second transaction per append. The names of a gap are sent
+// together; other listeners hear of a change at most this much later.
+constexpr int64_t kRelayGapMs = 10;
 
 // A text[] parameter in PostgreSQL's text array form: every element quoted, `"` and `\`
 // escaped (a parameter value, never SQL text).
@@ -152,12 +158,13 @@ void Waiters::local_commit(const std::string& name) {
 }
 
 // Send the pending relays as one statement (its own transaction, not waiting for a flush).
-void Waiters::relay(void* c) {
+// False when nothing was pending.
+bool Waiters::relay(void* c) {
     PGconn* conn = static_cast<PGconn*>(c);
     std::vector<std::string> names;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        if (relay_.empty()) return;
+        if (relay_.empty()) return false;
         names.assign(relay_.begin(), relay_.end());
         relay_.clear();
     }
@@ -168,6 +175,7 @@ void Waiters::relay(void* c) {
                                " FROM pg_catalog.unnest($1::pg_catalog.text[]) AS u(n)",
                                1, nullptr, v, nullptr, nullptr, 0);
     PQclear(r);  // a failure loses hints only
+    return true;
 }
 
 // Wake everyone (their reads decide).
@@ -193,7 +201,7 @@ void Waiters::fire(std::vector<std::pair<Callback, bool>>* due) {
 // is down, everyone is woken every kBlindPollMs.
 void Waiters::run() {
     PGconn* conn = nullptr;
-    int64_t next_connect = 0, next_blind = 0;
+    int64_t next_connect = 0, next_blind = 0, next_relay = 0;
     std::vector<std::pair<Callback, bool>> due;
     for (;;) {
         {
@@ -227,14 +235,21 @@ void Waiters::run() {
             next_blind = now + kBlindPollMs;
         }
         if (conn) {
+            // Within a relay gap, wait only until the gap ends (a relay may be pending).
+            int64_t timeout = kTickMs;
+            if (now < next_relay) {
+                std::lock_guard<std::mutex> lk(mu_);
+                if (!relay_.empty()) timeout = std::min(timeout, next_relay - now);
+            }
             pollfd pfd[2] = {{PQsocket(conn), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-            ::poll(pfd, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(kTickMs));
+            ::poll(pfd, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(timeout));
             if (wake_fd_ >= 0 && (pfd[1].revents & POLLIN)) {
                 uint64_t cnt;
                 ssize_t n = ::read(wake_fd_, &cnt, sizeof cnt);
                 (void)n;
             }
-            relay(conn);
+            const int64_t after = mono_ms();
+            if (after >= next_relay && relay(conn)) next_relay = after + kRelayGapMs;
             if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK) {
                 PQfinish(conn);
                 conn = nullptr;

@@ -9,8 +9,9 @@
 // notifying commit holds PostgreSQL's database-wide notify lock through its WAL flush, which
 // would serialise every writer's commit). Their commits wake local waiters directly
 // (local_commit) and are relayed: the same LISTEN connection, with synchronous_commit = off,
-// sends one pg_notify per changed name after the commit (one statement per relay round), so
-// other sidecars and any LISTENer still hear of them; this connection's own notifications
+// sends one pg_notify per changed name after the commit (one statement per relay round, at
+// most one round per 10 ms, the names of that gap together), so other sidecars and any
+// LISTENer still hear of them; this connection's own notifications
 // (its backend pid) are skipped on arrival. A relay lost with a broken connection costs other
 // listeners at most their long-poll timeout: a wake-up is a hint, and the reads decide.
 //
@@ -68,7 +69,7 @@ private:
         Callback cb;
     };
     void run();
-    void relay(void* conn);
+    bool relay(void* conn);
     void fire(std::vector<std::pair<Callback, bool>>* due);
 
     std::string conninfo_;

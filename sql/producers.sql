@@ -209,13 +209,40 @@ SELECT status FROM pg_temp.ap('c3', 'a', 'w', 0, 0);
 SELECT status FROM queen.stream_append('c', ARRAY['x'::bytea], 'application/json');
 SELECT status FROM queen.stream_append('d', ARRAY['x'::bytea], 'application/json');
 
+-- ---- p_expect_apply is a hint only: the same steps with it on (stream h1) and off (h2)
+-- give the same answers, right or wrong
+SELECT * FROM queen.stream_create('h1', p_now => '2026-01-01');
+SELECT * FROM queen.stream_create('h2', p_now => '2026-01-01');
+CREATE FUNCTION pg_temp.hint_step(p_body text, p_epoch bigint, p_seq bigint)
+RETURNS TABLE (status text, same boolean)
+LANGUAGE sql AS $$
+    WITH h AS (SELECT row(a.*)::text AS r, a.status FROM queen.stream_append('h1',
+                   ARRAY[convert_to(p_body, 'UTF8')], NULL, 'hp', p_epoch, p_seq,
+                   p_now => '2026-01-01 00:00+00', p_expect_apply => true) a),
+         n AS (SELECT row(b.*)::text AS r FROM queen.stream_append('h2',
+                   ARRAY[convert_to(p_body, 'UTF8')], NULL, 'hp', p_epoch, p_seq,
+                   p_now => '2026-01-01 00:00+00', p_expect_apply => false) b)
+    SELECT h.status, h.r = n.r FROM h, n
+$$;
+SELECT * FROM pg_temp.hint_step('a', 0, 0);  -- claim
+SELECT * FROM pg_temp.hint_step('b', 0, 1);  -- applied
+SELECT * FROM pg_temp.hint_step('b', 0, 1);  -- duplicate
+SELECT * FROM pg_temp.hint_step('x', 0, 1);  -- other body, no digest: a duplicate
+SELECT * FROM pg_temp.hint_step('d', 0, 3);  -- out of order
+SELECT * FROM pg_temp.hint_step('e', 1, 1);  -- unclaimed epoch
+SELECT * FROM pg_temp.hint_step('f', 1, 0);  -- claim of epoch 1 (closes epoch 0)
+SELECT * FROM pg_temp.hint_step('g', 0, 2);  -- epoch closed by the claim
+SELECT * FROM pg_temp.hint_step('h', 1, 1);  -- applied
+SELECT (SELECT array_agg(convert_from(m, 'UTF8')) FROM queen.stream_read('h1', '-1', 100) r, unnest(r.messages) m)
+     = (SELECT array_agg(convert_from(m, 'UTF8')) FROM queen.stream_read('h2', '-1', 100) r, unnest(r.messages) m) AS same_data;
+
 -- ---- privileges
 SELECT p.proname, p.prosecdef, p.proconfig
   FROM pg_proc p WHERE p.pronamespace = 'queen'::regnamespace
    AND (p.proname LIKE 'stream%' OR p.proname LIKE 'blake3%' OR p.proname = 'segment_payloads')
  ORDER BY 1;
-SELECT has_function_privilege('queen_writer', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz)', 'EXECUTE') AS writer_append,
-       has_function_privilege('queen_reader', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz)', 'EXECUTE') AS reader_append,
+SELECT has_function_privilege('queen_writer', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz, boolean)', 'EXECUTE') AS writer_append,
+       has_function_privilege('queen_reader', 'queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text, bytea, timestamptz, boolean)', 'EXECUTE') AS reader_append,
        has_function_privilege('queen_reader', 'queen.stream_read(text, text, int, int, timestamptz)', 'EXECUTE') AS reader_read,
        has_function_privilege('queen_writer', 'queen.stream_write(bigint, bytea[])', 'EXECUTE') AS writer_internal,
        has_function_privilege('public', 'queen.stream_create(text, text, bigint, timestamptz, boolean, bytea[], timestamptz)', 'EXECUTE') AS public_create,

@@ -30,7 +30,7 @@ print(f"One run of `bash bench/streams/run.sh` (commit {commit}, {nproc} cores s
       f"work, {rounds} rounds per scenario, medians), both servers on this machine, scenarios "
       "interleaved. 64-byte application/octet-stream bodies, idempotent producer headers on "
       "every append, HTTP/1.1 keep-alive on loopback. queen: PostgreSQL 15 with "
-      "`synchronous_commit = on` and `fsync = on`, the sidecar's defaults (4 stream writers). "
+      "`synchronous_commit = on` and `fsync = on`, the sidecar's defaults (8 stream writers). "
       "Reference: `@durable-streams/server` 0.3.7, file store (`dataDir`).\n")
 print("| scenario | queen appends/s | p50 / p99 ms | reference appends/s | p50 / p99 ms | queen / reference |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")

@@ -274,7 +274,8 @@ CREATE FUNCTION queen.stream_append(p_name text,
                                     p_close boolean DEFAULT false,
                                     p_stream_seq text DEFAULT NULL,
                                     p_body bytea DEFAULT NULL,
-                                    p_now timestamptz DEFAULT NULL)
+                                    p_now timestamptz DEFAULT NULL,
+                                    p_expect_apply boolean DEFAULT false)
 RETURNS TABLE (status text, stream_offset text, next_offset text, stream_closed boolean,
                producer_epoch bigint, producer_seq bigint, expected_seq bigint,
                received_seq bigint, closed_epoch bigint, closed_seq bigint)
@@ -494,7 +495,7 @@ GRANT EXECUTE ON FUNCTION queen.stream_offset(bigint), queen.stream_offset_parse
 GRANT EXECUTE ON FUNCTION
     queen.stream_create(text, text, bigint, timestamptz, boolean, bytea[], timestamptz),
     queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text,
-                        bytea, timestamptz),
+                        bytea, timestamptz, boolean),
     queen.stream_close(text, timestamptz),
     queen.stream_delete(text, timestamptz)
     TO queen_writer;

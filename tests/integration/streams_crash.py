@@ -62,6 +62,9 @@ def wait_pg():
     raise RuntimeError("PostgreSQL did not come back")
 
 
+STARTED = []  # every sidecar process this script started (ended at exit, even on a failure)
+
+
 class Sidecar:
     """A sidecar process of our own (started and killed by pid)."""
 
@@ -75,7 +78,8 @@ class Sidecar:
         log = open(os.path.join(WORK, f"sidecar-crash-{self.n}.log"), "w")
         self.proc = subprocess.Popen([SIDECAR, "--listen", "127.0.0.1:0", "--stream-writers", "2"],
                                      stdout=log, stderr=subprocess.STDOUT)
-        path = log.name
+        STARTED.append(self.proc)
+        path = self.log_path = log.name
         for _ in range(200):
             txt = open(path).read()
             if "ready: listening on 127.0.0.1:" in txt:
@@ -119,13 +123,32 @@ def committed_count():
                     f"queen.stream_read('{STREAM}', '-1', 100000)"))
 
 
-def wait_committed(n, seconds=10):
+def wait_committed(n, conn, sc, seconds=10):
+    """Until n messages are committed. On a timeout, say why: the async append's answer (if
+    any came), the sidecar's log and what the server's sessions are doing."""
     end = time.time() + seconds
     while time.time() < end:
         if committed_count() >= n:
             return
         time.sleep(0.01)
-    raise RuntimeError(f"append {n - 1} never committed")
+    diagnose(f"append {n - 1} never committed ({committed_count()} messages committed)", conn, sc)
+
+
+def diagnose(what, conn, sc):
+    """Raise with what went wrong, the async append's answer, the sessions and the log."""
+    report = [what]
+    try:
+        conn.sock.settimeout(2)
+        r = conn.getresponse()
+        report.append(f"its answer: {r.status} {r.getheaders()} {r.read()[:500]!r}")
+    except Exception as e:  # no answer at all is a finding too
+        report.append(f"its answer: none ({type(e).__name__}: {e})")
+    report.append("pg_stat_activity:\n" + psql(
+        "SELECT pid, application_name, state, wait_event_type, wait_event, xact_start, "
+        "left(query, 80) FROM pg_stat_activity WHERE backend_type = 'client backend'",
+        check=False))
+    report.append(f"sidecar log ({sc.log_path}):\n" + open(sc.log_path).read()[-4000:])
+    raise RuntimeError("\n".join(report))
 
 
 class Locker:
@@ -149,14 +172,14 @@ class Locker:
         self.p.wait(timeout=30)
 
 
-def wait_blocked():
+def wait_blocked(conn, sc):
     """Until the sidecar's writer waits on the lock."""
     for _ in range(500):
         if psql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
                 "'queen-sidecar-streams' AND wait_event_type = 'Lock'") != "0":
             return
         time.sleep(0.01)
-    raise RuntimeError("the append never blocked on the lock")
+    diagnose("the append never blocked on the lock", conn, sc)
 
 
 def writer_pids():
@@ -230,7 +253,7 @@ def main():
         committed = None
         if fault == "kill-after-commit":
             c = send_async(sc.port, seq)
-            wait_committed(seq + 1)
+            wait_committed(seq + 1, c, sc)
             sc.kill()
             c.close()
             committed = True
@@ -241,7 +264,7 @@ def main():
             # so the append commits without any sidecar. The retry must say so: 204.
             lk = Locker()
             c = send_async(sc.port, seq)
-            wait_blocked()
+            wait_blocked(c, sc)
             orphans = writer_pids()
             sc.kill()
             c.close()
@@ -252,7 +275,7 @@ def main():
         elif fault == "terminate-blocked":
             lk = Locker()
             c = send_async(sc.port, seq)
-            wait_blocked()
+            wait_blocked(c, sc)
             psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
                  "application_name = 'queen-sidecar-streams' AND wait_event_type = 'Lock'")
             r = c.getresponse()
@@ -264,7 +287,7 @@ def main():
             committed = False
         elif fault == "terminate-idle":
             c = send_async(sc.port, seq)
-            wait_committed(seq + 1)
+            wait_committed(seq + 1, c, sc)
             c.close()  # the answer is dropped unread
             psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
                  "application_name = 'queen-sidecar-streams'")
@@ -272,7 +295,7 @@ def main():
         elif fault == "pg-crash-blocked":
             lk = Locker()
             c = send_async(sc.port, seq)
-            wait_blocked()
+            wait_blocked(c, sc)
             pg_crash_restart()
             try:
                 r = c.getresponse()
@@ -286,7 +309,7 @@ def main():
             committed = False
         elif fault == "pg-crash-committed":
             c = send_async(sc.port, seq)
-            wait_committed(seq + 1)
+            wait_committed(seq + 1, c, sc)
             c.close()
             pg_crash_restart()
             committed = True
@@ -322,4 +345,10 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for p in STARTED:  # a failure must not leave a sidecar running
+            if p.poll() is None:
+                p.kill()
+                p.wait()

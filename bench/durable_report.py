@@ -84,7 +84,8 @@ def report(raw, md, png):
         out.append(f"Note: {m['note']}\n")
     for s in scen:
         hist = "empty windows (fresh partitions every measurement)" if s == "empty" else \
-            f"{m.get('history', '?')} hashes per partition already in the window (ON CONFLICT: as many " \
+            f"{m.get('history_' + s, m.get('history', '?'))} hashes per partition already in the window " \
+            f"(prefill {m.get('prefill_' + s + '_s', '?')} s; ON CONFLICT: as many " \
             "rows per partition under its unique index; plain INSERT has no index and gets none)"
         out.append(f"\n## Scenario `{s}`: {hist}\n")
         out.append("| clients | msgs/call | variant | msg/s (median) | spread | p50 ms | p99 ms | vs ON CONFLICT | vs plain | rounds |")

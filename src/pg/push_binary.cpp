@@ -127,7 +127,7 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     VouchHints hints = hints_parse(PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_BYTEA_PP(5) : nullptr,
                                    b.n, verified, "segment");
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     Storage st;
     storage_lookup(&st);
@@ -187,7 +187,7 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
         if (sorted[s] == sorted[s - 1])
             QUEEN_BAD_INPUT("partition id " INT64_FORMAT " appears twice", sorted[s]);
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     Storage st;
     storage_lookup(&st);

@@ -180,6 +180,13 @@ void reserved_partition_check(int64 partition_id, const PartitionState* ps) {
                     errhint("Queue names starting with \"__queen_\" are reserved.")));
 }
 
+// The answer rows' tuplestore (see push_path.h).
+void init_answer_store(FunctionCallInfo fcinfo) {
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    bool expected = rsinfo != nullptr && IsA(rsinfo, ReturnSetInfo) && rsinfo->expectedDesc != nullptr;
+    InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
+}
+
 // Connect SPI for one statement path of this file (nested inside a caller's connection when
 // it has one); the caller ends it with SPI_finish() after copying what it read.
 static void spi_open() {

@@ -145,7 +145,7 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
     if (!JB_ROOT_IS_ARRAY(items) || JB_ROOT_IS_SCALAR(items))
         QUEEN_BAD_INPUT("items must be a JSON array of objects");
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     if (JB_ROOT_COUNT(items) == 0) return (Datum) 0;
 

@@ -2,12 +2,29 @@
 # queen's benchmark of record under durable commits (issue 8): msg/s with p50/p99 per call of plain
 # INSERT, INSERT ... ON CONFLICT DO NOTHING (unique index on (partition, txn)) and queen.push, with
 # synchronous_commit = on, for 1, 10 and 100 messages per call, 8 and 64 clients, 100 partitions,
-# an empty window and 100k hashes per partition already stored. Every cell of a round runs once,
+# an empty window, 100k and 1M hashes per partition already stored. Every cell of a round runs once,
 # in a rotated order, so the noise of a shared machine hits all variants alike. A measurement, not
 # a test: it writes bench/results/DURABLE.md, the raw CSV and bench/results/durable.png.
 #
-#   bash bench/durable.sh              the recorded run (~15-20 min on 2 cores)
-#   bash bench/durable.sh --quick      a smoke run (1 round x 2 s; results in bench/tmp/quick/)
+#   bash bench/durable.sh              the recorded run (~40 min on 2 cores, ~12 of them prefill)
+#   bash bench/durable.sh --quick      a smoke run (1 round x 2 s, 10k/100k hashes of history;
+#                                      results in bench/tmp/quick/, ~4 min)
+#
+# History (h100k, h1m) is bulk-loaded, not pushed, into the very tables and indexes the push path
+# reads and writes, so the probe meets what it would meet after that many pushes:
+#   * queen: bench.prefill_queen() creates the partitions through queen.resolve_partition and
+#     inserts queen.log_txns rows of 100 hashes each (offsets 0..N-1, created_at = now(), so all
+#     of them are inside the 1-hour window; no message_ids, which the push path only reads for a
+#     duplicate's original id) through INSERT ... SELECT, maintaining log_txns_pkey and
+#     log_txns_created_idx, then moves the allocator past them; no segments are written (their
+#     messages count as removed by retention: log_start = N). The hashes are md5 values, which
+#     never equal the xxh3 hash of a transactionId the client sends.
+#   * ON CONFLICT: N rows per partition id of bench.oc_msgs (generate_series, keys md5 text like
+#     the client's 36-character ids), its unique index dropped for the load and rebuilt after it
+#     (one sorted build instead of N random inserts; the same index). plain INSERT has no index,
+#     so history would only be table size: it gets none.
+# h100k and h1m use partitions of their own (h-* and g-*); the ON CONFLICT table is emptied
+# before h1m's load (h100k is over by then).
 #   bash bench/durable.sh --help       every option
 #
 # Needs what bench/run.sh needs, plus python3-matplotlib for the plot. Builds the load client,
@@ -22,21 +39,24 @@ TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
 OUT=$BENCH_DIR/results
 
 ROUNDS=3 DURATION=4 WARMUP=1 PARTS=100 PAYLOAD=256 HIST=100000
-BATCHES="1,10,100" CLIENTS_LIST="8,64" SCENARIOS="empty,h100k"
-VARIANTS="plain,onconflict,push,push_spi,push_w0"
+BATCHES="1,10,100" CLIENTS_LIST="8,64" SCENARIOS="empty,h100k,h1m" HIST_BIG=1000000
+VARIANTS="plain,onconflict,push,push_spi,push_w0" BIG_VARIANTS="plain,onconflict,push"
 PORT=55436 SYNC_COMMIT=on BUILD=1 KEEP=0 QUICK=0 NOTE=""
 
 # Print the options.
 usage() {
     cat <<EOF
 usage: bash bench/durable.sh [options]
-  --quick              1 round x 2 s, 10k hashes of history; results in bench/tmp/quick/
+  --quick              1 round x 2 s, 10k (h100k) and 100k (h1m) hashes of history; results
+                       in bench/tmp/quick/
   --rounds N           rounds ($ROUNDS)          --duration S   timed seconds ($DURATION)
   --warmup S           untimed seconds first ($WARMUP)
   --batches LIST       messages per call ($BATCHES)
   --clients LIST       client counts ($CLIENTS_LIST)
-  --scenarios LIST     of empty,h100k ($SCENARIOS)
+  --scenarios LIST     of empty,h100k,h1m ($SCENARIOS)
   --history N          hashes (rows for the baselines) per partition in h100k ($HIST)
+  --history-big N      the same in h1m ($HIST_BIG)
+  --big-variants LIST  the variants run in h1m ($BIG_VARIANTS; push_spi costs another ~3 min)
   --variants LIST      of plain,onconflict,push,push_spi,push_w0 ($VARIANTS); push_spi =
                        queen.push with queen.direct_write = off (its SQL statements: the write
                        path as it was before issue 8, side by side); push_w0 = queen.push into
@@ -57,6 +77,8 @@ while [ $# -gt 0 ]; do
         --clients) CLIENTS_LIST=$2; shift ;;
         --scenarios) SCENARIOS=$2; shift ;;
         --history) HIST=$2; shift ;;
+        --history-big) HIST_BIG=$2; shift ;;
+        --big-variants) BIG_VARIANTS=$2; shift ;;
         --variants) VARIANTS=$2; shift ;;
         --sync-commit) SYNC_COMMIT=$2; shift ;;
         --note) NOTE=$2; shift ;;
@@ -68,7 +90,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000; OUT=$TMP/quick; }
+[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000 HIST_BIG=100000; OUT=$TMP/quick; }
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 RAW=$OUT/durable-$STAMP.csv
@@ -94,29 +116,38 @@ q -c "SELECT queen.configure('bench_w0', '{\"dedupWindowSeconds\": 0}')" >/dev/n
     echo "git=$(cd "$REPO" && git rev-parse --short HEAD)$(cd "$REPO" && [ -n "$(git status --porcelain -- src sql)" ] && echo ' (src/ or sql/ modified)')"
     echo "settings=synchronous_commit=$SYNC_COMMIT shared_buffers=2GB jit=off max_parallel_workers_per_gather=0 fsync=on"
     echo "rounds=$ROUNDS"; echo "duration=$DURATION"; echo "warmup=$WARMUP"; echo "partitions=$PARTS"
-    echo "payload=$PAYLOAD"; echo "history=$HIST"
+    echo "payload=$PAYLOAD"; echo "history=$HIST"; echo "history_h1m=$HIST_BIG"
 } >"$RAW.meta"
 echo "scenario,round,measurement,window_end,$("$CLIENT" --header),error" >"$RAW"
 
 # Repeats per call: 10% where the size allows (none in a 1-message call).
 dups_for() { echo $(( $1 / 10 )); }
 
-# The h100k scenario's history, made once: queen partitions h-0..h-(PARTS-1) with HIST hashes
-# each in their window (bench.prefill_queen), and HIST rows per partition id in the baselines'
-# ON CONFLICT table (ids 900000+i, the ids the client uses there), unique index rebuilt after the
-# load. plain INSERT has no index, so its history would only be table size: it gets none.
-HBASE=900000
+# A scenario's partitions (queen names prefix+i) and baseline ids (base+i), and its history.
+scen_prefix() { case $1 in h100k) echo h- ;; h1m) echo g- ;; esac; }
+scen_base() { case $1 in h100k) echo 900000 ;; h1m) echo 800000 ;; esac; }
+scen_hist() { case $1 in h100k) echo "$HIST" ;; h1m) echo "$HIST_BIG" ;; esac; }
+
+# A history scenario's prefill (see the header): queen partitions prefix0..prefix(PARTS-1) with
+# n hashes each in their window (bench.prefill_queen), and n rows per partition id in the ON
+# CONFLICT table, unique index rebuilt after the load. Timed into the .meta file.
 prefill_history() {
-    log "prefill: $PARTS partitions x $HIST hashes (queen) and rows (ON CONFLICT)"
-    q -c "SELECT bench.make_hash_blobs($HIST)" >/dev/null
-    q -c "SELECT bench.prefill_queen('bench_w3600', 'h-', $PARTS, $HIST)" >/dev/null
-    q -c "ALTER TABLE bench.oc_msgs DROP CONSTRAINT oc_msgs_partition_id_txn_key" \
+    local scen=$1 n prefix base t0
+    n=$(scen_hist "$scen") prefix=$(scen_prefix "$scen") base=$(scen_base "$scen") t0=$(date +%s)
+    log "prefill $scen: $PARTS partitions x $n hashes (queen) and rows (ON CONFLICT)"
+    q -c "SELECT bench.make_hash_blobs($n)" >/dev/null
+    q -c "SELECT bench.prefill_queen('bench_w3600', '$prefix', $PARTS, $n)" >/dev/null
+    q -c "VACUUM ANALYZE queen.log_txns" >/dev/null
+    q -c "TRUNCATE bench.oc_msgs" \
+      -c "ALTER TABLE bench.oc_msgs DROP CONSTRAINT oc_msgs_partition_id_txn_key" \
       -c "INSERT INTO bench.oc_msgs (partition_id, txn, payload)
-          SELECT $HBASE + p, md5(p || ':' || k), '{\"k\": 1}' FROM generate_series(0, $PARTS - 1) p,
-          generate_series(1, $HIST) k" \
+          SELECT $base + p, md5(p || ':' || k), '{\"k\": 1}' FROM generate_series(0, $PARTS - 1) p,
+          generate_series(1, $n) k" \
       -c "ALTER TABLE bench.oc_msgs ADD CONSTRAINT oc_msgs_partition_id_txn_key UNIQUE (partition_id, txn)" \
-      -c "VACUUM ANALYZE" >/dev/null
+      -c "ANALYZE bench.oc_msgs" >/dev/null
     q -c "CHECKPOINT" >/dev/null
+    echo "prefill_${scen}_s=$(( $(date +%s) - t0 ))" >>"$RAW.meta"
+    log "prefill $scen done in $(( $(date +%s) - t0 )) s"
 }
 
 M=0
@@ -128,7 +159,7 @@ measure() {
     local conn=$CONN
     [ "$v" = push_w0 ] && { variant=push queue=bench_w0; }
     [ "$v" = push_spi ] && { variant=push conn="$CONN options='-c queen.direct_write=off'"; }
-    [ "$scen" = h100k ] && { prefix="h-" base=$HBASE; }
+    [ "$scen" != empty ] && { prefix=$(scen_prefix "$scen") base=$(scen_base "$scen"); }
     if ! line=$("$CLIENT" --conninfo "$conn" --variant "$variant" --label "$v" --clients "$c" \
             --partitions "$PARTS" --prefix "$prefix" --part-base "$base" --queue "$queue" \
             --batch "$b" --dups "$(dups_for "$b")" --payload-bytes "$PAYLOAD" --warmup "$WARMUP" \
@@ -139,7 +170,7 @@ measure() {
     fi
     case $v in push*) wend=$(q -c "SELECT bench.window_size('queen', '$prefix')" 2>/dev/null || true) ;; esac
     echo "$scen,$round,$M,$wend,$line,$err" >>"$RAW"
-    # The empty scenario starts every measurement empty; h100k keeps its history (what a
+    # The empty scenario starts every measurement empty; h100k/h1m keep their history (what a
     # measurement adds, <= ~1% of it per partition, is recorded as window_end).
     if [ "$scen" = empty ]; then
         q -c "TRUNCATE bench.plain_msgs, bench.oc_msgs, queen.log_segments, queen.log_txns" >/dev/null
@@ -150,9 +181,11 @@ measure() {
 
 START=$(date +%s)
 for scen in ${SCENARIOS//,/ }; do
-    [ "$scen" = h100k ] && prefill_history
+    [ "$scen" != empty ] && prefill_history "$scen"
+    vars=$VARIANTS
+    [ "$scen" = h1m ] && vars=$BIG_VARIANTS
     cells=()
-    for v in ${VARIANTS//,/ }; do
+    for v in ${vars//,/ }; do
         [ "$scen" != empty ] && [ "$v" = push_w0 ] && continue
         for c in ${CLIENTS_LIST//,/ }; do
             for b in ${BATCHES//,/ }; do cells+=("$v $c $b"); done

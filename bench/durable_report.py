@@ -59,6 +59,11 @@ def meta(path):
     return out
 
 
+def ratio_fmt(r):
+    """A ratio like 1.23x, with more digits below 0.1x (so a 0.004x gap is not shown as 0.00x)."""
+    return f"{r:.2f}x" if r >= 0.1 else f"{r:.3f}x" if r >= 0.01 else f"{r:.4f}x"
+
+
 def fmt(x):
     """A rate like 12.3k."""
     return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
@@ -84,7 +89,8 @@ def report(raw, md, png):
         out.append(f"Note: {m['note']}\n")
     for s in scen:
         hist = "empty windows (fresh partitions every measurement)" if s == "empty" else \
-            f"{m.get('history', '?')} hashes per partition already in the window (ON CONFLICT: as many " \
+            f"{m.get('history_' + s, m.get('history', '?'))} hashes per partition already in the window " \
+            f"(prefill {m.get('prefill_' + s + '_s', '?')} s; ON CONFLICT: as many " \
             "rows per partition under its unique index; plain INSERT has no index and gets none)"
         out.append(f"\n## Scenario `{s}`: {hist}\n")
         out.append("| clients | msgs/call | variant | msg/s (median) | spread | p50 ms | p99 ms | vs ON CONFLICT | vs plain | rounds |")
@@ -100,8 +106,8 @@ def report(raw, md, png):
                     if not rows:
                         continue
                     r = med(rows, "msgs_per_s")
-                    vo = f"{r / ocm:.2f}x" if ocm else ""
-                    vp = f"{r / plm:.2f}x" if plm else ""
+                    vo = ratio_fmt(r / ocm) if ocm else ""
+                    vp = ratio_fmt(r / plm) if plm else ""
                     out.append(f"| {c} | {b} | {v} | {fmt(r)} | {spread(rows):.0f}% | {med(rows, 'p50_ms'):.2f} | "
                                f"{med(rows, 'p99_ms'):.2f} | {vo} | {vp} | {len(rows)} |")
     out.append("\n## Targets of issue 8 (queen.push / ON CONFLICT, same run)\n")
@@ -116,7 +122,7 @@ def report(raw, md, png):
                 ratio = med(pu, "msgs_per_s") / med(oc, "msgs_per_s")
                 sp = cells.get((s, c, b, "push_spi"))
                 before = f"{med(sp, 'msgs_per_s') / med(oc, 'msgs_per_s'):.2f}x" if sp else ""
-                out.append(f"| {s} | {c} | {b} | >= {TARGETS[b]:.1f}x | {ratio:.2f}x | "
+                out.append(f"| {s} | {c} | {b} | >= {TARGETS[b]:.1f}x | {ratio_fmt(ratio)} | "
                            f"{'yes' if ratio >= TARGETS[b] else 'no'} | {before} |")
     bad = sum(int(r["verdict_errors"] or 0) for k, rows in cells.items() for r in rows if k[3] != "push_w0")
     w0 = sum(int(r["verdict_errors"] or 0) for k, rows in cells.items() for r in rows if k[3] == "push_w0")

@@ -13,6 +13,7 @@
 #   eval "$(bash scripts/pg.sh env)"      # any PostgreSQL with queen installed (a throwaway one!)
 #   bash bench/percall.sh [seconds] [--profile]   (default 8 s per variant)
 #   PERCALL_VARIANTS="onconflict push" bash bench/percall.sh 6   (a subset, in this order)
+#   PERCALL_PGOPTIONS="-c synchronous_commit=off" ...   (settings for every variant's backend)
 # Writes nothing into the repository; prints a Markdown table.
 set -euo pipefail
 SECS=${1:-8}
@@ -45,7 +46,7 @@ done
 count() {
     local script=$1 opts=$2
     rm -f "$TMPD"/pgbench_log.*
-    (cd "$TMPD" && PGOPTIONS="$opts" pgbench -n -M prepared -c 1 -T $((SECS + 5)) -l -f "$script" "$DB" >"$TMPD/pgbench.out" 2>&1) &
+    (cd "$TMPD" && PGOPTIONS="${PERCALL_PGOPTIONS:-} $opts" pgbench -n -M prepared -c 1 -T $((SECS + 5)) -l -f "$script" "$DB" >"$TMPD/pgbench.out" 2>&1) &
     local bench=$! pid="" i
     for ((i = 0; i < 50; i++)); do
         [ -n "$pid" ] && break

@@ -174,6 +174,34 @@ CREATE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigi
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
+-- ---------------------------------------------------------------- reserved queue names
+-- Queue names starting with "__queen_" belong to queen's own modules (the streams module keeps
+-- its streams in the queue __queen_streams, which it creates and writes through its own
+-- functions). Every user-facing entry point that takes a queue name refuses them with 42501
+-- (insufficient_privilege) before it reads or writes anything, so no user can push into,
+-- configure, transact on, ack in, read or drop such a queue, nor create one. Internal.
+CREATE FUNCTION queen.reserved_queue_guard(p_queue text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.starts_with(p_queue, '__queen_') THEN
+        RAISE EXCEPTION 'queue name "%" is reserved for queen''s internal use', p_queue
+            USING ERRCODE = '42501', HINT = 'Queue names starting with "__queen_" are reserved.';
+    END IF;
+END
+$$;
+
+-- The same for every name of an array (the first reserved one is named). Internal.
+CREATE FUNCTION queen.reserved_queue_guard(p_queues text[]) RETURNS void
+LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM queen.reserved_queue_guard(q) FROM pg_catalog.unnest(p_queues) AS q;
+END
+$$;
+
 -- ---------------------------------------------------------------- SQL-level functions
 
 -- Find or create a partition (queue created too); the sidecar's metadata call.
@@ -190,6 +218,7 @@ BEGIN
     IF p_partition IS NULL OR p_partition = '' THEN
         RAISE EXCEPTION 'partition name must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queue);
     LOOP
         SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset, p.txns_start, q.dedup_by
           INTO partition_id, queue_id, dedup_window_seconds, last_offset, txns_start, dedup_by
@@ -215,6 +244,7 @@ DECLARE
     v_qid bigint;
     v_pid bigint;
 BEGIN
+    PERFORM queen.reserved_queue_guard(p_queue);
     SELECT id INTO v_qid FROM queen.queues WHERE name = p_queue;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'queue "%" does not exist', p_queue USING ERRCODE = '42704';
@@ -245,6 +275,7 @@ BEGIN
     IF p_queue IS NULL OR p_queue = '' THEN
         RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queue);
     IF jsonb_typeof(v_opts) <> 'object' THEN
         RAISE EXCEPTION 'options must be a JSON object' USING ERRCODE = '22023';
     END IF;
@@ -628,6 +659,7 @@ BEGIN
         IF jsonb_typeof(v_op -> 'queue') IS DISTINCT FROM 'string' THEN
             RAISE EXCEPTION 'operation %: "queue" must be a string', v_i USING ERRCODE = '22023';
         END IF;
+        PERFORM queen.reserved_queue_guard(v_op ->> 'queue');
         IF v_op ? 'partition' AND jsonb_typeof(v_op -> 'partition') <> 'string' THEN
             RAISE EXCEPTION 'operation %: "partition" must be a string', v_i USING ERRCODE = '22023';
         END IF;
@@ -1043,6 +1075,7 @@ BEGIN
     IF p_queue IS NULL OR p_queue = '' THEN
         RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queue);
     SELECT id INTO v_qid FROM queen.queues WHERE name = p_queue FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'queue "%" does not exist', p_queue USING ERRCODE = '42704';

@@ -53,6 +53,7 @@ BEGIN
     IF array_position(p_partitions, NULL) IS NOT NULL OR '' = ANY (p_partitions) THEN
         RAISE EXCEPTION 'partition name must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queues);  -- 42501 for a reserved queue name
     p_queues := ARRAY(SELECT unnest(p_queues));  -- subscripts from 1 whatever the input's
     p_partitions := ARRAY(SELECT unnest(p_partitions));
     v_miss := ARRAY(SELECT generate_series(1, v_n));

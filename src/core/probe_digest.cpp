@@ -126,19 +126,30 @@ PartitionDigest* DigestCache::install(int64_t partition_id, int32_t window_s, bo
     Entry& e = map_[partition_id];
     e.digest = std::make_unique<PartitionDigest>(window_s, keep_all);
     e.last_use = ++clock_;
+    counted_ -= e.counted;
+    e.counted = e.digest->bytes();
+    counted_ += e.counted;
     return e.digest.get();
 }
 
 // Forget one partition.
-void DigestCache::erase(int64_t partition_id) noexcept { map_.erase(partition_id); }
+void DigestCache::erase(int64_t partition_id) noexcept {
+    auto it = map_.find(partition_id);
+    if (it == map_.end()) return;
+    counted_ -= it->second.counted;
+    map_.erase(it);
+}
 
 // Forget everything.
-void DigestCache::clear() noexcept { map_.clear(); }
+void DigestCache::clear() noexcept {
+    map_.clear();
+    counted_ = 0;
+}
 
 // A new storage epoch invalidates every digest.
 void DigestCache::set_epoch(uint64_t epoch) noexcept {
     if (epoch != epoch_) {
-        map_.clear();
+        clear();
         epoch_ = epoch;
     }
 }
@@ -152,20 +163,26 @@ std::size_t DigestCache::bytes() const noexcept {
 
 // LRU eviction down to the budget.
 std::size_t DigestCache::enforce_budget(int64_t keep) noexcept {
-    std::size_t total = bytes(), evicted = 0;
-    while (total > budget_ && map_.size() > 1) {
+    std::size_t evicted = 0;
+    auto k = map_.find(keep);
+    if (k != map_.end()) {  // bring keep's share up to date (the only digest that changed)
+        counted_ -= k->second.counted;
+        k->second.counted = k->second.digest->bytes();
+        counted_ += k->second.counted;
+    }
+    while (counted_ > budget_ && map_.size() > 1) {
         auto victim = map_.end();
         for (auto it = map_.begin(); it != map_.end(); ++it) {
             if (it->first == keep) continue;
             if (victim == map_.end() || it->second.last_use < victim->second.last_use) victim = it;
         }
         if (victim == map_.end()) break;
-        total -= victim->second.digest->bytes();
+        counted_ -= victim->second.counted;
         map_.erase(victim);
         evicted++;
     }
-    if (total > budget_) {
-        map_.erase(keep);
+    if (counted_ > budget_ && map_.count(keep) != 0) {
+        erase(keep);
         evicted++;
     }
     return evicted;

@@ -113,10 +113,16 @@ public:
     void set_budget(std::size_t budget_bytes) noexcept { budget_ = budget_bytes; }
 
     // Evict least recently used digests (never `keep`) until within budget; drop `keep` too
-    // if it alone is over budget. Returns how many were evicted.
+    // if it alone is over budget. Returns how many were evicted. Callers call it (with the
+    // partition as `keep`) after every change to a digest: the running total counts each
+    // digest's size as of its last enforce_budget/install, so a push costs O(1) here, not a
+    // walk over every digest of the backend (eviction still walks, to find the oldest).
     std::size_t enforce_budget(int64_t keep) noexcept;
 
+    // Total resident bytes, summed over every digest now (for statistics).
     std::size_t bytes() const noexcept;
+    // The running total enforce_budget works with.
+    std::size_t counted_bytes() const noexcept { return counted_; }
     std::size_t size() const noexcept { return map_.size(); }
 
     // Partitions this backend wrote in its current transaction (tag: the transaction). Their
@@ -128,9 +134,11 @@ private:
     struct Entry {
         std::unique_ptr<PartitionDigest> digest;
         uint64_t last_use;
+        std::size_t counted = 0;  // its share of counted_
     };
     std::unordered_map<int64_t, Entry> map_;
     std::size_t budget_;
+    std::size_t counted_ = 0;  // sum of Entry::counted
     uint64_t epoch_ = 0;
     uint64_t clock_ = 0;
     std::vector<int64_t> dirty_;

@@ -79,6 +79,7 @@ const QueenRels* queen_rels() {
     r.log_txns_pkey = rel_named(nsp, "log_txns_pkey", false);
     r.log_txns_created = rel_named(nsp, "log_txns_created_idx", true);
     r.q_id = col_named(r.queues, "id");
+    r.q_name = col_named(r.queues, "name");
     r.q_window = col_named(r.queues, "dedup_window_seconds");
     r.q_dedup_by = col_named(r.queues, "dedup_by");
     r.p_id = col_named(r.log_partitions, "id");

@@ -127,7 +127,7 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     VouchHints hints = hints_parse(PG_NARGS() > 5 && !PG_ARGISNULL(5) ? PG_GETARG_BYTEA_PP(5) : nullptr,
                                    b.n, verified, "segment");
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     Storage st;
     storage_lookup(&st);
@@ -136,10 +136,12 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
     if (b.n == 0) {
         PartitionState ps;
         partition_lock(pid, &ps);  // an empty segment still names an existing partition
+        reserved_partition_check(pid, &ps);
         (void) vouch_check(pid, &ps, verified, vouch_window);
     } else {
         PartitionState ps;
         partition_lock(pid, &ps);
+        reserved_partition_check(pid, &ps);
         push_hinted(&st, pid, &ps, &b, verified, vouch_window, &hints, ans);
     }
     for (int i = 0; i < b.n; i++) put_answer(rsinfo, -1, i, &ans[i]);
@@ -185,7 +187,7 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
         if (sorted[s] == sorted[s - 1])
             QUEEN_BAD_INPUT("partition id " INT64_FORMAT " appears twice", sorted[s]);
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     Storage st;
     storage_lookup(&st);
@@ -193,6 +195,7 @@ extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
     for (int s = 0; s < n; s++) {  // the global lock order: ascending ids
         PartitionState ps;
         partition_lock(sorted[s], &ps);
+        reserved_partition_check(sorted[s], &ps);  // 42501: queen's own queues
     }
     for (int s = 0; s < n; s++) {
         int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);

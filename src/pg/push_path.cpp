@@ -50,7 +50,8 @@ static LocalTransactionId poisoned_lxid = InvalidLocalTransactionId;
 static ProbeCacheStats cache_stats = {0, 0, 0, 0};
 static SPIPlanPtr plan_lock_row, plan_set_last, plan_insert_segment, plan_insert_txns;
 
-// The allocator state and window from columns first..first+3 of SPI's first result row.
+// The allocator state, window and reserved flag from columns first..first+4 of SPI's first
+// result row.
 static void read_state(int first, PartitionState* out) {
     HeapTuple tup = SPI_tuptable->vals[0];
     TupleDesc desc = SPI_tuptable->tupdesc;
@@ -59,6 +60,7 @@ static void read_state(int first, PartitionState* out) {
     out->txns_start = DatumGetInt64(SPI_getbinval(tup, desc, first + 1, &isnull));
     out->log_start = DatumGetInt64(SPI_getbinval(tup, desc, first + 2, &isnull));
     out->window = DatumGetInt32(SPI_getbinval(tup, desc, first + 3, &isnull));
+    out->reserved = DatumGetBool(SPI_getbinval(tup, desc, first + 4, &isnull));
 }
 
 // The lock statements of partition_lock() and partition_lock_by_name() done directly (the
@@ -136,6 +138,8 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
             out->txns_start = DatumGetInt64(slot_getattr(ps, r->p_txns_start, &isnull));
             out->log_start = DatumGetInt64(slot_getattr(ps, r->p_log_start, &isnull));
             out->window = DatumGetInt32(slot_getattr(qs, r->q_window, &isnull));
+            text* qname = DatumGetTextPP(slot_getattr(qs, r->q_name, &isnull));
+            out->reserved = queue_name_reserved(VARDATA_ANY(qname), VARSIZE_ANY_EXHDR(qname));
             out->direct = true;
             out->tid = ps->tts_tid;
             if (by_content != nullptr) {
@@ -151,6 +155,36 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
     table_close(parts, NoLock);
     UnregisterSnapshot(snap);
     return rc;
+}
+
+// True for a queue name reserved for queen's own modules.
+bool queue_name_reserved(const char* name, Size len) {
+    return len >= 8 && memcmp(name, "__queen_", 8) == 0;
+}
+
+// 42501 for a reserved queue name (the message of queen.reserved_queue_guard).
+void reserved_queue_check(text* queue) {
+    if (!queue_name_reserved(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue))) return;
+    ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                    errmsg("queue name \"%s\" is reserved for queen's internal use",
+                           text_to_cstring(queue)),
+                    errhint("Queue names starting with \"__queen_\" are reserved.")));
+}
+
+// 42501 for a partition of a reserved queue named by id.
+void reserved_partition_check(int64 partition_id, const PartitionState* ps) {
+    if (!ps->reserved) return;
+    ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                    errmsg("partition id " INT64_FORMAT " belongs to a queue reserved for queen's"
+                           " internal use", partition_id),
+                    errhint("Queue names starting with \"__queen_\" are reserved.")));
+}
+
+// The answer rows' tuplestore (see push_path.h).
+void init_answer_store(FunctionCallInfo fcinfo) {
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    bool expected = rsinfo != nullptr && IsA(rsinfo, ReturnSetInfo) && rsinfo->expectedDesc != nullptr;
+    InitMaterializedSRF(fcinfo, expected ? MAT_SRF_USE_EXPECTED_DESC : 0);
 }
 
 // Connect SPI for one statement path of this file (nested inside a caller's connection when
@@ -173,7 +207,8 @@ void partition_lock(int64 partition_id, PartitionState* out) {
     spi_open();
     Oid types[1] = {INT8OID};
     SPIPlanPtr plan = spi_plan(&plan_lock_row,
-        "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds"
+        "SELECT p.last_offset, p.txns_start, p.log_start, q.dedup_window_seconds,"
+        "       pg_catalog.starts_with(q.name, '__queen_')"
         "  FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id"
         " WHERE p.id = $1 FOR NO KEY UPDATE OF p", 1, types);
     Datum args[1] = {Int64GetDatum(partition_id)};
@@ -203,7 +238,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     Oid types[2] = {TEXTOID, TEXTOID};
     SPIPlanPtr plan = spi_plan(&plan_lock_by_name,
         "SELECT p.id, q.dedup_by = 'content', p.last_offset, p.txns_start, p.log_start,"
-        "       q.dedup_window_seconds"
+        "       q.dedup_window_seconds, pg_catalog.starts_with(q.name, '__queen_')"
         "  FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id"
         " WHERE q.name = $1 AND p.name = $2 FOR NO KEY UPDATE OF p", 2, types);
     Datum args[2] = {PointerGetDatum(queue), PointerGetDatum(partition)};

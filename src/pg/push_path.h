@@ -29,9 +29,22 @@ struct PartitionState {
     int64 txns_start;
     int64 log_start;
     int32 window;
+    bool reserved;        // its queue's name starts with "__queen_" (queen's own modules)
     bool direct;          // locked by direct access (tid valid) rather than by SQL
     ItemPointerData tid;  // the locked row version (direct only)
 };
+
+// Raise 42501 when a queue name is reserved for queen's own modules (starts with "__queen_"):
+// the user-facing entry points refuse such queues (sql/queen.sql's queen.reserved_queue_guard).
+bool queue_name_reserved(const char* name, Size len);
+void reserved_queue_check(text* queue);
+// The same for a partition locked by id (push_segment(s)): 42501 when its queue is reserved.
+void reserved_partition_check(int64 partition_id, const PartitionState* ps);
+
+// InitMaterializedSRF for the push functions' answer rows, with the executor's expected row
+// type when it passes one (for a call in FROM or in a select list it does): a copy of that
+// descriptor instead of rebuilding the result type from pg_proc on every call.
+void init_answer_store(FunctionCallInfo fcinfo);
 
 // Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist).
 void partition_lock(int64 partition_id, PartitionState* out);

@@ -140,11 +140,12 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(2)) QUEEN_BAD_INPUT("items must be a JSON array, not NULL");
     text* queue = PG_GETARG_TEXT_PP(0);
     text* partition = PG_GETARG_TEXT_PP(1);
+    reserved_queue_check(queue);  // 42501: queen's own queues take no pushes from users
     Jsonb* items = PG_GETARG_JSONB_P(2);
     if (!JB_ROOT_IS_ARRAY(items) || JB_ROOT_IS_SCALAR(items))
         QUEEN_BAD_INPUT("items must be a JSON array of objects");
 
-    InitMaterializedSRF(fcinfo, 0);
+    init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     if (JB_ROOT_COUNT(items) == 0) return (Datum) 0;
 

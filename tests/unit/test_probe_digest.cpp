@@ -62,10 +62,13 @@ TEST(DigestCache, EvictsLeastRecentlyUsedBeyondTheBudget) {
     c.enforce_budget(2);
     EXPECT_EQ(c.size(), 0u);
 
+    // (every change to a digest is followed by enforce_budget for it, as the callers do)
     DigestCache big(1 << 20);
-    big.install(1, 60)->ingest(0, bytes(a), 1000, 1);
-    big.install(2, 60)->ingest(0, bytes(a), 1000, 1);
-    big.install(3, 60)->ingest(0, bytes(a), 1000, 1);
+    for (int64_t p = 1; p <= 3; p++) {
+        big.install(p, 60)->ingest(0, bytes(a), 1000, 1);
+        EXPECT_EQ(big.enforce_budget(p), 0u);
+    }
+    EXPECT_EQ(big.counted_bytes(), big.bytes());
     std::size_t one = big.bytes() / 3;
     big.set_budget(one * 2 + one / 2);
     ASSERT_NE(big.find(1), nullptr);  // 1 is now more recent than 2
@@ -73,6 +76,32 @@ TEST(DigestCache, EvictsLeastRecentlyUsedBeyondTheBudget) {
     EXPECT_EQ(big.find(2), nullptr);
     EXPECT_NE(big.find(1), nullptr);
     EXPECT_NE(big.find(3), nullptr);
+}
+
+TEST(DigestCache, TheRunningTotalFollowsInstallsGrowthEvictionsAndErases) {
+    std::string a = blob("r", 3000);
+    DigestCache c(1 << 30);
+    EXPECT_EQ(c.counted_bytes(), 0u);
+    for (int64_t p = 1; p <= 5; p++) {
+        PartitionDigest* d = c.install(p, 60);
+        EXPECT_EQ(c.counted_bytes(), c.bytes());
+        d->ingest(0, bytes(a), 100 * (std::size_t) p, 1);  // grows: counted at the next enforce
+        c.enforce_budget(p);
+        EXPECT_EQ(c.counted_bytes(), c.bytes());
+    }
+    c.install(3, 60);  // replaced by an empty digest
+    EXPECT_EQ(c.counted_bytes(), c.bytes());
+    c.erase(2);
+    c.erase(42);  // absent: no change
+    EXPECT_EQ(c.counted_bytes(), c.bytes());
+    std::size_t before = c.bytes();
+    c.set_budget(before - 1);  // one must go: the least recently used other than 5
+    EXPECT_EQ(c.enforce_budget(5), 1u);
+    EXPECT_EQ(c.find(1), nullptr);
+    EXPECT_EQ(c.counted_bytes(), c.bytes());
+    c.set_epoch(9);
+    EXPECT_EQ(c.counted_bytes(), 0u);
+    EXPECT_EQ(c.size(), 0u);
 }
 
 TEST(DigestCache, ANewEpochForgetsEverything) {

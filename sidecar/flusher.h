@@ -61,7 +61,6 @@
 #include "clock.h"
 #include "metrics.h"
 #include "partition_memo.h"
-#include "seen_filter.h"
 #include "push_request.h"
 #include "status.h"
 
@@ -219,7 +218,6 @@ private:
     std::vector<std::thread> threads_;
 
     PartitionMemo memo_;
-    SeenFilter seen_;  // partitions met before: their misses are resolved, not named
 };
 
 }  // namespace queen::sidecar

@@ -65,6 +65,15 @@ bool PartitionMemo::get(const std::string& key, int64_t now_mono, PartitionMeta*
     return true;
 }
 
+// Fresh or not; no recency change.
+bool PartitionMemo::peek(const std::string& key, PartitionMeta* out) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return false;
+    *out = it->second.meta;
+    return true;
+}
+
 // Insert or refresh, then evict from the tail while over the budget (never the new entry).
 void PartitionMemo::put(const std::string& key, const PartitionMeta& meta, int64_t now_mono) {
     std::lock_guard<std::mutex> lk(mu_);

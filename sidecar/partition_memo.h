@@ -28,6 +28,9 @@ public:
     // A fresh entry for key (fetched less than ttl_ms before now_mono): copies it to *out and
     // marks it recently used.
     bool get(const std::string& key, int64_t now_mono, PartitionMeta* out);
+    // Any entry for key, fresh or past its TTL (copied to *out; recency unchanged): the
+    // partition id it had, to ask the block cache whether it holds the partition.
+    bool peek(const std::string& key, PartitionMeta* out) const;
     // Insert or replace key's entry, then evict least recently used entries down to the budget.
     void put(const std::string& key, const PartitionMeta& meta, int64_t now_mono);
     // Forget everything (a partition vanished, or a restore moved offsets back).

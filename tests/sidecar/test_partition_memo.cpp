@@ -13,7 +13,6 @@
 #include "flusher.h"
 #include "partition_memo.h"
 #include "push_request.h"
-#include "seen_filter.h"
 
 namespace queen::sidecar {
 namespace {
@@ -358,23 +357,17 @@ TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
     for (int i = 0; i < 5000; i++) EXPECT_FALSE(a[i].answers[0].failed) << i;
 }
 
-TEST(SeenFilter, RemembersWhatWasAddedWithFewFalsePositives) {
-    SeenFilter f;
-    for (int i = 0; i < 200000; i++) f.add(key_of(i));
-    for (int i = 0; i < 200000; i++) ASSERT_TRUE(f.maybe_seen(key_of(i))) << i;
-    int fp = 0;
-    for (int i = 200000; i < 300000; i++) fp += f.maybe_seen(key_of(i));
-    EXPECT_LT(fp, 1000) << "false positives among 100,000 unseen keys";
-    EXPECT_EQ(f.bytes(), 1u << 20);
-}
-
-TEST(FlusherResolution, APartitionMetBeforeIsResolvedNotNamed) {
+// Which misses go by name: a partition the memo has evicted (met too long ago) goes by name
+// like a first contact (no block cache read for it: PostgreSQL's full probe over its in-window
+// rows decides, in the same call); one whose memo entry only expired while the block cache
+// still holds it is resolved first, so the cache vouches (and the probe reads nothing).
+TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     FlusherConfig fc;
     fc.memo_bytes = 1;  // every entry is evicted by the next one: each flush misses
     Rig rig(fc);
     auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(9);
-    std::vector<Answered> a(2), b(2);
+    std::vector<Answered> a(2), b(2), c(1), d(1);
     for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &a[i]));
     while (flusher.run_once(backend)) {
     }
@@ -383,13 +376,47 @@ TEST(FlusherResolution, APartitionMetBeforeIsResolvedNotNamed) {
     for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b[i]));
     while (flusher.run_once(backend)) {
     }
-    EXPECT_EQ(backend.named_pushes, 1) << "met before: resolved first, then vouched for";
-    EXPECT_EQ(backend.batches, 1);
+    EXPECT_EQ(backend.named_pushes, 2) << "evicted from the memo: by name again";
+    EXPECT_EQ(backend.batches, 0);
     for (int i = 0; i < 2; i++) {
         EXPECT_EQ(b[i].answers[0].status, EntryStatus::Queued);
         EXPECT_EQ(b[i].answers[0].offset, 1);
     }
+    // p0, p1, then p0 again (the memo's one entry, p1's, was a hit in the second flush)
+    EXPECT_EQ(metrics.partitions_named.load(), 3u);
     EXPECT_EQ(store.unsound_vouches, 0);
+
+    // The production memo: q/h is memoised and cached (a second flush hydrates its entry);
+    // once the memo entry is past its TTL, the miss is resolved first and vouched for.
+    Rig rig2;
+    auto [store2, backend2, metrics2, flusher2] = rig2.parts();
+    std::vector<Answered> e(3);
+    for (int i = 0; i < 3; i++) {
+        flusher2.submit(job_for("q", "h", gen, &e[i]));
+        while (flusher2.run_once(backend2)) {
+        }
+    }
+    EXPECT_EQ(backend2.named_pushes, 1);
+    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    const int64_t vouched = store2.vouched_pushes;
+    flusher2.submit(job_for("q", "h", gen, &c[0]));
+    while (flusher2.run_once(backend2)) {
+    }
+    EXPECT_EQ(backend2.named_pushes, 1) << "expired but cached: resolved first";
+    EXPECT_EQ(backend2.batches, 1);
+    EXPECT_EQ(store2.vouched_pushes - vouched, 1);
+    EXPECT_EQ(c[0].answers[0].offset, 3);
+    // Forget the cache entry (as after an eviction): the next expired miss goes by name.
+    PartitionMeta m;
+    ASSERT_TRUE(backend2.resolve_partition("q", "h", &m).is_ok());
+    rig2.cache.forget(m.pid);
+    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    flusher2.submit(job_for("q", "h", gen, &d[0]));
+    while (flusher2.run_once(backend2)) {
+    }
+    EXPECT_EQ(backend2.named_pushes, 2) << "expired and not cached: by name";
+    EXPECT_EQ(d[0].answers[0].offset, 4);
+    EXPECT_EQ(store2.unsound_vouches, 0);
 }
 
 }  // namespace

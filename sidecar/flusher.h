@@ -164,6 +164,9 @@ private:
     struct FlushCtx {
         const std::vector<PartQueue*>* parts;
         std::vector<PartitionMeta> metas;
+        // cold[p]: a memo hit met for the second time only, small and not in the block cache:
+        // pushed without a vouch (no hydration) in a named call (no probe cache).
+        std::vector<uint8_t> cold;
         int64_t deadline_mono;
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
@@ -194,7 +197,8 @@ private:
     // (metas[p].pid = -1): its push resolves it in the same transaction.
     void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
                        const std::vector<std::vector<Pending>>& items,
-                       std::vector<PartitionMeta>* metas, std::vector<Status>* st);
+                       std::vector<PartitionMeta>* metas, std::vector<Status>* st,
+                       std::vector<uint8_t>* cold);
     static bool window_free(const std::vector<Pending>& items);
     void finish_item(PushJob* job);
 

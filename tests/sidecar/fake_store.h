@@ -91,6 +91,11 @@ public:
         std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_named++;
+        for (const SegmentIn& sg : segs)
+            if (sg.pid < 0) {
+                named_lookups++;
+                break;
+            }
         std::vector<SegmentIn> known = segs;
         std::vector<std::string> created;  // rolled back with the call when it fails
         for (std::size_t i = 0; i < known.size(); i++)
@@ -388,6 +393,7 @@ public:
     bool fail_ranges = false;
     int calls_resolve = 0, calls_window = 0, calls_range = 0;
     int calls_named = 0;  // push_named calls (first contact folded into the push)
+    int named_lookups = 0;  // of those, calls that named a partition (a metadata lookup)
     int64_t range_rows_read_last = 0;
     int64_t unsound_vouches = 0;
     int64_t vouched_pushes = 0;

@@ -182,11 +182,11 @@ TEST(Flusher, MetadataMemoLivesThirtySeconds) {
         clock.advance(5000);
     }
     // Metadata lookups: the first contact is folded into its push (push_named).
-    EXPECT_EQ(store.calls_resolve + store.calls_named, 1);
+    EXPECT_EQ(store.calls_resolve + store.named_lookups, 1);
     clock.advance(10000);
     sc.flusher.submit(make_job({{"q", "p", "late"}}, gen, clock.wall_ms(), &out));
     sc.drain();
-    EXPECT_EQ(store.calls_resolve + store.calls_named, 2);
+    EXPECT_EQ(store.calls_resolve + store.named_lookups, 2);
 }
 
 TEST(Flusher, BackpressureRefusesBeyondPendingLimit) {
@@ -777,21 +777,29 @@ TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
     EXPECT_EQ(store.calls_push - calls, 2);
     EXPECT_EQ(out[3], (Answer{1, 1, zo[0].id}));
     EXPECT_FALSE(sc.cache.inspect(meta.pid).present) << "the refused entry is dropped";
-    // Again a repeat: one call, no refusal (the entry is built again from the database).
+    // Again a repeat: one call, no refusal (the memo went with the entry: by name, unvouched).
     calls = store.calls_push;
     sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
     sc.drain();
     EXPECT_EQ(store.calls_push - calls, 1);
     EXPECT_EQ(out[4], (Answer{1, 1, zo[0].id}));
-    // A new one: one call, stored after z, vouched by the rebuilt entry.
+    // A new one: one call, stored after z (met once since the refusal: not hydrated yet).
     calls = store.calls_push;
-    const int64_t vouched = store.vouched_pushes;
     sc.flusher.submit(make_job({{"q", "p", "d"}}, gen, clock.wall_ms(), &out));
     sc.drain();
     EXPECT_EQ(store.calls_push - calls, 1);
     EXPECT_EQ(out[5].status, 0);
     EXPECT_EQ(out[5].offset, 2);
+    // And the next: one call, vouched by the entry built again from the database.
+    calls = store.calls_push;
+    const int64_t vouched = store.vouched_pushes;
+    sc.flusher.submit(make_job({{"q", "p", "e"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[6].status, 0);
+    EXPECT_EQ(out[6].offset, 3);
     EXPECT_EQ(store.vouched_pushes - vouched, 1);
+    EXPECT_TRUE(sc.cache.inspect(meta.pid).present);
     EXPECT_EQ(store.unsound_vouches, 0);
 }
 

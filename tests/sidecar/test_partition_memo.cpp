@@ -213,16 +213,27 @@ TEST(FlusherResolution, FirstContactsAreFoldedIntoThePush) {
     EXPECT_EQ(metrics.partitions_resolved.load(), 40u);
     EXPECT_EQ(metrics.memo_entries.load(), 40);
     EXPECT_EQ(metrics.memo_bytes.load(), flusher.memo().bytes());
-    // Memoised from the push's answer (last_offset 0 now): the next flush resolves nothing,
-    // is a plain push, and the cache hydrates and vouches from then on.
-    std::vector<Answered> b(40);
+    // Memoised from the push's answer (last_offset 0 now): the next flush resolves nothing;
+    // met once so far, the partitions are not hydrated for it: one named call naming none
+    // (unvouched, no probe cache). The third is a plain push, the cache hydrating and
+    // vouching from then on.
+    std::vector<Answered> b(40), b3(40);
     for (int i = 0; i < 40; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b[i]));
     while (flusher.run_once(backend)) {
     }
     EXPECT_EQ(backend.batches, 0);
-    EXPECT_EQ(backend.named_pushes, 1);
-    EXPECT_EQ(backend.pushes, 1);
+    EXPECT_EQ(backend.named_pushes, 2);
+    EXPECT_EQ(backend.pushes, 0);
+    EXPECT_EQ(rig.cache.hydrations(), 0u);
     for (int i = 0; i < 40; i++) EXPECT_EQ(b[i].answers[0].offset, 1) << i;
+    const int64_t vouched = store.vouched_pushes;
+    for (int i = 0; i < 40; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b3[i]));
+    while (flusher.run_once(backend)) {
+    }
+    EXPECT_EQ(backend.named_pushes, 2);
+    EXPECT_EQ(backend.pushes, 1);
+    EXPECT_EQ(store.vouched_pushes - vouched, 40);
+    for (int i = 0; i < 40; i++) EXPECT_EQ(b3[i].answers[0].offset, 2) << i;
     EXPECT_EQ(store.unsound_vouches, 0);
     // A repeat of the first message of p0 is answered with its original.
     Answered again;
@@ -386,7 +397,8 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     EXPECT_EQ(metrics.partitions_named.load(), 3u);
     EXPECT_EQ(store.unsound_vouches, 0);
 
-    // The production memo: q/h is memoised and cached (a second flush hydrates its entry);
+    // The production memo: q/h is memoised and cached (its second flush is still unvouched,
+    // met once before; the third hydrates its entry);
     // once the memo entry is past its TTL, the miss is resolved first and vouched for.
     Rig rig2;
     auto [store2, backend2, metrics2, flusher2] = rig2.parts();
@@ -396,13 +408,14 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
         while (flusher2.run_once(backend2)) {
         }
     }
-    EXPECT_EQ(backend2.named_pushes, 1);
+    EXPECT_EQ(backend2.named_pushes, 2);
+    EXPECT_EQ(rig2.cache.hydrations(), 1u);
     rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
     const int64_t vouched = store2.vouched_pushes;
     flusher2.submit(job_for("q", "h", gen, &c[0]));
     while (flusher2.run_once(backend2)) {
     }
-    EXPECT_EQ(backend2.named_pushes, 1) << "expired but cached: resolved first";
+    EXPECT_EQ(backend2.named_pushes, 2) << "expired but cached: resolved first";
     EXPECT_EQ(backend2.batches, 1);
     EXPECT_EQ(store2.vouched_pushes - vouched, 1);
     EXPECT_EQ(c[0].answers[0].offset, 3);
@@ -414,7 +427,7 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     flusher2.submit(job_for("q", "h", gen, &d[0]));
     while (flusher2.run_once(backend2)) {
     }
-    EXPECT_EQ(backend2.named_pushes, 2) << "expired and not cached: by name";
+    EXPECT_EQ(backend2.named_pushes, 3) << "expired and not cached: by name";
     EXPECT_EQ(d[0].answers[0].offset, 4);
     EXPECT_EQ(store2.unsound_vouches, 0);
 }

@@ -432,5 +432,31 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     EXPECT_EQ(store2.unsound_vouches, 0);
 }
 
+// The second flush of a partition skips the cache only while its log is small: with 4,096
+// retained messages or more, the full probe of an unvouched push would read more than the
+// hydration that lets the cache vouch from then on.
+TEST(FlusherResolution, ALargePartitionIsHydratedOnItsSecondFlush) {
+    for (int n : {4095, 4097}) {
+        Rig rig;
+        auto [store, backend, metrics, flusher] = rig.parts();
+        queen::UuidV7Generator gen(12);
+        std::vector<Answered> a(static_cast<std::size_t>(n)), b(1);
+        for (int i = 0; i < n; i++) flusher.submit(job_for("q", "big", gen, &a[i]));
+        while (flusher.run_once(backend)) {
+        }
+        ASSERT_EQ(a[n - 1].answers[0].offset, n - 1);
+        const int64_t vouched = store.vouched_pushes;
+        flusher.submit(job_for("q", "big", gen, &b[0]));
+        while (flusher.run_once(backend)) {
+        }
+        EXPECT_EQ(b[0].answers[0].offset, n);
+        const bool small = n - 1 < 4096;  // last_offset - txns_start
+        EXPECT_EQ(rig.cache.hydrations(), small ? 0u : 1u) << n;
+        EXPECT_EQ(store.vouched_pushes - vouched, small ? 0 : 1) << n;
+        EXPECT_EQ(backend.named_pushes, small ? 2 : 1) << n;
+        EXPECT_EQ(store.unsound_vouches, 0);
+    }
+}
+
 }  // namespace
 }  // namespace queen::sidecar

@@ -25,16 +25,19 @@
 // waits behind, or stalls, a push.
 //
 // Partition resolution. Every flush looks its partitions up in the metadata memo
-// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss for a partition this sidecar
-// has not met before (seen_filter.h) whose items do not depend on the window (no layer-1
-// follower, no hash twice: the usual first contact) is sent by name:
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss whose items do not depend on
+// the window (no layer-1 follower, no hash twice) and which the block cache does not hold (no
+// memo entry at all, or one whose partition has no cache entry) is sent by name:
 // queen.push_segments_named resolves (creates) it inside the push's own transaction, without a
 // vouch, and its answer carries the partition's metadata as of the commit, which the memo
-// keeps. The other misses are resolved together in one queen.resolve_partitions call before
-// the push. Either way the extension creates missing partitions in the global creation order,
-// before any partition lock. Only if that batch fails for a data reason are its partitions
-// resolved one by one, so one bad name fails alone. A lost answer of a call with named
-// partitions looks their ids up first and then searches all their rows.
+// keeps; the call's other segments keep their hinted vouches (p_hints). The other misses are
+// resolved together in one queen.resolve_partitions call before the push, so the cache can
+// vouch for them. A memo hit on its first use (the partition met once before) for a small
+// partition the cache does not hold is not hydrated: it goes unvouched in the named call. Either
+// way the extension creates missing partitions in the global creation order, before any
+// partition lock. Only if that batch fails for a data reason are its partitions resolved one by
+// one, so one bad name fails alone. A lost answer of a call with named partitions looks their
+// ids up first and then searches all their rows.
 //
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
 // stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own

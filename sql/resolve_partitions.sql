@@ -147,8 +147,18 @@ SELECT pg_temp.sqlstate_of(format($q$SELECT * FROM queen.push_segments_named(ARR
        pg_temp.sqlstate_of(format($q$SELECT * FROM queen.push_segments_named(ARRAY[%s, NULL]::bigint[], ARRAY['', 'rps_hbad'], ARRAY['', 'x'], ARRAY[pg_temp.hashn(ARRAY['z1']), pg_temp.hashn(ARRAY['z2'])], ARRAY[pg_temp.segn(90, ARRAY['z1']), pg_temp.segn(91, ARRAY['z2'])], ARRAY[2, -1]::bigint[], ARRAY[3600, 0], ARRAY[pg_temp.hints(0, 3), NULL])$q$, :h)) AS above_vouch,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY['rps_hbad'], ARRAY['x'], ARRAY[pg_temp.hashn(ARRAY['z2'])], ARRAY[pg_temp.segn(91, ARRAY['z2'])], ARRAY[-1]::bigint[], ARRAY[0], ARRAY[pg_temp.hints(0, 0)])$q$) AS named_hinted;
 SELECT count(*) AS hbad_created FROM queen.queues WHERE name = 'rps_hbad';
--- It runs without the per-backend probe cache (the full probe decides; see the module).
-SELECT proconfig FROM pg_proc WHERE oid = 'queen.push_segments_named'::regproc;
+-- It runs without the per-backend probe cache (the full probe decides; see the module): an
+-- unvouched named push to an existing partition leaves that cache as it was, and the setting
+-- is what it was afterwards, in a transaction too.
+SET queen.probe_cache = on;
+SELECT partitions AS cached_before FROM queen.probe_cache_stats() \gset
+SELECT count(*) AS rows FROM pg_temp.named_hinted(:h, :t, 'new4', 40, ARRAY['a', 'n4'], -1, NULL);
+SELECT partitions = :cached_before AS cache_untouched, current_setting('queen.probe_cache') AS setting
+FROM queen.probe_cache_stats();
+BEGIN;
+SELECT count(*) AS rows FROM pg_temp.named_hinted(:h, :t, 'new5', 50, ARRAY['b', 'n5'], -1, NULL);
+SELECT current_setting('queen.probe_cache') AS setting_in_transaction;
+COMMIT;
 SELECT last_offset AS h_last_offset FROM queen.log_partitions WHERE id = :h;
 
 SELECT count(queen.drop_queue(name)) AS dropped FROM queen.queues WHERE name LIKE 'rps\_%';

@@ -121,7 +121,8 @@ GRANT EXECUTE ON FUNCTION queen.resolve_partitions(text[], text[]) TO queen_writ
 -- partition once resolved, so a caller that knows a partition (its id) but not yet whether
 -- the others exist still sends its block cache's hinted vouch. A hint that does not confirm
 -- sends its segment to the full probe; a wrong hint never changes a verdict.
--- It runs without the per-backend probe cache (queen.probe_cache = off for this call): the
+-- It runs without the per-backend probe cache (queen.probe_cache off while it runs, set
+-- back before it returns; an error rolls the setting back with the transaction): the
 -- sidecar sends here the partitions its memo does not hold (first contacts, and partitions
 -- met too long ago to be memoised or held by its block cache), which that cache would learn
 -- for a single use while its upkeep grows with every partition it holds; the full probe then
@@ -136,7 +137,6 @@ RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bi
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET queen.probe_cache = off
 AS $$
 DECLARE
     v_n     int := COALESCE(cardinality(p_partition_ids), 0);
@@ -145,6 +145,7 @@ DECLARE
     v_q     text[];
     v_p     text[];
     v_r     record;
+    v_cache text := COALESCE(pg_catalog.current_setting('queen.probe_cache', true), 'on');
 BEGIN
     IF p_partition_ids IS NULL OR p_queues IS NULL OR p_partitions IS NULL
        OR cardinality(p_queues) <> v_n OR cardinality(p_partitions) <> v_n THEN
@@ -164,11 +165,13 @@ BEGIN
             v_pids[v_pos[v_r.idx + 1]] := v_r.partition_id;
         END LOOP;
     END IF;
+    PERFORM pg_catalog.set_config('queen.probe_cache', 'off', true);
     RETURN QUERY
         SELECT s.seg, s.idx, s.status, s.message_id, s.message_offset,
                NULL::bigint, NULL::int, NULL::bigint, NULL::bigint
           FROM queen.push_segments(v_pids, p_hashes, p_segments, p_verified, p_windows,
                                     p_hints) s;
+    PERFORM pg_catalog.set_config('queen.probe_cache', v_cache, true);
     -- a new statement: its snapshot sees this transaction's pushes
     IF v_pos IS NOT NULL THEN
         RETURN QUERY

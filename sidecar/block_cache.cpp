@@ -793,6 +793,9 @@ void BlockCache::sweep() {
 }
 
 // A consistent snapshot of one entry.
+// A map lookup only (the entry's own lock is not taken).
+bool BlockCache::has_entry(int64_t pid) const { return cfg_.enabled && find(pid) != nullptr; }
+
 EntryInfo BlockCache::inspect(int64_t pid) const {
     EntryInfo info;
     EntryPtr e = find(pid);

@@ -160,6 +160,8 @@ public:
     void sweep();
 
     EntryInfo inspect(int64_t pid) const;
+    // Whether pid has an entry (so the cache may vouch for it without a full-window read).
+    bool has_entry(int64_t pid) const;
     int64_t resident_bytes() const noexcept { return total_bytes_.load(); }
     int64_t resident_hashes() const noexcept { return total_hashes_.load(); }
     int64_t suppressed_partitions() const noexcept { return suppressed_.load(); }

@@ -14,6 +14,10 @@
 namespace queen::sidecar {
 
 namespace {
+// A partition met for the second time with at most this many retained messages is pushed
+// without hydrating the block cache (see resolve_metas).
+constexpr int64_t kColdMaxMessages = 4096;
+
 // Hash of a Hash128 for unordered containers: its first 8 bytes are already uniform.
 struct HashOfHash {
     std::size_t operator()(const queen::Hash128& h) const noexcept {
@@ -361,17 +365,34 @@ bool Flusher::run_once(Backend& b) {
 // batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
 void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
                             const std::vector<std::vector<Pending>>& items,
-                            std::vector<PartitionMeta>* metas, std::vector<Status>* st) {
+                            std::vector<PartitionMeta>* metas, std::vector<Status>* st,
+                            std::vector<uint8_t>* cold) {
     const int64_t now = clock_.mono_ms();
     metas->assign(parts.size(), PartitionMeta{});
     st->assign(parts.size(), Status::ok());
+    cold->assign(parts.size(), 0);
     std::vector<std::size_t> miss;
     for (std::size_t p = 0; p < parts.size(); p++) {
-        if (memo_.get(parts[p]->key, now, &(*metas)[p])) continue;
-        if (cfg_.named_first_contact && !seen_.maybe_seen(parts[p]->key) &&
-            window_free(items[p])) {
+        bool first_hit = false;
+        if (memo_.get(parts[p]->key, now, &(*metas)[p], &first_hit)) {
+            // Met only once before (its memo entry is new): hydrating the block cache for it
+            // would cost a round trip to vouch for one flush; when its log is small the full
+            // probe of a named call reads less. A third flush hydrates as usual.
+            const PartitionMeta& m = (*metas)[p];
+            (*cold)[p] = cfg_.named_first_contact && first_hit && cache_.config().enabled &&
+                         m.window_s > 0 && m.last_offset - m.txns_start < kColdMaxMessages &&
+                         !cache_.has_entry(m.pid);
+            continue;
+        }
+        // A miss the block cache could vouch for (it holds the partition the expired memo
+        // entry names) is resolved first; any other (a first contact, or a partition met too
+        // long ago to be memoised or cached) goes by name when its items need no window.
+        PartitionMeta stale;
+        const bool cached = memo_.peek(parts[p]->key, &stale) && cache_.has_entry(stale.pid);
+        if (cfg_.named_first_contact && !cached && window_free(items[p])) {
             (*metas)[p].pid = -1;  // named: resolved inside the push (push_segments_named)
             metrics_.partitions_resolved++;
+            metrics_.partitions_named++;
             continue;
         }
         miss.push_back(p);
@@ -406,7 +427,6 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
             }
             (*metas)[miss[k]] = one[0];
             memo_.put(parts[miss[k]]->key, one[0], now);
-            seen_.add(parts[miss[k]]->key);
         }
         return;
     }
@@ -417,7 +437,6 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
         }
         (*metas)[miss[k]] = got[k];
         memo_.put(parts[miss[k]]->key, got[k], now);
-        seen_.add(parts[miss[k]]->key);
     }
 }
 
@@ -537,10 +556,11 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
     std::vector<Status> resolved;
     if (abandoning_.load()) {
         ctx.metas.assign(parts.size(), PartitionMeta{});
+        ctx.cold.assign(parts.size(), 0);
         resolved.assign(parts.size(), Status(StatusCode::Unavailable,
                                              "the sidecar stopped before this message was sent"));
     } else {
-        resolve_metas(b, parts, items, &ctx.metas, &resolved);
+        resolve_metas(b, parts, items, &ctx.metas, &resolved, &ctx.cold);
     }
     std::vector<Unit> units;
     for (std::size_t p = 0; p < parts.size(); p++) {
@@ -640,9 +660,12 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         // Window 0: nothing is probed, so nothing is vouched for.
         // With hints: a resident hash no longer costs the vouch; PostgreSQL confirms the hinted
         // originals (or runs the full probe). Layer 2 made the segment's hashes distinct.
-        // A first contact (no partition id yet) is folded into the push by name: no vouch.
+        // A first contact (no partition id yet) is folded into the push by name: no vouch for
+        // it; the other segments of that call keep their hinted vouches (push_segments_named
+        // takes p_hints like push_segments).
         sg.hints.clear();
-        si.verified = vouch && meta.pid >= 0 && meta.window_s > 0
+        const bool cold = ctx.cold[sg.part] != 0;
+        si.verified = vouch && meta.pid >= 0 && meta.window_s > 0 && !cold
                           ? cache_.verified_for(meta, sg.hashes.data(), sg.hashes.size(), b,
                                                 nullptr, &sg.hints)
                           : -1;
@@ -650,18 +673,12 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         si.window_s = meta.pid >= 0 ? meta.window_s : 0;
         si.hints = &sg.hints;
         names.push_back({(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition});
-        named |= meta.pid < 0;  // first contact folded into the push: no vouch, named
+        named |= meta.pid < 0 || cold;  // first contact folded into the push: no vouch, named
         in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
-    // The named call takes no hints: a hinted vouch without its hints would skip the probe of
-    // resident hashes, so in a flush with a first contact those segments go unvouched.
     if (named)
-        for (std::size_t i = 0; i < segs.size(); i++)
-            if (!segs[i].hints.empty()) {
-                in[i].verified = -1;
-                segs[i].hints.clear();
-            }
+        for (const Seg& sg : segs) metrics_.named_hinted_segments += sg.hints.empty() ? 0 : 1;
     metrics_.flush_partitions.observe(static_cast<double>(in.size()));
     std::vector<std::vector<EntryOut>> out;
     auto t0 = std::chrono::steady_clock::now();
@@ -686,7 +703,6 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             if (in[i].pid >= 0) continue;
             ctx.metas[segs[i].part] = named_metas[i];
             memo_.put((*ctx.parts)[segs[i].part]->key, named_metas[i], now);
-            seen_.add((*ctx.parts)[segs[i].part]->key);
         }
         metrics_.memo_bytes.store(memo_.bytes());
         metrics_.memo_entries.store(static_cast<int64_t>(memo_.size()));

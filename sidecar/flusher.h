@@ -25,16 +25,19 @@
 // waits behind, or stalls, a push.
 //
 // Partition resolution. Every flush looks its partitions up in the metadata memo
-// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss for a partition this sidecar
-// has not met before (seen_filter.h) whose items do not depend on the window (no layer-1
-// follower, no hash twice: the usual first contact) is sent by name:
+// (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss whose items do not depend on
+// the window (no layer-1 follower, no hash twice) and which the block cache does not hold (no
+// memo entry at all, or one whose partition has no cache entry) is sent by name:
 // queen.push_segments_named resolves (creates) it inside the push's own transaction, without a
 // vouch, and its answer carries the partition's metadata as of the commit, which the memo
-// keeps. The other misses are resolved together in one queen.resolve_partitions call before
-// the push. Either way the extension creates missing partitions in the global creation order,
-// before any partition lock. Only if that batch fails for a data reason are its partitions
-// resolved one by one, so one bad name fails alone. A lost answer of a call with named
-// partitions looks their ids up first and then searches all their rows.
+// keeps; the call's other segments keep their hinted vouches (p_hints). The other misses are
+// resolved together in one queen.resolve_partitions call before the push, so the cache can
+// vouch for them. A memo hit on its first use (the partition met once before) for a small
+// partition the cache does not hold is not hydrated: it goes unvouched in the named call. Either
+// way the extension creates missing partitions in the global creation order, before any
+// partition lock. Only if that batch fails for a data reason are its partitions resolved one by
+// one, so one bad name fails alone. A lost answer of a call with named partitions looks their
+// ids up first and then searches all their rows.
 //
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
 // stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
@@ -61,7 +64,6 @@
 #include "clock.h"
 #include "metrics.h"
 #include "partition_memo.h"
-#include "seen_filter.h"
 #include "push_request.h"
 #include "status.h"
 
@@ -165,6 +167,9 @@ private:
     struct FlushCtx {
         const std::vector<PartQueue*>* parts;
         std::vector<PartitionMeta> metas;
+        // cold[p]: a memo hit met for the second time only, small and not in the block cache:
+        // pushed without a vouch (no hydration) in a named call (no probe cache).
+        std::vector<uint8_t> cold;
         int64_t deadline_mono;
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
@@ -195,7 +200,8 @@ private:
     // (metas[p].pid = -1): its push resolves it in the same transaction.
     void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
                        const std::vector<std::vector<Pending>>& items,
-                       std::vector<PartitionMeta>* metas, std::vector<Status>* st);
+                       std::vector<PartitionMeta>* metas, std::vector<Status>* st,
+                       std::vector<uint8_t>* cold);
     static bool window_free(const std::vector<Pending>& items);
     void finish_item(PushJob* job);
 
@@ -219,7 +225,6 @@ private:
     std::vector<std::thread> threads_;
 
     PartitionMemo memo_;
-    SeenFilter seen_;  // partitions met before: their misses are resolved, not named
 };
 
 }  // namespace queen::sidecar

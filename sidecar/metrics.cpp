@@ -163,6 +163,13 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
     header(&out, "queen_sidecar_partitions_resolved_total", "counter",
            "partitions looked up in PostgreSQL (metadata memo misses, batched per flush)");
     sample(&out, "queen_sidecar_partitions_resolved_total", nullptr, m.partitions_resolved.load());
+    header(&out, "queen_sidecar_partitions_named_total", "counter",
+           "memo misses resolved inside their push (queen.push_segments_named)");
+    sample(&out, "queen_sidecar_partitions_named_total", nullptr, m.partitions_named.load());
+    header(&out, "queen_sidecar_named_hinted_segments_total", "counter",
+           "segments sent with a hinted vouch in a push that also named a partition");
+    sample(&out, "queen_sidecar_named_hinted_segments_total", nullptr,
+           m.named_hinted_segments.load());
     header(&out, "queen_sidecar_memo_bytes", "gauge",
            "bytes the partition metadata memo holds (allocator chunks)");
     sample(&out, "queen_sidecar_memo_bytes", nullptr, static_cast<double>(m.memo_bytes.load()));

@@ -63,7 +63,9 @@ struct Metrics {
     std::atomic<uint64_t> client_timeouts{0};       // header/body/idle/write deadlines hit
     std::atomic<uint64_t> hint_confirmed{0};  // hinted segments PostgreSQL confirmed
     std::atomic<uint64_t> hint_fallbacks{0};  // hinted segments it sent to the full probe
-    std::atomic<uint64_t> partitions_resolved{0};   // memo misses sent to resolve_partitions
+    std::atomic<uint64_t> partitions_resolved{0};   // memo misses (resolved first or named)
+    std::atomic<uint64_t> partitions_named{0};      // of those, named inside their push
+    std::atomic<uint64_t> named_hinted_segments{0}; // hinted segments sent in a named push
     std::atomic<int64_t> memo_bytes{0};             // the metadata memo's allocator bytes
     std::atomic<int64_t> memo_entries{0};
     std::atomic<uint64_t> memo_evictions{0};

@@ -52,16 +52,28 @@ void PartitionMemo::push_front(Node* n) {
 }
 
 // A fresh hit moves to the front.
-bool PartitionMemo::get(const std::string& key, int64_t now_mono, PartitionMeta* out) {
+bool PartitionMemo::get(const std::string& key, int64_t now_mono, PartitionMeta* out,
+                        bool* first_hit) {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = map_.find(key);
     if (it == map_.end() || now_mono - it->second.fetched_mono >= ttl_ms_) return false;
     Node* n = &it->second;
+    if (first_hit) *first_hit = n->hits == 0;
+    if (n->hits < UINT32_MAX) n->hits++;
     if (n != head_) {
         unlink(n);
         push_front(n);
     }
     *out = n->meta;
+    return true;
+}
+
+// Fresh or not; no recency change.
+bool PartitionMemo::peek(const std::string& key, PartitionMeta* out) const {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return false;
+    *out = it->second.meta;
     return true;
 }
 
@@ -78,6 +90,7 @@ void PartitionMemo::put(const std::string& key, const PartitionMeta& meta, int64
     }
     n->meta = meta;
     n->fetched_mono = now_mono;
+    n->hits = 0;
     push_front(n);
     while (tail_ && tail_ != n && node_bytes_ + bucket_bytes() > budget_) {
         Node* victim = tail_;

@@ -26,8 +26,13 @@ public:
     PartitionMemo& operator=(const PartitionMemo&) = delete;
 
     // A fresh entry for key (fetched less than ttl_ms before now_mono): copies it to *out and
-    // marks it recently used.
-    bool get(const std::string& key, int64_t now_mono, PartitionMeta* out);
+    // marks it recently used. *first_hit (optional): whether this is the entry's first hit
+    // since it was put (the partition's second flush in the entry's lifetime).
+    bool get(const std::string& key, int64_t now_mono, PartitionMeta* out,
+             bool* first_hit = nullptr);
+    // Any entry for key, fresh or past its TTL (copied to *out; recency unchanged): the
+    // partition id it had, to ask the block cache whether it holds the partition.
+    bool peek(const std::string& key, PartitionMeta* out) const;
     // Insert or replace key's entry, then evict least recently used entries down to the budget.
     void put(const std::string& key, const PartitionMeta& meta, int64_t now_mono);
     // Forget everything (a partition vanished, or a restore moved offsets back).
@@ -47,6 +52,7 @@ private:
     struct Node {
         PartitionMeta meta;
         int64_t fetched_mono = 0;
+        uint32_t hits = 0;  // since put (fits the node's padding: no extra allocator bytes)
         Node* prev = nullptr;  // toward the most recently used
         Node* next = nullptr;  // toward the least recently used
         const std::string* key = nullptr;  // the map's own key (nodes never move)

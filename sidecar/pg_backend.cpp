@@ -19,7 +19,7 @@ struct StmtDef {
     const char* name;
     const char* sql;
     int nparams;
-    Oid types[7];
+    Oid types[8];
     bool read_only;  // changes nothing: safe to send again on a fresh connection
 };
 
@@ -106,10 +106,13 @@ const StmtDef kStmts[] = {
     {"queen_pushNamed",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
      "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, partition_id::int8, "
-     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
-     "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7)",
-     7,
-     {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array},
+     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7, $8)",
+     8,
+     {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array,
+      kByteaArray},
      false},
 };
 static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per statement");
@@ -195,7 +198,7 @@ struct ResultGuard {
 // The array parameters of push_segments (and push_segments_named: with named, a segment
 // with pid < 0 sends a NULL id and its names; the others send empty names).
 struct SegArrays {
-    std::string pids, qs, ps, hashes, blobs, vers, wins, hints;  // hints: unnamed only
+    std::string pids, qs, ps, hashes, blobs, vers, wins, hints;
 };
 Status build_seg_arrays(const std::vector<SegmentIn>& segs,
                         const std::vector<PartitionName>* names, SegArrays* a) {
@@ -206,7 +209,7 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
     a->hashes = array_header(kBytea, n);
     a->blobs = array_header(kBytea, n);
     a->wins = array_header(kInt4, n);
-    if (!named) a->hints = array_header(kBytea, n);
+    a->hints = array_header(kBytea, n);
     if (named) {
         a->qs = array_header(kText, n);
         a->ps = array_header(kText, n);
@@ -250,12 +253,8 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
         put_be32(&a->blobs, static_cast<int32_t>(sg.segment->size()));
         a->blobs.append(*sg.segment);
         const std::size_t hl = sg.hints ? sg.hints->size() : 0;
-        // A hinted vouch only means something with its hints: the named call takes none.
-        if (named && hl) return Status(StatusCode::Internal, "a named push carries no hints");
-        if (!named) {
-            put_be32(&a->hints, static_cast<int32_t>(hl));
-            if (hl) a->hints.append(*sg.hints);
-        }
+        put_be32(&a->hints, static_cast<int32_t>(hl));
+        if (hl) a->hints.append(*sg.hints);
     }
     return Status::ok();
 }
@@ -533,19 +532,22 @@ Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
     for (int i = 0; i < rows; i++)
         if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), &all[i]))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
-    // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push):
-    // add what this connection's backend counted since the last call.
-    if (rows > 0 && metrics_) {
-        int64_t conf = 0, fb = 0;
-        if (col_int8(g.r, 0, 6, &conf) && col_int8(g.r, 0, 7, &fb)) {
-            metrics_->hint_confirmed += static_cast<uint64_t>(conf >= hint_confirmed_seen_ ? conf - hint_confirmed_seen_ : conf);
-            metrics_->hint_fallbacks += static_cast<uint64_t>(fb >= hint_fallbacks_seen_ ? fb - hint_fallbacks_seen_ : fb);
-            hint_confirmed_seen_ = conf;
-            hint_fallbacks_seen_ = fb;
-        }
-    }
+    // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push).
+    count_hints(g.r, 6, 7);
     place_rows(all, segs, out);
     return Status::ok();
+}
+
+// The hint counters are uncorrelated sub-selects in the push statement, evaluated once after
+// the push: the row-0 values are this backend's totals; add the growth since the last read.
+void PgBackend::count_hints(PGresult* r, int conf_col, int fb_col) {
+    if (PQntuples(r) < 1 || !metrics_) return;
+    int64_t conf = 0, fb = 0;
+    if (!col_int8(r, 0, conf_col, &conf) || !col_int8(r, 0, fb_col, &fb)) return;
+    metrics_->hint_confirmed += static_cast<uint64_t>(conf >= hint_confirmed_seen_ ? conf - hint_confirmed_seen_ : conf);
+    metrics_->hint_fallbacks += static_cast<uint64_t>(fb >= hint_fallbacks_seen_ ? fb - hint_fallbacks_seen_ : fb);
+    hint_confirmed_seen_ = conf;
+    hint_fallbacks_seen_ = fb;
 }
 
 // queen.push_segments_named: the pushN arrays plus partition ids with NULL for the named
@@ -563,15 +565,15 @@ Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
         return Status(StatusCode::Internal, "push_segments_named: one name per segment");
     Status s = build_seg_arrays(segs, &names, &a);
     if (!s.is_ok()) return s;
-    const char* v[] = {a.pids.data(),  a.qs.data(),   a.ps.data(),  a.hashes.data(),
-                       a.blobs.data(), a.vers.data(), a.wins.data()};
+    const char* v[] = {a.pids.data(),  a.qs.data(),   a.ps.data(),   a.hashes.data(),
+                       a.blobs.data(), a.vers.data(), a.wins.data(), a.hints.data()};
     int len[] = {static_cast<int>(a.pids.size()),  static_cast<int>(a.qs.size()),
                  static_cast<int>(a.ps.size()),    static_cast<int>(a.hashes.size()),
                  static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
-                 static_cast<int>(a.wins.size())};
-    int fmt[] = {1, 1, 1, 1, 1, 1, 1};
+                 static_cast<int>(a.wins.size()),  static_cast<int>(a.hints.size())};
+    int fmt[] = {1, 1, 1, 1, 1, 1, 1, 1};
     ResultGuard g;
-    s = exec(kPushNamed, 7, v, len, fmt, &g.r);
+    s = exec(kPushNamed, 8, v, len, fmt, &g.r);
     if (!s.is_ok()) return s;
     // It committed: from here on a malformed answer is Unknown (looked up, never guessed).
     const int rows = PQntuples(g.r);
@@ -599,6 +601,7 @@ Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
     for (std::size_t i = 0; i < segs.size(); i++)
         if (segs[i].pid < 0 && !have_meta[i])
             return Status(StatusCode::Unknown, "push_segments_named returned no metadata");
+    count_hints(g.r, 10, 11);  // the hint counters, as in push_segments
     place_rows(all, segs, out);
     return Status::ok();
 }

@@ -94,6 +94,9 @@ private:
                 const int* formats, PGresult** out);
     Status error_status(PGresult* res, const char* what, bool* broken);
     void disconnect();
+    // Add what this connection's backend counted in queen.push_hint_stats() since the last
+    // push (columns conf_col and fb_col of a push's first row) to the metrics.
+    void count_hints(PGresult* r, int conf_col, int fb_col);
 
     std::string conninfo_;
     int connect_timeout_s_;

@@ -117,9 +117,21 @@ GRANT EXECUTE ON FUNCTION queen.resolve_partitions(text[], text[]) TO queen_writ
 -- of new partitions. Rows: push_segments' answer rows (idx >= 0), then one row per named
 -- segment with idx = -1 carrying its partition's metadata read after the push, under the row
 -- lock push_segments holds until commit (so last_offset is exactly the committed state).
+-- p_verified, p_windows and p_hints mean what they mean for queen.push_segments and are
+-- checked by it (22023 for a malformed hint): a segment's vouch and hints apply to its
+-- partition once resolved, so a caller that knows a partition (its id) but not yet whether
+-- the others exist still sends its block cache's hinted vouch. A hint that does not confirm
+-- sends its segment to the full probe; a wrong hint never changes a verdict.
+-- It runs without the per-backend probe cache (queen.probe_cache off while it runs, set
+-- back before it returns; an error rolls the setting back with the transaction): the
+-- sidecar sends here the partitions its memo does not hold (first contacts, and partitions
+-- met too long ago to be memoised or held by its block cache), which that cache would learn
+-- for a single use while its upkeep grows with every partition it holds; the full probe then
+-- reads the partition's in-window rows through the created_at index. Only how much is read
+-- changes, never an answer.
 CREATE FUNCTION queen.push_segments_named(p_partition_ids bigint[], p_queues text[],
     p_partitions text[], p_hashes bytea[], p_segments bytea[], p_verified bigint[],
-    p_windows int[])
+    p_windows int[], p_hints bytea[] DEFAULT NULL)
 RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bigint,
                partition_id bigint, dedup_window_seconds int, last_offset bigint,
                txns_start bigint)
@@ -134,6 +146,7 @@ DECLARE
     v_q     text[];
     v_p     text[];
     v_r     record;
+    v_cache text := COALESCE(pg_catalog.current_setting('queen.probe_cache', true), 'on');
 BEGIN
     IF p_partition_ids IS NULL OR p_queues IS NULL OR p_partitions IS NULL
        OR cardinality(p_queues) <> v_n OR cardinality(p_partitions) <> v_n THEN
@@ -153,10 +166,13 @@ BEGIN
             v_pids[v_pos[v_r.idx + 1]] := v_r.partition_id;
         END LOOP;
     END IF;
+    PERFORM pg_catalog.set_config('queen.probe_cache', 'off', true);
     RETURN QUERY
         SELECT s.seg, s.idx, s.status, s.message_id, s.message_offset,
                NULL::bigint, NULL::int, NULL::bigint, NULL::bigint
-          FROM queen.push_segments(v_pids, p_hashes, p_segments, p_verified, p_windows) s;
+          FROM queen.push_segments(v_pids, p_hashes, p_segments, p_verified, p_windows,
+                                    p_hints) s;
+    PERFORM pg_catalog.set_config('queen.probe_cache', v_cache, true);
     -- a new statement: its snapshot sees this transaction's pushes
     IF v_pos IS NOT NULL THEN
         RETURN QUERY
@@ -171,6 +187,6 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[],
-                                                 bigint[], int[]) FROM PUBLIC;
+                                                 bigint[], int[], bytea[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[],
-                                                    bigint[], int[]) TO queen_writer;
+                                                    bigint[], int[], bytea[]) TO queen_writer;

@@ -9,7 +9,11 @@
 #      agree with what PostgreSQL stored (each message stored once, queued exactly once, every
 #      answer naming the stored copy), the same stored sets and the same queued/duplicate
 #      counts. The cache must have vouched in both parts, and vouched with hints (segments
-#      holding repeats of resident hashes, whose originals PostgreSQL confirmed) in both.
+#      holding repeats of resident hashes, whose originals PostgreSQL confirmed) in both;
+#   3. flushes that hold a first contact (pushed by name, queen.push_segments_named) beside
+#      known partitions whose repeats are resident in the cache: the named call carries their
+#      hinted vouches (counted), PostgreSQL confirms them, and the answers are identical with
+#      the cache on and off (one flush worker, so every request is one flush).
 source "$(dirname "$0")/sidecar_lib.sh"
 start_sidecar ON1 --dedup-cache 1
 start_sidecar ON2 --dedup-cache 1
@@ -52,5 +56,23 @@ for port in "$ON1_PORT" "$ON2_PORT"; do
 done
 (( ok > 0 )) || fail "PostgreSQL never confirmed a hinted vouch"
 echo "hinted segments PostgreSQL confirmed: $ok, sent to the full probe: $fb"
+start_sidecar FON --dedup-cache 1 --pool-size 1
+start_sidecar FOFF --dedup-cache 0 --pool-size 1
+metric() { curl -sf "http://127.0.0.1:$1/metrics" | sed -n "s/^$2 //p"; }
+for seed in 31 32; do
+    $CLIENT firstcontact --url "127.0.0.1:$FON_PORT" --seed $seed --queue "${RUN_ID}_fon${seed}" --steps 40 \
+        --out "$WORK/fon.json" >/dev/null
+    $CLIENT firstcontact --url "127.0.0.1:$FOFF_PORT" --seed $seed --queue "${RUN_ID}_foff${seed}" --steps 40 \
+        --out "$WORK/foff.json" >/dev/null
+    $CLIENT compare "$WORK/fon.json" "$WORK/foff.json" || fail "cache on and off disagree on named pushes (seed $seed)"
+done
+nh=$(metric "$FON_PORT" queen_sidecar_named_hinted_segments_total)
+named=$(metric "$FON_PORT" queen_sidecar_partitions_named_total)
+fconf=$(metric "$FON_PORT" 'queen_sidecar_hint_segments_total{outcome="confirmed"}')
+(( named >= 80 )) || fail "the first contacts did not go by name ($named)"
+(( nh >= 80 )) || fail "named pushes carried too few hinted segments ($nh, want >= 80: two per request)"
+(( fconf >= nh * 9 / 10 )) || fail "PostgreSQL confirmed only $fconf of $nh hinted segments of named pushes"
+[[ $(metric "$FOFF_PORT" queen_sidecar_named_hinted_segments_total) == 0 ]] || fail "hints without a cache"
+echo "named pushes with hinted segments: $nh hinted segments, $fconf confirmed, $named partitions named"
 echo "vouched flushes: sequential $v1 (+ $h1 hinted), concurrent $((v2 - v1)) (+ $((h2 - h1)) hinted)"
 echo PASS

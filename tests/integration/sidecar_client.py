@@ -6,6 +6,11 @@
   random   --urls U1,U2 --seed S --queue Q --steps N --out FILE
            a deterministic sequential workload (retries, intra/cross-request duplicates, other
            partitions, window changes) alternating between the sidecars; writes every answer
+  firstcontact --url U --seed S --queue Q --steps N --out FILE
+           a deterministic sequential workload of requests that each hold repeats of
+           transactionIds stored in a known partition (resident in the block cache: hinted),
+           new messages for it, and a first contact (a partition never named before), so each
+           flush is one named push carrying hinted segments; writes every answer like random
   compare  A B                              the two random runs gave identical statuses/offsets/ids
 """
 import argparse
@@ -121,6 +126,51 @@ def cmd_random(a):
     print("answers=%d" % len(answers))
 
 
+def cmd_firstcontact(a):
+    rng = random.Random(a.seed)
+    conn = conn_for(a.url)
+    stored = {p: [] for p in ("k0", "k1")}
+    answers = []
+    n = 0
+
+    def send(step, items):
+        status, body = push(conn, items)
+        if status != 201:
+            answers.append({"step": step, "status": status, "body": body})
+            return
+        for it, ans in zip(items, body):
+            answers.append({"step": step, "q": "", "p": it["partition"], "txn": it["transactionId"],
+                            "status": ans["status"], "offset": ans["offset"], "id": ans["message_id"]})
+            if ans["status"] == "queued" and it["partition"] in stored:
+                stored[it["partition"]].append(it["transactionId"])
+
+    # warm-up: the known partitions exist, are memoised and have a cache entry (a second
+    # flush hydrates it)
+    for step in range(3):
+        items = []
+        for p in stored:
+            items.append({"queue": a.queue, "partition": p, "payload": {"w": step}, "transactionId": "f%d-%d" % (a.seed, n)})
+            n += 1
+        send(-1 - step, items)
+    for step in range(a.steps):
+        items = []
+        for p in stored:
+            # distinct transactionIds inside the request (no layer-1 follower: the first
+            # contact needs no window and goes by name)
+            reps = rng.sample(stored[p], min(len(stored[p]), rng.randrange(1, 3)))
+            for txn in reps:
+                items.append({"queue": a.queue, "partition": p, "payload": {"r": step}, "transactionId": txn})
+            items.append({"queue": a.queue, "partition": p, "payload": {"s": step}, "transactionId": "f%d-%d" % (a.seed, n)})
+            n += 1
+        items.append({"queue": a.queue, "partition": "new%d" % step, "payload": {"s": step},
+                      "transactionId": "f%d-%d" % (a.seed, n)})
+        n += 1
+        rng.shuffle(items)
+        send(step, items)
+    json.dump(answers, open(a.out, "w"))
+    print("answers=%d" % len(answers))
+
+
 def normalise(answers):
     # Message ids are random per run: replace each by the (q, p, offset) it was first queued at.
     where = {}
@@ -173,11 +223,18 @@ def main():
     r.add_argument("--queue", required=True)
     r.add_argument("--steps", type=int, default=300)
     r.add_argument("--out", required=True)
+    f = sub.add_parser("firstcontact")
+    f.add_argument("--url", required=True)
+    f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--queue", required=True)
+    f.add_argument("--steps", type=int, default=40)
+    f.add_argument("--out", required=True)
     c = sub.add_parser("compare")
     c.add_argument("a")
     c.add_argument("b")
     a = ap.parse_args()
-    {"load": cmd_load, "random": cmd_random, "compare": cmd_compare}[a.cmd](a)
+    {"load": cmd_load, "random": cmd_random, "firstcontact": cmd_firstcontact,
+     "compare": cmd_compare}[a.cmd](a)
 
 
 if __name__ == "__main__":

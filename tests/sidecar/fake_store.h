@@ -50,6 +50,12 @@ public:
         return np;
     }
 
+    // Whether the partition exists (without creating it).
+    bool has(const std::string& q, const std::string& p) {
+        std::lock_guard<std::recursive_mutex> lk(mu_);
+        return by_name_.count(q + '\x1f' + p) > 0;
+    }
+
     Status resolve(std::string_view q, std::string_view p, PartitionMeta* out) {
         std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
@@ -85,12 +91,27 @@ public:
         std::lock_guard<std::recursive_mutex> lk(mu_);
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_named++;
+        for (const SegmentIn& sg : segs)
+            if (sg.pid < 0) {
+                named_lookups++;
+                break;
+            }
         std::vector<SegmentIn> known = segs;
+        std::vector<std::string> created;  // rolled back with the call when it fails
         for (std::size_t i = 0; i < known.size(); i++)
-            if (known[i].pid < 0)
-                known[i].pid = part(std::string(names[i].queue), std::string(names[i].partition)).id;
+            if (known[i].pid < 0) {
+                const std::string q(names[i].queue), p(names[i].partition);
+                if (!has(q, p)) created.push_back(q + '\x1f' + p);
+                known[i].pid = part(q, p).id;
+            }
         Status s = push(known, out);
-        if (!s.is_ok()) return s;
+        if (!s.is_ok() && !last_committed_) {  // rolled back: so is the creation
+            for (const std::string& key : created) {
+                parts_.erase(by_name_[key]);
+                by_name_.erase(key);
+            }
+            return s;
+        }
         metas->assign(segs.size(), PartitionMeta{});
         for (std::size_t i = 0; i < segs.size(); i++) {
             if (segs[i].pid >= 0) continue;
@@ -105,6 +126,7 @@ public:
 
     Status push(const std::vector<SegmentIn>& segs, std::vector<std::vector<EntryOut>>* out) {
         std::lock_guard<std::recursive_mutex> lk(mu_);
+        last_committed_ = false;
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_push++;
         if (lose_before_commit > 0) {  // sent, then the connection broke: nothing written
@@ -142,6 +164,7 @@ public:
         }
         Status st = push_locked(segs, out);
         if (!st.is_ok()) return st;
+        last_committed_ = true;
         if (lose_after_commit > 0) {  // committed, then the answer was lost
             lose_after_commit--;
             out->clear();
@@ -370,6 +393,7 @@ public:
     bool fail_ranges = false;
     int calls_resolve = 0, calls_window = 0, calls_range = 0;
     int calls_named = 0;  // push_named calls (first contact folded into the push)
+    int named_lookups = 0;  // of those, calls that named a partition (a metadata lookup)
     int64_t range_rows_read_last = 0;
     int64_t unsound_vouches = 0;
     int64_t vouched_pushes = 0;
@@ -379,6 +403,7 @@ public:
 private:
     const Clock& clock_;
     std::recursive_mutex mu_;  // push_named runs resolve and push as one step
+    bool last_committed_ = false;  // the last push() wrote (even if its answer was then lost)
     std::map<int64_t, Part> parts_;
     std::map<std::string, int64_t> by_name_;
     std::map<std::string, int32_t> windows_;
@@ -399,11 +424,7 @@ public:
                                const std::vector<PartitionName>& names,
                                std::vector<std::vector<EntryOut>>* out,
                                std::vector<PartitionMeta>* metas) override {
-        // Like PgBackend: the named call has no hints parameter, so hints here are a bug.
-        for (const SegmentIn& sg : segs)
-            if (sg.hints && !sg.hints->empty())
-                return Status(StatusCode::Internal, "a named push carries no hints");
-        return s_.push_named(segs, names, out, metas);
+        return s_.push_named(segs, names, out, metas);  // hints checked and used by push()
     }
     Status load_window(int64_t pid, int64_t w, int64_t* last, std::vector<TxnRow>* rows) override {
         return s_.load_window(pid, w, last, rows);

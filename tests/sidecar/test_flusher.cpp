@@ -182,11 +182,11 @@ TEST(Flusher, MetadataMemoLivesThirtySeconds) {
         clock.advance(5000);
     }
     // Metadata lookups: the first contact is folded into its push (push_named).
-    EXPECT_EQ(store.calls_resolve + store.calls_named, 1);
+    EXPECT_EQ(store.calls_resolve + store.named_lookups, 1);
     clock.advance(10000);
     sc.flusher.submit(make_job({{"q", "p", "late"}}, gen, clock.wall_ms(), &out));
     sc.drain();
-    EXPECT_EQ(store.calls_resolve + store.calls_named, 2);
+    EXPECT_EQ(store.calls_resolve + store.named_lookups, 2);
 }
 
 TEST(Flusher, BackpressureRefusesBeyondPendingLimit) {
@@ -777,21 +777,143 @@ TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
     EXPECT_EQ(store.calls_push - calls, 2);
     EXPECT_EQ(out[3], (Answer{1, 1, zo[0].id}));
     EXPECT_FALSE(sc.cache.inspect(meta.pid).present) << "the refused entry is dropped";
-    // Again a repeat: one call, no refusal (the entry is built again from the database).
+    // Again a repeat: one call, no refusal (the memo went with the entry: by name, unvouched).
     calls = store.calls_push;
     sc.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &out));
     sc.drain();
     EXPECT_EQ(store.calls_push - calls, 1);
     EXPECT_EQ(out[4], (Answer{1, 1, zo[0].id}));
-    // A new one: one call, stored after z, vouched by the rebuilt entry.
+    // A new one: one call, stored after z (met once since the refusal: not hydrated yet).
     calls = store.calls_push;
-    const int64_t vouched = store.vouched_pushes;
     sc.flusher.submit(make_job({{"q", "p", "d"}}, gen, clock.wall_ms(), &out));
     sc.drain();
     EXPECT_EQ(store.calls_push - calls, 1);
     EXPECT_EQ(out[5].status, 0);
     EXPECT_EQ(out[5].offset, 2);
+    // And the next: one call, vouched by the entry built again from the database.
+    calls = store.calls_push;
+    const int64_t vouched = store.vouched_pushes;
+    sc.flusher.submit(make_job({{"q", "p", "e"}}, gen, clock.wall_ms(), &out));
+    sc.drain();
+    EXPECT_EQ(store.calls_push - calls, 1);
+    EXPECT_EQ(out[6].status, 0);
+    EXPECT_EQ(out[6].offset, 3);
     EXPECT_EQ(store.vouched_pushes - vouched, 1);
+    EXPECT_TRUE(sc.cache.inspect(meta.pid).present);
+    EXPECT_EQ(store.unsound_vouches, 0);
+}
+
+}  // namespace
+}  // namespace queen::sidecar
+
+namespace queen::sidecar {
+namespace {
+
+// A flush that meets a first contact (pushed by name) and a known partition whose repeat is
+// resident in the cache: the named call carries the known segment's hinted vouch (no
+// unvouched fallback any more), PostgreSQL's model confirms the hint, and every answer is the
+// one a flusher without a cache gives for the same items.
+TEST(Flusher, ANamedPushKeepsTheOtherSegmentsHints) {
+    auto run = [](bool cache_on, FakeStore* store_out, std::vector<Answer>* out) {
+        ManualClock clock;
+        FakeStore store(clock);
+        CacheConfig cc;
+        cc.enabled = cache_on;
+        Sidecar sc(store, clock, cc, FlusherConfig());
+        queen::UuidV7Generator gen(5);
+        for (const char* t : {"a", "b", "c"}) {  // q/p: a, b, c at 0..2 (first: by name)
+            sc.flusher.submit(make_job({{"q", "p", t}}, gen, clock.wall_ms(), out));
+            sc.drain();
+        }
+        sc.flusher.submit(make_job({{"q", "p", "d"}}, gen, clock.wall_ms(), out));
+        sc.drain();  // the cache entry is built and vouches; d at 3
+        const int named = store.calls_named, hinted = static_cast<int>(store.hinted_pushes);
+        // One flush: a repeat of b and a new e to q/p, a first contact q/fresh.
+        sc.flusher.submit(make_job({{"q", "p", "b"}, {"q", "p", "e"}}, gen, clock.wall_ms(), out));
+        sc.flusher.submit(make_job({{"q", "fresh", "x"}}, gen, clock.wall_ms(), out));
+        EXPECT_TRUE(sc.flusher.run_once(sc.backend));
+        EXPECT_FALSE(sc.flusher.run_once(sc.backend)) << "one flush";
+        EXPECT_EQ(store.calls_named - named, 1);
+        store_out->calls_named = store.calls_named - named;
+        store_out->hinted_pushes = store.hinted_pushes - hinted;
+        store_out->hint_fallbacks = store.hint_fallbacks;
+        store_out->unsound_vouches = store.unsound_vouches;
+    };
+    ManualClock unused;
+    FakeStore on_stats(unused), off_stats(unused);
+    std::vector<Answer> on, off;
+    run(true, &on_stats, &on);
+    run(false, &off_stats, &off);
+    ASSERT_EQ(on.size(), 7u);
+    EXPECT_EQ(on, off) << "cache on and off answer the same";
+    EXPECT_EQ(on[4], (Answer{1, 1, on[1].id})) << "b: duplicate of offset 1";
+    EXPECT_EQ(on[5].status, 0);
+    EXPECT_EQ(on[5].offset, 4);
+    EXPECT_EQ(on[6].status, 0);
+    EXPECT_EQ(on[6].offset, 0);
+    EXPECT_EQ(on_stats.hinted_pushes, 1) << "the known segment went with its hint";
+    EXPECT_EQ(on_stats.hint_fallbacks, 0) << "and the hint confirmed";
+    EXPECT_EQ(on_stats.unsound_vouches, 0);
+    EXPECT_EQ(off_stats.hinted_pushes, 0);
+}
+
+// The fake store, like the extension, takes hints on a named push and checks them: a hint
+// that does not confirm costs the full probe (same verdict), a malformed one is 22023 and
+// nothing is written (the named partition is not created either).
+TEST(FakeStoreNamed, HintsAreCheckedAndNeverChangeAVerdict) {
+    ManualClock clock;
+    FakeStore store(clock);
+    FakeBackend be(store);
+    queen::UuidV7Generator gen(3);
+    auto seg_of = [&](const std::vector<std::string>& txns, std::string* hashes, std::string* blob,
+                      std::vector<queen::Uuid>* ids) {
+        queen::SegmentBuilder b;
+        for (const std::string& t : txns) {
+            ids->push_back(gen.next(static_cast<uint64_t>(clock.wall_ms())));
+            queen::Hash128 h = queen::txn_hash(t);
+            hashes->append(reinterpret_cast<const char*>(h.b), 16);
+            b.add(queen::MessageView{ids->back(), queen::ContentType::Json, t, "1"});
+        }
+        *blob = b.finish();
+    };
+    PartitionMeta m;
+    ASSERT_TRUE(be.resolve_partition("q", "k", &m).is_ok());
+    std::string h0, s0, h1, s1, hints;
+    std::vector<queen::Uuid> ids0, ids1;
+    seg_of({"a", "b"}, &h0, &s0, &ids0);
+    std::vector<std::vector<EntryOut>> out;
+    ASSERT_TRUE(be.push_segments({SegmentIn{m.pid, &h0, &s0, -1, 3600, nullptr}}, &out).is_ok());
+    // b hinted at 0 (which holds a): not confirmed -> full probe: b is the duplicate of 1.
+    std::string h2, s2, h3, s3;
+    std::vector<queen::Uuid> ids2, ids3;
+    seg_of({"b", "n"}, &h2, &s2, &ids2);
+    seg_of({"x"}, &h3, &s3, &ids3);
+    queen::hint_append(&hints, 0, 0);
+    std::string none;
+    std::vector<PartitionMeta> metas;
+    Status s = be.push_segments_named(
+        {SegmentIn{m.pid, &h2, &s2, 1, 3600, &hints}, SegmentIn{-1, &h3, &s3, -1, 0, &none}},
+        {{"", ""}, {"q", "new"}}, &out, &metas);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0][0].status, EntryStatus::Duplicate);
+    EXPECT_EQ(out[0][0].offset, 1);
+    EXPECT_TRUE(out[0][0].id == ids0[1]);
+    EXPECT_EQ(out[0][1].status, EntryStatus::Queued);
+    EXPECT_EQ(out[0][1].offset, 2);
+    EXPECT_EQ(out[1][0].offset, 0);
+    EXPECT_EQ(store.hint_fallbacks, 1);
+    EXPECT_EQ(metas[1].last_offset, 0);
+    // A hint on the named segment (vouched -1): 22023, nothing written, nothing created.
+    std::string h4, s4, bad;
+    std::vector<queen::Uuid> ids4;
+    seg_of({"y"}, &h4, &s4, &ids4);
+    queen::hint_append(&bad, 0, 0);
+    s = be.push_segments_named({SegmentIn{-1, &h4, &s4, -1, 0, &bad}}, {{"q", "other"}}, &out,
+                               &metas);
+    EXPECT_EQ(s.sqlstate(), "22023");
+    EXPECT_FALSE(store.has("q", "other"));
+    EXPECT_TRUE(store.has("q", "new"));
     EXPECT_EQ(store.unsound_vouches, 0);
 }
 

@@ -13,7 +13,6 @@
 #include "flusher.h"
 #include "partition_memo.h"
 #include "push_request.h"
-#include "seen_filter.h"
 
 namespace queen::sidecar {
 namespace {
@@ -214,16 +213,27 @@ TEST(FlusherResolution, FirstContactsAreFoldedIntoThePush) {
     EXPECT_EQ(metrics.partitions_resolved.load(), 40u);
     EXPECT_EQ(metrics.memo_entries.load(), 40);
     EXPECT_EQ(metrics.memo_bytes.load(), flusher.memo().bytes());
-    // Memoised from the push's answer (last_offset 0 now): the next flush resolves nothing,
-    // is a plain push, and the cache hydrates and vouches from then on.
-    std::vector<Answered> b(40);
+    // Memoised from the push's answer (last_offset 0 now): the next flush resolves nothing;
+    // met once so far, the partitions are not hydrated for it: one named call naming none
+    // (unvouched, no probe cache). The third is a plain push, the cache hydrating and
+    // vouching from then on.
+    std::vector<Answered> b(40), b3(40);
     for (int i = 0; i < 40; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b[i]));
     while (flusher.run_once(backend)) {
     }
     EXPECT_EQ(backend.batches, 0);
-    EXPECT_EQ(backend.named_pushes, 1);
-    EXPECT_EQ(backend.pushes, 1);
+    EXPECT_EQ(backend.named_pushes, 2);
+    EXPECT_EQ(backend.pushes, 0);
+    EXPECT_EQ(rig.cache.hydrations(), 0u);
     for (int i = 0; i < 40; i++) EXPECT_EQ(b[i].answers[0].offset, 1) << i;
+    const int64_t vouched = store.vouched_pushes;
+    for (int i = 0; i < 40; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b3[i]));
+    while (flusher.run_once(backend)) {
+    }
+    EXPECT_EQ(backend.named_pushes, 2);
+    EXPECT_EQ(backend.pushes, 1);
+    EXPECT_EQ(store.vouched_pushes - vouched, 40);
+    for (int i = 0; i < 40; i++) EXPECT_EQ(b3[i].answers[0].offset, 2) << i;
     EXPECT_EQ(store.unsound_vouches, 0);
     // A repeat of the first message of p0 is answered with its original.
     Answered again;
@@ -358,23 +368,17 @@ TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
     for (int i = 0; i < 5000; i++) EXPECT_FALSE(a[i].answers[0].failed) << i;
 }
 
-TEST(SeenFilter, RemembersWhatWasAddedWithFewFalsePositives) {
-    SeenFilter f;
-    for (int i = 0; i < 200000; i++) f.add(key_of(i));
-    for (int i = 0; i < 200000; i++) ASSERT_TRUE(f.maybe_seen(key_of(i))) << i;
-    int fp = 0;
-    for (int i = 200000; i < 300000; i++) fp += f.maybe_seen(key_of(i));
-    EXPECT_LT(fp, 1000) << "false positives among 100,000 unseen keys";
-    EXPECT_EQ(f.bytes(), 1u << 20);
-}
-
-TEST(FlusherResolution, APartitionMetBeforeIsResolvedNotNamed) {
+// Which misses go by name: a partition the memo has evicted (met too long ago) goes by name
+// like a first contact (no block cache read for it: PostgreSQL's full probe over its in-window
+// rows decides, in the same call); one whose memo entry only expired while the block cache
+// still holds it is resolved first, so the cache vouches (and the probe reads nothing).
+TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     FlusherConfig fc;
     fc.memo_bytes = 1;  // every entry is evicted by the next one: each flush misses
     Rig rig(fc);
     auto [store, backend, metrics, flusher] = rig.parts();
     queen::UuidV7Generator gen(9);
-    std::vector<Answered> a(2), b(2);
+    std::vector<Answered> a(2), b(2), c(1), d(1);
     for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &a[i]));
     while (flusher.run_once(backend)) {
     }
@@ -383,13 +387,75 @@ TEST(FlusherResolution, APartitionMetBeforeIsResolvedNotNamed) {
     for (int i = 0; i < 2; i++) flusher.submit(job_for("q", "p" + std::to_string(i), gen, &b[i]));
     while (flusher.run_once(backend)) {
     }
-    EXPECT_EQ(backend.named_pushes, 1) << "met before: resolved first, then vouched for";
-    EXPECT_EQ(backend.batches, 1);
+    EXPECT_EQ(backend.named_pushes, 2) << "evicted from the memo: by name again";
+    EXPECT_EQ(backend.batches, 0);
     for (int i = 0; i < 2; i++) {
         EXPECT_EQ(b[i].answers[0].status, EntryStatus::Queued);
         EXPECT_EQ(b[i].answers[0].offset, 1);
     }
+    // p0, p1, then p0 again (the memo's one entry, p1's, was a hit in the second flush)
+    EXPECT_EQ(metrics.partitions_named.load(), 3u);
     EXPECT_EQ(store.unsound_vouches, 0);
+
+    // The production memo: q/h is memoised and cached (its second flush is still unvouched,
+    // met once before; the third hydrates its entry);
+    // once the memo entry is past its TTL, the miss is resolved first and vouched for.
+    Rig rig2;
+    auto [store2, backend2, metrics2, flusher2] = rig2.parts();
+    std::vector<Answered> e(3);
+    for (int i = 0; i < 3; i++) {
+        flusher2.submit(job_for("q", "h", gen, &e[i]));
+        while (flusher2.run_once(backend2)) {
+        }
+    }
+    EXPECT_EQ(backend2.named_pushes, 2);
+    EXPECT_EQ(rig2.cache.hydrations(), 1u);
+    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    const int64_t vouched = store2.vouched_pushes;
+    flusher2.submit(job_for("q", "h", gen, &c[0]));
+    while (flusher2.run_once(backend2)) {
+    }
+    EXPECT_EQ(backend2.named_pushes, 2) << "expired but cached: resolved first";
+    EXPECT_EQ(backend2.batches, 1);
+    EXPECT_EQ(store2.vouched_pushes - vouched, 1);
+    EXPECT_EQ(c[0].answers[0].offset, 3);
+    // Forget the cache entry (as after an eviction): the next expired miss goes by name.
+    PartitionMeta m;
+    ASSERT_TRUE(backend2.resolve_partition("q", "h", &m).is_ok());
+    rig2.cache.forget(m.pid);
+    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    flusher2.submit(job_for("q", "h", gen, &d[0]));
+    while (flusher2.run_once(backend2)) {
+    }
+    EXPECT_EQ(backend2.named_pushes, 3) << "expired and not cached: by name";
+    EXPECT_EQ(d[0].answers[0].offset, 4);
+    EXPECT_EQ(store2.unsound_vouches, 0);
+}
+
+// The second flush of a partition skips the cache only while its log is small: with 4,096
+// retained messages or more, the full probe of an unvouched push would read more than the
+// hydration that lets the cache vouch from then on.
+TEST(FlusherResolution, ALargePartitionIsHydratedOnItsSecondFlush) {
+    for (int n : {4095, 4097}) {
+        Rig rig;
+        auto [store, backend, metrics, flusher] = rig.parts();
+        queen::UuidV7Generator gen(12);
+        std::vector<Answered> a(static_cast<std::size_t>(n)), b(1);
+        for (int i = 0; i < n; i++) flusher.submit(job_for("q", "big", gen, &a[i]));
+        while (flusher.run_once(backend)) {
+        }
+        ASSERT_EQ(a[n - 1].answers[0].offset, n - 1);
+        const int64_t vouched = store.vouched_pushes;
+        flusher.submit(job_for("q", "big", gen, &b[0]));
+        while (flusher.run_once(backend)) {
+        }
+        EXPECT_EQ(b[0].answers[0].offset, n);
+        const bool small = n - 1 < 4096;  // last_offset - txns_start
+        EXPECT_EQ(rig.cache.hydrations(), small ? 0u : 1u) << n;
+        EXPECT_EQ(store.vouched_pushes - vouched, small ? 0 : 1) << n;
+        EXPECT_EQ(backend.named_pushes, small ? 2 : 1) << n;
+        EXPECT_EQ(store.unsound_vouches, 0);
+    }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // libpq implementation of the Backend (see pg_backend.h).
 #include "pg_backend.h"
 
+#include "pg_idle_check.h"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -316,9 +318,11 @@ void PgBackend::disconnect() {
 }
 
 // Connect with a timeout; after a failure, fail fast for half a second instead of stalling
-// every flush on connect attempts.
+// every flush on connect attempts. A pooled connection the server already closed is noticed
+// here, before anything is sent on it (pg_idle_check.h), so a push after a restart goes to a
+// fresh connection instead of becoming an unknown outcome that must be looked up.
 Status PgBackend::ensure_connected() {
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK) return Status::ok();
+    if (pg_idle_connection_alive(conn_)) return Status::ok();
     disconnect();
     const int64_t now = mono_ms();
     if (now - last_failure_mono_ < 500)

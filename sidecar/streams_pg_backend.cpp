@@ -2,10 +2,10 @@
 // parameters; results are binary and decoded here.
 #include "streams_pg_backend.h"
 
-#include <arpa/inet.h>
-#include <poll.h>
+#include "pg_idle_check.h"
 
-#include <cerrno>
+#include <arpa/inet.h>
+
 #include <cstring>
 
 namespace queen::sidecar::streams {
@@ -183,32 +183,9 @@ void StreamsPgBackend::disconnect() {
     for (bool& p : prepared_) p = false;
 }
 
-// Whether an idle connection is still usable. A connection the server closed (a restart, a
-// crash, a terminated backend) reads as OK until libpq has read its end of file, and the
-// server's goodbye comes first: a backend ended by a crash or an immediate stop sends a
-// WARNING (a terminated one a FATAL) and then closes. One PQconsumeInput reads that message
-// and returns without seeing the end of file behind it, so the connection still looked OK and
-// the next append was sent into a dead socket and answered 503 (outcome unknown) although
-// nothing had been sent. So: read while the socket has input waiting (poll with no timeout),
-// until nothing more is waiting (alive) or libpq saw the end or an error (dead). An idle
-// session gets only such asynchronous messages (notices, parameter changes), never a result.
-bool StreamsPgBackend::idle_connection_alive() {
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) return false;
-    for (int rounds = 0; rounds < 1000; rounds++) {
-        pollfd p{PQsocket(conn_), POLLIN, 0};
-        int n = ::poll(&p, 1, 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 || PQsocket(conn_) < 0) return false;
-        if (n == 0) return true;  // nothing waiting
-        if (!PQconsumeInput(conn_) || PQstatus(conn_) != CONNECTION_OK) return false;
-        PQisBusy(conn_);  // parses what was read (notices go to the notice processor)
-    }
-    return false;  // a server that never stops talking to an idle session: start afresh
-}
-
 // Connect when not connected (or when the idle connection turned out dead).
 Status StreamsPgBackend::ensure_connected() {
-    if (idle_connection_alive()) return Status::ok();
+    if (pg_idle_connection_alive(conn_)) return Status::ok();  // see pg_idle_check.h
     disconnect();
     const std::string timeout = std::to_string(connect_timeout_s_);
     // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until

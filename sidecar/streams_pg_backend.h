@@ -36,7 +36,6 @@ public:
 private:
     enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kGone, kStmtCount };
     Status ensure_connected();
-    bool idle_connection_alive();
     Status prepare(Stmt st);
     Status exec(Stmt st, int n, const char* const* values, const int* lengths, const int* formats,
                 PGresult** out);

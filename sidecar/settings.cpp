@@ -142,7 +142,8 @@ const std::vector<SettingSpec>& setting_specs() {
         {"partition-memo-mb", "QUEEN_PARTITION_MEMO_MB", false, 1, 1 << 20,
          "partition metadata memo budget in MiB (16)"},
         {"named-first-contact", "QUEEN_NAMED_FIRST_CONTACT", false, 0, 1,
-         "1 = a memo miss is resolved inside its push; 0 = resolved before it (1)"},
+         "1 = a memo miss the cache cannot vouch for is resolved inside its push; 0 = "
+         "resolved before it (1)"},
         {"idle-seal-ms", "QUEEN_IDLE_SEAL_MS", false, 100, 86400000,
          "seal/expire idle partitions after (10000)"},
         {"drain-timeout-ms", "QUEEN_DRAIN_TIMEOUT_MS", false, 0, 3600000,

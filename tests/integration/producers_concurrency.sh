@@ -5,20 +5,7 @@
 # (producer, seq) exactly once and in seq order, every retry answered `duplicate` with the
 # receipt of the original, the zombie fenced and never applied.
 # Needs PGHOST/PGPORT/PGUSER(/PGDATABASE) for a running PostgreSQL (scripts/test.sh sets them).
-set -euo pipefail
-RUN_ID="pc$$_$(date +%s)"
-WORK=$(mktemp -d)
-# a database of its own, with the extension as built now
-ADMIN_DB=${PGDATABASE:-postgres}
-psql -X -q -d "$ADMIN_DB" -c "CREATE DATABASE $RUN_ID" >/dev/null
-trap 'rm -rf "$WORK"; psql -X -q -d "$ADMIN_DB" -c "DROP DATABASE IF EXISTS $RUN_ID" >/dev/null 2>&1 || true' EXIT
-export PGDATABASE=$RUN_ID
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
-sql "CREATE EXTENSION queen" >/dev/null
+RUN_PREFIX=pc source "$(dirname "$0")/own_db_lib.sh"
 S=${RUN_ID}_s
 [[ $(sql "SELECT status FROM queen.stream_create('$S', 'text/plain')") == created ]] || fail "create"
 

@@ -12,19 +12,7 @@
 # cache must have been used where it is on (hits confirmed against stored rows) and not where
 # it is off. Two seeds.
 # Needs PGHOST/PGPORT/PGUSER(/PGDATABASE) for a running PostgreSQL (scripts/test.sh sets them).
-set -euo pipefail
-RUN_ID="pce$$_$(date +%s)"
-WORK=$(mktemp -d)
-ADMIN_DB=${PGDATABASE:-postgres}
-psql -X -q -d "$ADMIN_DB" -c "CREATE DATABASE $RUN_ID" >/dev/null
-trap 'rm -rf "$WORK"; psql -X -q -d "$ADMIN_DB" -c "DROP DATABASE IF EXISTS $RUN_ID" >/dev/null 2>&1 || true' EXIT
-export PGDATABASE=$RUN_ID
-fail() {
-    echo "FAIL: $*" >&2
-    exit 1
-}
-sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
-sql "CREATE EXTENSION queen" >/dev/null
+RUN_PREFIX=pce source "$(dirname "$0")/own_db_lib.sh"
 TOOL="python3 $(dirname "$0")/push_cache_equivalence.py"
 
 for seed in 1 2; do

@@ -3,9 +3,10 @@
 PostgreSQL, with exact statuses and headers. Usage: streams_answers.py PORT PREFIX
 (PG* environment for the psql set-ups that need another time: idle producers, the limit)."""
 import hashlib
-import http.client
 import subprocess
 import sys
+
+from http_helpers import http_request, psql
 
 PORT = int(sys.argv[1])
 PREFIX = sys.argv[2]
@@ -17,21 +18,7 @@ def off(n):
 
 
 def req(method, name, body=b"", headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
-    c.request(method, f"/v1/stream/{name}", body=body, headers=headers or {})
-    r = c.getresponse()
-    data = r.read()
-    h = {k.lower(): v for k, v in r.getheaders()}
-    c.close()
-    return r.status, h, data
-
-
-def psql(sql):
-    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                       capture_output=True, text=True)
-    if r.returncode:
-        raise RuntimeError(r.stderr)
-    return r.stdout.strip()
+    return http_request(PORT, method, f"/v1/stream/{name}", body, headers)
 
 
 def prod(pid, epoch, seq, extra=None):

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import time
 
+from http_helpers import http_request, psql
+
 ROOT = os.environ["QUEEN_ROOT"]
 SIDECAR = os.environ["SIDECAR_BIN"]
 WORK = os.environ["WORK"]
@@ -43,14 +45,6 @@ FAULTS = ["kill-after-commit", "kill-before-commit", "terminate-blocked", "termi
 
 def off(n):
     return f"{n:020d}"
-
-
-def psql(sql, check=True):
-    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                       capture_output=True, text=True)
-    if check and r.returncode != 0:
-        raise RuntimeError(f"psql failed: {sql}: {r.stderr}")
-    return r.stdout.strip()
 
 
 def wait_pg():
@@ -96,13 +90,7 @@ class Sidecar:
 
 
 def request(port, method, body=b"", headers=None, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request(method, f"/v1/stream/{STREAM}", body=body, headers=headers or {})
-    r = c.getresponse()
-    data = r.read()
-    h = {k.lower(): v for k, v in r.getheaders()}
-    c.close()
-    return r.status, h, data
+    return http_request(port, method, f"/v1/stream/{STREAM}", body, headers, timeout)
 
 
 def append_headers(seq):

@@ -1,32 +1,19 @@
 """Long-poll wake-ups by local, relayed and SQL writes (see streams_wakeups.sh).
 argv: port of sidecar A (long-poll timeout 10 s), port of sidecar B, run id."""
-import http.client
 import re
 import subprocess
 import sys
 import threading
 import time
 
+from http_helpers import http_request, psql
+
 A, B, RUN = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 failures = 0
 
 
 def req(port, method, path, body=b"", headers=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request(method, path, body=body, headers=headers or {})
-    r = c.getresponse()
-    data = r.read()
-    h = {k.lower(): v for k, v in r.getheaders()}
-    c.close()
-    return r.status, h, data
-
-
-def psql(sql):
-    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit("psql failed: " + r.stderr)
-    return r.stdout.strip()
+    return http_request(port, method, path, body, headers)
 
 
 def check(label, ok, detail=""):

@@ -1,8 +1,9 @@
 # Shared by bench/sidecar/run.sh and bench/sidecar/hints.sh (sourced, not run): logging, the
 # build of the sidecar and the load client, the 1M-hash prefill, the reset between measurements
 # and the sidecar start/stop. The caller defines REPO, HERE, SIDECAR, LOADGEN, BUILD (before
-# sourcing), then psql_q, conninfo, WORK, SIDECAR_FLAGS, W1M_PARTS and W1M_HASHES, and sets
-# RESET_EXTRA to more tables of bench_e to empty between measurements (may be empty).
+# sourcing), then psql_q, conninfo, ROOT, PGDATA, PGBIN, PORT, WORK, SIDECAR_FLAGS, W1M_PARTS
+# and W1M_HASHES, and sets RESET_EXTRA to more tables of bench_e to empty between measurements
+# (may be empty) and KEEP (1: leave the server running at exit).
 
 SIDECAR_PIDS=()
 
@@ -12,6 +13,40 @@ die() { log "error: $*"; exit 1; }
 # Run a command as the server's user (PostgreSQL refuses root).
 as_pg() {
     if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
+}
+
+# At exit: stop the sidecars, then the server (and remove ROOT) unless KEEP is 1.
+bench_cleanup() {
+    local p
+    for p in "${SIDECAR_PIDS[@]:-}"; do
+        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
+    done
+    if ((${KEEP:-0})); then
+        log "bench server left running: host=$ROOT port=$PORT"
+    else
+        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
+        rm -rf "$ROOT"
+    fi
+}
+
+# start_bench_pg MAX_CONNECTIONS SYNCHRONOUS_COMMIT: a server of the benchmark's own in PGDATA
+# (socket in ROOT, loopback on PORT), started as postgres; sets PMPID (the postmaster's pid).
+start_bench_pg() {
+    log "initdb in $PGDATA (port $PORT)"
+    as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$WORK/initdb.log" 2>&1
+    cat >>"$PGDATA/postgresql.conf" <<EOF
+listen_addresses = '127.0.0.1'
+port = $PORT
+unix_socket_directories = '$ROOT'
+max_connections = $1
+shared_buffers = 1GB
+synchronous_commit = $2
+max_wal_size = 20GB
+checkpoint_timeout = 30min
+jit = off
+EOF
+    as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$ROOT/postgres.log" -w start >/dev/null
+    PMPID=$(head -1 "$PGDATA/postmaster.pid")
 }
 
 # Build the sidecar and the load client when BUILD is 1; either way both must exist after.

@@ -95,35 +95,8 @@ WORK=$ROOT/work
 mkdir -p "$WORK"
 
 # Stop sidecars (by pid) and the server; remove the folder unless --keep.
-cleanup() {
-    local p
-    for p in "${SIDECAR_PIDS[@]:-}"; do
-        [[ -n $p ]] && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true
-    done
-    if ((KEEP)); then
-        log "bench server left running: host=$ROOT port=$PORT"
-    else
-        as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -m fast -w stop >/dev/null 2>&1 || true
-        rm -rf "$ROOT"
-    fi
-}
-trap cleanup EXIT
-
-log "initdb in $PGDATA (port $PORT)"
-as_pg "$PGBIN/initdb" -D "$PGDATA" -A trust -U postgres -E UTF8 --locale=C >"$WORK/initdb.log" 2>&1
-cat >>"$PGDATA/postgresql.conf" <<EOF
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$ROOT'
-max_connections = 60
-shared_buffers = 1GB
-synchronous_commit = off
-max_wal_size = 20GB
-checkpoint_timeout = 30min
-jit = off
-EOF
-as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$ROOT/postgres.log" -w start >/dev/null
-PMPID=$(head -1 "$PGDATA/postmaster.pid")
+trap bench_cleanup EXIT
+start_bench_pg 60 off
 export PGHOST=$ROOT PGPORT=$PORT PGUSER=postgres
 psql_q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 for db in bench_e bench_w; do

@@ -30,7 +30,7 @@ LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
 
 ROUNDS=5 DURATION=10 WARMUP=3 W1M_WARMUP=6 CONNS=32 SQL_CLIENTS=8 PARTS=100 W1M_PARTS=10
 W1M_HASHES=1000000 BATCH=100 DUPS=10 PAYLOAD=256 BUILD=1 KEEP=0 QUICK=0 NOTE="" PORT=""
-SIDECAR_FLAGS=""
+SIDECAR_FLAGS="" SYNC_COMMIT=on
 
 # Print the options.
 usage() {
@@ -47,6 +47,8 @@ usage: bash bench/sidecar/run.sh [options]
   --w1m-partitions N    partitions in the 1M scenario and its empty reference ($W1M_PARTS)
   --sidecar-flags "..." extra flags for every sidecar (e.g. "--pool-size 2")
   --port N              PostgreSQL port (default: first free in 55450-55459)
+  --sync-commit on|off  synchronous_commit of the bench server ($SYNC_COMMIT; the benchmark
+                        of record commits durably, off only for a labelled extra run)
   --no-build            do not build the sidecar and the load client
   --keep                leave the bench PostgreSQL running
   --note TEXT           a line for the results file
@@ -64,6 +66,7 @@ while [[ $# -gt 0 ]]; do
         --w1m-partitions) W1M_PARTS=$2; shift ;;
         --sidecar-flags) SIDECAR_FLAGS=$2; shift ;;
         --port) PORT=$2; shift ;;
+        --sync-commit) SYNC_COMMIT=$2; shift ;;
         --no-build) BUILD=0 ;;
         --keep) KEEP=1 ;;
         --note) NOTE=$2; shift ;;
@@ -96,7 +99,8 @@ mkdir -p "$WORK"
 
 # Stop sidecars (by pid) and the server; remove the folder unless --keep.
 trap bench_cleanup EXIT
-start_bench_pg 60 off
+[[ $SYNC_COMMIT == on || $SYNC_COMMIT == off ]] || die "--sync-commit takes on or off"
+start_bench_pg 60 "$SYNC_COMMIT"
 export PGHOST=$ROOT PGPORT=$PORT PGUSER=postgres
 psql_q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 for db in bench_e bench_w; do
@@ -206,7 +210,7 @@ python3 "$HERE/report.py" "$RAW" "$OUT" \
     --machine "$(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(free -g | awk '/^Mem:/{print $2}') GiB RAM, $(uname -r)" \
     --postgres "$("$PGBIN/postgres" --version)" \
     --commit "$(git -C "$REPO" rev-parse --short HEAD)$(git -C "$REPO" diff --quiet HEAD -- sidecar src sql 2>/dev/null || echo '+uncommitted changes')" \
-    --params "rounds $ROUNDS x ${DURATION} s (warm-up ${WARMUP} s, ${W1M_WARMUP} s in w1m); $BATCH messages per request, ${PAYLOAD}-byte payloads, ${DUPS}% repeats; $CONNS HTTP connections; $SQL_CLIENTS direct SQL clients; e100 = $PARTS partitions; e10 and w1m = $W1M_PARTS partitions, w1m with $W1M_HASHES hashes each; sidecar flags: ${SIDECAR_FLAGS:-defaults}; server: synchronous_commit off, shared_buffers 1GB, jit off" \
+    --params "rounds $ROUNDS x ${DURATION} s (warm-up ${WARMUP} s, ${W1M_WARMUP} s in w1m); $BATCH messages per request, ${PAYLOAD}-byte payloads, ${DUPS}% repeats; $CONNS HTTP connections; $SQL_CLIENTS direct SQL clients; e100 = $PARTS partitions; e10 and w1m = $W1M_PARTS partitions, w1m with $W1M_HASHES hashes each; sidecar flags: ${SIDECAR_FLAGS:-defaults}; server: synchronous_commit $SYNC_COMMIT, shared_buffers 1GB, jit off" \
     --context "run took ${ELAPSED} s; load average at start $LOAD0, at end $LOAD1; $OTHERS other heavy processes (compilers, benchmarks, fuzzers) seen at start" \
     --note "$NOTE"
 log "wrote $OUT and $RAW"

@@ -62,9 +62,26 @@ std::string primary_message(const std::string& msg) {
     return m;
 }
 
+// The extension's refusal of a reserved queue name (42501 from queen.reserved_queue_guard, whose
+// message names only the client's own queue): the client's mistake, answered as the parser
+// answers a reserved name it sees (400 bad_request), not as a privilege the sidecar lacks.
+static bool is_reserved_queue_refusal(const Status& s) {
+    return s.sqlstate() == "42501" &&
+           s.message().find("is reserved for queen's internal use") != std::string::npos;
+}
+
 PublicError public_error(const Status& s) {
     PublicError e;
     const std::string& st = s.sqlstate();
+    if (is_reserved_queue_refusal(s)) {
+        e.http = 400;
+        e.code = "bad_request";
+        // from the extension's own words on (the backend layer may prefix its statement name)
+        std::string m = primary_message(s.message());
+        std::size_t at = m.find("queue name \"");
+        e.message = at == std::string::npos ? m : m.substr(at);
+        return e;
+    }
     if (!st.empty()) {
         for (const StateMap& m : kStates) {
             if (st.compare(0, std::strlen(m.prefix), m.prefix) != 0) continue;

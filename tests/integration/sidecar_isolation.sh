@@ -5,7 +5,7 @@
 # bad ones alone are answered 400; every good one is answered 201 `queued` at its exact offset;
 # exactly the good messages are stored. Then: a body without transactionIds sent twice is
 # stored once (the second answer names the first copy); per-item answers when one partition of
-# a request fails and another commits.
+# a request fails and another commits; an ack by partitionId reaching a reserved queue is 400.
 source "$(dirname "$0")/sidecar_lib.sh"
 start_sidecar A
 Q=${RUN_ID}_iso
@@ -84,4 +84,15 @@ out=$(post "$A_PORT" /api/v1/push "$body")
 b=$(tail -n +2 <<<"$out")
 [[ $(json_get "$b" 'd[0]["status"], d[0]["offset"], d[0]["message_id"]') == "duplicate 1 $first_id" ]] || fail "retry pa: $b"
 [[ $(json_get "$b" 'd[1]["status"], d[1]["offset"]') == "queued 0" ]] || fail "retry pb: $b"
+
+# An ack by partitionId that reaches a partition of the reserved queue (a stream's): the
+# extension refuses it with 42501; the client is answered 400 bad_request naming the reserved
+# queue (as the parser answers a reserved name it sees), not a 403 about the sidecar's role.
+sql "SELECT queen.stream_create('${RUN_ID}_iso_stream')" >/dev/null
+spid=$(sql "SELECT partition_id FROM queen.streams WHERE name = '${RUN_ID}_iso_stream'")
+out=$(post "$A_PORT" /api/v1/ack "{\"transactionId\":\"t\",\"partitionId\":$spid}")
+b=$(tail -n +2 <<<"$out")
+[[ $(head -1 <<<"$out") == 400 ]] || fail "ack of a reserved queue's partition must be 400: $out"
+[[ $(json_get "$b" 'd["code"]') == bad_request ]] || fail "ack of a reserved queue's partition: code: $b"
+[[ $(json_get "$b" 'd["error"]') == 'queue name "__queen_streams" is reserved for queen'"'"'s internal use' ]] || fail "ack of a reserved queue's partition: message: $b"
 echo PASS

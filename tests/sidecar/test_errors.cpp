@@ -1,0 +1,42 @@
+// public_error: SQLSTATEs become stable HTTP codes; internal texts never reach clients.
+#include <gtest/gtest.h>
+
+#include "errors.h"
+
+using queen::sidecar::public_error;
+using queen::sidecar::Status;
+using queen::sidecar::StatusCode;
+
+// A reserved queue reached by partition id (ack, pop) is the client's mistake: 400 bad_request
+// with the extension's message, the answer the parser gives a reserved name it sees.
+TEST(PublicError, ReservedQueueIsTheClientsMistake) {
+    Status s(StatusCode::Internal,
+             "queen_ack: queue name \"__queen_streams\" is reserved for queen's internal use\n"
+             "HINT:  Queue names starting with \"__queen_\" are reserved.",
+             "42501");
+    auto e = public_error(s);
+    EXPECT_EQ(e.http, 400);
+    EXPECT_EQ(e.code, "bad_request");
+    EXPECT_EQ(e.message, "queue name \"__queen_streams\" is reserved for queen's internal use");
+}
+
+// Any other 42501 is the sidecar's role lacking a privilege: 403 with a fixed text (the
+// database's message may name roles and objects).
+TEST(PublicError, OtherPermissionDeniedStaysFixed) {
+    Status s(StatusCode::Internal, "ERROR:  permission denied for table log_txns", "42501");
+    auto e = public_error(s);
+    EXPECT_EQ(e.http, 403);
+    EXPECT_EQ(e.code, "permission_denied");
+    EXPECT_EQ(e.message, "the sidecar's database role may not do this");
+}
+
+// A bad parameter keeps the extension's first line, without CONTEXT or the ERROR prefix.
+TEST(PublicError, InvalidParameterShowsFirstLineOnly) {
+    Status s(StatusCode::Internal,
+             "ERROR:  batch must be between 1 and 10000\nCONTEXT:  PL/pgSQL function queen.pop",
+             "22023");
+    auto e = public_error(s);
+    EXPECT_EQ(e.http, 400);
+    EXPECT_EQ(e.code, "invalid_parameter");
+    EXPECT_EQ(e.message, "batch must be between 1 and 10000");
+}

@@ -187,14 +187,23 @@ std::size_t DigestBuilder::region_bytes() const noexcept {
 }
 
 // Format and fill (ages in creation order, so the buckets stay few).
-bool DigestBuilder::build(uint8_t* region, std::size_t bytes, int32_t window_s) const noexcept {
-    int64_t base = prefixes_.empty() ? 0 : min_offset_;
+bool DigestBuilder::build(uint8_t* region, std::size_t bytes, int32_t window_s,
+                          int64_t base_if_empty) const noexcept {
+    int64_t base = prefixes_.empty() ? base_if_empty : min_offset_;
     CompactDigest d = CompactDigest::format(region, bytes, window_s, base);
     for (std::size_t i = 0; i < prefixes_.size(); i++)
         if (!d.insert(prefixes_[i], offsets_[i])) return false;
     // the hydration scan reads in created_at order already; note_age merges when needed
     for (const auto& a : ages_) d.note_age(a.first, a.second);
     return true;
+}
+
+// Release the collected rows and their memory.
+void DigestBuilder::reset() {
+    std::vector<uint64_t>().swap(prefixes_);
+    std::vector<int64_t>().swap(offsets_);
+    std::vector<std::pair<int64_t, uint64_t>>().swap(ages_);
+    min_offset_ = INT64_MAX;
 }
 
 // First fit over the sorted extents.

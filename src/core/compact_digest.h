@@ -105,8 +105,11 @@ public:
     // The region size build() needs.
     std::size_t region_bytes() const noexcept;
     // Format `region` (region_bytes() bytes) and insert everything; false when the offsets span
-    // more than the 32-bit relative range (then no digest can be built).
-    bool build(uint8_t* region, std::size_t bytes, int32_t window_s) const noexcept;
+    // more than the 32-bit relative range (then no digest can be built). The digest's base is
+    // the smallest offset collected, or `base_if_empty` (the partition's next offset) when none.
+    bool build(uint8_t* region, std::size_t bytes, int32_t window_s, int64_t base_if_empty) const noexcept;
+    // Forget everything collected, and the memory it took.
+    void reset();
 
 private:
     std::vector<uint64_t> prefixes_;

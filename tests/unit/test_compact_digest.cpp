@@ -127,7 +127,7 @@ TEST(DigestBuilder, BuildsAnEquivalentDigestFromRowsInAnyOrder) {
     b.add_row(60, bytes(r3), 3, 3);  // x0..x2 again, later
     EXPECT_EQ(b.hashes(), 23u);
     std::vector<uint8_t> region(b.region_bytes());
-    ASSERT_TRUE(b.build(region.data(), region.size(), 60));
+    ASSERT_TRUE(b.build(region.data(), region.size(), 60, 0));
     CompactDigest d(region.data());
     EXPECT_EQ(d.header().base_offset, 40);
     EXPECT_EQ(d.header().used, 20u);
@@ -146,7 +146,7 @@ TEST(DigestBuilder, AMillionHashesFitInFifteenMegabytesAndAllAreFound) {
     }
     std::vector<uint8_t> region(b.region_bytes());
     EXPECT_LE(region.size(), 16u * 1000 * 1000);
-    ASSERT_TRUE(b.build(region.data(), region.size(), 3600));
+    ASSERT_TRUE(b.build(region.data(), region.size(), 3600, 0));
     CompactDigest d(region.data());
     EXPECT_EQ(d.header().used, 1000000u);
     for (int r = 0; r < 10000; r += 97)
@@ -155,6 +155,17 @@ TEST(DigestBuilder, AMillionHashesFitInFifteenMegabytesAndAllAreFound) {
     int misses = 0;
     for (int i = 0; i < 10000; i++) misses += d.lookup(h("absent" + std::to_string(i))) == -1;
     EXPECT_EQ(misses, 10000);
+}
+
+TEST(DigestBuilder, AnEmptyDigestStartsAtTheNextOffset) {
+    DigestBuilder b;
+    std::vector<uint8_t> region(b.region_bytes());
+    ASSERT_TRUE(b.build(region.data(), region.size(), 60, 7000000000ll));
+    CompactDigest d(region.data());
+    EXPECT_EQ(d.header().base_offset, 7000000000ll);
+    std::string r = blob("e", 2);
+    EXPECT_TRUE(d.ingest_row(7000000000ll, bytes(r), 2, 1));
+    EXPECT_EQ(d.lookup(h("e1")), 7000000001ll);
 }
 
 TEST(Arena, FirstFitFindsTheLowestGapOrNone) {

@@ -666,14 +666,18 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
     return decided;
 }
 
-// Resident digests of this database.
+// Resident digests of this database's queen.log_txns (not those of a dropped extension's,
+// which stay until evicted).
 void shared_probe_cache_database_usage(int* partitions, int64* bytes) {
     *partitions = 0;
     *bytes = 0;
     if (hdr == nullptr) return;
+    Storage st;
+    storage_lookup(&st);
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < hdr->nslots; i++)
-        if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId) {
+        if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
+            slots[i].key.rel == st.log_txns) {
             (*partitions)++;
             *bytes += (int64) slots[i].extent_len;
         }

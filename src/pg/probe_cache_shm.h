@@ -18,7 +18,7 @@ bool shared_probe_cache_active();
 // the full probe must decide (then c->best is reset to "no match"). `dirty`: this transaction
 // wrote the partition, so nothing may be learned now.
 bool shared_probe_with_digest(ProbeCtx* c, bool dirty);
-// Resident shared digests of the current database, and their bytes.
+// Resident shared digests of the current database's queen.log_txns, and their bytes.
 void shared_probe_cache_database_usage(int* partitions, int64* bytes);
 
 extern int guc_shared_probe_cache_mb;

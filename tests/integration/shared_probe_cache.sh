@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The shared probe cache's budget, accounting and no-thrash rule, on a PostgreSQL of its own
+# (queen.shared_probe_cache_mb is fixed at server start): a 1 MB budget, 4 partitions of 15,000
+# hashes each; a digest of N hashes takes 480 + 12 * (N + 3N/10 + 1024) bytes, so 3 fit and the
+# 4th does not.
+#   1. With queen.probe_cache_evict_idle = 60 s, pushes to p1, p2, p3 hydrate them; p4 is
+#      refused (no digest is in use for less than 60 s... every one is: nothing is evicted), and
+#      its next push is refused before any digest is built (hydrations stay 3). The view's
+#      numbers are exact (bytes, partitions, hashes, hydrations, refusals, evictions 0).
+#   2. Every answer is exact either way (duplicate of the stored offset, queued at the next).
+#   3. A later push to p1 from a new backend reads 2 rows (the anchor and the one new row), the
+#      next one 1 (the anchor: nothing was committed since).
+#   4. With the idle time set to 0, p4 is admitted and evicts the least recently used digest
+#      (p2); the budget holds (used_bytes <= arena_bytes, arena + directory <= budget).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+WORK=$(mktemp -d)
+chmod 755 "$WORK"
+export QUEEN_PGDATA=$WORK/pg
+stop() {
+    bash "$ROOT/scripts/pg.sh" stop >/dev/null 2>&1 || true
+    rm -rf "$WORK"
+}
+trap stop EXIT
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+QUEEN_SHARED_PROBE_CACHE_MB=1 bash "$ROOT/scripts/pg.sh" start >/dev/null
+eval "$(bash "$ROOT/scripts/pg.sh" env)"
+sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
+expect() {  # expect WHAT GOT WANT
+    [[ $2 == "$3" ]] || fail "$1: got '$2', want '$3'"
+    echo "ok: $1 = $2"
+}
+sql "CREATE EXTENSION queen" >/dev/null
+sql "SELECT queen.configure('sc', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
+for p in p1 p2 p3 p4; do
+    sql "SET queen.probe_cache = off;
+         SELECT count(*) FROM generate_series(0, 149) g, LATERAL queen.push('sc', '$p',
+             (SELECT jsonb_agg(jsonb_build_object('transactionId', '$p-x' || (g * 100 + k), 'payload', k))
+                FROM generate_series(0, 99) k))" >/dev/null
+done
+expect "mode" "$(sql "SELECT mode FROM queen.probe_cache")" "shared"
+budget=$(sql "SELECT budget_bytes FROM queen.probe_cache")
+arena=$(sql "SELECT arena_bytes FROM queen.probe_cache")
+dir=$(sql "SELECT directory_bytes FROM queen.probe_cache")
+expect "budget" "$budget" 1048576
+((arena + dir <= budget)) || fail "arena $arena + directory $dir exceed the budget $budget"
+digest_bytes() { echo $(((480 + 12 * ($1 + $1 * 3 / 10 + 1024) + 7) / 8 * 8)); }
+d15k=$(digest_bytes 15000)
+((3 * d15k <= arena && 4 * d15k > arena)) || fail "the test's sizes do not fit its premise (arena $arena)"
+
+# push PART A B: transactionIds PART-A then PART-B (a repeat of a stored one, then a new one)
+push() { sql "SELECT string_agg(status || ':' || message_offset, ',' ORDER BY index) FROM queen.push('sc', '$1',
+             jsonb_build_array(jsonb_build_object('transactionId', '$1-$2', 'payload', 1),
+                               jsonb_build_object('transactionId', '$1-$3', 'payload', 1)))"; }
+view() { sql "SELECT concat_ws(' ', used_bytes, partitions, hashes, refused_partitions, hydrations, evictions, refusals) FROM queen.probe_cache"; }
+resident() { sql "SELECT coalesce(string_agg(lp.name, ',' ORDER BY lp.name), '') FROM queen.probe_cache_partitions() c
+                  JOIN queen.log_partitions lp ON lp.id = c.partition_id WHERE c.state = 'resident'"; }
+
+expect "p1 first push" "$(push p1 x5 new1)" "duplicate:5,queued:15000"
+expect "p2 first push" "$(push p2 x14999 new1)" "duplicate:14999,queued:15000"
+expect "p3 first push" "$(push p3 x0 new1)" "duplicate:0,queued:15000"
+expect "p4 first push (refused)" "$(push p4 x7 new1)" "duplicate:7,queued:15000"
+# used_bytes partitions hashes refused hydrations evictions refusals
+expect "view after 4 partitions" "$(view)" "$((3 * d15k)) 3 45000 1 3 0 1"
+expect "resident" "$(resident)" "p1,p2,p3"
+expect "p4 second push (refused, no digest built)" "$(push p4 new1 new2)" "duplicate:15000,queued:15001"
+expect "view after p4 again" "$(view)" "$((3 * d15k)) 3 45000 1 3 0 2"
+expect "p4 refused entry asks for" "$(sql "SELECT bytes FROM queen.probe_cache_partitions() c JOIN queen.log_partitions lp ON lp.id = c.partition_id WHERE lp.name = 'p4'")" "$(digest_bytes 15000)"
+out=$(sql "SELECT string_agg(status || ':' || message_offset, ',' ORDER BY index) FROM queen.push('sc', 'p1',
+        jsonb_build_array(jsonb_build_object('transactionId', 'p1-new1', 'payload', 2), jsonb_build_object('transactionId', 'p1-x77', 'payload', 2)));
+        SELECT rows_read FROM queen.probe_cache_stats()" | tr '\n' ' ')
+expect "p1 from a new backend: answers and rows read (anchor + p1-new1's row)" "$out" "duplicate:15000,duplicate:77 2 "
+out=$(sql "SELECT string_agg(status || ':' || message_offset, ',') FROM queen.push('sc', 'p1',
+        jsonb_build_array(jsonb_build_object('transactionId', 'p1-y', 'payload', 2)));
+        SELECT rows_read FROM queen.probe_cache_stats()" | tr '\n' ' ')
+expect "p1 from another backend: nothing new since, only the anchor is read" "$out" "queued:15001 1 "
+
+sql "ALTER SYSTEM SET queen.probe_cache_evict_idle = 0" >/dev/null
+sql "SELECT pg_reload_conf()" >/dev/null
+sleep 1
+expect "evict idle" "$(sql "SELECT evict_idle_seconds FROM queen.probe_cache")" 0
+expect "p4 push (admitted now)" "$(push p4 x8 new3)" "duplicate:8,queued:15002"
+# p4 held 15,002 hashes when hydrated (its own new3 not learned); p1 learned p1-new1 (15,001;
+# p1-y's own row is not learned by its own push); p3 holds 15,000.
+expect "resident after admission" "$(resident)" "p1,p3,p4"
+expect "view after admission" "$(view)" "$((2 * d15k + $(digest_bytes 15002))) 3 $((15001 + 15000 + 15002)) 0 4 1 2"
+used=$(sql "SELECT used_bytes FROM queen.probe_cache")
+((used <= arena)) || fail "used $used > arena $arena"
+expect "p2 after its eviction" "$(push p2 x3 new1)" "duplicate:3,duplicate:15000"
+echo PASS

@@ -90,4 +90,39 @@ expect "view after admission" "$(view)" "$((2 * d15k + $(digest_bytes 15002))) 3
 used=$(sql "SELECT used_bytes FROM queen.probe_cache")
 ((used <= arena)) || fail "used $used > arena $arena"
 expect "p2 after its eviction" "$(push p2 x3 new1)" "duplicate:3,duplicate:15000"
+
+# 5. Churn under concurrency: idle time 0 and 3 partitions of 25,000 hashes (402,768-byte
+#    digests: 2 fit), pushed by 6 concurrent sessions (the seeded workload of
+#    push_cache_equivalence.py: shared transactionIds, repeats, rollbacks, savepoints): digests
+#    are evicted, compacted and re-hydrated while other backends read them. Every answer must
+#    still agree with what PostgreSQL stored.
+TOOL="python3 $(dirname "$0")/push_cache_equivalence.py"
+sql "SELECT queen.configure('ch', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
+for p in p0 p1 p2; do
+    sql "SET queen.probe_cache = off;
+         SELECT count(*) FROM generate_series(0, 249) g, LATERAL queen.push('ch', '$p',
+             (SELECT jsonb_agg(jsonb_build_object('transactionId', 'fill' || (g * 100 + k), 'payload', k))
+                FROM generate_series(0, 99) k))" >/dev/null
+done
+before=$(sql "SELECT evictions FROM queen.probe_cache")
+$TOOL gen --dir "$WORK/gen" --seed 3 --sessions 6 --steps 40
+pids=()
+for f in "$WORK/gen"/s*.sql; do
+    base=$(basename "$f" .sql)
+    sed "s/@Q@/ch/g" "$f" >"$WORK/$base.sql"
+    timeout 300 psql -X -q -t -A -f "$WORK/$base.sql" >"$WORK/$base.out" 2>"$WORK/$base.err" &
+    pids+=($!)
+done
+for pid in "${pids[@]}"; do wait "$pid" || fail "a session failed: $(cat "$WORK"/*.err)"; done
+psql -X -q -t -A -v ON_ERROR_STOP=1 -c "
+    SELECT concat_ws('|', p, r.message_offset, r.message_id, r.transaction_id)
+      FROM unnest(ARRAY['p0', 'p1', 'p2']) p, LATERAL queen.read('ch', p, 0, 100000) r
+     WHERE r.transaction_id NOT LIKE 'fill%'" >"$WORK/stored.log"
+$TOOL check --dir "$WORK" --queue ch --log "$WORK/stored.log" --base 25000 >"$WORK/summary" 2>"$WORK/cache" ||
+    fail "answers disagree with PostgreSQL under eviction churn: $(cat "$WORK/summary" "$WORK/cache")"
+evicted=$(($(sql "SELECT evictions FROM queen.probe_cache") - before))
+((evicted >= 3)) || fail "no churn: only $evicted evictions"
+used=$(sql "SELECT used_bytes FROM queen.probe_cache")
+((used <= arena)) || fail "used $used > arena $arena"
+echo "ok: churn: $evicted evictions, $(sql "SELECT compactions FROM queen.probe_cache") compactions, answers exact ($(cut -d' ' -f1-4 "$WORK/summary" | tr '\n' ';') $(cat "$WORK/cache"))"
 echo PASS

@@ -3,7 +3,9 @@
 -- shared_preload_libraries one cache in shared memory serves every backend, bounded by
 -- queen.shared_probe_cache_mb (mode 'shared'); without, each backend keeps its own (mode
 -- 'backend': budget_bytes is then queen.probe_cache_mb times the server's backends, what those
--- caches may hold together; partitions and used_bytes are this backend's).
+-- caches may hold together; partitions and used_bytes are this backend's). backend_budget_bytes
+-- is in both modes what the per-backend digests may hold together (queen.probe_cache_mb times
+-- the backends): the ack digests, and in mode 'backend' the probe digests too.
 -- Read-only: no locks beyond the cache's own LWLocks, held for a walk over its directory.
 
 CREATE FUNCTION queen.probe_cache_shared(
@@ -11,7 +13,7 @@ CREATE FUNCTION queen.probe_cache_shared(
     OUT used_bytes bigint, OUT partitions int, OUT hashes bigint, OUT refused_partitions int,
     OUT bytes_per_hash float8, OUT lookups bigint, OUT hydrations bigint, OUT evictions bigint,
     OUT refusals bigint, OUT invalidations bigint, OUT compactions bigint,
-    OUT evict_idle_seconds int)
+    OUT evict_idle_seconds int, OUT backend_budget_bytes bigint)
     AS 'MODULE_PATHNAME', 'queen_probe_cache_shared_v1'
     LANGUAGE C VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;

@@ -491,16 +491,18 @@ struct GapRow {
 
 }  // namespace
 
-// Install the hooks (preloaded only) and define the settings.
+// Define the settings and install the hooks (preloaded only).
 void probe_cache_shm_init() {
-    DefineCustomIntVariable(
+    // a PGC_POSTMASTER setting can only be defined while the server starts (preloading)
+    if (process_shared_preload_libraries_in_progress)
+        DefineCustomIntVariable(
         "queen.shared_probe_cache_mb",
         "Server-wide memory budget of the shared probe cache, in megabytes (0: none).",
         "Reserved in shared memory at server start when queen is in shared_preload_libraries; "
         "every backend's queen.push uses it. Without preloading, each backend keeps its own "
         "cache of up to queen.probe_cache_mb.",
-        &guc_shared_probe_cache_mb, 256, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_MB, nullptr, nullptr,
-        nullptr);
+            &guc_shared_probe_cache_mb, 256, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_MB, nullptr,
+            nullptr, nullptr);
     DefineCustomIntVariable(
         "queen.probe_cache_evict_idle",
         "Seconds a shared probe digest must be unused before another partition may evict it.",
@@ -694,8 +696,8 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         elog(ERROR, "queen: return type must be a row type");
-    Datum v[16];
-    bool nulls[16];
+    Datum v[17];
+    bool nulls[17];
     memset(nulls, 0, sizeof nulls);
     int64 used = 0, hashes = 0;
     int32 parts = 0, refused = 0;
@@ -746,6 +748,7 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
     v[15] = Int32GetDatum(guc_probe_cache_evict_idle);
     if (hdr == nullptr) nulls[15] = true;
     if (hashes == 0) nulls[8] = true;
+    v[16] = Int64GetDatum((int64) guc_probe_cache_mb * 1024 * 1024 * MaxBackends);
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, v, nulls)));
 }
 

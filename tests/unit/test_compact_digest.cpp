@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/compact_digest.h"
+#include "hash_blobs.h"
 
 namespace {
 
@@ -14,17 +15,8 @@ using queen::CompactDigest;
 using queen::DigestBuilder;
 using queen::Extent;
 
-// A blob of n distinct hashes named prefix0..prefixN-1.
-std::string blob(const std::string& prefix, int n) {
-    std::string b;
-    for (int i = 0; i < n; i++) {
-        queen::Hash128 h = queen::txn_hash(prefix + std::to_string(i));
-        b.append(reinterpret_cast<const char*>(h.b), 16);
-    }
-    return b;
-}
-
-const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+using queen_test::blob;
+using queen_test::bytes;
 
 queen::Hash128 h(const std::string& s) { return queen::txn_hash(s); }
 

@@ -281,6 +281,21 @@ int32 idle_victim(int32 keep, bool resident_only, uint64 now) {
     return victim;
 }
 
+// The least recently used refused slot, or -1 (directory lock held).
+int32 lru_refused() {
+    int32 victim = -1;
+    uint64 oldest = UINT64_MAX;
+    for (int32 i = 0; i < hdr->nslots; i++) {
+        if (slots[i].state != kRefused) continue;
+        uint64 last = pg_atomic_read_u64(&slots[i].last_use_us);
+        if (last < oldest) {
+            oldest = last;
+            victim = i;
+        }
+    }
+    return victim;
+}
+
 // Bytes free now plus the bytes of idle digests (what an admission could get). Dir lock held.
 uint64 obtainable(int32 keep, uint64 now) {
     uint64 free_bytes = hdr->arena_bytes - hdr->used_bytes;
@@ -350,6 +365,7 @@ bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint6
                 if (slots[j].state == kFree) i = j;
             if (i < 0) {
                 int32 v = idle_victim(-1, false, now);
+                if (v < 0) v = lru_refused();  // a refused entry holds no bytes
                 if (v < 0) {
                     pg_atomic_fetch_add_u64(&hdr->refusals, 1);
                     return;  // no slot: full probe, nothing remembered

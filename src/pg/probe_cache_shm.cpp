@@ -469,7 +469,7 @@ void hydrate_shared(ProbeCtx* c, const ShmKey& k) {
         log_scan_begin(&scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
-        Size count = probe_row_hash_count(c, &row);
+        Size count = row_hash_count(c, &row);
         probe_if_in_window(c, &row, count);
         if (row.created_at >= c->cutoff && !err.failed)
             cxx_capture(err, [&] { builder->add_row(row.base_offset, row.blob, count, row.created_at); });
@@ -585,7 +585,7 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
             if (!anchor_ok) break;
             continue;  // already learned
         }
-        Size count = probe_row_hash_count(c, &row);
+        Size count = row_hash_count(c, &row);
         probe_if_in_window(c, &row, count);
         if (!dirty && row.created_at >= c->cutoff) {
             if (ngap == cap) {

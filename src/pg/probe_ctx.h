@@ -28,7 +28,7 @@ struct ProbeCtx {
 extern ProbeCacheStats cache_stats;
 
 // Hash count of a stored row, rejecting a corrupt blob.
-Size probe_row_hash_count(const ProbeCtx* c, const LogRow* row);
+Size row_hash_count(const ProbeCtx* c, const LogRow* row);
 // Probe one stored row against the call's leaders when it is inside the window.
 void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count);
 // Confirm a digest hit at `cand` for leader i against the stored row.

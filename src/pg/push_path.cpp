@@ -28,7 +28,8 @@
 //      (write_direct(), or the statements of write_spi()) take no further row lock: the
 //      allocator update replaces the version this transaction locked.
 //
-// The per-backend probe cache (core/probe_digest.h) only narrows what is read. It learns only
+// The probe caches (the shared one of src/pg/probe_cache_shm.cpp when queen is preloaded, else
+// this backend's, core/probe_digest.h) only narrow what is read. Each learns only
 // rows read back under the lock that other transactions committed (never this backend's own
 // writes of the current transaction), a miss proves absence below its watermark, and every
 // hit is confirmed against the stored row, else the full-window probe decides.
@@ -258,9 +259,8 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     return found;
 }
 
-
 // Hash count of a stored row, rejecting a corrupt blob.
-Size probe_row_hash_count(const ProbeCtx* c, const LogRow* row) {
+Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
     return log_row_hash_count(c->pid, row);
 }
 
@@ -301,20 +301,20 @@ static void probe_full(ProbeCtx* c) {
         log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
         while (log_scan_next(&scan, &row)) {
             cache_stats.rows_read++;
-            probe_if_in_window(c, &row, probe_row_hash_count(c, &row));
+            probe_if_in_window(c, &row, row_hash_count(c, &row));
         }
         log_scan_end(&scan);
         return;
     }
     // the row straddling the floor, if one starts at or below it
     if (log_row_at(c->st, false, c->pid, c->floor + 1, c->snap, &row)) {
-        if (row.base_offset <= c->floor) probe_if_in_window(c, &row, probe_row_hash_count(c, &row));
+        if (row.base_offset <= c->floor) probe_if_in_window(c, &row, row_hash_count(c, &row));
         pfree(row.owned);
     }
     log_scan_begin(&scan, c->st, false, c->pid, c->floor, c->snap);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
-        probe_if_in_window(c, &row, probe_row_hash_count(c, &row));
+        probe_if_in_window(c, &row, row_hash_count(c, &row));
     }
     log_scan_end(&scan);
 }
@@ -331,7 +331,7 @@ static queen::DigestCache* cache_get(CxxError* err) {
 // Tracks the row with the highest base offset in *newest.
 static void probe_and_learn(ProbeCtx* c, queen::PartitionDigest* d, const LogRow* row, bool learn,
                             queen::DigestAnchor* newest, CxxError* err) {
-    Size count = probe_row_hash_count(c, row);
+    Size count = row_hash_count(c, row);
     probe_if_in_window(c, row, count);
     if (learn && row->created_at >= c->cutoff && !err->failed)
         cxx_capture(*err, [&] { d->ingest(row->base_offset, row->blob, count, row->created_at); });

@@ -434,6 +434,10 @@ bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint6
         pg_atomic_fetch_add_u64(&hdr->hydrations, 1);
         ok = true;
     });
+    if (err.failed) {  // out of memory half-way: no entry may point at a slot left free
+        ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
+        if (e != nullptr && slots[e->slot].state == kFree) hash_search(directory, &k, HASH_REMOVE, nullptr);
+    }
     LWLockRelease(dir_lock());
     cxx_raise(err);
     return ok;
@@ -606,7 +610,11 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
         return false;
     }
     queen::DigestAnchor next_anchor;
-    if (!dirty) next_anchor = newest.set ? newest : anchor_at_last(c, newest);
+    if (!dirty) {
+        if (newest.set) next_anchor = newest;
+        else if (known == c->ps->last_offset) next_anchor = want;  // nothing new: the anchor holds
+        else next_anchor = anchor_at_last(c, newest);
+    }
     int64* cand = static_cast<int64*>(palloc(sizeof(int64) * c->n));
 
     // Phase 2: under the digest lock, only memory.

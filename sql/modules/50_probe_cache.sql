@@ -13,7 +13,7 @@ CREATE FUNCTION queen.probe_cache_shared(
     OUT used_bytes bigint, OUT partitions int, OUT hashes bigint, OUT refused_partitions int,
     OUT bytes_per_hash float8, OUT lookups bigint, OUT hydrations bigint, OUT evictions bigint,
     OUT refusals bigint, OUT invalidations bigint, OUT compactions bigint,
-    OUT evict_idle_seconds int, OUT backend_budget_bytes bigint)
+    OUT evict_idle_seconds int, OUT backend_budget_bytes bigint, OUT grows bigint)
     AS 'MODULE_PATHNAME', 'queen_probe_cache_shared_v1'
     LANGUAGE C VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;

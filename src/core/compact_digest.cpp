@@ -133,6 +133,26 @@ int64_t CompactDigest::lookup_prefix(uint64_t prefix) const noexcept {
     return -1;
 }
 
+// Re-insert every entry into dst and carry the header's state over.
+bool CompactDigest::copy_into(CompactDigest* dst) const noexcept {
+    const CompactHeader& h = header();
+    CompactHeader& d = dst->header();
+    if (d.base_offset != h.base_offset || d.capacity < h.used) return false;
+    for (uint64_t i = 0; i < h.capacity; i++) {
+        const uint8_t* s = slots() + i * kSlotBytes;
+        uint32_t r = slot_rel(s);
+        if (r == kEmpty) continue;
+        if (!dst->insert(slot_key(s), h.base_offset + (int64_t) r)) return false;
+    }
+    d.verified_upto = h.verified_upto;
+    d.txns_start_seen = h.txns_start_seen;
+    d.window_s = h.window_s;
+    d.anchor = h.anchor;
+    d.nbuckets = h.nbuckets;
+    std::memcpy(d.buckets, h.buckets, sizeof d.buckets);
+    return true;
+}
+
 // Buckets span an eighth of the window (at least a second); when all are used, the two
 // oldest merge.
 void CompactDigest::note_age(int64_t created_us, uint64_t count) noexcept {

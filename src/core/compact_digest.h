@@ -84,6 +84,11 @@ public:
     int64_t lookup(const Hash128& h) const noexcept { return lookup_prefix(h.prefix()); }
     int64_t lookup_prefix(uint64_t prefix) const noexcept;
 
+    // Copy every entry, the watermark, anchor, purge watermark and age buckets into `dst`, a
+    // freshly formatted digest with the same base and more capacity (growing without re-reading
+    // the stored rows); false when it does not fit.
+    bool copy_into(CompactDigest* dst) const noexcept;
+
     // Hashes from rows created before cutoff_us (by the age buckets: a lower bound).
     uint64_t stale_hashes(int64_t cutoff_us) const noexcept;
     // True when more than half of what is remembered has left the window: time to re-read.

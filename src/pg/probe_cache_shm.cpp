@@ -108,7 +108,7 @@ struct ShmHeader {
     uint64 used_bytes;  // directory lock
     int32 resident;
     int32 refused;
-    pg_atomic_uint64 lookups, hydrations, evictions, refusals, invalidations, compactions;
+    pg_atomic_uint64 lookups, hydrations, evictions, refusals, invalidations, compactions, grows;
 };
 
 ShmHeader* hdr = nullptr;
@@ -180,6 +180,7 @@ void shm_startup() {
         pg_atomic_init_u64(&hdr->refusals, 0);
         pg_atomic_init_u64(&hdr->invalidations, 0);
         pg_atomic_init_u64(&hdr->compactions, 0);
+        pg_atomic_init_u64(&hdr->grows, 0);
         for (int32 i = 0; i < n; i++) pg_atomic_init_u64(&slots[i].last_use_us, 0);
     }
     LWLockRelease(AddinShmemInitLock);
@@ -347,8 +348,9 @@ uint64 find_gap(uint64 need) {
 
 // Publish a digest built in this backend's memory (`local`, `len` bytes, header complete and
 // valid) for the key: find or take a slot, make room under the no-thrash rule (or refuse),
-// copy it in. Returns true when published.
-bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint64 capacity) {
+// copy it in (counted as a hydration, or as a grow when `grown`). Returns true when published.
+bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint64 capacity,
+             bool grown = false) {
     uint64 need = MAXALIGN(len), now = now_us();
     bool ok = false;
     CxxError err;
@@ -431,7 +433,7 @@ bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint6
         LWLockRelease(slot_lock(i));
         hdr->used_bytes += need;
         hdr->resident++;
-        pg_atomic_fetch_add_u64(&hdr->hydrations, 1);
+        pg_atomic_fetch_add_u64(grown ? &hdr->grows : &hdr->hydrations, 1);
         ok = true;
     });
     if (err.failed) {  // out of memory half-way: no entry may point at a slot left free
@@ -508,6 +510,30 @@ struct GapRow {
     TimestampTz created;
     uint8* blob;  // palloc'd copy
 };
+
+// Grow a full digest: a bigger one built in this backend's memory from the copy `src` (its
+// entries, watermark, anchor and ages) plus the gap rows, then published in its place. The
+// caller still holds the partition row lock, so nobody else changed the digest meanwhile.
+void grow_digest(ProbeCtx* c, const ShmKey& k, const uint8* src, const GapRow* gap, int ngap,
+                 uint64 more, const queen::DigestAnchor& next_anchor) {
+    queen::CompactDigest old(const_cast<uint8*>(src));
+    const CompactHeader& oh = old.header();
+    Size len = queen::CompactDigest::bytes_for(queen::CompactDigest::capacity_for(oh.used + more));
+    uint8* local = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, len));
+    queen::CompactDigest d = queen::CompactDigest::format(local, len, oh.window_s, oh.base_offset);
+    bool ok = old.copy_into(&d);
+    for (int j = 0; ok && j < ngap; j++)
+        ok = d.ingest_row(gap[j].base, gap[j].blob, gap[j].count, gap[j].created);
+    if (ok) {
+        CompactHeader& h = d.header();
+        h.verified_upto = c->ps->last_offset;
+        h.anchor = next_anchor;
+        h.txns_start_seen = c->ps->txns_start;
+        h.valid = 1;
+        publish(k, local, len, h.used, h.capacity, true);
+    }
+    pfree(local);
+}
 
 }  // namespace
 
@@ -616,6 +642,20 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
         else next_anchor = anchor_at_last(c, newest);
     }
     int64* cand = static_cast<int64*>(palloc(sizeof(int64) * c->n));
+    uint64 more = 0;
+    int64 top = -1;
+    for (int j = 0; j < ngap; j++) {
+        more += gap[j].count;
+        top = Max(top, gap[j].base + (int64) gap[j].count - 1);
+    }
+    // A gap that will not fit: room to copy the digest out (allocated before any lock), so it
+    // grows from its own entries instead of re-reading the stored rows.
+    Size old_len = queen::CompactDigest::bytes_for(f.h.capacity);
+    uint8* grow_src = nullptr;
+    if (!dirty && ngap > 0 &&
+        (double) (f.h.used + more) > (double) f.h.capacity * queen::CompactDigest::kMaxLoad)
+        grow_src = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, old_len));
+    bool grow = false;
 
     // Phase 2: under the digest lock, only memory.
     bool applied = false, overflow = false;
@@ -636,18 +676,17 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
             }
             applied = true;
             if (!dirty) {
-                uint64 more = 0;
-                int64 top = -1;
-                for (int j = 0; j < ngap; j++) {
-                    more += gap[j].count;
-                    top = Max(top, gap[j].base + (int64) gap[j].count - 1);
-                }
                 CompactHeader& h = d.header();
-                overflow = ngap > 0 && !(d.can_ingest(gap[0].base, 0) &&
-                                         (double) (h.used + more) <= (double) h.capacity * queen::CompactDigest::kMaxLoad &&
-                                         (uint64) (top - h.base_offset) < 0xFFFFFFFFull);
-                if (overflow) {
-                    h.valid = 0;  // full: dropped and re-hydrated bigger when next found
+                bool in_range = ngap == 0 || (d.can_ingest(gap[0].base, 0) &&
+                                              (uint64) (top - h.base_offset) < 0xFFFFFFFFull);
+                overflow = ngap > 0 && !(in_range && (double) (h.used + more) <=
+                                                         (double) h.capacity * queen::CompactDigest::kMaxLoad);
+                if (overflow && in_range && grow_src != nullptr && h.capacity == f.h.capacity) {
+                    // full: copied out and grown below; this one stays valid at its watermark
+                    memcpy(grow_src, slot_header(s), old_len);
+                    grow = true;
+                } else if (overflow) {
+                    h.valid = 0;  // dropped and re-hydrated when next found
                 } else {
                     h.valid = 0;
                     for (int j = 0; j < ngap; j++)
@@ -664,6 +703,8 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
     } else {
         LWLockRelease(dir_lock());
     }
+    if (grow) grow_digest(c, k, grow_src, gap, ngap, more, next_anchor);
+    if (grow_src != nullptr) pfree(grow_src);
     for (int j = 0; j < ngap; j++) pfree(gap[j].blob);
     pfree(gap);
     if (!applied) {  // evicted meanwhile, or invalid: the full probe decides
@@ -720,8 +761,8 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         elog(ERROR, "queen: return type must be a row type");
-    Datum v[17];
-    bool nulls[17];
+    Datum v[18];
+    bool nulls[18];
     memset(nulls, 0, sizeof nulls);
     int64 used = 0, hashes = 0;
     int32 parts = 0, refused = 0;
@@ -773,6 +814,8 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
     if (hdr == nullptr) nulls[15] = true;
     if (hashes == 0) nulls[8] = true;
     v[16] = Int64GetDatum((int64) guc_probe_cache_mb * 1024 * 1024 * MaxBackends);
+    v[17] = Int64GetDatum(hdr != nullptr ? (int64) pg_atomic_read_u64(&hdr->grows) : 0);
+    if (hdr == nullptr) nulls[17] = true;
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, v, nulls)));
 }
 

@@ -10,7 +10,8 @@
 #   2. Every answer is exact either way (duplicate of the stored offset, queued at the next).
 #   3. A later push to p1 from a new backend reads 2 rows (the anchor and the one new row), the
 #      next one 1 (the anchor: nothing was committed since).
-#   4. With the idle time set to 0, p4 is admitted and evicts the least recently used digest
+#   4. A digest that fills up grows from its own entries, reading only the new rows.
+#   5. With the idle time set to 0, p4 is admitted and evicts the least recently used digest
 #      (p2); the budget holds (used_bytes <= arena_bytes, arena + directory <= budget).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,6 +79,28 @@ out=$(sql "SELECT string_agg(status || ':' || message_offset, ',') FROM queen.pu
         SELECT rows_read FROM queen.probe_cache_stats()" | tr '\n' ' ')
 expect "p1 from another backend: nothing new since, only the anchor is read" "$out" "queued:15001 1 "
 
+# A digest that fills up grows from its own entries (no stored row re-read): partition g of
+# 1,000 hashes (capacity 2,324, full at 2,138), then 1,200 more written with the cache off; the
+# next push reads the anchor and the 12 new rows only and publishes a digest of 2,200 hashes.
+fill_g() {
+    sql "SET queen.probe_cache = off;
+         SELECT count(*) FROM generate_series($1, $2) g, LATERAL queen.push('sc', 'g',
+             (SELECT jsonb_agg(jsonb_build_object('transactionId', 'g-x' || (g * 100 + k), 'payload', k))
+                FROM generate_series(0, 99) k))" >/dev/null
+}
+fill_g 0 9
+expect "g first push (hydrates 1,000)" "$(push g x5 x999)" "duplicate:5,duplicate:999"
+fill_g 10 21
+h0=$(sql "SELECT hydrations FROM queen.probe_cache")
+out=$(sql "SELECT string_agg(status || ':' || message_offset, ',' ORDER BY index) FROM queen.push('sc', 'g',
+        jsonb_build_array(jsonb_build_object('transactionId', 'g-x2150', 'payload', 2), jsonb_build_object('transactionId', 'g-x10', 'payload', 2)));
+        SELECT rows_read FROM queen.probe_cache_stats()" | tr '\n' ' ')
+expect "g after 1,200 more: answers and rows read (anchor + 12 rows)" "$out" "duplicate:2150,duplicate:10 13 "
+expect "grows, hydrations unchanged" "$(sql "SELECT grows || ' ' || (hydrations - $h0) FROM queen.probe_cache")" "1 0"
+expect "g's grown digest" "$(sql "SELECT hashes || ' ' || capacity || ' ' || bytes || ' ' || verified_upto FROM queen.probe_cache_partitions() c
+        JOIN queen.log_partitions lp ON lp.id = c.partition_id WHERE lp.name = 'g'")" "2200 $((2200 + 660 + 1024)) $(digest_bytes 2200) 2199"
+dg=$(digest_bytes 2200)
+
 sql "ALTER SYSTEM SET queen.probe_cache_evict_idle = 0" >/dev/null
 sql "SELECT pg_reload_conf()" >/dev/null
 sleep 1
@@ -85,13 +108,13 @@ expect "evict idle" "$(sql "SELECT evict_idle_seconds FROM queen.probe_cache")" 
 expect "p4 push (admitted now)" "$(push p4 x8 new3)" "duplicate:8,queued:15002"
 # p4 held 15,002 hashes when hydrated (its own new3 not learned); p1 learned p1-new1 (15,001;
 # p1-y's own row is not learned by its own push); p3 holds 15,000.
-expect "resident after admission" "$(resident)" "p1,p3,p4"
-expect "view after admission" "$(view)" "$((2 * d15k + $(digest_bytes 15002))) 3 $((15001 + 15000 + 15002)) 0 4 1 2"
+expect "resident after admission" "$(resident)" "g,p1,p3,p4"
+expect "view after admission" "$(view)" "$((2 * d15k + $(digest_bytes 15002) + dg)) 4 $((15001 + 15000 + 15002 + 2200)) 0 5 1 2"
 used=$(sql "SELECT used_bytes FROM queen.probe_cache")
 ((used <= arena)) || fail "used $used > arena $arena"
 expect "p2 after its eviction" "$(push p2 x3 new1)" "duplicate:3,duplicate:15000"
 
-# 5. Churn under concurrency: idle time 0 and 3 partitions of 25,000 hashes (402,768-byte
+# 6. Churn under concurrency: idle time 0 and 3 partitions of 25,000 hashes (402,768-byte
 #    digests: 2 fit), pushed by 6 concurrent sessions (the seeded workload of
 #    push_cache_equivalence.py: shared transactionIds, repeats, rollbacks, savepoints): digests
 #    are evicted, compacted and re-hydrated while other backends read them. Every answer must

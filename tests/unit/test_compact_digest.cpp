@@ -111,6 +111,38 @@ TEST(CompactDigest, AgeBucketsCountStaleHashesAndAskForARebuild) {
     EXPECT_EQ(d.stale_hashes(INT64_MAX), 9100u);
 }
 
+TEST(CompactDigest, CopyIntoABiggerDigestKeepsEverything) {
+    std::vector<uint8_t> small(CompactDigest::bytes_for(200));
+    CompactDigest d = CompactDigest::format(small.data(), small.size(), 60, 10);
+    std::string a = blob("g", 150), b = blob("g", 20);
+    ASSERT_TRUE(d.ingest_row(10, bytes(a), 150, 5000000));
+    ASSERT_TRUE(d.ingest_row(160, bytes(b), 20, 9000000));  // repeats: the smaller offsets stay
+    d.header().txns_start_seen = 3;
+    d.header().anchor.set = true;
+    d.header().anchor.base = 160;
+    std::string more = blob("h", 100);
+    EXPECT_FALSE(d.can_ingest(180, 100));  // 250 > 184
+    std::vector<uint8_t> big(CompactDigest::bytes_for(CompactDigest::capacity_for(250)));
+    CompactDigest g = CompactDigest::format(big.data(), big.size(), 60, 10);
+    ASSERT_TRUE(d.copy_into(&g));
+    EXPECT_EQ(g.header().used, 150u);
+    EXPECT_EQ(g.header().verified_upto, 179);
+    EXPECT_EQ(g.header().txns_start_seen, 3);
+    EXPECT_EQ(g.header().anchor.base, 160);
+    EXPECT_EQ(g.header().nbuckets, d.header().nbuckets);
+    EXPECT_EQ(g.stale_hashes(10000000), 170u);  // one bucket (both rows within 7.5 s)
+    for (int i = 0; i < 150; i++) ASSERT_EQ(g.lookup(h("g" + std::to_string(i))), 10 + i);
+    ASSERT_TRUE(g.ingest_row(180, bytes(more), 100, 9500000));
+    EXPECT_EQ(g.lookup(h("h99")), 279);
+    // a different base, or too little room, is refused
+    std::vector<uint8_t> other(CompactDigest::bytes_for(400));
+    CompactDigest o = CompactDigest::format(other.data(), other.size(), 60, 11);
+    EXPECT_FALSE(d.copy_into(&o));
+    std::vector<uint8_t> tiny(CompactDigest::bytes_for(100));
+    CompactDigest t = CompactDigest::format(tiny.data(), tiny.size(), 60, 10);
+    EXPECT_FALSE(d.copy_into(&t));
+}
+
 TEST(DigestBuilder, BuildsAnEquivalentDigestFromRowsInAnyOrder) {
     DigestBuilder b;
     std::string r1 = blob("x", 10), r2 = blob("y", 10), r3 = blob("x", 3);

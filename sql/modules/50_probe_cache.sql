@@ -5,7 +5,8 @@
 -- 'backend': budget_bytes is then queen.probe_cache_mb times the server's backends, what those
 -- caches may hold together; partitions and used_bytes are this backend's). backend_budget_bytes
 -- is in both modes what the per-backend digests may hold together (queen.probe_cache_mb times
--- the backends): the ack digests, and in mode 'backend' the probe digests too.
+-- the backends): the ack digests, and in mode 'backend' the probe digests too. grows: full
+-- digests rebuilt bigger from their own entries (hydrations count those built from the rows).
 -- Read-only: no locks beyond the cache's own LWLocks, held for a walk over its directory.
 
 CREATE FUNCTION queen.probe_cache_shared(

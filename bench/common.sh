@@ -73,6 +73,8 @@ min_wal_size = 2GB
 checkpoint_timeout = 30min
 log_min_messages = warning
 log_checkpoints = on
+shared_preload_libraries = 'queen'
+queen.shared_probe_cache_mb = ${SHARED_PROBE_CACHE_MB:-2048}
 CONF
     [ "$KEEP" = 1 ] || trap stop_server EXIT
     as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$PGROOT/postgres.log" -w start >/dev/null

@@ -185,6 +185,14 @@ logging_collector = off
 log_min_messages = warning
 lc_messages = 'C'
 EOF
+    # queen preloaded: the shared probe cache (docs/push-path.md) serves every backend.
+    # QUEEN_PRELOAD=0 starts without it (each backend then keeps its own probe cache).
+    if [[ ${QUEEN_PRELOAD:-1} != 0 ]]; then
+        as_pg tee -a "$DATA/queen.conf" >/dev/null <<EOF
+shared_preload_libraries = 'queen'
+queen.shared_probe_cache_mb = ${QUEEN_SHARED_PROBE_CACHE_MB:-256}
+EOF
+    fi
     echo "$1" | as_pg tee "$DATA/queen.port" >/dev/null
 }
 

@@ -125,7 +125,13 @@ stage_install() {
 stage_pg_start() {
     banner "start PostgreSQL (scripts/pg.sh start)"
     if bash scripts/pg.sh status >/dev/null 2>&1; then
-        echo "already running; reusing it (it stays running afterwards)"
+        # queen is preloaded (the shared probe cache): the library just installed is only
+        # loaded by a server started after it, so the running server is restarted.
+        echo "already running; restarting it for the new library (it stays running afterwards)"
+        if ! { bash scripts/pg.sh stop </dev/null && bash scripts/pg.sh start </dev/null; }; then
+            add_failed "stage: restart PostgreSQL"
+            return 1
+        fi
     elif bash scripts/pg.sh start </dev/null; then
         PG_STARTED=1
     else

@@ -108,9 +108,16 @@ INSERT INTO stats SELECT 'on', * FROM queen.probe_cache_stats();
 RESET queen.probe_cache;
 
 -- The cache was really off in the first run (no digest consulted) and really used in the
--- second (its hits were confirmed against the stored rows).
+-- second (its hits were confirmed against the stored rows). partitions_cached: the run's queue
+-- has a digest (in the shared cache when queen is preloaded, which holds other tests' digests
+-- too; else in this backend's cache, which held none before).
 SELECT b.at AS run, b.hits - a.hits > 0 AS had_hits, b.confirmed - a.confirmed > 0 AS had_confirmed_hits,
-       b.partitions > 0 AS partitions_cached
+       CASE WHEN (SELECT mode FROM queen.probe_cache) = 'shared'
+            THEN EXISTS (SELECT FROM queen.probe_cache_partitions() c
+                           JOIN queen.log_partitions lp ON lp.id = c.partition_id
+                           JOIN queen.queues q ON q.id = lp.queue_id
+                          WHERE q.name = 'pc_' || b.at AND c.state = 'resident')
+            ELSE b.partitions > 0 END AS partitions_cached
 FROM stats a JOIN stats b ON (a.at, b.at) IN (('start', 'off'), ('off', 'on'))
 ORDER BY b.at DESC;
 

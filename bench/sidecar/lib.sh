@@ -44,6 +44,8 @@ synchronous_commit = $2
 max_wal_size = 20GB
 checkpoint_timeout = 30min
 jit = off
+shared_preload_libraries = 'queen'
+queen.shared_probe_cache_mb = ${SHARED_PROBE_CACHE_MB:-1024}
 EOF
     as_pg "$PGBIN/pg_ctl" -D "$PGDATA" -l "$ROOT/postgres.log" -w start >/dev/null
     PMPID=$(head -1 "$PGDATA/postmaster.pid")

@@ -1,6 +1,7 @@
 // Module entry: PG_MODULE_MAGIC, settings, and small shared helpers of the glue.
 #include "pg/direct_write.h"
 #include "pg/glue.h"
+#include "pg/probe_cache_shm.h"
 #include "pg/producer_glue.h"
 #include "pg/retention_worker.h"
 
@@ -59,6 +60,7 @@ void _PG_init(void) {
         "queen.probe_cache_mb", "Memory budget of the per-backend probe cache, in megabytes.",
         "Least recently used partitions are forgotten beyond it.", &queen_pg::guc_probe_cache_mb,
         256, 1, 1048576, PGC_USERSET, GUC_UNIT_MB, nullptr, nullptr, nullptr);
+    queen_pg::probe_cache_shm_init();
     queen_pg::retention_worker_define_gucs();
     queen_pg::producer_define_settings();
     queen_pg::direct_write_define_settings();

@@ -28,13 +28,16 @@
 //      (write_direct(), or the statements of write_spi()) take no further row lock: the
 //      allocator update replaces the version this transaction locked.
 //
-// The per-backend probe cache (core/probe_digest.h) only narrows what is read. It learns only
+// The probe caches (the shared one of src/pg/probe_cache_shm.cpp when queen is preloaded, else
+// this backend's, core/probe_digest.h) only narrow what is read. Each learns only
 // rows read back under the lock that other transactions committed (never this backend's own
 // writes of the current transaction), a miss proves absence below its watermark, and every
 // hit is confirmed against the stored row, else the full-window probe decides.
 #include "core/probe_digest.h"
 #include "pg/push_path.h"  // includes pg/log_scan.h after the core headers
 #include "pg/direct_write.h"
+#include "pg/probe_cache_shm.h"
+#include "pg/probe_ctx.h"
 
 extern "C" {
 #include "access/tableam.h"
@@ -47,7 +50,7 @@ namespace queen_pg {
 
 static queen::DigestCache* backend_cache = nullptr;
 static LocalTransactionId poisoned_lxid = InvalidLocalTransactionId;
-static ProbeCacheStats cache_stats = {0, 0, 0, 0};
+ProbeCacheStats cache_stats = {0, 0, 0, 0};
 static SPIPlanPtr plan_lock_row, plan_set_last, plan_insert_segment, plan_insert_txns;
 
 // The allocator state, window and reserved flag from columns first..first+4 of SPI's first
@@ -256,26 +259,8 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     return found;
 }
 
-// Everything one probe needs, in one place.
-struct ProbeCtx {
-    const Storage* st;
-    int64 pid;
-    const PartitionState* ps;
-    int64 floor;  // positions at or below are vouched for or purged
-    TimestampTz win_start;
-    TimestampTz cutoff;  // win_start minus 5 s of skew slack: older rows never count again
-    Snapshot snap;
-    const queen::ProbeIndex* index;
-    const queen::Hash128* hashes;
-    const int32* leader;
-    int n;
-    int64* best;
-    queen::Uuid* found_id;  // per leader: the original's id, when a confirmation read it
-    bool* have_found_id;
-};
-
 // Hash count of a stored row, rejecting a corrupt blob.
-static Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
+Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
     return log_row_hash_count(c->pid, row);
 }
 
@@ -291,7 +276,7 @@ queen::DigestAnchor row_anchor(const LogRow* row) {
 }
 
 // Probe one stored row against the call's leaders when it is inside the window.
-static void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count) {
+void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count) {
     if (row->created_at >= c->win_start && row->end_offset > c->floor)
         queen::probe_row(*c->index, row->blob, count, row->base_offset, c->floor, c->best);
 }
@@ -426,7 +411,7 @@ static bool catch_up(ProbeCtx* c, queen::PartitionDigest* d, bool learn, CxxErro
 
 // Confirm a digest hit at `cand` for leader i against the stored row. True when the stored
 // row is in the window and holds exactly this hash at that offset.
-static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
+bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
     LogRow row;
     if (cand <= c->floor) return false;
     if (!log_row_at(c->st, false, c->pid, cand, c->snap, &row)) return false;
@@ -442,7 +427,7 @@ static bool confirm_hit(ProbeCtx* c, int i, int64 cand) {
 }
 
 // Reset a probe's results to "no match".
-static void reset_best(ProbeCtx* c) {
+void reset_best(ProbeCtx* c) {
     for (int i = 0; i < c->n; i++) {
         c->best[i] = -1;
         c->have_found_id[i] = false;
@@ -457,9 +442,12 @@ static bool probe_with_digest(ProbeCtx* c) {
     queen::DigestCache* cache = cache_get(&err);
     cxx_raise(err);
     uint64 tag = (uint64) MyProc->lxid;
+    bool dirty = cache->is_dirty(c->pid, tag);
+    // With queen preloaded, the server-wide shared cache serves every backend
+    // (src/pg/probe_cache_shm.cpp); this backend's own digests are then never built.
+    if (shared_probe_cache_active()) return shared_probe_with_digest(c, dirty);
     cache->set_epoch((uint64) c->st->log_txns);
     cache->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
-    bool dirty = cache->is_dirty(c->pid, tag);
     queen::PartitionDigest* d = cache->find(c->pid);
     // A digest is trusted only for the partition it was read from: the allocator and the purge
     // watermark never move back, and the anchor is checked by catch_up().
@@ -780,6 +768,10 @@ bool wrote_partition_here(int64 pid) {
 // Report the cache counters.
 void probe_cache_stats(ProbeCacheStats* out, int* partitions, int64* bytes) {
     *out = cache_stats;
+    if (shared_probe_cache_active()) {  // the shared digests of this database
+        shared_probe_cache_database_usage(partitions, bytes);
+        return;
+    }
     *partitions = backend_cache ? (int) backend_cache->size() : 0;
     *bytes = backend_cache ? (int64) backend_cache->bytes() : 0;
 }

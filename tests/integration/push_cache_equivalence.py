@@ -10,8 +10,9 @@
          Every answer row is printed as tag|session|step|call|partition|index|status|id|txn|offset
          (tag C: the push committed; R: it was rolled back). Each session ends by printing
          its probe cache counters (S|session|partitions|hits|confirmed|fallbacks|rows_read).
-  check  --dir D --queue Q --log FILE     every answer of one run agrees with what PostgreSQL
-         stored (FILE: partition|offset|id|txn of the whole queue): offsets dense, each
+  check  --dir D --queue Q --log FILE [--base N]   every answer of one run agrees with what
+         PostgreSQL stored (FILE: partition|offset|id|txn of the whole queue, from offset N):
+         offsets dense from N, each
          transactionId stored once per partition, each stored message answered `queued` by
          exactly one committed push, every committed duplicate naming the stored copy's offset
          and id, every rolled-back `queued` id absent. Prints a summary that does not depend on
@@ -93,7 +94,7 @@ def check(a):
             by_txn[(part, txn)] = off
     for p in PARTS:
         offs = sorted(o for (q, o) in stored if q == p)
-        if offs != list(range(len(offs))):
+        if offs != list(range(a.base, a.base + len(offs))):
             sys.exit("FAIL: offsets of %s are not dense: %s" % (p, offs[:20]))
     queued_by = {}
     counts = {p: [0, 0] for p in PARTS}
@@ -154,6 +155,8 @@ def main():
     c.add_argument("--dir", required=True)
     c.add_argument("--queue", required=True)
     c.add_argument("--log", required=True)
+    c.add_argument("--base", type=int, default=0,
+                   help="offsets start here (rows below it were written before the workload)")
     a = ap.parse_args()
     gen(a) if a.cmd == "gen" else check(a)
 

@@ -3,7 +3,9 @@
 # concurrent sessions: the same seeded workload (6 psql sessions at once, each one long-lived
 # backend, on 3 shared partitions: shared transactionIds, repeats inside a call, transactions
 # that commit two pushes, roll one back, or roll back to a savepoint) runs in a fresh queue under
-# each of the four combinations of queen.probe_cache (the per-backend probe cache) and
+# each of the four combinations of queen.probe_cache (the probe cache: shared by every backend
+# when queen is preloaded, as on the test server; then the whole test runs once more on a server
+# of its own without preloading, where each backend has its own) and
 # queen.direct_write (the direct lock and write path) on and off. Each run's answers must agree
 # with what PostgreSQL stored (tests/integration/push_cache_equivalence.py check: exactly once,
 # queued exactly once, every duplicate naming the stored copy's offset and message id, nothing
@@ -15,6 +17,9 @@
 RUN_PREFIX=pce source "$(dirname "$0")/own_db_lib.sh"
 TOOL="python3 $(dirname "$0")/push_cache_equivalence.py"
 
+# 'shared' with queen preloaded (scripts/pg.sh does), else 'backend'.
+mode=$(sql "SELECT mode FROM queen.probe_cache")
+echo "probe cache mode: $mode"
 for seed in 1 2; do
     $TOOL gen --dir "$WORK/gen$seed" --seed $seed --sessions 6 --steps 60
     first=""
@@ -43,6 +48,12 @@ for seed in 1 2; do
             fail "answers disagree with PostgreSQL (seed $seed, probe_cache $cache, direct_write $direct): $(cat "$run/summary" "$run/cache")"
         hits=$(sed -n 's/.* confirmed=\([0-9]*\) .*/\1/p' "$run/cache")
         parts=$(sed -n 's/^cache partitions=\([0-9]*\) .*/\1/p' "$run/cache")
+        if [[ $mode == shared ]]; then  # this queue's digests in the shared cache
+            parts=$(sql "SELECT count(*) FROM queen.probe_cache_partitions() c
+                           JOIN queen.log_partitions lp ON lp.id = c.partition_id
+                           JOIN queen.queues qq ON qq.id = lp.queue_id
+                          WHERE qq.name = '$q' AND c.state = 'resident'")
+        fi
         if [[ $cache == on ]]; then
             ((parts > 0 && hits > 0)) || fail "the probe cache was never used with it on (seed $seed, $name): $(cat "$run/cache")"
         else
@@ -56,4 +67,17 @@ for seed in 1 2; do
         fi
     done
 done
+# The same once more on a server without queen preloaded (each backend's own probe cache, the
+# fallback of docs/push-path.md), when this run had the shared one.
+if [[ $mode == shared && -z ${PCE_INNER:-} ]]; then
+    ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+    chmod 755 "$WORK"
+    export QUEEN_PGDATA=$WORK/pg-no-preload
+    QUEEN_PRELOAD=0 bash "$ROOT/scripts/pg.sh" start >/dev/null
+    inner=0
+    (eval "$(bash "$ROOT/scripts/pg.sh" env)" && PCE_INNER=1 bash "$0") || inner=$?
+    bash "$ROOT/scripts/pg.sh" stop >/dev/null 2>&1 || true
+    unset QUEEN_PGDATA
+    ((inner == 0)) || fail "the run without preloading failed"
+fi
 echo PASS

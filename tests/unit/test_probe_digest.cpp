@@ -5,23 +5,15 @@
 #include <vector>
 
 #include "core/probe_digest.h"
+#include "hash_blobs.h"
 
 namespace {
 
 using queen::DigestCache;
 using queen::PartitionDigest;
 
-// A blob of n distinct hashes named prefix0..prefixN-1.
-std::string blob(const std::string& prefix, int n) {
-    std::string b;
-    for (int i = 0; i < n; i++) {
-        queen::Hash128 h = queen::txn_hash(prefix + std::to_string(i));
-        b.append(reinterpret_cast<const char*>(h.b), 16);
-    }
-    return b;
-}
-
-const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+using queen_test::blob;
+using queen_test::bytes;
 
 TEST(PartitionDigest, IngestAdvancesTheWatermarkAndKeepsTheSmallestOffset) {
     PartitionDigest d(60);

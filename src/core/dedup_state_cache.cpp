@@ -52,6 +52,38 @@ bool StateCache::put(int64_t id, KeyState&& s) {
     return true;
 }
 
+// Insert or replace one bucket, within the byte limit.
+bool StateCache::put_bucket(int64_t id, uint32_t bucket, CachedBucket&& b) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return false;
+    View& v = it->second;
+    size_t c = b.bytes.size() + 64;
+    auto e = v.buckets.find(bucket);
+    if (e == v.buckets.end()) {
+        v.buckets.emplace(bucket, std::move(b));
+    } else {
+        size_t old = e->second.bytes.size() + 64;
+        v.bytes -= old;
+        bytes_ -= old;
+        e->second = std::move(b);
+    }
+    v.bytes += c;
+    bytes_ += c;
+    if (bytes_ > limit_) {
+        drop(id);
+        return false;
+    }
+    return true;
+}
+
+// A cached bucket of a view.
+const CachedBucket* StateCache::bucket(int64_t id, uint32_t bucket) const {
+    auto it = views_.find(id);
+    if (it == views_.end()) return nullptr;
+    auto b = it->second.buckets.find(bucket);
+    return b == it->second.buckets.end() ? nullptr : &b->second;
+}
+
 // Forget a view's entries.
 void StateCache::drop(int64_t id) {
     auto it = views_.find(id);

@@ -34,9 +34,11 @@ CREATE TABLE queen.dedup_views (
     -- by every dedup_advance / dedup_watermark / dedup_flush. A backend's in-memory copy of the
     -- state (src/core/dedup_state_cache.h) is used only while this is the token it wrote.
     state_token          bigint,
-    -- how many buckets of queen.dedup_state_buckets the view's keys are spread over (fixed
-    -- for the view's life: a key's bucket is its hash modulo this)
-    state_buckets        int NOT NULL DEFAULT 1024 CHECK (state_buckets BETWEEN 1 AND 1048576),
+    -- how many buckets of queen.dedup_state_buckets the view's keys are spread over (a key's
+    -- bucket is its hash modulo this), and how many keys they hold: when the keys pass 32 per
+    -- bucket, the call that stores them doubles the buckets and regroups every state
+    state_buckets        int NOT NULL DEFAULT 64 CHECK (state_buckets BETWEEN 1 AND 1048576),
+    state_keys           bigint NOT NULL DEFAULT 0,
     created_at           timestamptz NOT NULL DEFAULT now()
 );
 
@@ -444,6 +446,7 @@ BEGIN
                          OR s.written_at + make_interval(secs => v.state_ttl_ms / 1000.0) > v.last_now)),
         'pendingCandidates', (SELECT count(*) FROM queen.dedup_candidates c WHERE c.view_id = v.id),
         'pendingBundle', (SELECT count(*) FROM queen.dedup_pending p WHERE p.view_id = v.id),
+        'stateBuckets', v.state_buckets,
         'offsets', COALESCE((SELECT jsonb_object_agg(p.name, o.next_offset ORDER BY p.name)
                                FROM queen.dedup_offsets o
                                JOIN queen.log_partitions p ON p.id = o.partition_id

@@ -76,6 +76,18 @@ bool StateCache::put_bucket(int64_t id, uint32_t bucket, CachedBucket&& b) {
     return true;
 }
 
+// Forget a view's buckets, not its states.
+void StateCache::drop_buckets(int64_t id) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return;
+    View& v = it->second;
+    for (auto& kv : v.buckets) {
+        v.bytes -= kv.second.bytes.size() + 64;
+        bytes_ -= kv.second.bytes.size() + 64;
+    }
+    v.buckets.clear();
+}
+
 // A cached bucket of a view.
 const CachedBucket* StateCache::bucket(int64_t id, uint32_t bucket) const {
     auto it = views_.find(id);

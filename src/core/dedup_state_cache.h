@@ -50,6 +50,9 @@ public:
     bool put(int64_t id, KeyState&& s);  // the same, taking the state over
     // Store one bucket of the view begun last (false, the view dropped, at the byte limit).
     bool put_bucket(int64_t id, uint32_t bucket, CachedBucket&& b);
+    // Forget the view's buckets, keeping its states (the glue repacked them into new buckets
+    // and stores every one of those next).
+    void drop_buckets(int64_t id);
     // A bucket of the view as stored, or nullptr (not cached). Valid until the next change.
     const CachedBucket* bucket(int64_t id, uint32_t bucket) const;
     // Forget one view / everything (an aborted transaction may have stored states its

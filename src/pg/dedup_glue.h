@@ -48,7 +48,9 @@ struct Run {
     std::unordered_map<uint32_t, BucketRow> read_buckets;     // buckets read from the table
     std::unordered_map<uint32_t, BucketRow> written_buckets;  // buckets this call wrote
     bool cache_valid = false;            // the backend's copy is the view's state (its base)
-    uint32_t nbuckets = 1;               // the view's state_buckets
+    uint32_t nbuckets = 1;               // the view's state_buckets (after a regrouping: the new count)
+    int64_t new_keys = 0;                // keys this call stored that the table did not have
+    bool regrouped = false;              // this call spread the state over more buckets
     std::vector<Row> merged;             // the rows this call consumes, in merge order
     std::vector<char> flag;              // merged[i]'s RowFlag
     std::vector<int> merged_part;        // merged[i]'s partition index
@@ -87,6 +89,7 @@ struct ViewRow {
     bool has_token;
     int64 token;     // state_token: which write of the view's state the table holds
     int32 nbuckets;  // state_buckets
+    int64 state_keys;  // keys stored (a key's state is never removed, only overwritten)
 };
 
 // ---- dedup_common.cpp ----
@@ -119,7 +122,8 @@ void load_cached(Run* run, const ViewRow* v);
 void load_states(Run* run, const ViewRow* v, queen_pg::CxxError* err);
 // Load the rowtime keep-first candidates a watermark up to wm releases.
 void load_candidates(Run* run, const ViewRow* v, int64 wm, queen_pg::CxxError* err);
-// Persist every state the operator wrote (and the candidates' index).
+// Persist every state the operator wrote (and the candidates' index); first spread the state
+// over more buckets when its keys outgrow them (run->nbuckets, run->new_keys tell the result).
 void write_states(Run* run, const ViewRow* v);
 // After the call's writes: the backend's copy holds the state as of `token`.
 void store_cached(Run* run, const ViewRow* v, int64 token);

@@ -50,8 +50,8 @@ using namespace queen::dedup;
 
 namespace {
 
-SPIPlanPtr plan_buckets, plan_cands, plan_bucket_upd, plan_bucket_ins, plan_cand_del,
-    plan_cand_ins;
+SPIPlanPtr plan_buckets, plan_cands, plan_bucket_upd, plan_bucket_ins, plan_bucket_all,
+    plan_bucket_del, plan_cand_del, plan_cand_ins;
 
 // ---- the backend's state cache (src/core/dedup_state_cache.h) ----
 // Valid only while the view row's state_token is the one this backend last wrote; any abort
@@ -131,31 +131,20 @@ void col_bytes(HeapTuple tup, TupleDesc desc, int col, const char** p, size_t* l
     *len = VARSIZE_ANY_EXHDR(t);
 }
 
-// Read the given buckets (none known to the call yet) from the table: each row's states go
-// into the state map as loaded, its bytes into run->read_buckets; a bucket without a row is
-// known empty.
-void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& buckets, CxxError* err) {
-    int n = (int) buckets.size();
-    if (n == 0) return;
-    Datum* bs = static_cast<Datum*>(palloc(sizeof(Datum) * n));
-    for (int i = 0; i < n; i++) bs[i] = Int32GetDatum((int32) buckets[i]);
-    Oid types[2] = {INT8OID, INT4ARRAYOID};
-    Datum args[2] = {Int64GetDatum(v->id), make_array(bs, nullptr, n, INT4OID)};
-    SPIPlanPtr plan = spi_plan(&plan_buckets,
-        "SELECT bucket, states, ctid FROM queen.dedup_state_buckets"
-        " WHERE view_id = $1 AND bucket = ANY ($2::int[])", 2, types);
-    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
-        elog(ERROR, "queen: dedup state lookup failed");
+// Take the bucket rows of the last SPI result (columns bucket, states, ctid) that the call does
+// not know yet: each row's states go into the state map as loaded, its bytes into
+// run->read_buckets. A corrupt row raises XX001.
+void take_bucket_rows(Run* run, const ViewRow* v, CxxError* err) {
     const char* bad = nullptr;
     int64 bad_bucket = 0;
-    cxx_capture(*err, [&] {
-        for (uint32_t b : buckets) run->read_buckets.emplace(b, BucketRow{});
-    });
     for (uint64 i = 0; i < SPI_processed && !err->failed && bad == nullptr; i++) {
         HeapTuple t = SPI_tuptable->vals[i];
         TupleDesc d = SPI_tuptable->tupdesc;
         bool isnull;
         uint32_t b = (uint32_t) DatumGetInt32(SPI_getbinval(t, d, 1, &isnull));
+        auto known = run->read_buckets.find(b);
+        if (known != run->read_buckets.end() ? known->second.exists : known_bucket(run, v, b) != nullptr)
+            continue;
         const char* p;
         size_t len;
         col_bytes(t, d, 2, &p, &len);
@@ -185,6 +174,27 @@ void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& bucke
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("queen.dedup_state_buckets row (" INT64_FORMAT ", " INT64_FORMAT "): %s",
                                v->id, bad_bucket, bad)));
+}
+
+// Read the given buckets (none known to the call yet) from the table (take_bucket_rows); a
+// bucket without a row is known empty.
+void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& buckets, CxxError* err) {
+    int n = (int) buckets.size();
+    if (n == 0) return;
+    Datum* bs = static_cast<Datum*>(palloc(sizeof(Datum) * n));
+    for (int i = 0; i < n; i++) bs[i] = Int32GetDatum((int32) buckets[i]);
+    Oid types[2] = {INT8OID, INT4ARRAYOID};
+    Datum args[2] = {Int64GetDatum(v->id), make_array(bs, nullptr, n, INT4OID)};
+    SPIPlanPtr plan = spi_plan(&plan_buckets,
+        "SELECT bucket, states, ctid FROM queen.dedup_state_buckets"
+        " WHERE view_id = $1 AND bucket = ANY ($2::int[])", 2, types);
+    if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
+        elog(ERROR, "queen: dedup state lookup failed");
+    cxx_capture(*err, [&] {
+        for (uint32_t b : buckets) run->read_buckets.emplace(b, BucketRow{});
+    });
+    cxx_raise(*err);
+    take_bucket_rows(run, v, err);
     pfree(bs);
 }
 
@@ -459,6 +469,61 @@ void build_buckets(Run* run, const ViewRow* v, CxxError* err) {
         elog(ERROR, "queen: dedup state bucket (" INT64_FORMAT ", %u): %s", v->id, missing, bad);
 }
 
+// At most this many keys per bucket on average: past it the view's buckets double (a call
+// rewrites whole buckets, so a bucket's size is what a call touching one of its keys writes).
+constexpr int64 kKeysPerBucket = 32;
+constexpr uint32_t kMaxBuckets = 1u << 20;  // dedup_views.state_buckets' CHECK
+
+// The bucket count for `keys` stored keys: `now`, doubled until the keys fit.
+uint32_t buckets_for(int64 keys, uint32_t now) {
+    uint32_t n = now;
+    while (n < kMaxBuckets && keys > (int64) n * kKeysPerBucket) n *= 2;
+    return n;
+}
+
+// Spread the view's whole state over nb buckets (more than now): the rows this call does not
+// know yet are read, every state (the backend's copy, those read, those written) is packed into
+// its new bucket, the old rows are deleted and the new ones go in as new rows
+// (run->written_buckets, exists false). Once per doubling of the keys: its cost, the whole
+// state, is spread over the keys that made it necessary.
+void regroup(Run* run, const ViewRow* v, uint32_t nb, CxxError* err) {
+    Oid types[1] = {INT8OID};
+    Datum args[1] = {Int64GetDatum(v->id)};
+    SPIPlanPtr all = spi_plan(&plan_bucket_all,
+        "SELECT bucket, states, ctid FROM queen.dedup_state_buckets WHERE view_id = $1", 1, types);
+    if (SPI_execute_plan(all, args, nullptr, false, 0) != SPI_OK_SELECT)
+        elog(ERROR, "queen: dedup state read failed");
+    take_bucket_rows(run, v, err);
+    SPIPlanPtr del = spi_plan(&plan_bucket_del,
+        "DELETE FROM queen.dedup_state_buckets WHERE view_id = $1", 1, types);
+    if (SPI_execute_plan(del, args, nullptr, false, 0) != SPI_OK_DELETE)
+        elog(ERROR, "queen: dedup state delete failed");
+    bool rowtime = v->has_rowtime_path;
+    cxx_capture(*err, [&] {
+        std::unordered_map<uint32_t, std::vector<PackedState>> groups;
+        for (const auto& kv : run->st.all())
+            groups[bucket_of(kv.first, nb)].push_back(
+                pack_state(kv.second.state, keeps_payload(kv.second.state, run->opts), rowtime));
+        if (run->st.base() != nullptr)
+            for (const auto& kv : *run->st.base())
+                if (run->st.find_own(kv.first) == nullptr)
+                    groups[bucket_of(kv.first, nb)].push_back(
+                        pack_state(kv.second, keeps_payload(kv.second, run->opts), rowtime));
+        run->written_buckets.clear();
+        for (auto& [b, states] : groups) {
+            std::sort(states.begin(), states.end(),
+                      [](const PackedState& x, const PackedState& y) { return x.key < y.key; });
+            BucketWriter w;
+            for (const PackedState& s : states) w.add(s);
+            run->written_buckets.emplace(b, BucketRow{w.take(), false, 0});
+        }
+        run->read_buckets.clear();
+        run->nbuckets = nb;
+        run->regrouped = true;
+    });
+    cxx_raise(*err);
+}
+
 // Record the tuple ids a RETURNING bucket, ctid statement gave back.
 void take_locators(Run* run) {
     for (uint64 i = 0; i < SPI_processed; i++) {
@@ -476,11 +541,18 @@ void take_locators(Run* run) {
 // Write every bucket the operator changed a key of: an existing row in place where its tuple
 // id is known, else by an UPDATE; a new bucket by an INSERT (the view lock excludes any
 // concurrent writer of this view's buckets). Both statements return the tuple ids for the next
-// call. Then the candidates' index.
+// call. When the keys outgrow the buckets, every bucket is written anew (regroup). Then the
+// candidates' index.
 void write_states(Run* run, const ViewRow* v) {
     if (run->st.dirty().empty()) return;
+    for (const StateMap::Entry* e : run->st.dirty())
+        if (!e->second.was_loaded) run->new_keys++;
     CxxError err;
-    build_buckets(run, v, &err);
+    uint32_t nb = buckets_for(v->state_keys + run->new_keys, run->nbuckets);
+    if (nb != run->nbuckets)
+        regroup(run, v, nb, &err);
+    else
+        build_buckets(run, v, &err);
     int total = (int) run->written_buckets.size();
     std::vector<uint32_t>* order = nullptr;  // buckets in ascending order: a stable write order
     cxx_capture(err, [&] {
@@ -574,6 +646,7 @@ void store_cached(Run* run, const ViewRow* v, int64 token) {
     };
     cxx_capture(err, [&] {
         c->begin(v->id, v->has_token, v->token, token);
+        if (run->regrouped) c->drop_buckets(v->id);  // numbered for the old count
         for (auto& kv : run->written_buckets)
             if (!store_bucket(kv.first, &kv.second)) return;
         for (auto& kv : run->read_buckets)

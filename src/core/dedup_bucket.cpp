@@ -3,17 +3,14 @@
 
 #include <cstring>
 
+#include "dedup_bytes.h"
+
 namespace queen::dedup {
 
+using bytes::get_i64;
+using bytes::get_u32;
+
 namespace {
-uint32_t get_u32(const uint8_t* p) {
-    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-int64_t get_i64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return (int64_t) v;
-}
 constexpr std::size_t kHeader = 8;
 }  // namespace
 
@@ -69,18 +66,8 @@ void BucketWriter::add(const PackedState& s) {
     size_t at = buf_.size();
     buf_.resize(at + entry_size(s));
     char* p = &buf_[at];
-    auto u32 = [&p](uint32_t v) {
-        for (int i = 0; i < 4; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
-    };
-    auto i64 = [&p](int64_t sv) {
-        uint64_t v = (uint64_t) sv;
-        for (int i = 0; i < 8; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
-    };
-    auto str = [&](std::string_view v) {
-        u32((uint32_t) v.size());
-        if (!v.empty()) memcpy(p, v.data(), v.size());
-        p += v.size();
-    };
+    auto i64 = [&p](int64_t v) { bytes::put_i64(p, v); };
+    auto str = [&p](std::string_view v) { bytes::put_str(p, v); };
     *p++ = (char) s.kind;
     *p++ = (char) ((s.has_payload ? 1 : 0) | (s.has_rowtime ? 2 : 0));
     str(s.key);

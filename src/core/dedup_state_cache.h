@@ -72,6 +72,8 @@ private:
     static size_t cost(const KeyState& s) {
         return 2 * s.row.key.size() + s.row.payload.size() + s.row.partition.size() + 128;
     }
+    static size_t cost(const CachedBucket& b) { return b.bytes.size() + 64; }
+    bool account(int64_t id, View& v, size_t c, size_t old);
     size_t limit_;
     size_t bytes_ = 0;
     std::unordered_map<int64_t, View> views_;

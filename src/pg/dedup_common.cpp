@@ -40,13 +40,16 @@ bool col_text(HeapTuple tup, TupleDesc desc, int col, const char** p, int* len) 
     return true;
 }
 
-// A jsonb datum from the bytes of its container.
-Datum jsonb_datum(const std::string& s) {
-    Jsonb* j = static_cast<Jsonb*>(palloc(VARHDRSZ + s.size()));
-    SET_VARSIZE(j, VARHDRSZ + s.size());
-    memcpy(VARDATA(j), s.data(), s.size());
-    return JsonbPGetDatum(j);
+// A varlena datum (bytea, or jsonb from the bytes of its container) holding s.
+Datum varlena_datum(const std::string& s) {
+    struct varlena* v = static_cast<struct varlena*>(palloc(VARHDRSZ + s.size()));
+    SET_VARSIZE(v, VARHDRSZ + s.size());
+    memcpy(VARDATA(v), s.data(), s.size());
+    return PointerGetDatum(v);
 }
+
+// A jsonb datum from the bytes of its container.
+Datum jsonb_datum(const std::string& s) { return varlena_datum(s); }
 
 // An int8 column (0 when NULL, *isnull set).
 int64 col_int8(HeapTuple tup, TupleDesc desc, int col, bool* isnull) {

@@ -96,6 +96,8 @@ struct ViewRow {
 // A text (or jsonb: its binary container) column of the current SPI row as (pointer,
 // length); false when NULL.
 bool col_text(HeapTuple tup, TupleDesc desc, int col, const char** p, int* len);
+// A varlena datum (bytea, or jsonb from the bytes of its container) holding s.
+Datum varlena_datum(const std::string& s);
 // A jsonb datum from the bytes of its container.
 Datum jsonb_datum(const std::string& s);
 // An int8 column (0 when NULL, *isnull set).

@@ -421,14 +421,6 @@ bool bucket_update_at(BucketRel* r, uint64 loc, int64 view_id, int32 bucket, Dat
     return true;
 }
 
-// A bytea datum of a string's bytes.
-Datum bytea_datum(const std::string& s) {
-    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + s.size()));
-    SET_VARSIZE(b, VARHDRSZ + s.size());
-    memcpy(VARDATA(b), s.data(), s.size());
-    return PointerGetDatum(b);
-}
-
 // The new bytes of every bucket the operator changed a key of: the bucket as known (read, or
 // the backend's copy) with the written states merged in. Into run->written_buckets.
 void build_buckets(Run* run, const ViewRow* v, CxxError* err) {
@@ -583,7 +575,7 @@ void write_states(Run* run, const ViewRow* v) {
                     // the row's datums and tuple live in tmp, reset after each bucket
                     MemoryContext outer = MemoryContextSwitchTo(tmp);
                     Datum values[3] = {Int64GetDatum(v->id), Int32GetDatum((int32) b),
-                                       bytea_datum(row.bytes)};
+                                       varlena_datum(row.bytes)};
                     bool nulls[3] = {false, false, false};
                     uint64 loc;
                     bool done = bucket_update_at(&rel, row.locator, v->id, (int32) b, values, nulls, &loc);
@@ -596,7 +588,7 @@ void write_states(Run* run, const ViewRow* v) {
                 }
             }
             bs[n] = Int32GetDatum((int32) b);
-            ss[n] = bytea_datum(row.bytes);
+            ss[n] = varlena_datum(row.bytes);
             n++;
         }
         if (updates && direct == 1) {

@@ -37,6 +37,7 @@ SELECT pg_temp.err($$SELECT * FROM queen.dedup_watermark('nope', 1)$$);
 SELECT pg_temp.err($$SELECT * FROM queen.dedup_flush('nope')$$);
 SELECT pg_temp.err($$SELECT * FROM queen.dedup_changelog('nope')$$);
 SELECT pg_temp.err($$SELECT queen.dedup_stats('nope')$$);
+SELECT pg_temp.err($$SELECT * FROM queen.dedup_state_rows('nope')$$);
 SELECT pg_temp.err($$SELECT queen.drop_dedup_view('nope')$$);
 
 -- ---- a view, the defaults it stored, a duplicate name, bad call arguments
@@ -121,7 +122,7 @@ SELECT q AS query, pg_temp.err(format('SELECT queen.create_dedup_view_sql(%L, %L
 SELECT queen.drop_dedup_view('if_b');
 SELECT count(*) FROM queen.dedup_views WHERE name = 'if_b';
 SELECT (SELECT count(*) FROM queen.dedup_change_blocks c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
-     + (SELECT count(*) FROM queen.dedup_state c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
+     + (SELECT count(*) FROM queen.dedup_state_buckets c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
      + (SELECT count(*) FROM queen.dedup_pending c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id))
      + (SELECT count(*) FROM queen.dedup_offsets c WHERE NOT EXISTS (SELECT 1 FROM queen.dedup_views v WHERE v.id = c.view_id)) AS leftovers;
 
@@ -159,6 +160,7 @@ SELECT f, has_function_privilege('queen_writer', f, 'EXECUTE') AS writer,
                     'queen.drop_dedup_view(text)', 'queen.dedup_advance(text,int,timestamptz)',
                     'queen.dedup_watermark(text,bigint,timestamptz)', 'queen.dedup_flush(text,timestamptz)',
                     'queen.dedup_changelog(text,bigint,int)', 'queen.dedup_stats(text)',
+                    'queen.dedup_state_rows(text)', 'queen.dedup_bucket_states(bytea)',
                     'queen.dedup_parse_query(text)', 'queen.retention_floor(bigint)']) f;
 SELECT p.proname, p.prosecdef, p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'queen' AND (p.proname LIKE '%dedup%' OR p.proname = 'retention_floor') ORDER BY 1;

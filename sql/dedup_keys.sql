@@ -22,13 +22,13 @@ WITH m AS (SELECT payload FROM queen.read('k_q', 'p', 0, 100)),
               UNION
               SELECT 'k_path', COALESCE(payload #> '{a,b}', 'null')::text FROM m
                WHERE (payload #>> '{a,t}') ~ '^-?[0-9]+$'),
-     have AS (SELECT v.name AS view, s.key FROM queen.dedup_state s JOIN queen.dedup_views v ON v.id = s.view_id
-               WHERE v.name IN ('k_one', 'k_path'))
+     have AS (SELECT v.view, s.key FROM unnest(ARRAY['k_one', 'k_path']) AS v(view),
+                     LATERAL queen.dedup_state_rows(v.view) s)
 SELECT (SELECT count(*) FROM want) AS want, (SELECT count(*) FROM have) AS have,
        (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM have) x) AS missing,
        (SELECT count(*) FROM (SELECT * FROM have EXCEPT SELECT * FROM want) x) AS extra;
-SELECT v.name, s.key, s.rowtime FROM queen.dedup_state s JOIN queen.dedup_views v ON v.id = s.view_id
- WHERE v.name IN ('k_one', 'k_path') ORDER BY 1, 3;
+SELECT v.name, s.key, s.rowtime FROM unnest(ARRAY['k_one', 'k_path']) AS v(name),
+       LATERAL queen.dedup_state_rows(v.name) s ORDER BY 1, 3;
 SELECT queen.dedup_stats('k_one') -> 'rowsWithoutRowtime' AS one_skipped,
        queen.dedup_stats('k_path') -> 'rowsWithoutRowtime' AS path_skipped;
 SELECT queen.drop_dedup_view('k_one'), queen.drop_dedup_view('k_path');

@@ -1,6 +1,6 @@
 -- The backend's cache of a view's keyed state (src/core/dedup_state_cache.h) never changes an
 -- answer: after a rollback to a savepoint (the cache held a state the rollback undid), after the
--- state table is rewritten (VACUUM FULL moves every row: the tuple ids it remembered are stale)
+-- state table is rewritten (VACUUM FULL moves every bucket row: the tuple ids it remembered are stale)
 -- and after another session's write (tests/isolation/specs/dedup_state_cache.spec), every
 -- change is what the table alone would give.
 \i sql/dedup_prelude.psql
@@ -34,8 +34,8 @@ END $$;
 SELECT kind, key, payload FROM queen.dedup_advance('c_rf', 10, pg_temp.t(3)) ORDER BY seq;
 SELECT kind, key, payload, rowtime FROM queen.dedup_watermark('c_rf', 8, pg_temp.t(4)) ORDER BY seq;
 
--- every state row moves; the next writes find them by key
-VACUUM FULL queen.dedup_state;
+-- every state bucket row moves; the next writes find them by view and bucket
+VACUUM FULL queen.dedup_state_buckets;
 SELECT pg_temp.push('c_q', 'p', '{"k": "a", "v": 4, "t": 20}', '{"k": "b", "v": 4, "t": 1}');
 SELECT kind, key, payload FROM queen.dedup_advance('c_last', 10, pg_temp.t(5)) ORDER BY seq;
 SELECT kind, key, payload FROM queen.dedup_advance('c_rf', 10, pg_temp.t(5)) ORDER BY seq;
@@ -43,7 +43,7 @@ SELECT kind, key, payload, rowtime FROM queen.dedup_watermark('c_rf', 30, pg_tem
 SELECT pg_temp.push('c_q', 'p', '{"k": "a", "v": 5, "t": 30}', '{"k": "b", "v": 5, "t": 30}');
 SELECT kind, key, payload FROM queen.dedup_advance('c_last', 10, pg_temp.t(7)) ORDER BY seq;
 -- one row per key, none left behind by the in-place rewrites
-SELECT v.name, s.key, s.kind, s.payload FROM queen.dedup_state s JOIN queen.dedup_views v ON v.id = s.view_id
- WHERE v.name IN ('c_last', 'c_rf') ORDER BY 1, 2;
+SELECT v.name, s.key, s.kind, s.payload FROM unnest(ARRAY['c_last', 'c_rf']) AS v(name),
+       LATERAL queen.dedup_state_rows(v.name) s ORDER BY v.name, s.key COLLATE "C";
 SELECT queen.dedup_stats('c_last') -> 'changes' AS changes, queen.dedup_stats('c_rf') -> 'lateRowsDropped' AS late;
 SELECT queen.drop_dedup_view('c_last'), queen.drop_dedup_view('c_rf');

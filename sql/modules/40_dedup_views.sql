@@ -34,30 +34,38 @@ CREATE TABLE queen.dedup_views (
     -- by every dedup_advance / dedup_watermark / dedup_flush. A backend's in-memory copy of the
     -- state (src/core/dedup_state_cache.h) is used only while this is the token it wrote.
     state_token          bigint,
+    -- how many buckets of queen.dedup_state_buckets the view's keys are spread over (a key's
+    -- bucket is its hash modulo this), and how many keys they hold: when the keys pass 32 per
+    -- bucket, the call that stores them doubles the buckets and regroups every state
+    state_buckets        int NOT NULL DEFAULT 64 CHECK (state_buckets BETWEEN 1 AND 1048576),
+    state_keys           bigint NOT NULL DEFAULT 0,
     created_at           timestamptz NOT NULL DEFAULT now()
 );
 
--- One row per key: kind 1 kept row (keep-last, retracting keep-first, proctime keep-first's
--- flag), 2 pending rowtime keep-first candidate, 3 fired marker. written_at is the
--- processing time of the last write (its TTL clock).
+-- The keyed state, many keys per row: each view's keys are spread by a stable hash of the key
+-- (FNV-1a 64 modulo the view's state_buckets, src/core/dedup_bucket.h) over at most
+-- state_buckets rows, each holding the states of its keys packed in key order: per key its
+-- kind (1 kept row: keep-last, retracting keep-first, proctime keep-first's flag; 2 pending
+-- rowtime keep-first candidate; 3 fired marker), payload (none where only a marker is needed),
+-- rowtime, written_at (the processing time of the last write: its TTL clock) and source
+-- partition and offset. A call rewrites each bucket it changes once: a few hundred rows
+-- instead of one per key. queen.dedup_state_rows(view) reads it back one row per key.
 -- The hot tables (state, changelog, pending) carry no foreign key (a per-row RI check would
 -- cost more than the operator): drop_dedup_view deletes their rows itself.
-CREATE TABLE queen.dedup_state (
-    view_id       bigint NOT NULL,
-    key           text COLLATE "C" NOT NULL,      -- the key's canonical JSON text
-    kind          smallint NOT NULL CHECK (kind IN (1, 2, 3)),
-    payload       jsonb,                          -- NULL where only a marker is needed
-    rowtime       bigint,
-    written_at    timestamptz NOT NULL,
-    src_partition text NOT NULL,
-    src_offset    bigint NOT NULL,
-    PRIMARY KEY (view_id, key)
+CREATE TABLE queen.dedup_state_buckets (
+    view_id bigint NOT NULL,
+    bucket  int NOT NULL,
+    states  bytea NOT NULL,
+    PRIMARY KEY (view_id, bucket)
 );
--- Half-empty pages: a key's rewrite stays on its page as a HOT update (no index insert).
-ALTER TABLE queen.dedup_state SET (fillfactor = 50);
+-- Half-empty pages: a bucket's rewrite stays on its page as a HOT update (no index insert);
+-- a bucket over ~2 kB is compressed (lz4) and kept in line where it fits.
+ALTER TABLE queen.dedup_state_buckets SET (fillfactor = 50);
+ALTER TABLE queen.dedup_state_buckets ALTER COLUMN states SET STORAGE MAIN,
+    ALTER COLUMN states SET COMPRESSION lz4;
 
 -- The pending rowtime keep-first candidates by rowtime (what a watermark releases). A separate
--- table, not an index on dedup_state: an indexed rowtime would make every state rewrite of a
+-- table, not an index on the state: an indexed rowtime would make every state rewrite of a
 -- rowtime view a non-HOT update.
 -- arrival numbers the candidate row in the view's consumption order: a watermark emits what it
 -- releases in that order.
@@ -104,7 +112,7 @@ CREATE TABLE queen.dedup_pending (
 
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_state', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.dedup_state_buckets', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_candidates', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_change_blocks', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.dedup_offsets', '');
@@ -277,7 +285,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dedup view "%" does not exist', p_name USING ERRCODE = '42704';
     END IF;
-    DELETE FROM queen.dedup_state WHERE view_id = v_id;
+    DELETE FROM queen.dedup_state_buckets WHERE view_id = v_id;
     DELETE FROM queen.dedup_candidates WHERE view_id = v_id;
     DELETE FROM queen.dedup_change_blocks WHERE view_id = v_id;
     DELETE FROM queen.dedup_pending WHERE view_id = v_id;
@@ -380,6 +388,36 @@ BEGIN
 END
 $$;
 
+-- The states one bucket row holds, one row per key (an internal helper: no grant).
+CREATE FUNCTION queen.dedup_bucket_states(p_states bytea)
+    RETURNS TABLE (key text, kind smallint, payload jsonb, rowtime bigint, written_at timestamptz,
+                   src_partition text, src_offset bigint)
+    AS 'MODULE_PATHNAME', 'queen_dedup_bucket_states_v1'
+    LANGUAGE C IMMUTABLE STRICT SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp;
+
+-- A view's keyed state, one row per key as of its last call (expired TTL state included),
+-- in key order (bytewise): key (the key's canonical JSON text), kind (1 kept row, 2 pending
+-- rowtime keep-first candidate, 3 fired marker), payload (NULL for markers), rowtime (NULL for
+-- views without a rowtime field), written_at (the processing time of its last write) and the
+-- source partition and offset of its row. 42704 when the view is unknown.
+CREATE FUNCTION queen.dedup_state_rows(p_name text)
+    RETURNS TABLE (key text, kind smallint, payload jsonb, rowtime bigint, written_at timestamptz,
+                   src_partition text, src_offset bigint)
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_id bigint := queen.dedup_view_id(p_name);
+BEGIN
+    RETURN QUERY
+        SELECT s.key, s.kind, s.payload, s.rowtime, s.written_at, s.src_partition, s.src_offset
+          FROM queen.dedup_state_buckets b, LATERAL queen.dedup_bucket_states(b.states) s
+         WHERE b.view_id = v_id
+         ORDER BY s.key COLLATE "C";
+END
+$$;
+
 -- Counters and sizes of a view. keys: keys with live state as of the view's last call
 -- (expired TTL state not counted); pendingCandidates: rowtime keep-first rows waiting for the
 -- watermark; consumed: messages read from the queue; pendingBundle: rows of the open mini-batch.
@@ -401,12 +439,14 @@ BEGIN
         'consumed', v.consumed,
         'changes', v.next_seq - 1,
         'watermark', v.watermark,
-        'keys', (SELECT count(*) FROM queen.dedup_state s
-                  WHERE s.view_id = v.id
+        'keys', (SELECT count(*) FROM queen.dedup_state_buckets b,
+                         LATERAL queen.dedup_bucket_states(b.states) s
+                  WHERE b.view_id = v.id
                     AND (v.state_ttl_ms = 0 OR s.kind = 2 OR v.last_now IS NULL
                          OR s.written_at + make_interval(secs => v.state_ttl_ms / 1000.0) > v.last_now)),
         'pendingCandidates', (SELECT count(*) FROM queen.dedup_candidates c WHERE c.view_id = v.id),
         'pendingBundle', (SELECT count(*) FROM queen.dedup_pending p WHERE p.view_id = v.id),
+        'stateBuckets', v.state_buckets,
         'offsets', COALESCE((SELECT jsonb_object_agg(p.name, o.next_offset ORDER BY p.name)
                                FROM queen.dedup_offsets o
                                JOIN queen.log_partitions p ON p.id = o.partition_id
@@ -430,7 +470,7 @@ AS $$
 $$;
 
 -- ---------------------------------------------------------------- privileges
-REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state, queen.dedup_candidates, queen.dedup_change_blocks,
+REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state_buckets, queen.dedup_candidates, queen.dedup_change_blocks,
     queen.dedup_offsets, queen.dedup_pending FROM PUBLIC;
 REVOKE ALL ON SEQUENCE queen.dedup_views_id_seq FROM PUBLIC;
 REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),
@@ -439,11 +479,12 @@ REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),
     queen.dedup_advance(text, int, timestamptz), queen.dedup_watermark(text, bigint, timestamptz),
     queen.dedup_flush(text, timestamptz), queen.dedup_view_id(text),
     queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
-    queen.dedup_block_changes(bigint, bytea), queen.retention_floor(bigint) FROM PUBLIC;
+    queen.dedup_block_changes(bigint, bytea), queen.dedup_bucket_states(bytea),
+    queen.dedup_state_rows(text), queen.retention_floor(bigint) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),
     queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text) TO queen_admin;
 GRANT EXECUTE ON FUNCTION queen.dedup_advance(text, int, timestamptz),
     queen.dedup_watermark(text, bigint, timestamptz), queen.dedup_flush(text, timestamptz)
     TO queen_writer;
-GRANT EXECUTE ON FUNCTION queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text)
-    TO queen_reader, queen_writer;
+GRANT EXECUTE ON FUNCTION queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
+    queen.dedup_state_rows(text) TO queen_reader, queen_writer;

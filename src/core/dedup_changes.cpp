@@ -3,18 +3,13 @@
 
 #include <cstring>
 
+#include "dedup_bytes.h"
+
 namespace queen::dedup {
 
-namespace {
-uint32_t get_u32(const uint8_t* p) {
-    return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-int64_t get_i64(const uint8_t* p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return (int64_t) v;
-}
-}  // namespace
+using bytes::get_i64;
+using bytes::get_u32;
+
 
 // Start a block with its header.
 ChangeBlockWriter::ChangeBlockWriter() { buf_.assign("QC\x01\x00\x00\x00\x00\x00", 8); }
@@ -25,18 +20,8 @@ void ChangeBlockWriter::add(const PackedChange& c) {
     size_t at = buf_.size();
     buf_.resize(at + 2 + 4 + c.key.size() + 4 + c.payload.size() + 8 + 4 + c.partition.size() + 8);
     char* p = &buf_[at];
-    auto u32 = [&p](uint32_t v) {
-        for (int i = 0; i < 4; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
-    };
-    auto i64 = [&p](int64_t s) {
-        uint64_t v = (uint64_t) s;
-        for (int i = 0; i < 8; i++) *p++ = (char) ((v >> (8 * i)) & 0xff);
-    };
-    auto str = [&](std::string_view s) {
-        u32((uint32_t) s.size());
-        if (!s.empty()) memcpy(p, s.data(), s.size());
-        p += s.size();
-    };
+    auto i64 = [&p](int64_t v) { bytes::put_i64(p, v); };
+    auto str = [&p](std::string_view v) { bytes::put_str(p, v); };
     *p++ = (char) c.kind;
     *p++ = (char) ((c.key_null ? 1 : 0) | (c.rowtime_null ? 2 : 0));
     str(c.key);

@@ -112,6 +112,8 @@ public:
     // glue's per-backend cache); the map must outlive this StateMap's use and stay unchanged.
     // all() does not include them.
     void set_base(const std::unordered_map<std::string, KeyState>* base) { base_ = base; }
+    // The base (nullptr when none).
+    const std::unordered_map<std::string, KeyState>* base() const { return base_; }
     // The base's state of a key, or nullptr.
     const KeyState* base_find(const std::string& key) const {
         if (base_ == nullptr) return nullptr;

@@ -32,24 +32,63 @@ bool StateCache::put(int64_t id, KeyState&& s) {
     auto it = views_.find(id);
     if (it == views_.end()) return false;
     View& v = it->second;
-    size_t c = cost(s);
+    size_t c = cost(s), old = 0;
     auto e = v.states.find(s.row.key);
     if (e == v.states.end()) {
         std::string key = s.row.key;
         v.states.emplace(std::move(key), std::move(s));
     } else {
-        size_t old = cost(e->second);
-        v.bytes -= old;
-        bytes_ -= old;
+        old = cost(e->second);
         e->second = std::move(s);
     }
-    v.bytes += c;
-    bytes_ += c;
+    return account(id, v, c, old);
+}
+
+// Count c bytes in and old out; past the limit the view is dropped (false).
+bool StateCache::account(int64_t id, View& v, size_t c, size_t old) {
+    v.bytes = v.bytes - old + c;
+    bytes_ = bytes_ - old + c;
     if (bytes_ > limit_) {
         drop(id);
         return false;
     }
     return true;
+}
+
+// Insert or replace one bucket, within the byte limit.
+bool StateCache::put_bucket(int64_t id, uint32_t bucket, CachedBucket&& b) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return false;
+    View& v = it->second;
+    size_t c = cost(b), old = 0;
+    auto e = v.buckets.find(bucket);
+    if (e == v.buckets.end()) {
+        v.buckets.emplace(bucket, std::move(b));
+    } else {
+        old = cost(e->second);
+        e->second = std::move(b);
+    }
+    return account(id, v, c, old);
+}
+
+// Forget a view's buckets, not its states.
+void StateCache::drop_buckets(int64_t id) {
+    auto it = views_.find(id);
+    if (it == views_.end()) return;
+    View& v = it->second;
+    for (auto& kv : v.buckets) {
+        v.bytes -= cost(kv.second);
+        bytes_ -= cost(kv.second);
+    }
+    v.buckets.clear();
+}
+
+// A cached bucket of a view.
+const CachedBucket* StateCache::bucket(int64_t id, uint32_t bucket) const {
+    auto it = views_.find(id);
+    if (it == views_.end()) return nullptr;
+    auto b = it->second.buckets.find(bucket);
+    return b == it->second.buckets.end() ? nullptr : &b->second;
 }
 
 // Forget a view's entries.

@@ -8,6 +8,11 @@
 // only when the tokens are equal, i.e. when no other session (and no rollback) has changed the
 // state since. Absent keys are not "no state": the caller looks them up in the table.
 // Entries hold states exactly as the table gives them back (see the glue's normalisation).
+//
+// The table keeps a view's states in buckets (src/core/dedup_bucket.h): the cache also holds
+// buckets (their bytes as the table holds them), and the glue stores a key's state only
+// together with its whole bucket. So a key that a cached bucket does not hold has no state,
+// and a call rewrites a cached bucket without reading it.
 #pragma once
 #include "firewall.h"
 
@@ -19,6 +24,14 @@
 #include <unordered_map>
 
 namespace queen::dedup {
+
+// One bucket of a view as the table holds it: its bytes, whether its row exists, and where
+// (the glue's tuple id; 0 unknown).
+struct CachedBucket {
+    std::string bytes;
+    bool exists = false;
+    uint64_t locator = 0;
+};
 
 class StateCache {
 public:
@@ -35,6 +48,13 @@ public:
     // entries are then dropped: the caller stops storing until the next begin()).
     bool put(int64_t id, const KeyState& s);
     bool put(int64_t id, KeyState&& s);  // the same, taking the state over
+    // Store one bucket of the view begun last (false, the view dropped, at the byte limit).
+    bool put_bucket(int64_t id, uint32_t bucket, CachedBucket&& b);
+    // Forget the view's buckets, keeping its states (the glue repacked them into new buckets
+    // and stores every one of those next).
+    void drop_buckets(int64_t id);
+    // A bucket of the view as stored, or nullptr (not cached). Valid until the next change.
+    const CachedBucket* bucket(int64_t id, uint32_t bucket) const;
     // Forget one view / everything (an aborted transaction may have stored states its
     // rollback undoes).
     void drop(int64_t id);
@@ -47,10 +67,13 @@ private:
         int64_t token = 0;
         size_t bytes = 0;
         std::unordered_map<std::string, KeyState> states;
+        std::unordered_map<uint32_t, CachedBucket> buckets;
     };
     static size_t cost(const KeyState& s) {
         return 2 * s.row.key.size() + s.row.payload.size() + s.row.partition.size() + 128;
     }
+    static size_t cost(const CachedBucket& b) { return b.bytes.size() + 64; }
+    bool account(int64_t id, View& v, size_t c, size_t old);
     size_t limit_;
     size_t bytes_ = 0;
     std::unordered_map<int64_t, View> views_;

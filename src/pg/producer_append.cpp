@@ -17,16 +17,17 @@
 //      committed). The lock is held until the transaction ends, so data (push_locked, which
 //      finds the lock already held) and producer state are decided and written under one lock
 //      and commit together or not at all.
-//   3. One call locks one partition only. A caller appending to several streams in one
-//      transaction calls in ascending partition id (queen.stream_head) order, queen's one
-//      global lock order. In REPEATABLE READ / SERIALIZABLE, locking a row a concurrent append
+//   3. One call of queen.stream_append locks one partition only. A caller appending to
+//      several streams in one transaction calls in ascending partition id order, queen's one
+//      global lock order; queen.stream_append_batch (stream_append_batch.cpp) does so itself:
+//      it resolves the names first and then decides the appends in ascending partition id
+//      order, locking each partition once (held = true for the later appends of a stream). In REPEATABLE READ / SERIALIZABLE, locking a row a concurrent append
 //      changed fails with 40001, as for every push.
 //
 // Only plain structs live across PostgreSQL calls (src/pg/glue.h).
 #include <cmath>
 
-#include "core/blake3.h"
-#include "core/producer_state.h"
+#include "pg/producer_append.h"
 #include "pg/producer_glue.h"
 
 extern "C" {
@@ -53,7 +54,7 @@ void producer_define_settings() {
         &guc_stream_notify, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
-static SPIPlanPtr plan_lock_name, plan_read_name, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
+static SPIPlanPtr plan_lock_name, plan_lock_pid, plan_read_name, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
     plan_stream_update, plan_claim, plan_next;
 
 static const int64 kForgetUsecs = queen::kProducerForgetIdleSeconds * USECS_PER_SEC;
@@ -78,14 +79,6 @@ struct StreamRead {
     int64 newest_next;
     bool newest_closed;
     TimestampTz last_seen;
-};
-
-// The answer row; a false has_* leaves the column NULL.
-struct AppendAnswer {
-    const char* status;
-    bool has_so, has_no, has_closed, has_pe, has_ps, has_es, has_rs, has_ce, has_cs;
-    int64 so, no, pe, ps, es, rs, ce, cs;
-    bool closed;
 };
 
 // The comparable part of a content type: the media type before ';', trimmed, ASCII lower case
@@ -125,6 +118,22 @@ static int64 lock_stream(text* name) {
                  "  JOIN queen.log_partitions lp ON lp.id = s.partition_id"
                  " WHERE s.name = $1 FOR NO KEY UPDATE OF lp",
                  1, t),
+        a, nullptr, SPI_OK_SELECT, "lock");
+    if (SPI_processed == 0) return -1;
+    bool isnull;
+    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+// Lock the partition row of the stream with this partition id and name (the name checked
+// again under the lock: a stream deleted meanwhile leaves no row). The partition id, or -1.
+static int64 lock_stream_pid(int64 pid, text* name) {
+    Oid t[2] = {INT8OID, TEXTOID};
+    Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(name)};
+    run(spi_plan(&plan_lock_pid,
+                 "SELECT lp.id FROM queen.streams s"
+                 "  JOIN queen.log_partitions lp ON lp.id = s.partition_id"
+                 " WHERE s.partition_id = $1 AND s.name = $2 FOR NO KEY UPDATE OF lp",
+                 2, t),
         a, nullptr, SPI_OK_SELECT, "lock");
     if (SPI_processed == 0) return -1;
     bool isnull;
@@ -318,35 +327,26 @@ static int text_cmp_c(text* x, text* y) {
     return lx < ly ? -1 : (lx > ly ? 1 : 0);
 }
 
-// The request, validated.
-struct AppendRequest {
-    text* name;
-    char* name_cstr;
-    Datum* msgs;
-    int n;
-    bool has_ct;
-    char* media_type;
-    bool has_prod;
-    text* producer_id;
-    queen::ProducerRequest pr;
-    bool close;
-    text* stream_seq;
-    uint8 body[queen::kBlake3Bytes];
-    TimestampTz now;
-    bool expect_apply;  // the caller's hint: go straight to the lock (see append())
-};
 
-// Decide and (pass 2) write. Returns the answer in *a. A caller that expects the append to
+// Decide and (pass 2) write (see producer_append.h). Returns the answer in *a. A caller that expects the append to
 // apply (p_expect_apply: the next seq of a producer whose last write it saw applied) skips
 // pass 1, whose lock-free read could only send it on to pass 2 anyway: one statement fewer
 // per applied append. Pass 2 decides every answer by itself, so the hint changes no answer;
 // a wrong hint costs a duplicate the lock (and a transaction id) that pass 1 would have spared.
-static void append(const AppendRequest* q, AppendAnswer* a) {
+void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, AppendAnswer* a) {
     for (int pass = q->has_prod && !q->expect_apply ? 1 : 2; pass <= 2; pass++) {
         bool locked = pass == 2;
         memset(a, 0, sizeof *a);
-        // pass 1: one read by name; pass 2: find and lock, then read after the lock
-        int64 pid = locked ? lock_stream(q->name) : -1;
+        // pass 1: one read by name; pass 2: find and lock (by the partition id the caller
+        // resolved, else or when that stream is gone by name), then read after the lock
+        int64 pid = -1;
+        if (locked && held) {
+            pid = want_pid;  // this call holds its lock already: no one deleted it meanwhile
+        } else if (locked) {
+            if (want_pid >= 0) pid = lock_stream_pid(want_pid, q->name);
+            if (pid < 0) pid = lock_stream(q->name);
+        }
+        a->locked_pid = pid;
         StreamRead r;
         if ((locked && pid < 0) ||
             !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, &r) ||
@@ -539,94 +539,72 @@ static void append(const AppendRequest* q, AppendAnswer* a) {
     elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 always answers
 }
 
-}  // namespace queen_pg
-
-using namespace queen_pg;
-
-// queen.stream_append(name, messages, content_type, producer_id, producer_epoch, producer_seq,
-//   digest, incarnation, close, stream_seq, body, now, expect_apply): one typed answer row.
-extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
-    AppendRequest q{};
-    // 1. malformed parameters: 22023 (the sidecar validates headers before calling)
-    if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
+// Validate one append's parameters (see producer_append.h).
+void stream_append_parse(const Datum* v, const bool* isnull, Datum* msgs, int n, bool msgs_null,
+                         TimestampTz now, bool expect_apply, AppendRequest* q) {
+    *q = AppendRequest{};
+    // malformed parameters: 22023 (the sidecar validates headers before calling)
+    if (isnull[0] || VARSIZE_ANY_EXHDR(DatumGetTextPP(v[0])) == 0)
         QUEEN_BAD_INPUT("stream name must be a non-empty string");
-    q.name = PG_GETARG_TEXT_PP(0);
-    if (VARSIZE_ANY_EXHDR(q.name) > 1024) QUEEN_BAD_INPUT("stream name is longer than 1024 bytes");
-    q.name_cstr = text_to_cstring(q.name);
-    q.has_prod = !PG_ARGISNULL(3) || !PG_ARGISNULL(4) || !PG_ARGISNULL(5);
-    if (q.has_prod) {
-        if (PG_ARGISNULL(3) || PG_ARGISNULL(4) || PG_ARGISNULL(5))
+    q->name = DatumGetTextPP(v[0]);
+    if (VARSIZE_ANY_EXHDR(q->name) > 1024) QUEEN_BAD_INPUT("stream name is longer than 1024 bytes");
+    q->name_cstr = text_to_cstring(q->name);
+    q->has_prod = !isnull[3] || !isnull[4] || !isnull[5];
+    if (q->has_prod) {
+        if (isnull[3] || isnull[4] || isnull[5])
             QUEEN_BAD_INPUT("Producer-Id, Producer-Epoch and Producer-Seq go together");
-        q.producer_id = PG_GETARG_TEXT_PP(3);
-        Size idlen = VARSIZE_ANY_EXHDR(q.producer_id);
+        q->producer_id = DatumGetTextPP(v[3]);
+        Size idlen = VARSIZE_ANY_EXHDR(q->producer_id);
         if (idlen == 0 || idlen > queen::kProducerIdMaxBytes)
             QUEEN_BAD_INPUT("Producer-Id must be 1 to 256 bytes");
-        int64 e = PG_GETARG_INT64(4), s = PG_GETARG_INT64(5);
+        int64 e = DatumGetInt64(v[4]), s = DatumGetInt64(v[5]);
         if (e < 0 || s < 0 || (uint64)e > queen::kProducerNumberMax ||
             (uint64)s > queen::kProducerNumberMax)
             QUEEN_BAD_INPUT(
                 "Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991");
-        q.pr.epoch = (uint64)e;
-        q.pr.seq = (uint64)s;
-        q.pr.incarnation = !PG_ARGISNULL(7);
+        q->pr.epoch = (uint64)e;
+        q->pr.seq = (uint64)s;
+        q->pr.incarnation = !isnull[7];
     }
-    if (!PG_ARGISNULL(6)) {
-        text* dg = PG_GETARG_TEXT_PP(6);
+    if (!isnull[6]) {
+        text* dg = DatumGetTextPP(v[6]);
         if (!queen::blake3_from_hex(std::string_view(VARDATA_ANY(dg), VARSIZE_ANY_EXHDR(dg)),
-                                    q.pr.digest))
+                                    q->pr.digest))
             QUEEN_BAD_INPUT("Producer-Digest must be 64 lowercase hex digits");
-        q.pr.has_digest = true;
+        q->pr.has_digest = true;
     }
-    if (!PG_ARGISNULL(9)) {
-        q.stream_seq = PG_GETARG_TEXT_PP(9);
-        if (VARSIZE_ANY_EXHDR(q.stream_seq) == 0) QUEEN_BAD_INPUT("Stream-Seq must not be empty");
+    if (!isnull[9]) {
+        q->stream_seq = DatumGetTextPP(v[9]);
+        if (VARSIZE_ANY_EXHDR(q->stream_seq) == 0) QUEEN_BAD_INPUT("Stream-Seq must not be empty");
     }
-    q.close = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
-    if (!PG_ARGISNULL(1)) {
-        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(1);
-        if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("messages must be a one-dimensional array");
-        int16 typlen;
-        bool byval;
-        char align;
-        bool* nulls;
-        get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
-        deconstruct_array(arr, BYTEAOID, typlen, byval, align, &q.msgs, &nulls, &q.n);
-        if (q.n == 0 && !q.close)
-            QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
-        for (int i = 0; i < q.n; i++)
-            if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
-    } else if (!q.close) {
-        QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+    q->close = !isnull[8] && DatumGetBool(v[8]);
+    q->msgs = msgs;
+    q->n = msgs_null ? 0 : n;
+    if (q->n == 0 && !q->close) QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+    if (!isnull[2]) {
+        text* ct = DatumGetTextPP(v[2]);
+        q->has_ct = true;
+        q->media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
     }
-    if (!PG_ARGISNULL(2)) {
-        text* ct = PG_GETARG_TEXT_PP(2);
-        q.has_ct = true;
-        q.media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
-    }
-    if (q.has_prod || q.pr.has_digest) {
+    if (q->has_prod || q->pr.has_digest) {
         queen::Blake3 h;  // plain data, noexcept
-        if (!PG_ARGISNULL(10)) {
-            bytea* body = PG_GETARG_BYTEA_PP(10);
+        if (!isnull[10]) {
+            bytea* body = DatumGetByteaPP(v[10]);
             h.update(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
         } else {
-            for (int i = 0; i < q.n; i++) {
-                bytea* m = DatumGetByteaPP(q.msgs[i]);
+            for (int i = 0; i < q->n; i++) {
+                bytea* m = DatumGetByteaPP(q->msgs[i]);
                 h.update(VARDATA_ANY(m), VARSIZE_ANY_EXHDR(m));
             }
         }
-        h.finalize(q.body);
+        h.finalize(q->body);
     }
-    q.now = PG_ARGISNULL(11) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(11);
-    q.expect_apply = PG_NARGS() > 12 && !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+    q->now = now;
+    q->expect_apply = expect_apply;
+}
 
-    // 2. decide (and write), 3. answer
-    InitMaterializedSRF(fcinfo, 0);
-    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    AppendAnswer a;
-    append(&q, &a);
-    Datum v[10];
-    bool nulls[10];
+// The answer's 10 columns (see producer_append.h).
+void stream_append_columns(const AppendAnswer& a, Datum* v, bool* nulls) {
     v[0] = CStringGetTextDatum(a.status);
     nulls[0] = false;
     v[1] = a.has_so ? offset_text(a.so) : (Datum)0;
@@ -647,7 +625,52 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
     nulls[8] = !a.has_ce;
     v[9] = Int64GetDatum(a.cs);
     nulls[9] = !a.has_cs;
-    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+}
+
+}  // namespace queen_pg
+
+using namespace queen_pg;
+
+// queen.stream_append(name, messages, content_type, producer_id, producer_epoch, producer_seq,
+//   digest, incarnation, close, stream_seq, body, now, expect_apply): one typed answer row.
+extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
+    Datum v[11];
+    bool isnull[11];
+    for (int i = 0; i < 11; i++) {
+        isnull[i] = PG_ARGISNULL(i);
+        v[i] = isnull[i] ? (Datum)0 : PG_GETARG_DATUM(i);
+    }
+    Datum* msgs = nullptr;
+    int n = 0;
+    if (!isnull[1]) {
+        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(1);
+        if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("messages must be a one-dimensional array");
+        int16 typlen;
+        bool byval;
+        char align;
+        bool* nulls;
+        get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
+        deconstruct_array(arr, BYTEAOID, typlen, byval, align, &msgs, &nulls, &n);
+        for (int i = 0; i < n; i++)
+            if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
+    }
+    TimestampTz now =
+        PG_ARGISNULL(11) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(11);
+    bool expect_apply = PG_NARGS() > 12 && !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+    AppendRequest q;
+    stream_append_parse(v, isnull, msgs, n, isnull[1], now, expect_apply, &q);
+
+    // decide (and write), answer
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+    AppendAnswer a;
+    stream_append_decide(&q, -1, false, &a);
+    Datum out[10];
+    bool out_nulls[10];
+    stream_append_columns(a, out, out_nulls);
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
     SPI_finish();
     return (Datum)0;
 }
+

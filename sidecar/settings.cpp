@@ -85,6 +85,10 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->stream_max_batch;
     else if (name == "stream-long-poll-ms")
         b.i = &st->stream_long_poll_ms;
+    else if (name == "stream-hold-ms")
+        b.i = &st->stream_hold_ms;
+    else if (name == "stream-producer-cache")
+        b.i = &st->stream_producer_cache;
     return b;
 }
 
@@ -180,6 +184,10 @@ const std::vector<SettingSpec>& setting_specs() {
          "stream appends fused into one transaction (256)"},
         {"stream-long-poll-ms", "QUEEN_STREAM_LONG_POLL_MS", false, 100, 600000,
          "long-poll wait before 204 (4000)"},
+        {"stream-hold-ms", "QUEEN_STREAM_HOLD_MS", false, 0, 10000,
+         "longest hold of a pipelined producer append that arrived before its predecessor (20)"},
+        {"stream-producer-cache", "QUEEN_STREAM_PRODUCER_CACHE", false, 0, 1,
+         "keep producer state in the sidecar (hints, holding); 0: off, same answers (1)"},
     };
     return specs;
 }

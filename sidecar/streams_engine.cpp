@@ -214,11 +214,22 @@ void Engine::writer_loop() {
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
             for (const auto& it : batch)
-                if (!it.hold_key.empty()) hold_.finished(it.hold_key);
+                if (!it.hold_key.empty())
+                    hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
             // No wake-up here: this writer looks at the queue again at once (and passes the
             // wake-up on when it cannot take everything).
         }
     }
+}
+
+// Keep what an answer says of its producer (highest applied seq) for hold_.
+void Engine::note_answer(Item* it, const AppendAnswer& x) {
+    if (it->hold_key.empty() || !x.producer_epoch) return;
+    it->answer_epoch = *x.producer_epoch;
+    if ((x.status == "applied" || x.status == "duplicate") && x.producer_seq)
+        it->answer_seq = *x.producer_seq;
+    else if (x.status == "out_of_order" && x.expected_seq)
+        it->answer_seq = *x.expected_seq - 1;
 }
 
 // One transaction; on a whole-batch failure that committed nothing, each append alone.
@@ -229,8 +240,9 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
     Status s = b.append_batch(args, &answers);
     if (s.is_ok()) {
         for (std::size_t i = 0; i < batch.size(); i++) {
-            const std::string& st = answers[i].status;
-            if (changed_ && (st == "applied")) changed_(batch[i].args.name);
+            const AppendAnswer& x = answers[i];
+            if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
+            note_answer(&batch[i], x);
         }
         for (std::size_t i = 0; i < batch.size(); i++)
             batch[i].done(Status::ok(), std::move(answers[i]));
@@ -245,6 +257,7 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
         std::vector<AppendAnswer> a;
         Status s1 = b.append_batch(one, &a);
         if (s1.is_ok() && changed_ && a[0].status == "applied") changed_(it.args.name);
+        if (s1.is_ok()) note_answer(&it, a[0]);
         it.done(s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{});
     }
 }

@@ -77,6 +77,7 @@ private:
         AppendDone done;
         Task task;
         std::string hold_key;  // the producer tracked by hold_ (empty: none)
+        int64_t answer_epoch = -1, answer_seq = -1;  // the producer state its answer reported
     };
     struct Queue {
         std::mutex mu;
@@ -91,6 +92,7 @@ private:
     void enqueue_locked(Item it);
     void release_locked(const std::vector<uint64_t>& ids, bool hint);
     void hold_loop();
+    static void note_answer(Item* it, const AppendAnswer& x);
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;

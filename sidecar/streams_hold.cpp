@@ -51,10 +51,14 @@ bool ProducerHold::arrive(const std::string& key, int64_t epoch, int64_t seq, in
         return false;
     }
     const bool gap = seq > t.frontier + 1;
-    if (!gap || t.inflight == 0) {  // in order, a repeat, or nothing of it in flight to wait for
+    if (!gap) {  // in order, or a repeat
         *next = seq == t.frontier + 1;
         admit(t, seq);
         release_following(t, released);
+        return false;
+    }
+    if (t.inflight == 0) {  // nothing of it in flight to wait for: the extension answers now
+        t.inflight++;       // (frontier unchanged: it will not apply)
         return false;
     }
     if (lim_.hold_ms <= 0 || t.held.size() >= lim_.per_producer || n_held_ >= lim_.max_items ||
@@ -72,9 +76,15 @@ bool ProducerHold::arrive(const std::string& key, int64_t epoch, int64_t seq, in
     return true;
 }
 
-void ProducerHold::finished(const std::string& key) {
+void ProducerHold::finished(const std::string& key, int64_t epoch, int64_t applied_seq) {
     auto it = tracks_.find(key);
-    if (it != tracks_.end() && it->second.inflight > 0) it->second.inflight--;
+    if (it == tracks_.end() || it->second.inflight == 0) return;
+    Track& t = it->second;
+    // Nothing of it queued any more: the extension's word is the frontier from now on (an
+    // append of the frontier that was refused, e.g. after another sidecar wrote, no longer
+    // keeps later ones waiting).
+    if (--t.inflight == 0 && t.held.empty() && applied_seq >= 0 && epoch == t.epoch)
+        t.frontier = applied_seq;
 }
 
 void ProducerHold::expired(int64_t now_ms, std::vector<uint64_t>* out) {

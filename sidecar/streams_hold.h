@@ -39,8 +39,9 @@ public:
     // after the newest one queued of its epoch (a hint: it will probably apply).
     bool arrive(const std::string& key, int64_t epoch, int64_t seq, int64_t bytes, int64_t now_ms,
                 uint64_t id, std::vector<uint64_t>* released, bool* next);
-    // An append of `key` that arrive() let through (or released) has its answer.
-    void finished(const std::string& key);
+    // An append of `key` that arrive() let through (or released) has its answer; epoch and
+    // applied_seq: the producer's epoch and highest applied seq the answer reported (-1: none).
+    void finished(const std::string& key, int64_t epoch = -1, int64_t applied_seq = -1);
     // Held appends whose wait ran out at now_ms (each with the ones that may follow it).
     void expired(int64_t now_ms, std::vector<uint64_t>* out);
     // The earliest deadline of a held append (-1: none held).

@@ -334,6 +334,12 @@ TEST(ProducerHold, BoundsAndEpochs) {
     for (int i = 0; i < 20; i++) ph.finished("k");
     rel.clear();
     EXPECT_FALSE(ph.arrive("k", 1, 50, 1, 200, 10, &rel, &next));
+    EXPECT_FALSE(next);
+    // its answer (409: expected 6) says the producer applied up to 5: the next is 6
+    ph.finished("k", 1, 5);
+    EXPECT_FALSE(ph.arrive("k", 1, 6, 1, 200, 11, &rel, &next));
+    EXPECT_TRUE(next);
+    EXPECT_TRUE(ph.arrive("k", 1, 8, 1, 200, 12, &rel, &next));  // 6 in flight: 8 waits
 }
 
 }  // namespace

@@ -72,3 +72,27 @@ SELECT (queen.stream_head('pb_b1')).next_offset;
 -- privileges: writers may call it, readers may not
 SELECT has_function_privilege('queen_writer', 'queen.stream_append_batch(text[], int[], bytea[], text[], text[], bigint[], bigint[], text[], text[], boolean[], text[], bytea[], boolean[], timestamptz)', 'EXECUTE') AS writer,
        has_function_privilege('queen_reader', 'queen.stream_append_batch(text[], int[], bytea[], text[], text[], bigint[], bigint[], text[], text[], boolean[], text[], bytea[], boolean[], timestamptz)', 'EXECUTE') AS reader;
+
+-- with queen.direct_write off (SQL statements instead of the direct reads and updates) the
+-- same appends answer the same on twin streams
+SET queen.direct_write = off;
+SELECT status FROM queen.stream_create('pb_d1', 'text/plain', p_now => '2026-01-01 00:00+00');
+SELECT status FROM queen.stream_create('pb_d2', 'text/plain', p_now => '2026-01-01 00:00+00');
+SELECT * FROM queen.stream_append_batch(
+    ARRAY['pb_d1', 'pb_d2', 'pb_d1', 'pb_d1', 'pb_d1', 'pb_d2', 'pb_d1'],
+    ARRAY[1, 1, 1, 1, 1, 1, 1],
+    ARRAY['a', 'x', 'b', 'c', 'z', 'd', 'b']::bytea[],
+    NULL,
+    ARRAY['p', 'q', 'p', 'p', 'p', 'r', 'p'],
+    ARRAY[0, 0, 0, 0, 0, 0, 0]::int8[],
+    ARRAY[0, 0, 1, 2, 9, 0, 1]::int8[],
+    ARRAY[NULL, NULL, NULL, NULL, NULL, repeat('0', 64), NULL],
+    p_expect_apply => ARRAY[false, false, true, true, true, false, true],
+    p_now => '2026-01-01 00:00+00');
+RESET queen.direct_write;
+SELECT * FROM queen.stream_append_batch(
+    ARRAY['pb_d1', 'pb_d1', 'pb_d2'], ARRAY[1, 1, 1], ARRAY['d', 'c', 'y']::bytea[], NULL,
+    ARRAY['p', 'p', 'q'], ARRAY[0, 0, 0]::int8[], ARRAY[3, 2, 1]::int8[],
+    p_expect_apply => ARRAY[true, true, true], p_now => '2026-01-01 00:00:01+00');
+SELECT array_to_string(ARRAY(SELECT convert_from(m, 'UTF8') FROM queen.stream_read('pb_d1') r,
+                             unnest(r.messages) m), ',') AS pb_d1;

@@ -48,6 +48,11 @@ void stream_append_parse(const Datum* v, const bool* isnull, Datum* msgs, int n,
 // partition's lock (an earlier append of the same stream in one fused call). SPI connected.
 void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, AppendAnswer* a);
 
+// Pass 1 only: decide a producer append on a plain snapshot without any lock. True (and the
+// answer in *a) when the answer is final and writes nothing (a duplicate, a fenced epoch, a
+// key conflict, not found, ...); false when it needs the lock (stream_append_decide).
+bool stream_append_unlocked(const AppendRequest* q, AppendAnswer* a);
+
 // The answer as queen.stream_append's 10 columns (status .. closed_seq).
 void stream_append_columns(const AppendAnswer& a, Datum* v, bool* nulls);
 

@@ -6,15 +6,21 @@
 // closed stream, not found...) is its answer row; malformed parameters of any append raise
 // 22023 and nothing of the call is applied (the sidecar then runs each append alone).
 //
-// Lock order: the names are resolved to partition ids first (one statement, no lock), then
-// the appends are decided in ascending partition id order (a stable sort: the appends of one
-// stream keep their order), each partition row locked FOR NO KEY UPDATE once, when its first
-// append is decided, and held to the end of the transaction. Ascending partition id is
-// queen's one global lock order (queen.sql), so this call adds no lock-order cycle with
-// pushes, other appends or other batches. A name that did not resolve (no such stream, or one
-// created after the resolve) is decided last and locked by name: a stream created meanwhile
-// has a newer, higher partition id than every resolved one. A resolved stream deleted (and
-// perhaps created again under its name) before its lock is then found by name too.
+// Lock order and phases:
+//   A. no lock: the appends of each stream are taken in their order while they can be answered
+//      on a plain snapshot (pass 1 of queen.stream_append: duplicates, fenced epochs, key
+//      conflicts, not found...); such answers write nothing and leave the stream as it was,
+//      so the next append of the stream sees what it would have seen one call at a time. A
+//      batch of duplicates therefore takes no lock and writes nothing at all.
+//   B. one statement locks the queen.log_partitions rows of every stream with appends left,
+//      FOR NO KEY UPDATE, in ascending partition id order (ORDER BY below the row locks), and
+//      holds them to the end of the transaction. Ascending partition id is queen's one global
+//      lock order (queen.sql), so this call adds no lock-order cycle with pushes, other
+//      appends or other batches. A stream deleted while we waited for its lock is skipped by
+//      the lock (no row), so it answers not found, as a stream created after the statement's
+//      snapshot does.
+//   C. the remaining appends are decided under their held lock (pass 2), stream after stream
+//      in ascending partition id, each stream's appends in their order.
 #include <algorithm>
 #include <vector>
 
@@ -30,7 +36,7 @@ namespace queen_pg {
 
 namespace {
 
-SPIPlanPtr plan_resolve;
+SPIPlanPtr plan_lock_many;
 
 // One array argument, deconstructed; a NULL array reads as all elements NULL.
 struct Col {
@@ -61,29 +67,38 @@ void elem(const Col& c, int k, Datum* v, bool* isnull) {
     *v = *isnull ? (Datum)0 : c.v[k];
 }
 
-// Bytewise equality of two texts.
-bool text_eq(text* x, text* y) {
+// Bytewise order of two texts.
+int text_cmp(text* x, text* y) {
     Size lx = VARSIZE_ANY_EXHDR(x), ly = VARSIZE_ANY_EXHDR(y);
-    return lx == ly && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), lx) == 0;
+    int c = memcmp(VARDATA_ANY(x), VARDATA_ANY(y), Min(lx, ly));
+    return c != 0 ? c : (lx < ly ? -1 : (lx > ly ? 1 : 0));
 }
 
-// The partition id of each name (-1: no such stream), in one statement without a lock.
-void resolve(Datum names_array, const std::vector<text*>& names, std::vector<int64>* pids) {
+// Lock the partition rows of the named streams in ascending partition id order (phase B) in
+// one statement; (*pids)[i] gets the partition id of names[i] (-1: no such stream).
+void lock_streams(const std::vector<text*>& names, std::vector<int64>* pids) {
+    pids->assign(names.size(), -1);
+    if (names.empty()) return;
+    std::vector<Datum> d(names.size());
+    for (std::size_t i = 0; i < names.size(); i++) d[i] = PointerGetDatum(names[i]);
+    ArrayType* arr = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false,
+                                     TYPALIGN_INT);
     Oid t[1] = {TEXTARRAYOID};
-    Datum a[1] = {names_array};
-    int rc = SPI_execute_plan(spi_plan(&plan_resolve,
-                                       "SELECT s.name, s.partition_id FROM queen.streams s"
-                                       " WHERE s.name = ANY ($1)",
+    Datum a[1] = {PointerGetDatum(arr)};
+    int rc = SPI_execute_plan(spi_plan(&plan_lock_many,
+                                       "SELECT s.name, lp.id FROM queen.streams s"
+                                       "  JOIN queen.log_partitions lp ON lp.id = s.partition_id"
+                                       " WHERE s.name = ANY ($1)"
+                                       " ORDER BY lp.id FOR NO KEY UPDATE OF lp",
                                        1, t),
                               a, nullptr, false, 0);
-    if (rc != SPI_OK_SELECT) elog(ERROR, "queen: stream_append_batch: resolve failed: %d", rc);
-    pids->assign(names.size(), -1);
+    if (rc != SPI_OK_SELECT) elog(ERROR, "queen: stream_append_batch: lock failed: %d", rc);
     for (uint64 r = 0; r < SPI_processed; r++) {
         bool n1, n2;
         text* nm = DatumGetTextPP(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &n1));
         int64 pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &n2));
         for (std::size_t i = 0; i < names.size(); i++)
-            if ((*pids)[i] < 0 && text_eq(names[i], nm)) (*pids)[i] = pid;
+            if ((*pids)[i] < 0 && text_cmp(names[i], nm) == 0) (*pids)[i] = pid;
     }
 }
 
@@ -118,7 +133,6 @@ extern "C" Datum queen_stream_append_batch_v1(PG_FUNCTION_ARGS) {
 
     // validate every append before anything is written
     std::vector<AppendRequest> reqs(static_cast<std::size_t>(n));
-    std::vector<text*> name_texts(static_cast<std::size_t>(n));
     int used = 0;
     for (int k = 0; k < n; k++) {
         Datum v[11];
@@ -140,34 +154,64 @@ extern "C" Datum queen_stream_append_batch_v1(PG_FUNCTION_ARGS) {
         stream_append_parse(v, isnull, cnt > 0 ? msgs.v + used : nullptr, cnt, cnt == 0, now,
                             !hn && DatumGetBool(hv), &reqs[static_cast<std::size_t>(k)]);
         used += cnt;
-        name_texts[static_cast<std::size_t>(k)] = reqs[static_cast<std::size_t>(k)].name;
     }
     if (msgs.n > used) QUEEN_BAD_INPUT("counts add up to fewer than the messages given");
 
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    std::vector<int64> pids;
-    resolve(PG_GETARG_DATUM(0), name_texts, &pids);
-    // ascending partition id, unresolved names last, each stream's appends in their order
-    std::vector<int> order(static_cast<std::size_t>(n));
-    for (int k = 0; k < n; k++) order[static_cast<std::size_t>(k)] = k;
-    auto key = [&](int k) {
-        int64 p = pids[static_cast<std::size_t>(k)];
-        return p < 0 ? PG_INT64_MAX : p;
+    // the appends grouped by stream (bytewise name order), each group in call order
+    std::vector<int> by_name(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; k++) by_name[static_cast<std::size_t>(k)] = k;
+    std::stable_sort(by_name.begin(), by_name.end(), [&](int x, int y) {
+        return text_cmp(reqs[static_cast<std::size_t>(x)].name, reqs[static_cast<std::size_t>(y)].name) < 0;
+    });
+    struct Group {
+        std::size_t next, end;  // the group's appends not answered yet: by_name[next, end)
+        int64 pid;
     };
-    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return key(x) < key(y); });
-    std::vector<AppendAnswer> answers(static_cast<std::size_t>(n));
-    int64 last_locked = -1;  // the partition whose lock this call holds from the previous append
-    for (int k : order) {
-        int64 pid = pids[static_cast<std::size_t>(k)];
-        bool held = pid >= 0 && pid == last_locked;
-        AppendAnswer& a = answers[static_cast<std::size_t>(k)];
-        stream_append_decide(&reqs[static_cast<std::size_t>(k)], pid, held, &a);
-        // held only when the lock was taken on this very partition (a refusal decided without
-        // the lock, in the lock-free pass, takes none; not found locks nothing)
-        if (pid >= 0 && !held && a.locked_pid == pid) last_locked = pid;
+    std::vector<Group> groups;
+    for (std::size_t i = 0; i < by_name.size();) {
+        std::size_t j = i + 1;
+        while (j < by_name.size() && text_cmp(reqs[static_cast<std::size_t>(by_name[i])].name,
+                                              reqs[static_cast<std::size_t>(by_name[j])].name) == 0)
+            j++;
+        groups.push_back(Group{i, j, -1});
+        i = j;
     }
+    std::vector<AppendAnswer> answers(static_cast<std::size_t>(n));
+    // A. the leading appends of each stream that a plain snapshot answers for good
+    for (Group& g : groups) {
+        while (g.next < g.end) {
+            int k = by_name[g.next];
+            const AppendRequest& q = reqs[static_cast<std::size_t>(k)];
+            if (q.expect_apply || !stream_append_unlocked(&q, &answers[static_cast<std::size_t>(k)]))
+                break;
+            g.next++;
+        }
+    }
+    // B. lock every stream with appends left, ascending partition id, one statement
+    std::vector<Group*> left;
+    std::vector<text*> left_names;
+    for (Group& g : groups)
+        if (g.next < g.end) {
+            left.push_back(&g);
+            left_names.push_back(reqs[static_cast<std::size_t>(by_name[g.next])].name);
+        }
+    std::vector<int64> pids;
+    lock_streams(left_names, &pids);
+    for (std::size_t i = 0; i < left.size(); i++) left[i]->pid = pids[i];
+    // C. the rest under the held locks, ascending partition id (no such stream: not found)
+    std::stable_sort(left.begin(), left.end(), [](const Group* x, const Group* y) {
+        int64 a = x->pid < 0 ? PG_INT64_MAX : x->pid, b = y->pid < 0 ? PG_INT64_MAX : y->pid;
+        return a < b;
+    });
+    for (Group* g : left)
+        for (; g->next < g->end; g->next++) {
+            int k = by_name[g->next];
+            stream_append_decide(&reqs[static_cast<std::size_t>(k)], g->pid, true,
+                                 &answers[static_cast<std::size_t>(k)]);
+        }
     for (int k = 0; k < n; k++) {
         Datum out[11];
         bool out_nulls[11];

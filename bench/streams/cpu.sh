@@ -55,11 +55,15 @@ ticks() {  # the CPU ticks (user + system) of the sidecar and of the postmaster'
     done
     echo "$s $p"
 }
+switches() {  # context switches of all the sidecar's threads
+    cat /proc/"$SC"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n}'
+}
 commits() { psql -X -t -A -c "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 # warm up (streams created, statements prepared), then measure
 "$ROOT/build/bench/streamsbench" --port "$QPORT" --prefix warm --seconds 1 "$@" >/dev/null
 read -r s0 p0 <<<"$(ticks)"
 c0=$(commits)
+x0=$(switches)
 if [[ -n $PERF_DIR ]]; then
     mkdir -p "$PERF_DIR"
     perf record -q -g -p "$SC" -o "$PERF_DIR/sidecar.data" -- sleep "$SECS" >/dev/null 2>&1 &
@@ -71,12 +75,13 @@ fi
 LINE=$("$ROOT/build/bench/streamsbench" --port "$QPORT" --prefix cpu --seconds "$SECS" "$@")
 read -r s1 p1 <<<"$(ticks)"
 c1=$(commits)
+x1=$(switches)
 HZ=$(getconf CLK_TCK)
 N=$(sed -n 's/.*appends=\([0-9]*\).*/\1/p' <<<"$LINE")
 echo "$LINE"
-awk -v s=$((s1 - s0)) -v p=$((p1 - p0)) -v n="$N" -v hz="$HZ" -v c=$((c1 - c0)) 'BEGIN {
-    printf "per append: sidecar %.0f us, postgresql %.0f us CPU; commits per append %.2f (%d appends, load %s)\n",
-        s * 1e6 / hz / n, p * 1e6 / hz / n, c / n, n, "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'
+awk -v s=$((s1 - s0)) -v p=$((p1 - p0)) -v n="$N" -v hz="$HZ" -v c=$((c1 - c0)) -v x=$((x1 - x0)) 'BEGIN {
+    printf "per append: sidecar %.0f us, postgresql %.0f us CPU; commits per append %.2f; sidecar thread switches per append %.1f (%d appends, load %s)\n",
+        s * 1e6 / hz / n, p * 1e6 / hz / n, c / n, x / n, n, "'"$(cut -d' ' -f1-3 /proc/loadavg)"'" }'
 if [[ -n $PERF_DIR ]]; then
     wait "$PP1" "$PP2" || true
     for f in sidecar pg; do

@@ -11,15 +11,22 @@ int64_t mono_ms() {
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
+int64_t mono_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
 }  // namespace
 
-Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold)
+Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
+               int64_t gather_us)
     : factory_(std::move(factory)),
       n_writers_(writers < 1 ? 1 : writers),
       n_readers_(readers < 1 ? 1 : readers),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       hold_on_(hold.hold_ms > 0),
-      hold_(hold) {}
+      hold_(hold),
+      gather_us_(hold_on_ ? gather_us : 0) {}
 
 Engine::~Engine() { stop(); }
 
@@ -150,7 +157,7 @@ void Engine::on_reader(Task t) {
 // waits behind what was taken is left alone for the rest of the scan (its later writes stay
 // behind the task). False when nothing can be taken now.
 bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held) {
-    std::unordered_set<std::string> mine, blocked;
+    std::unordered_set<std::string> mine(held->begin(), held->end()), blocked;
     auto& q = wq_.items;
     for (auto it = q.begin(); it != q.end() && static_cast<int>(batch->size()) < max_batch_;) {
         const std::string& n = it->name;
@@ -180,6 +187,31 @@ bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held
     return !batch->empty();
 }
 
+// Under wq_.mu (held by lk): a batch about to run holds fewer appends of a pipelining
+// producer than it had in flight at once last time (the rest are on their way on other
+// connections): wait up to gather_us_ for them, taking what arrives into the batch, so the
+// burst commits in one transaction instead of one per arrival while the stream is held. A
+// producer sending one append at a time (depth 1) never waits.
+void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
+                    std::vector<std::string>* held) {
+    const int64_t deadline = mono_us() + gather_us_;
+    for (;;) {
+        std::unordered_map<std::string, int64_t> count;
+        for (const auto& it : *batch)
+            if (!it.hold_key.empty()) count[it.hold_key]++;
+        bool short_of_one = false;
+        for (const auto& [key, n] : count)
+            if (n < hold_.last_depth(key)) short_of_one = true;
+        if (!short_of_one || static_cast<int>(batch->size()) >= max_batch_ ||
+            mono_us() >= deadline || stop_)
+            return;
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        lk.lock();
+        take_batch(batch, held);
+    }
+}
+
 // Take a batch (or a task), run it outside the lock, release its streams.
 void Engine::writer_loop() {
     auto backend = factory_();
@@ -199,6 +231,7 @@ void Engine::writer_loop() {
                 idle_--;
                 wake_pending_ = false;  // this writer looks now
             }
+            if (gather_us_ > 0 && batch.front().is_append) gather(lk, &batch, &held);
             // Writes left that another idle writer may take (a full batch, a task behind it):
             // pass the wake-up on.
             if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {

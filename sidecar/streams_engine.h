@@ -20,7 +20,9 @@
 // running here) is held behind it for a short while (streams_hold.h), then both are queued
 // together; a thread of its own queues what waited too long. Wake-ups: a queued write wakes
 // one idle writer only when no wake-up is pending already (the woken writer takes every write
-// queued meanwhile), so a burst of appends costs one thread switch, not one per append.
+// queued meanwhile), so a burst of appends costs one thread switch, not one per append. A
+// writer about to run part of a pipelining producer's burst waits a moment for the rest
+// (gather(): at most gather_us, only for a producer that had several appends in flight).
 // One mutex guards the writers' queue, the set of held streams and the held appends; no
 // backend call runs under it.
 // Readers: a shared queue of reads/heads served by their own connections (long-poll re-reads
@@ -51,9 +53,10 @@ using Task = std::function<void(StreamsBackend&)>;
 
 class Engine {
 public:
-    // hold.hold_ms <= 0: no holding (every append queued as it arrives).
+    // hold.hold_ms <= 0: no holding (every append queued as it arrives). gather_us: how long
+    // a writer may wait for the rest of a pipelining producer's burst (0: never; needs holding).
     Engine(BackendFactory factory, int writers, int readers, int max_batch,
-           HoldLimits hold = HoldLimits{});
+           HoldLimits hold = HoldLimits{}, int64_t gather_us = 0);
     ~Engine();
     void start();
     void stop();
@@ -93,6 +96,8 @@ private:
     void release_locked(const std::vector<uint64_t>& ids, bool hint);
     void hold_loop();
     static void note_answer(Item* it, const AppendAnswer& x);
+    void gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
+                std::vector<std::string>* held);
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;
@@ -101,6 +106,7 @@ private:
     Queue rq_;
     bool hold_on_;
     ProducerHold hold_;                              // under wq_.mu
+    int64_t gather_us_;
     std::unordered_map<uint64_t, Item> held_items_;  // held appends by id (under wq_.mu)
     uint64_t next_id_ = 0;
     std::condition_variable hold_cv_;  // the hold thread's wake-up (a new deadline, stop)

@@ -9,6 +9,7 @@ namespace queen::sidecar::streams {
 void ProducerHold::admit(Track& t, int64_t seq) {
     t.frontier = std::max(t.frontier, seq);
     t.inflight++;
+    t.peak = std::max(t.peak, t.inflight);
 }
 
 // Let the held appends that follow t's frontier go (in seq order), each raising it.
@@ -83,8 +84,18 @@ void ProducerHold::finished(const std::string& key, int64_t epoch, int64_t appli
     // Nothing of it queued any more: the extension's word is the frontier from now on (an
     // append of the frontier that was refused, e.g. after another sidecar wrote, no longer
     // keeps later ones waiting).
-    if (--t.inflight == 0 && t.held.empty() && applied_seq >= 0 && epoch == t.epoch)
+    if (--t.inflight == 0) {  // a burst ended
+        t.last_peak = t.peak;
+        t.peak = 0;
+    }
+    if (t.inflight == 0 && t.held.empty() && applied_seq >= 0 && epoch == t.epoch)
         t.frontier = applied_seq;
+}
+
+int64_t ProducerHold::last_depth(const std::string& key) const {
+    auto it = tracks_.find(key);
+    // a producer pipelining without pause never reaches 0 in flight: its current burst counts
+    return it == tracks_.end() ? 0 : std::max(it->second.last_peak, it->second.peak);
 }
 
 void ProducerHold::expired(int64_t now_ms, std::vector<uint64_t>* out) {

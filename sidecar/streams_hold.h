@@ -49,6 +49,10 @@ public:
     // Every held append (stopping), per producer in seq order.
     void release_all(std::vector<uint64_t>* out);
     std::size_t held() const { return n_held_; }
+    // How many appends of `key` were in flight at once in its last burst (0: unknown), and how
+    // many are in flight now: a writer about to run fewer than that of a pipelining producer
+    // may wait a moment for the rest (Engine, --stream-gather-us).
+    int64_t last_depth(const std::string& key) const;
 
 private:
     struct Held {
@@ -60,6 +64,7 @@ private:
         int64_t epoch = 0;
         int64_t frontier = 0;  // the highest seq of this epoch queued
         int64_t inflight = 0;  // queued or running, not yet answered
+        int64_t peak = 0, last_peak = 0;  // the most in flight at once: this burst, the last
         std::vector<Held> held;  // in seq order
     };
     void admit(Track& t, int64_t seq);

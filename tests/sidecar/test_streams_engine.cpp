@@ -301,6 +301,54 @@ TEST(StreamsEngine, GapGoesAfterTheHoldDeadline) {
     }
 }
 
+// A pipelining producer's next burst waits (at most the gather time) until it is whole, and
+// then runs as one batch; a producer sending one at a time is never kept waiting.
+TEST(StreamsEngine, GathersAPipeliningBurst) {
+    Record rec;
+    std::atomic<bool> open{true};
+    HoldLimits h;
+    h.hold_ms = 1000;
+    Engine e([&] { return std::make_unique<GateBackend>(&rec, &open); }, 2, 1, 64, h, 300000);
+    e.start();
+    std::atomic<int> answered{0};
+    auto done = [&](Status, AppendAnswer) { answered++; };
+    auto wait_for = [&](int n) {
+        for (int i = 0; i < 400 && answered.load() < n; i++)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    };
+    open = false;  // the first burst: 4 in flight at once
+    for (int64_t seq = 0; seq < 4; seq++) e.append(append_of("b", seq), done);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    open = true;
+    wait_for(4);
+    {
+        std::lock_guard<std::mutex> lk(GateBackend::mu);
+        GateBackend::batches.clear();
+    }
+    // the next burst arrives spread out: one batch of 4 all the same
+    for (int64_t seq = 4; seq < 8; seq++) {
+        e.append(append_of("b", seq), done);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    wait_for(8);
+    // one at a time (another producer): answered at once, not after the gather time
+    auto t0 = std::chrono::steady_clock::now();
+    e.append(append_of("one", 0), done);
+    wait_for(9);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0)
+                  .count();
+    e.stop();
+    EXPECT_EQ(answered.load(), 9);
+    EXPECT_LT(ms, 150);
+    EXPECT_EQ(rec.order["b"], (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+    std::lock_guard<std::mutex> lk(GateBackend::mu);
+    ASSERT_GE(GateBackend::batches.size(), 1u);
+    EXPECT_EQ(GateBackend::batches[0], 4u);
+    GateBackend::batches.clear();
+    GateBackend::hints.clear();
+}
+
 // The bounds and the epoch rules of ProducerHold.
 TEST(ProducerHold, BoundsAndEpochs) {
     HoldLimits h;

@@ -34,22 +34,6 @@ bool rels_valid = false, rels_callback = false;
 // Any relcache invalidation may be one of ours (DDL, DROP/CREATE EXTENSION): forget all.
 void rels_invalidate(Datum, Oid) { rels_valid = false; }
 
-Oid rel_named(Oid nsp, const char* name) {
-    Oid relid = get_relname_relid(name, nsp);
-    if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation queen.%s does not exist", name)));
-    return relid;
-}
-
-AttrNumber col_named(Oid relid, const char* name) {
-    AttrNumber a = get_attnum(relid, name);
-    if (a == InvalidAttrNumber)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
-                        errmsg("column %s of a queen table does not exist", name)));
-    return a;
-}
-
 // The cached relations and column numbers, looked up again after an invalidation.
 const StreamRels* stream_rels() {
     if (rels_valid) return &rels;
@@ -59,10 +43,10 @@ const StreamRels* stream_rels() {
     }
     StreamRels r;
     Oid nsp = get_namespace_oid("queen", false);
-    r.streams = rel_named(nsp, "streams");
-    r.streams_pkey = rel_named(nsp, "streams_pkey");
-    r.producers = rel_named(nsp, "stream_producers");
-    r.producers_pkey = rel_named(nsp, "stream_producers_pkey");
+    r.streams = rel_named(nsp, "streams", false);
+    r.streams_pkey = rel_named(nsp, "streams_pkey", false);
+    r.producers = rel_named(nsp, "stream_producers", false);
+    r.producers_pkey = rel_named(nsp, "stream_producers_pkey", false);
     r.s_content_type = col_named(r.streams, "content_type");
     r.s_ttl = col_named(r.streams, "ttl_seconds");
     r.s_expires = col_named(r.streams, "expires_at");

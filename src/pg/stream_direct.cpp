@@ -10,6 +10,7 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -75,7 +76,9 @@ Datum col(TupleTableSlot* s, AttrNumber a, bool* isnull) { return slot_getattr(s
 }  // namespace
 
 bool stream_direct_ok() {
-    if (!guc_direct_write) return false;
+    // REPEATABLE READ / SERIALIZABLE: the statements, whose UPDATE of a row changed since the
+    // transaction's snapshot fails with 40001 as every such write in queen does
+    if (!guc_direct_write || IsolationUsesXactSnapshot()) return false;
     const StreamRels* r = stream_rels();
     Relation s = table_open(r->streams, AccessShareLock);
     Relation p = table_open(r->producers, AccessShareLock);

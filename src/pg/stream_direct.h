@@ -26,8 +26,8 @@ struct StreamRowsDirect {
     ItemPointerData producer_tid;  // the producer row's version (for stream_producer_update_direct)
 };
 
-// True when the direct paths may be used for stream tables now (queen.direct_write on, no
-// triggers but foreign-key ones, no row security).
+// True when the direct paths may be used for stream tables now (queen.direct_write on, READ
+// COMMITTED, no triggers but foreign-key ones, no row security).
 bool stream_direct_ok();
 
 // Read the rows of partition `pid` (whose row lock the caller holds) and of `producer_id`

@@ -145,10 +145,15 @@ int main(int argc, char** argv) {
     streams::Waiters stream_waiters(st.pg);
     streams::Engine stream_engine(
         [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
-        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch));
+        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch), [&st] {
+            streams::HoldLimits h;
+            h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
+            return h;
+        }(), st.stream_gather_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     streams::StreamsLimits stream_limits;
     stream_limits.long_poll_ms = st.stream_long_poll_ms;
+    stream_limits.producer_cache = st.stream_producer_cache != 0;
     StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);
     api.mount("/v1/stream/", [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
                                             Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });

@@ -85,6 +85,12 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->stream_max_batch;
     else if (name == "stream-long-poll-ms")
         b.i = &st->stream_long_poll_ms;
+    else if (name == "stream-hold-ms")
+        b.i = &st->stream_hold_ms;
+    else if (name == "stream-gather-us")
+        b.i = &st->stream_gather_us;
+    else if (name == "stream-producer-cache")
+        b.i = &st->stream_producer_cache;
     return b;
 }
 
@@ -180,6 +186,12 @@ const std::vector<SettingSpec>& setting_specs() {
          "stream appends fused into one transaction (256)"},
         {"stream-long-poll-ms", "QUEEN_STREAM_LONG_POLL_MS", false, 100, 600000,
          "long-poll wait before 204 (4000)"},
+        {"stream-hold-ms", "QUEEN_STREAM_HOLD_MS", false, 0, 10000,
+         "longest hold of a pipelined producer append that arrived before its predecessor (20)"},
+        {"stream-gather-us", "QUEEN_STREAM_GATHER_US", false, 0, 100000,
+         "longest wait of a writer for the rest of a pipelining producer's burst (300)"},
+        {"stream-producer-cache", "QUEEN_STREAM_PRODUCER_CACHE", false, 0, 1,
+         "keep producer state in the sidecar (hints, holding); 0: off, same answers (1)"},
     };
     return specs;
 }

@@ -44,6 +44,9 @@ struct Settings {
     int64_t stream_readers = 2;           // Durable Streams: reader connections
     int64_t stream_max_batch = 256;       // appends fused into one transaction
     int64_t stream_long_poll_ms = 4000;   // a long-poll with no news answers 204 after this
+    int64_t stream_hold_ms = 20;          // a pipelined append waits this long for its predecessor
+    int64_t stream_gather_us = 300;       // a writer waits this long for a pipelining burst
+    int64_t stream_producer_cache = 1;    // 0: no producer state in the sidecar (no hints, no holding)
 };
 
 // One row of the table (exposed for --help and the docs).

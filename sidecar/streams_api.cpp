@@ -536,7 +536,7 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     shape.producer = a.producer;
     if (!a.messages.empty()) shape.messages.emplace_back();
     std::string hint_key;
-    if (a.producer) {
+    if (a.producer && limits_.producer_cache) {
         hint_key = name;
         hint_key.push_back('\0');
         hint_key += a.producer_id;

@@ -24,6 +24,7 @@ struct StreamsLimits {
     int64_t sse_max_ms = 60000;        // an SSE connection is closed after this (clients resume)
     int64_t read_max_bytes = 1 << 20;  // one GET answers at most this much (at least 1 message)
     int64_t read_max_messages = 10000;
+    bool producer_cache = true;  // false: no expect-apply hints (the answers are the same)
 };
 
 class SseBody;

@@ -1,19 +1,39 @@
 // Streams work queues (see streams_engine.h).
 #include "streams_engine.h"
 
+#include <chrono>
+
 namespace queen::sidecar::streams {
 
-Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch)
+namespace {
+int64_t mono_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+int64_t mono_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
+               int64_t gather_us)
     : factory_(std::move(factory)),
       n_writers_(writers < 1 ? 1 : writers),
       n_readers_(readers < 1 ? 1 : readers),
-      max_batch_(max_batch < 1 ? 1 : max_batch) {}
+      max_batch_(max_batch < 1 ? 1 : max_batch),
+      hold_on_(hold.hold_ms > 0),
+      hold_(hold),
+      gather_us_(hold_on_ ? gather_us : 0) {}
 
 Engine::~Engine() { stop(); }
 
 void Engine::start() {
     for (int i = 0; i < n_writers_; i++) threads_.emplace_back([this] { writer_loop(); });
     for (int i = 0; i < n_readers_; i++) threads_.emplace_back([this] { reader_loop(); });
+    if (hold_on_) threads_.emplace_back([this] { hold_loop(); });
 }
 
 // Finish what is queued, then join.
@@ -22,6 +42,7 @@ void Engine::stop() {
         std::lock_guard<std::mutex> lk(wq_.mu);
         stop_ = true;
         wq_.cv.notify_all();
+        hold_cv_.notify_all();
     }
     {
         std::lock_guard<std::mutex> lk(rq_.mu);
@@ -32,23 +53,88 @@ void Engine::stop() {
     threads_.clear();
 }
 
-// Queue a write and wake one idle writer. Any idle writer can take it unless its stream is
-// held, and then the holder takes it itself when it finishes (it looks at the queue before
-// it waits again), so one wake-up is enough; waking every writer for every append cost a
-// thread switch per writer on a box with few cores.
-void Engine::push_write(Item it) {
-    std::lock_guard<std::mutex> lk(wq_.mu);
+// Under wq_.mu: queue a write and wake one idle writer unless a wake-up is pending (the
+// woken writer has not looked at the queue yet and will take this write too). Any idle writer
+// can take it unless its stream is held, and then the holder takes it itself when it
+// finishes (it looks at the queue before it waits again), so one wake-up is enough; waking a
+// writer for every append cost a thread switch per append on a box with few cores.
+void Engine::enqueue_locked(Item it) {
     wq_.items.push_back(std::move(it));
-    wq_.cv.notify_one();
+    if (idle_ > 0 && !wake_pending_) {
+        wake_pending_ = true;
+        wq_.cv.notify_one();
+    }
 }
 
+// Under wq_.mu: queue held appends that may go now (in the order given); hint: they follow
+// their predecessor (the expect-apply hint).
+void Engine::release_locked(const std::vector<uint64_t>& ids, bool hint) {
+    for (uint64_t id : ids) {
+        auto n = held_items_.extract(id);
+        if (n.empty()) continue;
+        if (hint) n.mapped().args.expect_apply = true;
+        enqueue_locked(std::move(n.mapped()));
+    }
+}
+
+void Engine::push_write(Item it) {
+    std::lock_guard<std::mutex> lk(wq_.mu);
+    enqueue_locked(std::move(it));
+}
+
+// A producer append goes through hold_ (held behind a predecessor still on its way, or
+// queued with the held appends that follow it); the others are queued at once.
 void Engine::append(AppendArgs args, AppendDone done) {
     Item it;
     it.is_append = true;
     it.name = args.name;
-    it.args = std::move(args);
     it.done = std::move(done);
-    push_write(std::move(it));
+    if (!hold_on_ || !args.producer) {
+        it.args = std::move(args);
+        return push_write(std::move(it));
+    }
+    it.hold_key = args.name;
+    it.hold_key.push_back('\0');
+    it.hold_key += args.producer_id;
+    int64_t bytes = args.body ? static_cast<int64_t>(args.body->size()) : 0;
+    for (const auto& m : args.messages) bytes += static_cast<int64_t>(m.size());
+    const int64_t epoch = args.epoch, seq = args.seq;
+    it.args = std::move(args);
+    const int64_t now = mono_ms();
+    std::lock_guard<std::mutex> lk(wq_.mu);
+    const uint64_t id = next_id_++;
+    std::vector<uint64_t> released;
+    bool next = false;
+    if (hold_.arrive(it.hold_key, epoch, seq, bytes, now, id, &released, &next)) {
+        held_items_.emplace(id, std::move(it));
+        hold_cv_.notify_one();
+        return;
+    }
+    if (next) it.args.expect_apply = true;  // a hint only: the extension decides
+    enqueue_locked(std::move(it));
+    release_locked(released, true);
+}
+
+// Queue held appends whose predecessor did not come in time (the extension answers them);
+// at stop, every held append.
+void Engine::hold_loop() {
+    std::unique_lock<std::mutex> lk(wq_.mu);
+    for (;;) {
+        std::vector<uint64_t> ids;
+        if (stop_) {
+            hold_.release_all(&ids);
+            release_locked(ids, false);
+            wq_.cv.notify_all();
+            return;
+        }
+        const int64_t d = hold_.next_deadline();
+        if (d < 0)
+            hold_cv_.wait(lk);
+        else
+            hold_cv_.wait_until(lk, std::chrono::steady_clock::time_point(std::chrono::milliseconds(d)));
+        hold_.expired(mono_ms(), &ids);
+        release_locked(ids, false);
+    }
 }
 
 void Engine::on_writer(const std::string& name, Task t) {
@@ -71,7 +157,7 @@ void Engine::on_reader(Task t) {
 // waits behind what was taken is left alone for the rest of the scan (its later writes stay
 // behind the task). False when nothing can be taken now.
 bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held) {
-    std::unordered_set<std::string> mine, blocked;
+    std::unordered_set<std::string> mine(held->begin(), held->end()), blocked;
     auto& q = wq_.items;
     for (auto it = q.begin(); it != q.end() && static_cast<int>(batch->size()) < max_batch_;) {
         const std::string& n = it->name;
@@ -101,6 +187,31 @@ bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held
     return !batch->empty();
 }
 
+// Under wq_.mu (held by lk): a batch about to run holds fewer appends of a pipelining
+// producer than it had in flight at once last time (the rest are on their way on other
+// connections): wait up to gather_us_ for them, taking what arrives into the batch, so the
+// burst commits in one transaction instead of one per arrival while the stream is held. A
+// producer sending one append at a time (depth 1) never waits.
+void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
+                    std::vector<std::string>* held) {
+    const int64_t deadline = mono_us() + gather_us_;
+    for (;;) {
+        std::unordered_map<std::string, int64_t> count;
+        for (const auto& it : *batch)
+            if (!it.hold_key.empty()) count[it.hold_key]++;
+        bool short_of_one = false;
+        for (const auto& [key, n] : count)
+            if (n < hold_.last_depth(key)) short_of_one = true;
+        if (!short_of_one || static_cast<int>(batch->size()) >= max_batch_ ||
+            mono_us() >= deadline || stop_)
+            return;
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        lk.lock();
+        take_batch(batch, held);
+    }
+}
+
 // Take a batch (or a task), run it outside the lock, release its streams.
 void Engine::writer_loop() {
     auto backend = factory_();
@@ -111,29 +222,47 @@ void Engine::writer_loop() {
             std::unique_lock<std::mutex> lk(wq_.mu);
             for (;;) {
                 if (take_batch(&batch, &held)) break;
-                if (stop_ && wq_.items.empty()) {
+                if (stop_ && wq_.items.empty() && held_items_.empty()) {
                     wq_.cv.notify_all();  // writers still waiting for held streams: done too
                     return;
                 }
+                idle_++;
                 wq_.cv.wait(lk);
+                idle_--;
+                wake_pending_ = false;  // this writer looks now
             }
+            if (gather_us_ > 0 && batch.front().is_append) gather(lk, &batch, &held);
             // Writes left that another idle writer may take (a full batch, a task behind it):
             // pass the wake-up on.
-            if (!wq_.items.empty()) wq_.cv.notify_one();
+            if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {
+                wake_pending_ = true;
+                wq_.cv.notify_one();
+            }
         }
         if (!batch.front().is_append)
             batch.front().task(*backend);
         else
             run_appends(*backend, batch);
-        bool waiting;
         {
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
-            waiting = !wq_.items.empty();
+            for (const auto& it : batch)
+                if (!it.hold_key.empty())
+                    hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
+            // No wake-up here: this writer looks at the queue again at once (and passes the
+            // wake-up on when it cannot take everything).
         }
-        // This writer looks at the queue again at once; another idle one may take the rest.
-        if (waiting) wq_.cv.notify_one();
     }
+}
+
+// Keep what an answer says of its producer (highest applied seq) for hold_.
+void Engine::note_answer(Item* it, const AppendAnswer& x) {
+    if (it->hold_key.empty() || !x.producer_epoch) return;
+    it->answer_epoch = *x.producer_epoch;
+    if ((x.status == "applied" || x.status == "duplicate") && x.producer_seq)
+        it->answer_seq = *x.producer_seq;
+    else if (x.status == "out_of_order" && x.expected_seq)
+        it->answer_seq = *x.expected_seq - 1;
 }
 
 // One transaction; on a whole-batch failure that committed nothing, each append alone.
@@ -144,8 +273,9 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
     Status s = b.append_batch(args, &answers);
     if (s.is_ok()) {
         for (std::size_t i = 0; i < batch.size(); i++) {
-            const std::string& st = answers[i].status;
-            if (changed_ && (st == "applied")) changed_(batch[i].args.name);
+            const AppendAnswer& x = answers[i];
+            if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
+            note_answer(&batch[i], x);
         }
         for (std::size_t i = 0; i < batch.size(); i++)
             batch[i].done(Status::ok(), std::move(answers[i]));
@@ -160,6 +290,7 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
         std::vector<AppendAnswer> a;
         Status s1 = b.append_batch(one, &a);
         if (s1.is_ok() && changed_ && a[0].status == "applied") changed_(it.args.name);
+        if (s1.is_ok()) note_answer(&it, a[0]);
         it.done(s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{});
     }
 }

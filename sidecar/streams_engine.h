@@ -16,8 +16,15 @@
 // that one client's fault stays its own; when the connection breaks before COMMIT answers,
 // every append of it gets Unavailable (outcome unknown: the client retries unchanged and the
 // extension's answer says what happened).
-// One mutex guards the writers' queue and the set of held streams; no backend call runs
-// under it.
+// Pipelined producers: an append that arrives before its predecessor (which is queued or
+// running here) is held behind it for a short while (streams_hold.h), then both are queued
+// together; a thread of its own queues what waited too long. Wake-ups: a queued write wakes
+// one idle writer only when no wake-up is pending already (the woken writer takes every write
+// queued meanwhile), so a burst of appends costs one thread switch, not one per append. A
+// writer about to run part of a pipelining producer's burst waits a moment for the rest
+// (gather(): at most gather_us, only for a producer that had several appends in flight).
+// One mutex guards the writers' queue, the set of held streams and the held appends; no
+// backend call runs under it.
 // Readers: a shared queue of reads/heads served by their own connections (long-poll re-reads
 // never queue behind writes).
 #pragma once
@@ -31,10 +38,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "streams_backend.h"
+#include "streams_hold.h"
 
 namespace queen::sidecar::streams {
 
@@ -44,7 +53,10 @@ using Task = std::function<void(StreamsBackend&)>;
 
 class Engine {
 public:
-    Engine(BackendFactory factory, int writers, int readers, int max_batch);
+    // hold.hold_ms <= 0: no holding (every append queued as it arrives). gather_us: how long
+    // a writer may wait for the rest of a pipelining producer's burst (0: never; needs holding).
+    Engine(BackendFactory factory, int writers, int readers, int max_batch,
+           HoldLimits hold = HoldLimits{}, int64_t gather_us = 0);
     ~Engine();
     void start();
     void stop();
@@ -67,6 +79,8 @@ private:
         AppendArgs args;
         AppendDone done;
         Task task;
+        std::string hold_key;  // the producer tracked by hold_ (empty: none)
+        int64_t answer_epoch = -1, answer_seq = -1;  // the producer state its answer reported
     };
     struct Queue {
         std::mutex mu;
@@ -78,12 +92,26 @@ private:
     bool take_batch(std::vector<Item>* batch, std::vector<std::string>* held);
     void run_appends(StreamsBackend& b, std::vector<Item>& batch);
     void push_write(Item it);
+    void enqueue_locked(Item it);
+    void release_locked(const std::vector<uint64_t>& ids, bool hint);
+    void hold_loop();
+    static void note_answer(Item* it, const AppendAnswer& x);
+    void gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
+                std::vector<std::string>* held);
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;
     Queue wq_;                             // writes, in arrival order
     std::unordered_set<std::string> held_;  // streams a writer has in hand (under wq_.mu)
     Queue rq_;
+    bool hold_on_;
+    ProducerHold hold_;                              // under wq_.mu
+    int64_t gather_us_;
+    std::unordered_map<uint64_t, Item> held_items_;  // held appends by id (under wq_.mu)
+    uint64_t next_id_ = 0;
+    std::condition_variable hold_cv_;  // the hold thread's wake-up (a new deadline, stop)
+    int idle_ = 0;                     // writers waiting on wq_.cv (under wq_.mu)
+    bool wake_pending_ = false;        // a writer was woken and has not looked yet
     std::atomic<bool> stop_{false};  // set under each queue's mutex (no lost wake-up), read under either
     std::vector<std::thread> threads_;
     std::function<void(const std::string&)> changed_;

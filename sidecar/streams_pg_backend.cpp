@@ -35,9 +35,15 @@ const char* const kSql[] = {
     "SELECT queen.fork_delete($1::text)",
     // kGone
     "SELECT queen.fork_gone($1::text)",
+    // kAppendBatch
+    "SELECT ord, status, stream_offset, next_offset, coalesce(stream_closed, false),"
+    " producer_epoch, producer_seq, expected_seq, received_seq, closed_epoch, closed_seq"
+    " FROM queen.stream_append_batch($1::text[], $2::int4[], $3::bytea[], $4::text[],"
+    " $5::text[], $6::int8[], $7::int8[], $8::text[], $9::text[], $10::bool[], $11::text[],"
+    " $12::bytea[], $13::bool[])",
 };
 
-constexpr uint32_t kByteaOid = 17;
+constexpr uint32_t kByteaOid = 17, kTextOid = 25, kInt4Oid = 23, kInt8Oid = 20, kBoolOid = 16;
 
 // Big-endian helpers.
 void put32(std::string* s, uint32_t v) {
@@ -78,6 +84,34 @@ std::string bytea_array(const std::vector<std::string>& items) {
     return out;
 }
 
+// PostgreSQL's binary array format for a one-dimensional array of n elements of type oid;
+// elem(i, &out) appends element i's bytes and returns false for a NULL element.
+template <typename F>
+std::string binary_array(uint32_t oid, std::size_t n, F elem) {
+    std::string out;
+    put32(&out, 1);
+    put32(&out, 1);  // has NULLs: allowed either way
+    put32(&out, oid);
+    put32(&out, static_cast<uint32_t>(n));
+    put32(&out, 1);
+    std::string e;
+    for (std::size_t i = 0; i < n; i++) {
+        e.clear();
+        if (!elem(i, &e)) {
+            put32(&out, 0xffffffffu);
+            continue;
+        }
+        put32(&out, static_cast<uint32_t>(e.size()));
+        out += e;
+    }
+    return out;
+}
+
+void put64(std::string* s, int64_t v) {
+    put32(s, static_cast<uint32_t>(static_cast<uint64_t>(v) >> 32));
+    put32(s, static_cast<uint32_t>(v));
+}
+
 // Elements of a binary one-dimensional array of byte-like values (bytea, text).
 bool parse_array(const char* p, int len, std::vector<std::string>* out) {
     out->clear();
@@ -104,12 +138,14 @@ bool parse_array(const char* p, int len, std::vector<std::string>* out) {
     return true;
 }
 
-// Column accessors over a binary result.
+// Column accessors over one row of a binary result.
 struct Row {
     PGresult* r;
-    bool null(int c) const { return PQgetisnull(r, 0, c); }
+    int row = 0;
+    bool null(int c) const { return PQgetisnull(r, row, c); }
     std::string text(int c) const {
-        return null(c) ? std::string() : std::string(PQgetvalue(r, 0, c), PQgetlength(r, 0, c));
+        return null(c) ? std::string()
+                       : std::string(PQgetvalue(r, row, c), PQgetlength(r, row, c));
     }
     std::optional<std::string> opt_text(int c) const {
         if (null(c)) return std::nullopt;
@@ -117,9 +153,9 @@ struct Row {
     }
     std::optional<int64_t> opt_int(int c) const {
         if (null(c)) return std::nullopt;
-        return get64(PQgetvalue(r, 0, c));
+        return get64(PQgetvalue(r, row, c));
     }
-    bool boolean(int c) const { return !null(c) && PQgetvalue(r, 0, c)[0] != 0; }
+    bool boolean(int c) const { return !null(c) && PQgetvalue(r, row, c)[0] != 0; }
 };
 
 // Optional text parameter.
@@ -154,19 +190,19 @@ struct AppendParams {
     }
 };
 
-// Decode one queen.stream_append answer row.
-void decode_append(PGresult* r, AppendAnswer* o) {
-    Row row{r};
-    o->status = row.text(0);
-    o->stream_offset = row.opt_text(1);
-    o->next_offset = row.opt_text(2);
-    o->stream_closed = row.boolean(3);
-    o->producer_epoch = row.opt_int(4);
-    o->producer_seq = row.opt_int(5);
-    o->expected_seq = row.opt_int(6);
-    o->received_seq = row.opt_int(7);
-    o->closed_epoch = row.opt_int(8);
-    o->closed_seq = row.opt_int(9);
+// Decode one queen.stream_append answer row (row `row`, its columns from `c0` on).
+void decode_append(PGresult* r, int row, int c0, AppendAnswer* o) {
+    Row x{r, row};
+    o->status = x.text(c0 + 0);
+    o->stream_offset = x.opt_text(c0 + 1);
+    o->next_offset = x.opt_text(c0 + 2);
+    o->stream_closed = x.boolean(c0 + 3);
+    o->producer_epoch = x.opt_int(c0 + 4);
+    o->producer_seq = x.opt_int(c0 + 5);
+    o->expected_seq = x.opt_int(c0 + 6);
+    o->received_seq = x.opt_int(c0 + 7);
+    o->closed_epoch = x.opt_int(c0 + 8);
+    o->closed_seq = x.opt_int(c0 + 9);
 }
 
 }  // namespace
@@ -221,7 +257,8 @@ Status StreamsPgBackend::error_status(PGresult* res, const char* what) {
     return Status(StatusCode::Internal, std::string(what) + " failed: " + msg, state);
 }
 
-const char* const kNames[] = {"qs_create", "qs_append", "qs_read", "qs_head", "qs_delete", "qs_gone"};
+const char* const kNames[] = {"qs_create", "qs_append", "qs_read", "qs_head",
+                              "qs_delete", "qs_gone",   "qs_append_batch"};
 
 // Connect when needed and prepare the statement on first use.
 Status StreamsPgBackend::prepare(Stmt st) {
@@ -284,12 +321,11 @@ Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     return Status::ok();
 }
 
-// One append: one statement (its own transaction). A batch: one transaction sent as one libpq
-// pipeline (every call, then one Sync: the statements between two Syncs run as one implicit
-// transaction that commits at the Sync, or rolls back as a whole when any of them fails), so
-// the batch costs one round trip instead of one per append plus BEGIN and COMMIT. An answer
-// counts only once the Sync's ReadyForQuery arrived (COMMIT done); a failure anywhere rolls
-// all of it back, a broken connection before that is Unavailable (outcome unknown).
+// One append: one queen.stream_append statement (its own transaction). A batch: one
+// queen.stream_append_batch statement (one implicit transaction, one commit, one round trip),
+// which decides the appends in ascending partition id order and answers one row per append.
+// An answer counts only once the statement's result arrived (COMMIT done); a failure rolls all
+// of it back, a broken connection before that is Unavailable (outcome unknown).
 Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batch,
                                       std::vector<AppendAnswer>* out) {
     out->clear();
@@ -299,60 +335,98 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
         PGresult* r;
         Status s = exec(kAppend, 12, p.v, p.len, p.fmt, &r);
         if (!s.is_ok()) return s;
-        decode_append(r, &(*out)[0]);
+        decode_append(r, 0, 0, &(*out)[0]);
         PQclear(r);
         return Status::ok();
     }
-    Status c = prepare(kAppend);
+    // One statement: every append's parameters as arrays (one element per append; the
+    // messages of all appends in one array with a count per append).
+    const std::size_t n = batch.size();
+    using Opt = const std::optional<std::string>&;
+    auto text_col = [&](auto get) {
+        return binary_array(kTextOid, n, [&](std::size_t i, std::string* e) {
+            Opt v = get(*batch[i]);
+            if (!v) return false;
+            *e = *v;
+            return true;
+        });
+    };
+    auto int8_col = [&](auto get) {
+        return binary_array(kInt8Oid, n, [&](std::size_t i, std::string* e) {
+            if (!batch[i]->producer) return false;
+            put64(e, get(*batch[i]));
+            return true;
+        });
+    };
+    auto bool_col = [&](auto get) {
+        return binary_array(kBoolOid, n, [&](std::size_t i, std::string* e) {
+            e->push_back(get(*batch[i]) ? 1 : 0);
+            return true;
+        });
+    };
+    std::vector<std::string> all_msgs;
+    for (const AppendArgs* a : batch)
+        for (const auto& m : a->messages) all_msgs.push_back(m);  // 64-byte bodies: cheap
+    std::string cols[13] = {
+        binary_array(kTextOid, n,
+                     [&](std::size_t i, std::string* e) { return *e = batch[i]->name, true; }),
+        binary_array(kInt4Oid, n,
+                     [&](std::size_t i, std::string* e) {
+                         put32(e, static_cast<uint32_t>(batch[i]->messages.size()));
+                         return true;
+                     }),
+        bytea_array(all_msgs),
+        text_col([](const AppendArgs& a) -> Opt { return a.content_type; }),
+        binary_array(kTextOid, n,
+                     [&](std::size_t i, std::string* e) {
+                         if (!batch[i]->producer) return false;
+                         *e = batch[i]->producer_id;
+                         return true;
+                     }),
+        int8_col([](const AppendArgs& a) { return a.epoch; }),
+        int8_col([](const AppendArgs& a) { return a.seq; }),
+        text_col([](const AppendArgs& a) -> Opt { return a.digest; }),
+        text_col([](const AppendArgs& a) -> Opt { return a.incarnation; }),
+        bool_col([](const AppendArgs& a) { return a.close; }),
+        text_col([](const AppendArgs& a) -> Opt { return a.stream_seq; }),
+        binary_array(kByteaOid, n,
+                     [&](std::size_t i, std::string* e) {
+                         if (!batch[i]->body) return false;
+                         *e = *batch[i]->body;
+                         return true;
+                     }),
+        bool_col([](const AppendArgs& a) { return a.expect_apply; }),
+    };
+    const char* v[13];
+    int len[13], fmt[13];
+    for (int k = 0; k < 13; k++) {
+        v[k] = cols[k].data();
+        len[k] = static_cast<int>(cols[k].size());
+        fmt[k] = 1;
+    }
+    Status c = prepare(kAppendBatch);
     if (!c.is_ok()) return c;
-    if (!PQenterPipelineMode(conn_)) return error_status(nullptr, "pipeline");
-    bool sent = true;
-    for (std::size_t i = 0; i < batch.size() && sent; i++) {
-        AppendParams p(*batch[i]);  // libpq copies the parameters into its output buffer
-        sent = PQsendQueryPrepared(conn_, "qs_append", 12, p.v, p.len, p.fmt, 1) == 1;
-    }
-    sent = sent && PQpipelineSync(conn_) == 1;
-    // Collect: one result (then NULL) per statement, then the Sync. The first failure is kept;
-    // later statements answer PGRES_PIPELINE_ABORTED.
-    Status failure = Status::ok();
-    bool failed = !sent;
-    if (!sent) failure = error_status(nullptr, "qs_append");
-    std::size_t i = 0, nulls = 0;
-    bool synced = false;
-    while (sent && !synced) {
-        PGresult* r = PQgetResult(conn_);
-        if (r == nullptr) {
-            if (PQstatus(conn_) != CONNECTION_OK || ++nulls > batch.size() + 1) {
-                if (!failed) failure = error_status(nullptr, "qs_append");
-                failed = true;
-                break;
-            }
-            continue;  // the end of one statement's results
-        }
-        ExecStatusType st = PQresultStatus(r);
-        if (st == PGRES_PIPELINE_SYNC) {
-            synced = true;
-        } else if (st == PGRES_TUPLES_OK && i < batch.size() && PQntuples(r) == 1) {
-            decode_append(r, &(*out)[i++]);
-        } else if (!failed) {
-            failed = true;
-            failure = st == PGRES_PIPELINE_ABORTED || st == PGRES_TUPLES_OK
-                          ? Status(StatusCode::Internal, "expected one answer row")
-                          : error_status(r, "qs_append");
-        }
+    PGresult* r = PQexecPrepared(conn_, kNames[kAppendBatch], 13, v, len, fmt, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        // The statement failed as a whole (its implicit transaction rolled back: nothing of
+        // the batch committed), or the connection broke (Unavailable: outcome unknown).
+        Status s = error_status(r, kNames[kAppendBatch]);
         PQclear(r);
+        return s;
     }
-    if (conn_ && PQstatus(conn_) == CONNECTION_OK && !PQexitPipelineMode(conn_)) {
-        disconnect();  // a connection stuck in pipeline mode is of no further use
-        if (!failed) return Status(StatusCode::Unavailable, "qs_append: pipeline did not end");
+    if (static_cast<std::size_t>(PQntuples(r)) != n) {
+        PQclear(r);
+        return Status(StatusCode::Internal, "expected one answer row per append");
     }
-    if (failed) {
-        // A statement failed before the Sync: the implicit transaction rolled back, nothing
-        // of the batch committed. (A broken connection: error_status said Unavailable.)
-        if (conn_ && PQstatus(conn_) != CONNECTION_OK) disconnect();
-        return failure;
+    for (int row = 0; row < PQntuples(r); row++) {
+        std::size_t ord = static_cast<std::size_t>(get32(PQgetvalue(r, row, 0)));
+        if (ord < 1 || ord > n) {
+            PQclear(r);
+            return Status(StatusCode::Internal, "answer row out of range");
+        }
+        decode_append(r, row, 1, &(*out)[ord - 1]);
     }
-    if (i != batch.size()) return Status(StatusCode::Internal, "expected one answer row");
+    PQclear(r);
     return Status::ok();
 }
 

@@ -1,8 +1,7 @@
 // The libpq StreamsBackend: one connection of its own (never a push connection), prepared
 // statements with parameters only, binary bytea[] in and binary results out, lazy
-// (re)connection. A batch of appends is one transaction: one queen.stream_append per append,
-// sent as one libpq pipeline ending in one Sync (one implicit transaction, one round trip). A
-// broken connection before the Sync's answer is Unavailable: the outcome is unknown and the
+// (re)connection. A batch of appends is one transaction: one queen.stream_append_batch call
+// (one statement, one implicit transaction, one round trip). A broken connection before the Sync's answer is Unavailable: the outcome is unknown and the
 // client's unchanged retry learns it from the extension. The sessions run with
 // queen.stream_notify = off: a notifying transaction holds PostgreSQL's database-wide notify
 // lock through its commit's WAL flush, which would serialise every writer's commit (no group
@@ -34,7 +33,7 @@ public:
     Status gone(const std::string& name, bool* out) override;
 
 private:
-    enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kGone, kStmtCount };
+    enum Stmt : int { kCreate, kAppend, kRead, kHead, kDelete, kGone, kAppendBatch, kStmtCount };
     Status ensure_connected();
     Status prepare(Stmt st);
     Status exec(Stmt st, int n, const char* const* values, const int* lengths, const int* formats,

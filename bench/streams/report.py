@@ -40,14 +40,21 @@ for scen in ["single", "pipeline", "8x8", "64x64", "dup"]:
     print(f"| {names[scen]} | {q:,.0f} | {med('queen', scen, 'p50_us') / 1000:.2f} / "
           f"{med('queen', scen, 'p99_us') / 1000:.2f} | {r:,.0f} | "
           f"{med('reference', scen, 'p50_us') / 1000:.2f} / {med('reference', scen, 'p99_us') / 1000:.2f} | {ratio} |")
-print("\nEvery round (appends/s, queen / reference):\n")
+print("\nEvery round (appends/s queen / reference = ratio; the 1-minute load average on 2 "
+      "cores before-after the reference's and queen's runs):\n")
 print("| scenario | " + " | ".join(f"round {i + 1}" for i in range(rounds)) + " |")
 print("| --- |" + " ---: |" * rounds)
 for scen in ["single", "pipeline", "8x8", "64x64", "dup"]:
-    q = [float(r["rate"]) for r in runs.get(("queen", scen), [])]
-    f = [float(r["rate"]) for r in runs.get(("reference", scen), [])]
-    cells = [f"{q[i]:,.0f} / {f[i]:,.0f}" if i < len(q) and i < len(f) else "-"
-             for i in range(rounds)]
+    qr = runs.get(("queen", scen), [])
+    fr = runs.get(("reference", scen), [])
+    cells = []
+    for i in range(rounds):
+        if i < len(qr) and i < len(fr):
+            q, f = float(qr[i]["rate"]), float(fr[i]["rate"])
+            load = f"load {fr[i].get('load', '?')} / {qr[i].get('load', '?')}"
+            cells.append(f"{q:,.0f} / {f:,.0f} = {q / f:.1f}x ({load})" if f else "-")
+        else:
+            cells.append("-")
     print(f"| {names[scen]} | " + " | ".join(cells) + " |")
 print()
 for server in ["queen", "reference"]:

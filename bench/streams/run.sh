@@ -11,8 +11,10 @@
 # plus the WAL written by queen's PostgreSQL for 1,000 duplicates (pg_current_wal_lsn before
 # and after; 0 bytes = a duplicate is answered with no write at all; any bytes are listed by
 # record type with pg_walinspect, so a background record of the server is told apart).
-# Bodies are 64 bytes of application/octet-stream. Writes bench/streams/RESULTS.md (the raw
-# lines in bench/streams/raw.txt).
+# Bodies are 64 bytes of application/octet-stream. Every raw line carries the 1-minute load
+# average before and after its run (other work on the machine slows the single-threaded
+# reference server far more than queen, so loaded rounds flatter the ratios). Writes
+# bench/streams/RESULTS.md (the raw lines in bench/streams/raw.txt).
 #   bash bench/streams/run.sh [--seconds 10] [--rounds 2] [--out FILE]
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -71,9 +73,11 @@ RAW=$HERE/raw.txt
 run() {  # run SERVER PORT SCENARIO ROUND args...
     local server=$1 port=$2 scen=$3 round=$4
     shift 4
-    local line
+    local line load0 load1
+    load0=$(cut -d' ' -f1 /proc/loadavg)
     line=$("$BENCH" --port "$port" --prefix "$server-$scen-$round-$$" --seconds "$SECONDS_EACH" "$@" 2>>"$WORK/bench.err")
-    echo "server=$server scenario=$scen round=$round $line" | tee -a "$RAW"
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    echo "server=$server scenario=$scen round=$round load=$load0-$load1 $line" | tee -a "$RAW"
 }
 for r in $(seq 1 "$ROUNDS"); do
     for server in reference queen; do

@@ -40,7 +40,7 @@ static bool rels_valid = false, rels_callback = false;
 static void rels_invalidate(Datum, Oid) { rels_valid = false; }
 
 // One relation of schema queen by name, or a clear error.
-static Oid rel_named(Oid nsp, const char* name, bool missing_ok) {
+Oid rel_named(Oid nsp, const char* name, bool missing_ok) {
     Oid relid = get_relname_relid(name, nsp);
     if (!OidIsValid(relid) && !missing_ok)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -50,7 +50,7 @@ static Oid rel_named(Oid nsp, const char* name, bool missing_ok) {
 }
 
 // One column's number, or a clear error.
-static AttrNumber col_named(Oid relid, const char* name) {
+AttrNumber col_named(Oid relid, const char* name) {
     AttrNumber a = get_attnum(relid, name);
     if (a == InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),

@@ -30,6 +30,11 @@ struct QueenRels {
 };
 const QueenRels* queen_rels();
 
+// One relation of schema queen (namespace nsp) by name (missing_ok: InvalidOid), and one
+// column's number, each or a clear error (42P01, 42703).
+Oid rel_named(Oid nsp, const char* name, bool missing_ok);
+AttrNumber col_named(Oid relid, const char* name);
+
 // The setting queen.direct_write (on: the direct paths; off: the SPI statements).
 extern bool guc_direct_write;
 void direct_write_define_settings();

@@ -17,17 +17,19 @@
 //      committed). The lock is held until the transaction ends, so data (push_locked, which
 //      finds the lock already held) and producer state are decided and written under one lock
 //      and commit together or not at all.
-//   3. One call locks one partition only. A caller appending to several streams in one
-//      transaction calls in ascending partition id (queen.stream_head) order, queen's one
-//      global lock order. In REPEATABLE READ / SERIALIZABLE, locking a row a concurrent append
+//   3. One call of queen.stream_append locks one partition only. A caller appending to
+//      several streams in one transaction calls in ascending partition id order, queen's one
+//      global lock order; queen.stream_append_batch (stream_append_batch.cpp) does so itself:
+//      it resolves the names first and then decides the appends in ascending partition id
+//      order, locking each partition once (held = true for the later appends of a stream). In REPEATABLE READ / SERIALIZABLE, locking a row a concurrent append
 //      changed fails with 40001, as for every push.
 //
 // Only plain structs live across PostgreSQL calls (src/pg/glue.h).
 #include <cmath>
 
-#include "core/blake3.h"
-#include "core/producer_state.h"
+#include "pg/producer_append.h"
 #include "pg/producer_glue.h"
+#include "pg/stream_direct.h"
 
 extern "C" {
 #include "access/xact.h"
@@ -53,7 +55,7 @@ void producer_define_settings() {
         &guc_stream_notify, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
-static SPIPlanPtr plan_lock_name, plan_read_name, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
+static SPIPlanPtr plan_lock_name, plan_lock_pid, plan_read_name, plan_read, plan_sweep, plan_floor, plan_count, plan_evict,
     plan_stream_update, plan_claim, plan_next;
 
 static const int64 kForgetUsecs = queen::kProducerForgetIdleSeconds * USECS_PER_SEC;
@@ -78,14 +80,8 @@ struct StreamRead {
     int64 newest_next;
     bool newest_closed;
     TimestampTz last_seen;
-};
-
-// The answer row; a false has_* leaves the column NULL.
-struct AppendAnswer {
-    const char* status;
-    bool has_so, has_no, has_closed, has_pe, has_ps, has_es, has_rs, has_ce, has_cs;
-    int64 so, no, pe, ps, es, rs, ce, cs;
-    bool closed;
+    bool has_tid;                  // read directly: the producer row's version is known
+    ItemPointerData producer_tid;  // (for stream_producer_update_direct)
 };
 
 // The comparable part of a content type: the media type before ';', trimmed, ASCII lower case
@@ -131,6 +127,22 @@ static int64 lock_stream(text* name) {
     return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
+// Lock the partition row of the stream with this partition id and name (the name checked
+// again under the lock: a stream deleted meanwhile leaves no row). The partition id, or -1.
+static int64 lock_stream_pid(int64 pid, text* name) {
+    Oid t[2] = {INT8OID, TEXTOID};
+    Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(name)};
+    run(spi_plan(&plan_lock_pid,
+                 "SELECT lp.id FROM queen.streams s"
+                 "  JOIN queen.log_partitions lp ON lp.id = s.partition_id"
+                 " WHERE s.partition_id = $1 AND s.name = $2 FOR NO KEY UPDATE OF lp",
+                 2, t),
+        a, nullptr, SPI_OK_SELECT, "lock");
+    if (SPI_processed == 0) return -1;
+    bool isnull;
+    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 // Copy a 32-byte digest column.
 static void digest_col(HeapTuple tup, TupleDesc desc, int col, uint8 out[queen::kBlake3Bytes]) {
     bool isnull;
@@ -142,9 +154,58 @@ static void digest_col(HeapTuple tup, TupleDesc desc, int col, uint8 out[queen::
         memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
 }
 
+// Copy a 32-byte digest datum (bytea).
+static void digest_datum_copy(Datum d, uint8 out[queen::kBlake3Bytes]) {
+    bytea* b = DatumGetByteaPP(d);
+    memset(out, 0, queen::kBlake3Bytes);
+    if (VARSIZE_ANY_EXHDR(b) == queen::kBlake3Bytes)
+        memcpy(out, VARDATA_ANY(b), queen::kBlake3Bytes);
+}
+
+// read_stream's direct path (stream_direct.h): the same rows without an SPI statement.
+static bool read_stream_direct(int64 pid, text* producer_id, StreamRead* r) {
+    StreamRowsDirect d;
+    if (!stream_read_direct(pid, producer_id, &d)) return false;
+    r->pid = pid;
+    text* ct = DatumGetTextPP(d.content_type);
+    r->media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
+    r->has_ttl = d.has_ttl;
+    r->ttl_seconds = d.ttl_seconds;
+    r->has_expires = d.has_expires;
+    r->expires_at = d.expires_at;
+    r->closed = d.closed;
+    r->epoch_floor = d.epoch_floor;
+    r->has_last_seq = d.has_last_seq;
+    r->last_stream_seq = d.has_last_seq ? DatumGetTextPP(d.last_stream_seq) : nullptr;
+    r->touched_at = d.touched_at;
+    r->last_offset = d.last_offset;
+    r->row_exists = d.row_exists;
+    r->ps = queen::ProducerState{};
+    r->has_tid = d.row_exists;
+    if (d.row_exists) {
+        r->ps.known = true;
+        r->ps.epoch = (uint64)d.epoch;
+        r->ps.seq = (uint64)d.seq;
+        digest_datum_copy(d.newest_digest, r->ps.newest_digest);
+        r->newest_start = d.newest_start;
+        r->newest_next = d.newest_next;
+        r->newest_closed = d.newest_closed;
+        digest_datum_copy(d.claim_digest, r->ps.claim_digest);
+        r->ps.claim_closed = d.has_claim_epoch && d.has_claim_seq;
+        r->ps.closed_epoch = d.has_claim_epoch ? (uint64)d.claim_closed_epoch : 0;
+        r->ps.closed_seq = d.has_claim_seq ? (uint64)d.claim_closed_seq : 0;
+        r->last_seen = d.last_seen;
+        r->producer_tid = d.producer_tid;
+    }
+    return true;
+}
+
 // Read the stream (by partition id, or by name when pid < 0), its tail and the producer's row
-// in one snapshot. False when gone.
+// in one snapshot. False when gone. By partition id (under the lock) the rows are read
+// directly when queen.direct_write allows it, else by one statement.
 static bool read_stream(int64 pid, text* name, text* producer_id, StreamRead* r) {
+    r->has_tid = false;
+    if (pid >= 0 && stream_direct_ok()) return read_stream_direct(pid, producer_id, r);
     Oid t[2] = {INT8OID, TEXTOID};
     Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(producer_id)};
     char nulls[3] = {' ', producer_id ? ' ' : 'n', '\0'};
@@ -318,315 +379,299 @@ static int text_cmp_c(text* x, text* y) {
     return lx < ly ? -1 : (lx > ly ? 1 : 0);
 }
 
-// The request, validated.
-struct AppendRequest {
-    text* name;
-    char* name_cstr;
-    Datum* msgs;
-    int n;
-    bool has_ct;
-    char* media_type;
-    bool has_prod;
-    text* producer_id;
-    queen::ProducerRequest pr;
-    bool close;
-    text* stream_seq;
-    uint8 body[queen::kBlake3Bytes];
-    TimestampTz now;
-    bool expect_apply;  // the caller's hint: go straight to the lock (see append())
-};
 
-// Decide and (pass 2) write. Returns the answer in *a. A caller that expects the append to
+// One pass of the decision (the protocol at the top of this file): pass 1 (locked false) on a
+// plain snapshot answers only what is final and writes nothing; pass 2 (locked: the caller
+// holds the row lock of partition pid, -1 when no such stream was found) answers everything
+// and writes. True when *a holds the answer.
+static bool decide_pass(const AppendRequest* q, bool locked, int64 pid, AppendAnswer* a) {
+    memset(a, 0, sizeof *a);
+    a->locked_pid = locked ? pid : -1;
+    StreamRead r;
+    if ((locked && pid < 0) ||
+        !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, &r) ||
+        expired(&r, q->now)) {
+        a->status = "not_found";
+        return true;
+    }
+    pid = r.pid;
+    if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
+        a->status = "digest_mismatch";
+        return true;
+    }
+
+    queen::ProducerDecision d;
+    bool known = false;
+    if (q->has_prod) {
+        known = r.row_exists && r.last_seen > q->now - kForgetUsecs;
+        queen::StreamProducerContext ctx;
+        if (!known) {
+            if (!locked) return false;  // a new or forgotten producer: under the lock
+            // Only a new producer's answer depends on other producers (floor, count).
+            sweep_idle(&r, q->now);
+            count_producers(pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
+        }
+        ctx.epoch_floor = (uint64)r.epoch_floor;
+        queen::ProducerState s = known ? r.ps : queen::ProducerState{};
+        d = queen::decide_producer(s, q->pr, ctx);
+        producer_columns(d, known, a);
+    }
+    using O = queen::ProducerOutcome;
+    bool repeat =
+        q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
+                        d.outcome == O::KeyConflict);
+    if (r.closed && !repeat) {  // only a repeat of an applied write is answered as such
+        clear_producer_columns(a);
+        a->status =
+            (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
+        a->has_no = true;
+        a->no = r.last_offset + 1;
+        a->has_closed = a->closed = true;
+        return true;
+    }
+    if (!r.closed && q->has_ct && strcmp(q->media_type, r.media_type) != 0) {
+        clear_producer_columns(a);
+        a->status = "content_type_mismatch";
+        return true;
+    }
+    if (q->has_prod && d.outcome != O::Apply) {
+        bool final_answer = repeat || d.outcome == O::StaleEpoch || d.outcome == O::EpochClosed;
+        if (!locked && !final_answer) return false;  // not final: decide again under the lock
+        a->status = queen::producer_outcome_name(d.outcome);
+        if (d.outcome == O::Duplicate) {
+            a->has_so = a->has_no = a->has_closed = true;
+            a->so = r.newest_start;
+            a->no = r.newest_next;
+            a->closed = r.newest_closed || r.closed;
+        } else if (d.outcome == O::DuplicateEvicted) {
+            a->has_closed = true;
+            a->closed = r.closed;
+        }
+        return true;
+    }
+    if (!locked) return false;  // it would apply: only under the lock
+
+    if (q->stream_seq != nullptr && r.has_last_seq &&
+        text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
+        a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
+        a->status = "stream_seq_conflict";
+        a->has_no = true;
+        a->no = r.last_offset + 1;
+        return true;
+    }
+    if (q->n > 0 && strcmp(r.media_type, "application/json") == 0 &&
+        stream_json_invalid_index(q->msgs, q->n) >= 0) {
+        a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
+        a->status = "invalid_json";
+        return true;
+    }
+
+    // write: data, stream row, producer state, in this transaction under the lock
+    if (q->has_prod && d.evict_oldest) evict_oldest(&r);
+    int64 start, next;
+    if (q->n > 0) {
+        int64 base, end;
+        stream_write_messages(pid, q->msgs, q->n, &base, &end);
+        start = base;
+        next = end + 1;
+    } else {
+        start = next = r.last_offset + 1;
+    }
+    if (q->close || q->stream_seq != nullptr || r.has_ttl) {
+        Oid t[7] = {INT8OID, BOOLOID, TEXTOID, INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
+        Datum v[7] = {Int64GetDatum(pid),
+                      BoolGetDatum(q->close),
+                      PointerGetDatum(q->producer_id),
+                      Int64GetDatum((int64)q->pr.epoch),
+                      Int64GetDatum((int64)q->pr.seq),
+                      PointerGetDatum(q->stream_seq),
+                      TimestampTzGetDatum(q->now)};
+        char nulls[8] = {' ',
+                         ' ',
+                         q->has_prod ? ' ' : 'n',
+                         q->has_prod ? ' ' : 'n',
+                         q->has_prod ? ' ' : 'n',
+                         q->stream_seq ? ' ' : 'n',
+                         ' ',
+                         '\0'};
+        run(spi_plan(
+                &plan_stream_update,
+                "UPDATE queen.streams s SET closed = s.closed OR $2,"
+                "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
+                "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
+                "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
+                "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
+                " WHERE s.partition_id = $1",
+                7, t),
+            v, nulls, SPI_OK_UPDATE, "stream update");
+    }
+    if (q->has_prod) {
+        if (d.claim) {
+            Oid t[10] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID,
+                         INT8OID, BOOLOID, INT8OID, INT8OID,  TIMESTAMPTZOID};
+            Datum v[10] = {Int64GetDatum(pid),
+                           PointerGetDatum(q->producer_id),
+                           Int64GetDatum((int64)q->pr.epoch),
+                           digest_datum(q->body),
+                           Int64GetDatum(start),
+                           Int64GetDatum(next),
+                           BoolGetDatum(q->close),
+                           Int64GetDatum((int64)d.closed_epoch),
+                           Int64GetDatum((int64)d.closed_seq),
+                           TimestampTzGetDatum(q->now)};
+            char nulls[11] = {' ',
+                              ' ',
+                              ' ',
+                              ' ',
+                              ' ',
+                              ' ',
+                              ' ',
+                              d.has_closed ? ' ' : 'n',
+                              d.has_closed ? ' ' : 'n',
+                              ' ',
+                              '\0'};
+            run(spi_plan(
+                    &plan_claim,
+                    "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
+                    "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
+                    "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
+                    " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
+                    " ON CONFLICT (partition_id, producer_id) DO UPDATE"
+                    " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = "
+                    "EXCLUDED.newest_digest,"
+                    "  newest_start = EXCLUDED.newest_start, newest_next = "
+                    "EXCLUDED.newest_next,"
+                    "  newest_closed = EXCLUDED.newest_closed, claim_digest = "
+                    "EXCLUDED.claim_digest,"
+                    "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
+                    "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = "
+                    "EXCLUDED.last_seen",
+                    10, t),
+                v, nulls, SPI_OK_INSERT, "claim");
+        } else {
+            Oid t[7] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID, INT8OID, BOOLOID};
+            Datum v[8] = {Int64GetDatum(pid),
+                          PointerGetDatum(q->producer_id),
+                          Int64GetDatum((int64)q->pr.seq),
+                          digest_datum(q->body),
+                          Int64GetDatum(start),
+                          Int64GetDatum(next),
+                          BoolGetDatum(q->close),
+                          TimestampTzGetDatum(q->now)};
+            Oid t8[8] = {t[0], t[1], t[2], t[3], t[4], t[5], t[6], TIMESTAMPTZOID};
+            if (r.has_tid && stream_direct_ok())
+                stream_producer_update_direct(&r.producer_tid, (int64)q->pr.seq, v[3], start,
+                                              next, q->close, q->now);
+            else
+                run(spi_plan(
+                    &plan_next,
+                    "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
+                    "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
+                    " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
+                    8, t8),
+                v, nullptr, SPI_OK_UPDATE, "producer update");
+        }
+    }
+    if (guc_stream_notify) Async_Notify("queen_streams", q->name_cstr);
+    a->status = "applied";
+    a->has_so = a->has_no = a->has_closed = true;
+    a->so = start;
+    a->no = next;
+    a->closed = q->close;
+    return true;
+}
+
+// Decide and (pass 2) write (see producer_append.h). A caller that expects the append to
 // apply (p_expect_apply: the next seq of a producer whose last write it saw applied) skips
 // pass 1, whose lock-free read could only send it on to pass 2 anyway: one statement fewer
 // per applied append. Pass 2 decides every answer by itself, so the hint changes no answer;
 // a wrong hint costs a duplicate the lock (and a transaction id) that pass 1 would have spared.
-static void append(const AppendRequest* q, AppendAnswer* a) {
-    for (int pass = q->has_prod && !q->expect_apply ? 1 : 2; pass <= 2; pass++) {
-        bool locked = pass == 2;
-        memset(a, 0, sizeof *a);
-        // pass 1: one read by name; pass 2: find and lock, then read after the lock
-        int64 pid = locked ? lock_stream(q->name) : -1;
-        StreamRead r;
-        if ((locked && pid < 0) ||
-            !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, &r) ||
-            expired(&r, q->now)) {
-            a->status = "not_found";
-            return;
-        }
-        pid = r.pid;
-        if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
-            a->status = "digest_mismatch";
-            return;
-        }
-
-        queen::ProducerDecision d;
-        bool known = false;
-        if (q->has_prod) {
-            known = r.row_exists && r.last_seen > q->now - kForgetUsecs;
-            queen::StreamProducerContext ctx;
-            if (!known) {
-                if (!locked) continue;  // a new or forgotten producer: under the lock
-                // Only a new producer's answer depends on other producers (floor, count).
-                sweep_idle(&r, q->now);
-                count_producers(pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
-            }
-            ctx.epoch_floor = (uint64)r.epoch_floor;
-            queen::ProducerState s = known ? r.ps : queen::ProducerState{};
-            d = queen::decide_producer(s, q->pr, ctx);
-            producer_columns(d, known, a);
-        }
-        using O = queen::ProducerOutcome;
-        bool repeat =
-            q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
-                            d.outcome == O::KeyConflict);
-        if (r.closed && !repeat) {  // only a repeat of an applied write is answered as such
-            clear_producer_columns(a);
-            a->status =
-                (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
-            a->has_no = true;
-            a->no = r.last_offset + 1;
-            a->has_closed = a->closed = true;
-            return;
-        }
-        if (!r.closed && q->has_ct && strcmp(q->media_type, r.media_type) != 0) {
-            clear_producer_columns(a);
-            a->status = "content_type_mismatch";
-            return;
-        }
-        if (q->has_prod && d.outcome != O::Apply) {
-            bool final_answer = repeat || d.outcome == O::StaleEpoch || d.outcome == O::EpochClosed;
-            if (!locked && !final_answer) continue;  // not final: decide again under the lock
-            a->status = queen::producer_outcome_name(d.outcome);
-            if (d.outcome == O::Duplicate) {
-                a->has_so = a->has_no = a->has_closed = true;
-                a->so = r.newest_start;
-                a->no = r.newest_next;
-                a->closed = r.newest_closed || r.closed;
-            } else if (d.outcome == O::DuplicateEvicted) {
-                a->has_closed = true;
-                a->closed = r.closed;
-            }
-            return;
-        }
-        if (!locked) continue;  // it would apply: only under the lock
-
-        if (q->stream_seq != nullptr && r.has_last_seq &&
-            text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
-            a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
-            a->status = "stream_seq_conflict";
-            a->has_no = true;
-            a->no = r.last_offset + 1;
-            return;
-        }
-        if (q->n > 0 && strcmp(r.media_type, "application/json") == 0 &&
-            stream_json_invalid_index(q->msgs, q->n) >= 0) {
-            a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
-            a->status = "invalid_json";
-            return;
-        }
-
-        // write: data, stream row, producer state, in this transaction under the lock
-        if (q->has_prod && d.evict_oldest) evict_oldest(&r);
-        int64 start, next;
-        if (q->n > 0) {
-            int64 base, end;
-            stream_write_messages(pid, q->msgs, q->n, &base, &end);
-            start = base;
-            next = end + 1;
-        } else {
-            start = next = r.last_offset + 1;
-        }
-        if (q->close || q->stream_seq != nullptr || r.has_ttl) {
-            Oid t[7] = {INT8OID, BOOLOID, TEXTOID, INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
-            Datum v[7] = {Int64GetDatum(pid),
-                          BoolGetDatum(q->close),
-                          PointerGetDatum(q->producer_id),
-                          Int64GetDatum((int64)q->pr.epoch),
-                          Int64GetDatum((int64)q->pr.seq),
-                          PointerGetDatum(q->stream_seq),
-                          TimestampTzGetDatum(q->now)};
-            char nulls[8] = {' ',
-                             ' ',
-                             q->has_prod ? ' ' : 'n',
-                             q->has_prod ? ' ' : 'n',
-                             q->has_prod ? ' ' : 'n',
-                             q->stream_seq ? ' ' : 'n',
-                             ' ',
-                             '\0'};
-            run(spi_plan(
-                    &plan_stream_update,
-                    "UPDATE queen.streams s SET closed = s.closed OR $2,"
-                    "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
-                    "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
-                    "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
-                    "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
-                    " WHERE s.partition_id = $1",
-                    7, t),
-                v, nulls, SPI_OK_UPDATE, "stream update");
-        }
-        if (q->has_prod) {
-            if (d.claim) {
-                Oid t[10] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID,
-                             INT8OID, BOOLOID, INT8OID, INT8OID,  TIMESTAMPTZOID};
-                Datum v[10] = {Int64GetDatum(pid),
-                               PointerGetDatum(q->producer_id),
-                               Int64GetDatum((int64)q->pr.epoch),
-                               digest_datum(q->body),
-                               Int64GetDatum(start),
-                               Int64GetDatum(next),
-                               BoolGetDatum(q->close),
-                               Int64GetDatum((int64)d.closed_epoch),
-                               Int64GetDatum((int64)d.closed_seq),
-                               TimestampTzGetDatum(q->now)};
-                char nulls[11] = {' ',
-                                  ' ',
-                                  ' ',
-                                  ' ',
-                                  ' ',
-                                  ' ',
-                                  ' ',
-                                  d.has_closed ? ' ' : 'n',
-                                  d.has_closed ? ' ' : 'n',
-                                  ' ',
-                                  '\0'};
-                run(spi_plan(
-                        &plan_claim,
-                        "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
-                        "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
-                        "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
-                        " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
-                        " ON CONFLICT (partition_id, producer_id) DO UPDATE"
-                        " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = "
-                        "EXCLUDED.newest_digest,"
-                        "  newest_start = EXCLUDED.newest_start, newest_next = "
-                        "EXCLUDED.newest_next,"
-                        "  newest_closed = EXCLUDED.newest_closed, claim_digest = "
-                        "EXCLUDED.claim_digest,"
-                        "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
-                        "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = "
-                        "EXCLUDED.last_seen",
-                        10, t),
-                    v, nulls, SPI_OK_INSERT, "claim");
-            } else {
-                Oid t[7] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID, INT8OID, BOOLOID};
-                Datum v[8] = {Int64GetDatum(pid),
-                              PointerGetDatum(q->producer_id),
-                              Int64GetDatum((int64)q->pr.seq),
-                              digest_datum(q->body),
-                              Int64GetDatum(start),
-                              Int64GetDatum(next),
-                              BoolGetDatum(q->close),
-                              TimestampTzGetDatum(q->now)};
-                Oid t8[8] = {t[0], t[1], t[2], t[3], t[4], t[5], t[6], TIMESTAMPTZOID};
-                run(spi_plan(
-                        &plan_next,
-                        "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
-                        "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
-                        " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
-                        8, t8),
-                    v, nullptr, SPI_OK_UPDATE, "producer update");
-            }
-        }
-        if (guc_stream_notify) Async_Notify("queen_streams", q->name_cstr);
-        a->status = "applied";
-        a->has_so = a->has_no = a->has_closed = true;
-        a->so = start;
-        a->no = next;
-        a->closed = q->close;
-        return;
+void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, AppendAnswer* a) {
+    if (q->has_prod && !q->expect_apply && !held && decide_pass(q, false, -1, a)) return;
+    // pass 2: find and lock (by the partition id the caller resolved, else or when that
+    // stream is gone by name), then read after the lock
+    int64 pid = -1;
+    if (held) {
+        pid = want_pid;  // the caller holds its lock already: no one deleted it meanwhile
+    } else {
+        if (want_pid >= 0) pid = lock_stream_pid(want_pid, q->name);
+        if (pid < 0) pid = lock_stream(q->name);
     }
-    elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 always answers
+    if (!decide_pass(q, true, pid, a))
+        elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 answers
 }
 
-}  // namespace queen_pg
+// Pass 1 only (see producer_append.h).
+bool stream_append_unlocked(const AppendRequest* q, AppendAnswer* a) {
+    return q->has_prod && decide_pass(q, false, -1, a);
+}
 
-using namespace queen_pg;
-
-// queen.stream_append(name, messages, content_type, producer_id, producer_epoch, producer_seq,
-//   digest, incarnation, close, stream_seq, body, now, expect_apply): one typed answer row.
-extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
-    AppendRequest q{};
-    // 1. malformed parameters: 22023 (the sidecar validates headers before calling)
-    if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
+// Validate one append's parameters (see producer_append.h).
+void stream_append_parse(const Datum* v, const bool* isnull, Datum* msgs, int n, bool msgs_null,
+                         TimestampTz now, bool expect_apply, AppendRequest* q) {
+    *q = AppendRequest{};
+    // malformed parameters: 22023 (the sidecar validates headers before calling)
+    if (isnull[0] || VARSIZE_ANY_EXHDR(DatumGetTextPP(v[0])) == 0)
         QUEEN_BAD_INPUT("stream name must be a non-empty string");
-    q.name = PG_GETARG_TEXT_PP(0);
-    if (VARSIZE_ANY_EXHDR(q.name) > 1024) QUEEN_BAD_INPUT("stream name is longer than 1024 bytes");
-    q.name_cstr = text_to_cstring(q.name);
-    q.has_prod = !PG_ARGISNULL(3) || !PG_ARGISNULL(4) || !PG_ARGISNULL(5);
-    if (q.has_prod) {
-        if (PG_ARGISNULL(3) || PG_ARGISNULL(4) || PG_ARGISNULL(5))
+    q->name = DatumGetTextPP(v[0]);
+    if (VARSIZE_ANY_EXHDR(q->name) > 1024) QUEEN_BAD_INPUT("stream name is longer than 1024 bytes");
+    q->name_cstr = text_to_cstring(q->name);
+    q->has_prod = !isnull[3] || !isnull[4] || !isnull[5];
+    if (q->has_prod) {
+        if (isnull[3] || isnull[4] || isnull[5])
             QUEEN_BAD_INPUT("Producer-Id, Producer-Epoch and Producer-Seq go together");
-        q.producer_id = PG_GETARG_TEXT_PP(3);
-        Size idlen = VARSIZE_ANY_EXHDR(q.producer_id);
+        q->producer_id = DatumGetTextPP(v[3]);
+        Size idlen = VARSIZE_ANY_EXHDR(q->producer_id);
         if (idlen == 0 || idlen > queen::kProducerIdMaxBytes)
             QUEEN_BAD_INPUT("Producer-Id must be 1 to 256 bytes");
-        int64 e = PG_GETARG_INT64(4), s = PG_GETARG_INT64(5);
+        int64 e = DatumGetInt64(v[4]), s = DatumGetInt64(v[5]);
         if (e < 0 || s < 0 || (uint64)e > queen::kProducerNumberMax ||
             (uint64)s > queen::kProducerNumberMax)
             QUEEN_BAD_INPUT(
                 "Producer-Epoch and Producer-Seq must be between 0 and 9007199254740991");
-        q.pr.epoch = (uint64)e;
-        q.pr.seq = (uint64)s;
-        q.pr.incarnation = !PG_ARGISNULL(7);
+        q->pr.epoch = (uint64)e;
+        q->pr.seq = (uint64)s;
+        q->pr.incarnation = !isnull[7];
     }
-    if (!PG_ARGISNULL(6)) {
-        text* dg = PG_GETARG_TEXT_PP(6);
+    if (!isnull[6]) {
+        text* dg = DatumGetTextPP(v[6]);
         if (!queen::blake3_from_hex(std::string_view(VARDATA_ANY(dg), VARSIZE_ANY_EXHDR(dg)),
-                                    q.pr.digest))
+                                    q->pr.digest))
             QUEEN_BAD_INPUT("Producer-Digest must be 64 lowercase hex digits");
-        q.pr.has_digest = true;
+        q->pr.has_digest = true;
     }
-    if (!PG_ARGISNULL(9)) {
-        q.stream_seq = PG_GETARG_TEXT_PP(9);
-        if (VARSIZE_ANY_EXHDR(q.stream_seq) == 0) QUEEN_BAD_INPUT("Stream-Seq must not be empty");
+    if (!isnull[9]) {
+        q->stream_seq = DatumGetTextPP(v[9]);
+        if (VARSIZE_ANY_EXHDR(q->stream_seq) == 0) QUEEN_BAD_INPUT("Stream-Seq must not be empty");
     }
-    q.close = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
-    if (!PG_ARGISNULL(1)) {
-        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(1);
-        if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("messages must be a one-dimensional array");
-        int16 typlen;
-        bool byval;
-        char align;
-        bool* nulls;
-        get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
-        deconstruct_array(arr, BYTEAOID, typlen, byval, align, &q.msgs, &nulls, &q.n);
-        if (q.n == 0 && !q.close)
-            QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
-        for (int i = 0; i < q.n; i++)
-            if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
-    } else if (!q.close) {
-        QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+    q->close = !isnull[8] && DatumGetBool(v[8]);
+    q->msgs = msgs;
+    q->n = msgs_null ? 0 : n;
+    if (q->n == 0 && !q->close) QUEEN_BAD_INPUT("an append needs at least one message (or a close)");
+    if (!isnull[2]) {
+        text* ct = DatumGetTextPP(v[2]);
+        q->has_ct = true;
+        q->media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
     }
-    if (!PG_ARGISNULL(2)) {
-        text* ct = PG_GETARG_TEXT_PP(2);
-        q.has_ct = true;
-        q.media_type = media_type(VARDATA_ANY(ct), VARSIZE_ANY_EXHDR(ct));
-    }
-    if (q.has_prod || q.pr.has_digest) {
+    if (q->has_prod || q->pr.has_digest) {
         queen::Blake3 h;  // plain data, noexcept
-        if (!PG_ARGISNULL(10)) {
-            bytea* body = PG_GETARG_BYTEA_PP(10);
+        if (!isnull[10]) {
+            bytea* body = DatumGetByteaPP(v[10]);
             h.update(VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body));
         } else {
-            for (int i = 0; i < q.n; i++) {
-                bytea* m = DatumGetByteaPP(q.msgs[i]);
+            for (int i = 0; i < q->n; i++) {
+                bytea* m = DatumGetByteaPP(q->msgs[i]);
                 h.update(VARDATA_ANY(m), VARSIZE_ANY_EXHDR(m));
             }
         }
-        h.finalize(q.body);
+        h.finalize(q->body);
     }
-    q.now = PG_ARGISNULL(11) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(11);
-    q.expect_apply = PG_NARGS() > 12 && !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+    q->now = now;
+    q->expect_apply = expect_apply;
+}
 
-    // 2. decide (and write), 3. answer
-    InitMaterializedSRF(fcinfo, 0);
-    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    AppendAnswer a;
-    append(&q, &a);
-    Datum v[10];
-    bool nulls[10];
+// The answer's 10 columns (see producer_append.h).
+void stream_append_columns(const AppendAnswer& a, Datum* v, bool* nulls) {
     v[0] = CStringGetTextDatum(a.status);
     nulls[0] = false;
     v[1] = a.has_so ? offset_text(a.so) : (Datum)0;
@@ -647,7 +692,52 @@ extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
     nulls[8] = !a.has_ce;
     v[9] = Int64GetDatum(a.cs);
     nulls[9] = !a.has_cs;
-    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+}
+
+}  // namespace queen_pg
+
+using namespace queen_pg;
+
+// queen.stream_append(name, messages, content_type, producer_id, producer_epoch, producer_seq,
+//   digest, incarnation, close, stream_seq, body, now, expect_apply): one typed answer row.
+extern "C" Datum queen_stream_append_v1(PG_FUNCTION_ARGS) {
+    Datum v[11];
+    bool isnull[11];
+    for (int i = 0; i < 11; i++) {
+        isnull[i] = PG_ARGISNULL(i);
+        v[i] = isnull[i] ? (Datum)0 : PG_GETARG_DATUM(i);
+    }
+    Datum* msgs = nullptr;
+    int n = 0;
+    if (!isnull[1]) {
+        ArrayType* arr = PG_GETARG_ARRAYTYPE_P(1);
+        if (ARR_NDIM(arr) > 1) QUEEN_BAD_INPUT("messages must be a one-dimensional array");
+        int16 typlen;
+        bool byval;
+        char align;
+        bool* nulls;
+        get_typlenbyvalalign(BYTEAOID, &typlen, &byval, &align);
+        deconstruct_array(arr, BYTEAOID, typlen, byval, align, &msgs, &nulls, &n);
+        for (int i = 0; i < n; i++)
+            if (nulls[i]) QUEEN_BAD_INPUT("messages must not contain NULL");
+    }
+    TimestampTz now =
+        PG_ARGISNULL(11) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(11);
+    bool expect_apply = PG_NARGS() > 12 && !PG_ARGISNULL(12) && PG_GETARG_BOOL(12);
+    AppendRequest q;
+    stream_append_parse(v, isnull, msgs, n, isnull[1], now, expect_apply, &q);
+
+    // decide (and write), answer
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
+    AppendAnswer a;
+    stream_append_decide(&q, -1, false, &a);
+    Datum out[10];
+    bool out_nulls[10];
+    stream_append_columns(a, out, out_nulls);
+    tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
     SPI_finish();
     return (Datum)0;
 }
+

@@ -87,4 +87,11 @@ RESET queen.direct_write;
 SELECT name, last_offset FROM queen.log_partitions WHERE id IN (SELECT lp.id FROM queen.log_partitions lp
   JOIN queen.queues q ON q.id = lp.queue_id WHERE q.name IN ('pn_w', 'pn_s')) ORDER BY name;
 
+-- Several missing partitions of one queue (unsorted, one named twice) are created once each,
+-- in byte order (collation "C": upper case first), as one pair at a time would create them.
+SELECT idx, partition_id IS NOT NULL AS resolved, last_offset
+FROM queen.resolve_partitions(ARRAY['pn_o', 'pn_o', 'pn_o', 'pn_o', 'pn_o'], ARRAY['b', 'a', 'B', 'a', 'c']) ORDER BY idx;
+SELECT p.name, rank() OVER (ORDER BY p.id) AS creation
+FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'pn_o' ORDER BY p.id;
+
 SELECT count(queen.drop_queue(name)) AS dropped FROM queen.queues WHERE name LIKE 'pn\_%';

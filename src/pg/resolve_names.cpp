@@ -6,10 +6,10 @@
 // (queen.direct_write on and no row security on either table) or through one cached SPI
 // statement per pair; they cannot degrade into scanning a queue's partitions.
 //
-// Locking protocol (queen.sql's creation rule): the pairs not found are created one by one
-// with queen.resolve_partition's two inserts (queue row first, then partition row, both
-// ON CONFLICT DO NOTHING), distinct pairs sorted by (queue, partition) in byte order (collation
-// "C"): the global creation order queen.transaction uses, so two calls (or a call and a
+// Locking protocol (queen.sql's creation rule): the pairs not found are created with
+// queen.resolve_partition's two inserts (queue row first, then partition row, both
+// ON CONFLICT DO NOTHING; one insert for the missing partitions of one queue), distinct pairs
+// sorted by (queue, partition) in byte order (collation "C"): the global creation order queen.transaction uses, so two calls (or a call and a
 // transaction) creating overlapping sets wait on each other's uncommitted unique-index entries
 // in one order and cannot deadlock. No partition row lock is taken here: creation only ever
 // happens before partition locks. Then the misses are looked up again (a queue dropped
@@ -22,13 +22,14 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/xact.h"
+#include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/snapmgr.h"
 }
 
 namespace queen_pg {
 
-static SPIPlanPtr plan_lookup, plan_insert_queue, plan_insert_partition;
+static SPIPlanPtr plan_lookup, plan_insert_queue, plan_insert_partitions;
 
 // See resolve_names.h.
 void names_check(const NamePairs* p) {
@@ -142,26 +143,37 @@ static int cmp_pair(const void* a, const void* b, void* arg) {
 }
 
 // Create pairs pos[0..m) that are missing, each distinct pair once, in the global creation
-// order (see the top of this file). Sorts pos[] in place.
+// order (see the top of this file): per queue, in ascending order, its row, then its missing
+// partitions' rows in ascending order by one insert (it inserts, and waits on another
+// session's uncommitted entries, row after row in that order, as one insert per pair would).
+// Sorts pos[] in place.
 static void create_missing(const NamePairs* p, int* pos, int m) {
     qsort_arg(pos, (size_t) m, sizeof(int), cmp_pair, const_cast<NamePairs*>(p));
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    Oid t1[1] = {TEXTOID}, t2[2] = {TEXTOID, TEXTOID};
+    Oid t1[1] = {TEXTOID}, t2[2] = {TEXTOID, TEXTARRAYOID};
     SPIPlanPtr ins_q = spi_plan(&plan_insert_queue,
         "INSERT INTO queen.queues (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", 1, t1);
-    SPIPlanPtr ins_p = spi_plan(&plan_insert_partition,
+    SPIPlanPtr ins_p = spi_plan(&plan_insert_partitions,
         "INSERT INTO queen.log_partitions (queue_id, name)"
-        " SELECT qq.id, $2 FROM queen.queues qq WHERE qq.name = $1"
+        " SELECT qq.id, u.p FROM queen.queues qq"
+        " CROSS JOIN LATERAL pg_catalog.unnest($2) WITH ORDINALITY AS u(p, o)"
+        " WHERE qq.name = $1 ORDER BY u.o"
         " ON CONFLICT ON CONSTRAINT log_partitions_queue_id_name_key DO NOTHING", 2, t2);
-    for (int k = 0; k < m; k++) {
-        if (k > 0 && cmp_pair(&pos[k - 1], &pos[k], const_cast<NamePairs*>(p)) == 0) continue;
-        int i = pos[k];
-        Datum args[2] = {PointerGetDatum(p->queues[i]), PointerGetDatum(p->partitions[i])};
-        if (SPI_execute_plan(ins_q, args, nullptr, false, 0) != SPI_OK_INSERT ||
-            SPI_execute_plan(ins_p, args, nullptr, false, 0) != SPI_OK_INSERT)
+    Datum* names = static_cast<Datum*>(palloc(sizeof(Datum) * m));
+    for (int k = 0; k < m;) {
+        text* queue = p->queues[pos[k]];
+        int count = 0;
+        for (; k < m && text_same(p->queues[pos[k]], queue); k++)
+            if (count == 0 || !text_same(DatumGetTextPP(names[count - 1]), p->partitions[pos[k]]))
+                names[count++] = PointerGetDatum(p->partitions[pos[k]]);
+        Datum a1[1] = {PointerGetDatum(queue)};
+        Datum a2[2] = {PointerGetDatum(queue),
+                       PointerGetDatum(construct_array(names, count, TEXTOID, -1, false, TYPALIGN_INT))};
+        if (SPI_execute_plan(ins_q, a1, nullptr, false, 0) != SPI_OK_INSERT ||
+            SPI_execute_plan(ins_p, a2, nullptr, false, 0) != SPI_OK_INSERT)
             elog(ERROR, "queen: partition creation failed");
     }
-    SPI_finish();
+    SPI_finish();  // frees names and the arrays with SPI's memory
 }
 
 // See resolve_names.h.

@@ -4,10 +4,11 @@
 //
 // Locks: push_segments locks every named partition row in ascending id order before the
 // first write (the global order shared with queen.transaction and queen.run_retention), then
-// pushes in input order; push_locked() re-locking a row it already holds is a no-op.
+// pushes in input order under those locks, with the state each lock read (nobody else can
+// change a row we hold, and each partition is pushed once: the state stays exact).
 #include "core/hash.h"
 #include "core/segment_codec.h"
-#include "pg/push_hints.h"
+#include "pg/push_segments.h"
 
 extern "C" {
 #include "common/jsonapi.h"
@@ -76,10 +77,12 @@ static void decode_segment(bytea* segment, bytea* hashes, const char* what, Push
     if (!reader.at_clean_end()) QUEEN_BAD_INPUT("%s: trailing bytes after the last message", what);
 }
 
-// Emit one answer row: (seg?, idx, status, message_id, message_offset).
-static void put_answer(ReturnSetInfo* rsinfo, int seg, int idx, const PushAnswer* a) {
-    Datum values[5];
-    bool nulls[5] = {false, false, false, false, false};
+// Emit one answer row: (seg?, idx, status, message_id, message_offset), then `extra_cols`
+// NULLs (push_segments_named's metadata columns).
+static void put_answer(ReturnSetInfo* rsinfo, int seg, int idx, const PushAnswer* a,
+                       int extra_cols = 0) {
+    Datum values[9];
+    bool nulls[9] = {false, false, false, false, false, true, true, true, true};
     int k = 0;
     pg_uuid_t* id = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
     memcpy(id->data, a->id.b, UUID_LEN);
@@ -88,6 +91,8 @@ static void put_answer(ReturnSetInfo* rsinfo, int seg, int idx, const PushAnswer
     values[k++] = CStringGetTextDatum(verdict_status(a->kind));
     values[k++] = UUIDPGetDatum(id);
     values[k++] = Int64GetDatum(a->offset);
+    Assert(k + extra_cols <= 9);
+    for (int e = 0; e < extra_cols; e++) values[k++] = (Datum) 0;
     tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -95,6 +100,15 @@ static void put_answer(ReturnSetInfo* rsinfo, int seg, int idx, const PushAnswer
 static int cmp_int64(const void* a, const void* b) {
     int64 x = *static_cast<const int64*>(a), y = *static_cast<const int64*>(b);
     return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+// A segment's partition id and position, ordered by id (for locking).
+struct IdAt {
+    int64 pid;
+    int s;
+};
+static int cmp_id_at(const void* a, const void* b) {
+    return cmp_int64(&static_cast<const IdAt*>(a)->pid, &static_cast<const IdAt*>(b)->pid);
 }
 
 // Deconstruct a one-dimensional array argument (NULL elements reported to the caller).
@@ -153,62 +167,106 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
 extern "C" Datum queen_push_segments_v1(PG_FUNCTION_ARGS) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
         QUEEN_BAD_INPUT("partition ids, hashes and segments must not be NULL");
-    Datum *pids_d, *hashes_d, *segs_d, *ver_d = nullptr, *win_d = nullptr, *hint_d = nullptr;
-    bool *pids_n, *hashes_n, *segs_n, *ver_n = nullptr, *win_n = nullptr, *hint_n = nullptr;
-    bool have_hints = PG_NARGS() > 5 && !PG_ARGISNULL(5);
+    Datum* pids_d;
+    bool* pids_n;
     int n = array_elems(PG_GETARG_ARRAYTYPE_P(0), INT8OID, &pids_d, &pids_n);
-    if (array_elems(PG_GETARG_ARRAYTYPE_P(1), BYTEAOID, &hashes_d, &hashes_n) != n ||
-        array_elems(PG_GETARG_ARRAYTYPE_P(2), BYTEAOID, &segs_d, &segs_n) != n ||
-        (!PG_ARGISNULL(3) && array_elems(PG_GETARG_ARRAYTYPE_P(3), INT8OID, &ver_d, &ver_n) != n) ||
-        (!PG_ARGISNULL(4) && array_elems(PG_GETARG_ARRAYTYPE_P(4), INT4OID, &win_d, &win_n) != n))
-        QUEEN_BAD_INPUT("partition ids, hashes, segments, verified and windows must have the same length");
-    if (have_hints && array_elems(PG_GETARG_ARRAYTYPE_P(5), BYTEAOID, &hint_d, &hint_n) != n)
-        QUEEN_BAD_INPUT("p_hints must have one element per segment");
-
-    PushBatch* batches = static_cast<PushBatch*>(palloc(sizeof(PushBatch) * Max(n, 1)));
-    VouchHints* hints = static_cast<VouchHints*>(palloc(sizeof(VouchHints) * Max(n, 1)));
-    int64* sorted = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
-    for (int s = 0; s < n; s++) {
-        if (pids_n[s] || hashes_n[s] || segs_n[s]) QUEEN_BAD_INPUT("element %d is NULL", s);
-        if (ver_d != nullptr && !ver_n[s] && DatumGetInt64(ver_d[s]) < -1)
-            QUEEN_BAD_INPUT("element %d: verified must be -1 or an offset", s);
-        if (win_d != nullptr && !win_n[s] && DatumGetInt32(win_d[s]) < -1)
-            QUEEN_BAD_INPUT("element %d: window must be NULL or a number of seconds >= 0", s);
-        char what[32];
-        snprintf(what, sizeof what, "segment %d", s);
-        decode_segment(DatumGetByteaPP(segs_d[s]), DatumGetByteaPP(hashes_d[s]), what, &batches[s]);
-        int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
-        hints[s] = hints_parse(hint_d != nullptr && !hint_n[s] ? DatumGetByteaPP(hint_d[s]) : nullptr,
-                               batches[s].n, verified, what);
-        sorted[s] = DatumGetInt64(pids_d[s]);
-    }
-    qsort(sorted, (size_t) n, sizeof(int64), cmp_int64);
-    for (int s = 1; s < n; s++)
-        if (sorted[s] == sorted[s - 1])
-            QUEEN_BAD_INPUT("partition id " INT64_FORMAT " appears twice", sorted[s]);
+    SegmentSet set;
+    segment_set_decode(fcinfo, 1, n, pids_n, &set);
+    int64* pids = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
+    for (int s = 0; s < n; s++) pids[s] = DatumGetInt64(pids_d[s]);
+    segment_set_check_distinct(pids, n);
 
     init_answer_store(fcinfo);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     Storage st;
     storage_lookup(&st);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    for (int s = 0; s < n; s++) {  // the global lock order: ascending ids
-        PartitionState ps;
-        partition_lock(sorted[s], &ps);
-        reserved_partition_check(sorted[s], &ps);  // 42501: queen's own queues
-    }
-    for (int s = 0; s < n; s++) {
-        int64 verified = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
-        int32 window = (win_d == nullptr || win_n[s]) ? -1 : DatumGetInt32(win_d[s]);
-        PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(batches[s].n, 1)));
-        if (batches[s].n > 0) {
-            int64 pid = DatumGetInt64(pids_d[s]);
-            PartitionState ps;
-            partition_lock(pid, &ps);  // held already (the pass above): reads the state again
-            push_hinted(&st, pid, &ps, &batches[s], verified, window, &hints[s], ans);
-        }
-        for (int i = 0; i < batches[s].n; i++) put_answer(rsinfo, s, i, &ans[i]);
-    }
+    PartitionState* states = static_cast<PartitionState*>(palloc(sizeof(PartitionState) * Max(n, 1)));
+    segment_set_push(&st, &set, pids, rsinfo, 0, states);
     SPI_finish();
     return (Datum) 0;
 }
+
+namespace queen_pg {
+
+// See pg/push_segments.h. The checks and their order are push_segments' own: lengths first,
+// then each segment in input order (NULLs, vouch, window, segment, hints).
+void segment_set_decode(FunctionCallInfo fcinfo, int first, int n, const bool* pid_null,
+                        SegmentSet* out) {
+    Datum *hashes_d, *segs_d, *ver_d = nullptr, *win_d = nullptr, *hint_d = nullptr;
+    bool *hashes_n, *segs_n, *ver_n = nullptr, *win_n = nullptr, *hint_n = nullptr;
+    bool have_hints = PG_NARGS() > first + 4 && !PG_ARGISNULL(first + 4);
+    if (array_elems(PG_GETARG_ARRAYTYPE_P(first), BYTEAOID, &hashes_d, &hashes_n) != n ||
+        array_elems(PG_GETARG_ARRAYTYPE_P(first + 1), BYTEAOID, &segs_d, &segs_n) != n ||
+        (!PG_ARGISNULL(first + 2) &&
+         array_elems(PG_GETARG_ARRAYTYPE_P(first + 2), INT8OID, &ver_d, &ver_n) != n) ||
+        (!PG_ARGISNULL(first + 3) &&
+         array_elems(PG_GETARG_ARRAYTYPE_P(first + 3), INT4OID, &win_d, &win_n) != n))
+        QUEEN_BAD_INPUT("partition ids, hashes, segments, verified and windows must have the same length");
+    if (have_hints && array_elems(PG_GETARG_ARRAYTYPE_P(first + 4), BYTEAOID, &hint_d, &hint_n) != n)
+        QUEEN_BAD_INPUT("p_hints must have one element per segment");
+
+    out->n = n;
+    out->batches = static_cast<PushBatch*>(palloc(sizeof(PushBatch) * Max(n, 1)));
+    out->hints = static_cast<VouchHints*>(palloc(sizeof(VouchHints) * Max(n, 1)));
+    out->verified = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
+    out->windows = static_cast<int32*>(palloc(sizeof(int32) * Max(n, 1)));
+    for (int s = 0; s < n; s++) {
+        if ((pid_null != nullptr && pid_null[s]) || hashes_n[s] || segs_n[s])
+            QUEEN_BAD_INPUT("element %d is NULL", s);
+        if (ver_d != nullptr && !ver_n[s] && DatumGetInt64(ver_d[s]) < -1)
+            QUEEN_BAD_INPUT("element %d: verified must be -1 or an offset", s);
+        if (win_d != nullptr && !win_n[s] && DatumGetInt32(win_d[s]) < -1)
+            QUEEN_BAD_INPUT("element %d: window must be NULL or a number of seconds >= 0", s);
+        char what[32];
+        snprintf(what, sizeof what, "segment %d", s);
+        decode_segment(DatumGetByteaPP(segs_d[s]), DatumGetByteaPP(hashes_d[s]), what,
+                       &out->batches[s]);
+        out->verified[s] = (ver_d == nullptr || ver_n[s]) ? -1 : DatumGetInt64(ver_d[s]);
+        out->windows[s] = (win_d == nullptr || win_n[s]) ? -1 : DatumGetInt32(win_d[s]);
+        out->hints[s] = hints_parse(hint_d != nullptr && !hint_n[s] ? DatumGetByteaPP(hint_d[s]) : nullptr,
+                                    out->batches[s].n, out->verified[s], what);
+    }
+}
+
+// See pg/push_segments.h.
+void segment_set_check_distinct(const int64* pids, int n) {
+    int64* sorted = static_cast<int64*>(palloc(sizeof(int64) * Max(n, 1)));
+    memcpy(sorted, pids, sizeof(int64) * n);
+    qsort(sorted, (size_t) n, sizeof(int64), cmp_int64);
+    for (int s = 1; s < n; s++)
+        if (sorted[s] == sorted[s - 1])
+            QUEEN_BAD_INPUT("partition id " INT64_FORMAT " appears twice", sorted[s]);
+    pfree(sorted);
+}
+
+// See pg/push_segments.h. Each segment is pushed with the state its lock read: the rows stay
+// locked by us until the transaction ends and each partition is pushed once, so that state
+// (last_offset, the row version's tid) is still exact when its turn comes.
+void segment_set_push(const Storage* st, const SegmentSet* set, const int64* pids,
+                      ReturnSetInfo* rsinfo, int extra_cols, PartitionState* states) {
+    int n = set->n;
+    IdAt* order = static_cast<IdAt*>(palloc(sizeof(IdAt) * Max(n, 1)));
+    for (int s = 0; s < n; s++) order[s] = {pids[s], s};
+    qsort(order, (size_t) n, sizeof(IdAt), cmp_id_at);
+    for (int k = 0; k < n; k++) {  // the global lock order: ascending ids
+        PartitionState* ps = &states[order[k].s];
+        partition_lock(order[k].pid, ps);
+        reserved_partition_check(order[k].pid, ps);  // 42501: queen's own queues
+    }
+    pfree(order);
+    for (int s = 0; s < n; s++) {
+        const PushBatch* b = &set->batches[s];
+        PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(b->n, 1)));
+        if (b->n > 0)
+            push_hinted(st, pids[s], &states[s], b, set->verified[s], set->windows[s],
+                        &set->hints[s], ans);
+        for (int i = 0; i < b->n; i++) {
+            put_answer(rsinfo, s, i, &ans[i], extra_cols);
+            if (ans[i].kind == queen::VerdictKind::Queued) states[s].last_offset++;
+        }
+        pfree(ans);
+    }
+}
+
+}  // namespace queen_pg

@@ -52,6 +52,7 @@ static queen::DigestCache* backend_cache = nullptr;
 static LocalTransactionId poisoned_lxid = InvalidLocalTransactionId;
 ProbeCacheStats cache_stats = {0, 0, 0, 0};
 static SPIPlanPtr plan_lock_row, plan_set_last, plan_insert_segment, plan_insert_txns;
+PushOptions push_options = {true};
 
 // The allocator state, window and reserved flag from columns first..first+4 of SPI's first
 // result row.
@@ -718,7 +719,8 @@ void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, 
                       b->hashes, leader, n, best, found_id, have_found_id};
         // A caller's vouch already narrows the span; the digest helps when nobody vouched.
         bool vouched = verified > ps.txns_start - 1;
-        if (vouched || !guc_probe_cache || !probe_with_digest(&c)) probe_full(&c);
+        if (vouched || !guc_probe_cache || !push_options.probe_cache || !probe_with_digest(&c))
+            probe_full(&c);
     }
 
     queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * n));

@@ -23,6 +23,16 @@ struct PushAnswer {
     queen::Uuid id;
 };
 
+// Options of the push core for the call in progress. A caller that changes them puts the
+// defaults back before it returns, also when it leaves by an error (push_named.cpp does so in
+// PG_FINALLY): outside such a call they are always the defaults.
+struct PushOptions {
+    bool probe_cache;  // false: this call's unvouched probes skip the per-backend probe cache
+                       // (neither consulted nor taught; the full probe reads the window), as
+                       // with queen.probe_cache off; true (default): as the setting says
+};
+extern PushOptions push_options;
+
 // The locked partition row.
 struct PartitionState {
     int64 last_offset;

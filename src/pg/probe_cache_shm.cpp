@@ -469,10 +469,7 @@ void hydrate_shared(ProbeCtx* c, const ShmKey& k) {
     LogRow row;
     LogScan scan;
     queen::DigestAnchor newest;
-    if (OidIsValid(c->st->log_txns_created))
-        log_scan_begin_since(&scan, c->st, c->pid, c->cutoff, c->snap);
-    else
-        log_scan_begin(&scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
+    log_scan_begin_hydration(&scan, c);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
         Size count = row_hash_count(c, &row);

@@ -357,6 +357,14 @@ static void set_anchor_at_last(ProbeCtx* c, queen::PartitionDigest* d,
     d->set_txns_start_seen(c->ps->txns_start);
 }
 
+// See probe_ctx.h.
+void log_scan_begin_hydration(LogScan* scan, const ProbeCtx* c) {
+    if (OidIsValid(c->st->log_txns_created))
+        log_scan_begin_since(scan, c->st, c->pid, c->cutoff, c->snap);
+    else
+        log_scan_begin(scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
+}
+
 // Hydrate a fresh digest: read every row that is or can again be inside the window (created_at
 // >= cutoff, through the created_at index, so older history costs nothing), probing while
 // learning. Before the 0.2.0 index exists, every retained row is read by primary key.
@@ -364,10 +372,7 @@ static bool hydrate(ProbeCtx* c, queen::PartitionDigest* d, CxxError* err) {
     LogRow row;
     LogScan scan;
     queen::DigestAnchor newest;
-    if (OidIsValid(c->st->log_txns_created))
-        log_scan_begin_since(&scan, c->st, c->pid, c->cutoff, c->snap);
-    else
-        log_scan_begin(&scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
+    log_scan_begin_hydration(&scan, c);
     while (log_scan_next(&scan, &row)) {
         cache_stats.rows_read++;
         probe_and_learn(c, d, &row, true, &newest, err);

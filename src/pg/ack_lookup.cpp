@@ -18,6 +18,7 @@
 // call it while holding their consumer group row lock; it never touches partition rows.
 #include "core/probe_digest.h"
 #include "pg/push_path.h"  // core headers first, then the glue (pg/log_scan.h)
+#include "pg/gap_scan.h"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(queen_log_find_hash_after_v1);
@@ -60,18 +61,12 @@ static bool ack_catch_up(const Storage* st, int64 pid, queen::PartitionDigest* d
                          const uint8* want, int64 after, Snapshot snap, int64* gap_hit,
                          CxxError* err) {
     LogRow row;
-    LogScan scan;
-    queen::DigestAnchor want_anchor = d->anchor(), newest;
-    bool anchor_ok = !want_anchor.set;
+    GapScan scan;
+    queen::DigestAnchor newest;
     std::size_t budget = (std::size_t) guc_probe_cache_mb * 1024 * 1024;
     *gap_hit = -1;
-    log_scan_begin(&scan, st, false, pid, want_anchor.set ? want_anchor.base - 1 : PG_INT64_MIN, snap);
-    while (log_scan_next(&scan, &row)) {
-        if (!anchor_ok) {
-            anchor_ok = row_anchor(&row) == want_anchor;
-            if (!anchor_ok) break;
-            continue;
-        }
+    gap_scan_begin(&scan, st, pid, d->anchor(), PG_INT64_MIN, snap, nullptr);
+    while (gap_scan_next(&scan, &row)) {
         Size count = log_row_hash_count(pid, &row);
         if (*gap_hit < 0) *gap_hit = match_in_row(&row, count, want, after);
         if (learn && !err->failed) {
@@ -80,7 +75,7 @@ static bool ack_catch_up(const Storage* st, int64 pid, queen::PartitionDigest* d
             if (d->bytes() > budget) break;  // would not fit: give up, scan instead
         }
     }
-    log_scan_end(&scan);
+    bool anchor_ok = gap_scan_end(&scan);
     if (!anchor_ok || err->failed || d->bytes() > budget) return false;
     if (learn && newest.set) {
         d->set_anchor(newest);

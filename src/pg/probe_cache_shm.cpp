@@ -49,6 +49,7 @@
 #include "core/compact_digest.h"
 #include "pg/probe_cache_shm.h"
 #include "pg/probe_ctx.h"
+#include "pg/gap_scan.h"
 
 #include <vector>
 
@@ -598,20 +599,12 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
     // The gap: the anchor row (checked), then every row above it, probed directly.
     int64 known = f.h.verified_upto;
     queen::DigestAnchor want = f.h.anchor, newest;
-    bool anchor_ok = !want.set;
-    int64 after = want.set ? want.base - 1 : known;
     int ngap = 0, cap = 4;
     GapRow* gap = static_cast<GapRow*>(palloc(sizeof(GapRow) * cap));
     LogRow row;
-    LogScan scan;
-    log_scan_begin(&scan, c->st, false, c->pid, after, c->snap);
-    while (log_scan_next(&scan, &row)) {
-        cache_stats.rows_read++;
-        if (want.set && !anchor_ok) {
-            anchor_ok = row_anchor(&row) == want;
-            if (!anchor_ok) break;
-            continue;  // already learned
-        }
+    GapScan scan;
+    gap_scan_begin(&scan, c->st, c->pid, want, known, c->snap, &cache_stats.rows_read);
+    while (gap_scan_next(&scan, &row)) {
         Size count = row_hash_count(c, &row);
         probe_if_in_window(c, &row, count);
         if (!dirty && row.created_at >= c->cutoff) {
@@ -625,8 +618,7 @@ bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
         }
         if (!newest.set || row.base_offset > newest.base) newest = row_anchor(&row);
     }
-    log_scan_end(&scan);
-    if (!anchor_ok) {
+    if (!gap_scan_end(&scan)) {
         drop(k, f);
         cache_stats.fallbacks++;
         reset_best(c);

@@ -36,6 +36,7 @@
 #include "core/probe_digest.h"
 #include "pg/push_path.h"  // includes pg/log_scan.h after the core headers
 #include "pg/direct_write.h"
+#include "pg/gap_scan.h"
 #include "pg/probe_cache_shm.h"
 #include "pg/probe_ctx.h"
 
@@ -265,17 +266,6 @@ Size row_hash_count(const ProbeCtx* c, const LogRow* row) {
     return log_row_hash_count(c->pid, row);
 }
 
-// The anchor of a row just read: what identifies this stored tuple (see core/probe_digest.h).
-queen::DigestAnchor row_anchor(const LogRow* row) {
-    queen::DigestAnchor a;
-    a.set = true;
-    a.base = row->base_offset;
-    a.end = row->end_offset;
-    a.xmin = (uint32_t) row->xmin;
-    a.first = row->blob_len >= queen::kHashBytes ? queen::hash_at(row->blob, 0).prefix() : 0;
-    return a;
-}
-
 // Probe one stored row against the call's leaders when it is inside the window.
 void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count) {
     if (row->created_at >= c->win_start && row->end_offset > c->floor)
@@ -390,22 +380,12 @@ static bool hydrate(ProbeCtx* c, queen::PartitionDigest* d, CxxError* err) {
 // rows read were still probed, but the caller falls back to the full probe anyway).
 static bool catch_up(ProbeCtx* c, queen::PartitionDigest* d, bool learn, CxxError* err) {
     LogRow row;
-    LogScan scan;
-    queen::DigestAnchor want = d->anchor(), newest;
-    bool anchor_ok = !want.set;
-    int64 after = want.set ? want.base - 1 : d->verified_upto();
-    log_scan_begin(&scan, c->st, false, c->pid, after, c->snap);
-    while (log_scan_next(&scan, &row)) {
-        cache_stats.rows_read++;
-        if (want.set && !anchor_ok) {
-            anchor_ok = row_anchor(&row) == want;
-            if (!anchor_ok) break;
-            continue;  // already learned
-        }
-        probe_and_learn(c, d, &row, learn, &newest, err);
-    }
-    log_scan_end(&scan);
-    if (!anchor_ok || err->failed) return false;
+    GapScan gap;
+    queen::DigestAnchor newest;
+    gap_scan_begin(&gap, c->st, c->pid, d->anchor(), d->verified_upto(), c->snap,
+                   &cache_stats.rows_read);
+    while (gap_scan_next(&gap, &row)) probe_and_learn(c, d, &row, learn, &newest, err);
+    if (!gap_scan_end(&gap) || err->failed) return false;
     if (learn) {
         d->set_verified_upto(c->ps->last_offset);
         if (newest.set) d->set_anchor(newest);

@@ -84,9 +84,6 @@ void push_locked(const Storage* st, int64 partition_id, const PushBatch* batch, 
 // the cache is shunned for this transaction: caches must not learn from it now.
 bool wrote_partition_here(int64 partition_id);
 
-// What identifies a stored log_txns row a digest was brought up to date with (its anchor).
-queen::DigestAnchor row_anchor(const LogRow* row);
-
 // Text of a status.
 inline const char* verdict_status(queen::VerdictKind k) {
     return k == queen::VerdictKind::Queued ? "queued" : "duplicate";

@@ -8,47 +8,8 @@
 \i sql/dedup_prelude.psql
 SELECT pg_temp.view('d_last', 'd_q', '{"key": "k", "order": "proctime", "keep": "last", "generateUpdateBefore": true}');
 SELECT pg_temp.view('d_rf', 'd_q', '{"key": "k", "order": "rowtime", "keep": "first", "rowtime": "t"}');
--- messages for keys k<from>.. k<from+n-1>, value v, rowtime t = 10 * key number + v
-CREATE FUNCTION pg_temp.fill(from_k int, n int, v int) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push('d_q', 'p', (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text,
-        'payload', jsonb_build_object('k', 'k' || i, 'v', v, 't', 10 * i + v)) ORDER BY i)
-        FROM generate_series(from_k, from_k + n - 1) i));
-END $$;
--- dedup_state_rows against keep-last's rule over the whole log: each key's last row
-CREATE FUNCTION pg_temp.last_state_diff() RETURNS TABLE (keys bigint, missing bigint, extra bigint)
-LANGUAGE sql AS $$
-    WITH want AS (SELECT DISTINCT ON (payload ->> 'k') to_jsonb(payload ->> 'k')::text AS key, 1::smallint AS kind,
-                         payload, message_offset AS src_offset
-                    FROM queen.read('d_q', 'p', 0, 100000) ORDER BY payload ->> 'k', message_offset DESC),
-         have AS (SELECT key, kind, payload, src_offset FROM queen.dedup_state_rows('d_last'))
-    SELECT (SELECT count(*) FROM have),
-           (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM have) x),
-           (SELECT count(*) FROM (SELECT * FROM have EXCEPT SELECT * FROM want) x) $$;
 CREATE TABLE public.d_before AS SELECT key, payload FROM queen.dedup_state_rows('d_last') WITH NO DATA;
-CREATE FUNCTION pg_temp.snap() RETURNS void LANGUAGE sql AS $$
-    DELETE FROM public.d_before; INSERT INTO public.d_before SELECT key, payload FROM queen.dedup_state_rows('d_last') $$;
--- one advance of d_last: its changes by kind, how many -U retract something other than the
--- row the key held, and the view's delta rows after it
-CREATE FUNCTION pg_temp.step(n int, ms bigint) RETURNS TABLE (plus_i bigint, minus_u bigint, plus_u bigint,
-    retracted_other_than_held bigint, deltas int, delta_states bigint, delta_rows bigint, buckets int)
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_temp.snap();
-    CREATE TEMP TABLE step_out AS SELECT * FROM queen.dedup_advance('d_last', n, pg_temp.t(ms));
-    RETURN QUERY SELECT count(*) FILTER (WHERE o.kind = '+I'), count(*) FILTER (WHERE o.kind = '-U'),
-                        count(*) FILTER (WHERE o.kind = '+U'),
-                        count(*) FILTER (WHERE o.kind = '-U' AND NOT EXISTS (
-                            SELECT 1 FROM public.d_before b WHERE b.key = to_jsonb(o.key)::text AND b.payload = o.payload)),
-                        (SELECT v.state_deltas FROM queen.dedup_views v WHERE v.name = 'd_last'),
-                        (SELECT v.delta_states FROM queen.dedup_views v WHERE v.name = 'd_last'),
-                        (SELECT count(*) FROM queen.dedup_state_buckets b JOIN queen.dedup_views v ON v.id = b.view_id
-                          WHERE v.name = 'd_last' AND b.bucket < 0),
-                        (SELECT v.state_buckets FROM queen.dedup_views v WHERE v.name = 'd_last')
-                   FROM step_out o;
-    DROP TABLE step_out;
-END $$;
+\i sql/dedup_state_deltas.psql
 
 -- 2000 keys: written into the buckets (no delta: every key is new)
 SELECT pg_temp.fill(0, 2000, 1);
@@ -73,42 +34,7 @@ SELECT * FROM pg_temp.last_state_diff();
 -- each -U retracts the delta's row where a delta holds the key
 \c
 \i sql/dedup_prelude.psql
-CREATE FUNCTION pg_temp.fill(from_k int, n int, v int) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM count(*) FROM queen.push('d_q', 'p', (SELECT jsonb_agg(jsonb_build_object(
-        'transactionId', gen_random_uuid()::text,
-        'payload', jsonb_build_object('k', 'k' || i, 'v', v, 't', 10 * i + v)) ORDER BY i)
-        FROM generate_series(from_k, from_k + n - 1) i));
-END $$;
-CREATE FUNCTION pg_temp.last_state_diff() RETURNS TABLE (keys bigint, missing bigint, extra bigint)
-LANGUAGE sql AS $$
-    WITH want AS (SELECT DISTINCT ON (payload ->> 'k') to_jsonb(payload ->> 'k')::text AS key, 1::smallint AS kind,
-                         payload, message_offset AS src_offset
-                    FROM queen.read('d_q', 'p', 0, 100000) ORDER BY payload ->> 'k', message_offset DESC),
-         have AS (SELECT key, kind, payload, src_offset FROM queen.dedup_state_rows('d_last'))
-    SELECT (SELECT count(*) FROM have),
-           (SELECT count(*) FROM (SELECT * FROM want EXCEPT SELECT * FROM have) x),
-           (SELECT count(*) FROM (SELECT * FROM have EXCEPT SELECT * FROM want) x) $$;
-CREATE FUNCTION pg_temp.snap() RETURNS void LANGUAGE sql AS $$
-    DELETE FROM public.d_before; INSERT INTO public.d_before SELECT key, payload FROM queen.dedup_state_rows('d_last') $$;
-CREATE FUNCTION pg_temp.step(n int, ms bigint) RETURNS TABLE (plus_i bigint, minus_u bigint, plus_u bigint,
-    retracted_other_than_held bigint, deltas int, delta_states bigint, delta_rows bigint, buckets int)
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_temp.snap();
-    CREATE TEMP TABLE step_out AS SELECT * FROM queen.dedup_advance('d_last', n, pg_temp.t(ms));
-    RETURN QUERY SELECT count(*) FILTER (WHERE o.kind = '+I'), count(*) FILTER (WHERE o.kind = '-U'),
-                        count(*) FILTER (WHERE o.kind = '+U'),
-                        count(*) FILTER (WHERE o.kind = '-U' AND NOT EXISTS (
-                            SELECT 1 FROM public.d_before b WHERE b.key = to_jsonb(o.key)::text AND b.payload = o.payload)),
-                        (SELECT v.state_deltas FROM queen.dedup_views v WHERE v.name = 'd_last'),
-                        (SELECT v.delta_states FROM queen.dedup_views v WHERE v.name = 'd_last'),
-                        (SELECT count(*) FROM queen.dedup_state_buckets b JOIN queen.dedup_views v ON v.id = b.view_id
-                          WHERE v.name = 'd_last' AND b.bucket < 0),
-                        (SELECT v.state_buckets FROM queen.dedup_views v WHERE v.name = 'd_last')
-                   FROM step_out o;
-    DROP TABLE step_out;
-END $$;
+\i sql/dedup_state_deltas.psql
 -- keys 0..99 are in delta 1, 400..499 in delta 2 (newer than delta 1), 900..999 only in buckets
 SELECT pg_temp.fill(0, 100, 5);
 SELECT pg_temp.fill(400, 100, 5);

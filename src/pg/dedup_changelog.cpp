@@ -65,8 +65,8 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
         labels = new std::string[n];
         for (const Change& c : run->out)
             size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
-        ChangeBlockWriter w;
-        w.reserve(size + 8);
+        ChangeBlockWriter w(VARHDRSZ);  // the bytea's length word goes in front: no copy
+        w.reserve(VARHDRSZ + size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
             if (i > 0 && c.get().key == run->out[i - 1].get().key) {  // a -U +U pair: one label
@@ -82,10 +82,10 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     });
     if (err.failed) delete[] labels;
     cxx_raise(err);
-    size_t bsize = run->block.size();
-    block = static_cast<bytea*>(palloc(VARHDRSZ + bsize));
-    SET_VARSIZE(block, VARHDRSZ + bsize);
-    memcpy(VARDATA(block), run->block.data(), bsize);
+    // the block as a bytea in place: run->block (kept until the call ends) begins with room
+    // for the length word; malloc's alignment suits a varlena
+    block = reinterpret_cast<bytea*>(run->block.data());
+    SET_VARSIZE(block, run->block.size());
     Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};
     Datum args[4] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq), Int64GetDatum(*next_seq + n - 1),
                      PointerGetDatum(block)};
@@ -95,7 +95,6 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     run->labels = labels;  // freed with the run if the insert errors out
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: dedup changelog write failed");
-    pfree(block);
     result_in_memory(rsinfo, size + (size_t) n * 64);
     // The row datums: the three kinds, the partition and the label made once and reused while
     // the next row has the same (a -U +U pair shares its label, a call mostly reads one

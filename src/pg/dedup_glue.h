@@ -68,7 +68,7 @@ struct Run {
     std::vector<char> input_flag;
     TimestampTz now = 0;                 // the call's processing time
     std::vector<Change> out;
-    std::string block;                   // the packed changelog block
+    std::string block;                   // VARHDRSZ bytes of room, then the packed changelog block
     std::string* labels = nullptr;       // display keys of out (new[])
     explicit Run(const Options& o) : opts(o), op(new Deduplicator(o)) {}
     ~Run() {

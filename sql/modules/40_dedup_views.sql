@@ -39,6 +39,11 @@ CREATE TABLE queen.dedup_views (
     -- bucket, the call that stores them doubles the buckets and regroups every state
     state_buckets        int NOT NULL DEFAULT 64 CHECK (state_buckets BETWEEN 1 AND 1048576),
     state_keys           bigint NOT NULL DEFAULT 0,
+    -- delta rows (queen.dedup_state_buckets rows with a negative bucket) written since the
+    -- buckets were last folded, and how many states they hold together (both 0 when the
+    -- buckets hold the whole state)
+    state_deltas         int NOT NULL DEFAULT 0,
+    delta_states         bigint NOT NULL DEFAULT 0,
     created_at           timestamptz NOT NULL DEFAULT now()
 );
 
@@ -49,7 +54,13 @@ CREATE TABLE queen.dedup_views (
 -- rowtime keep-first candidate; 3 fired marker), payload (none where only a marker is needed),
 -- rowtime, written_at (the processing time of the last write: its TTL clock) and source
 -- partition and offset. A call rewrites each bucket it changes once: a few hundred rows
--- instead of one per key. queen.dedup_state_rows(view) reads it back one row per key.
+-- instead of one per key. A call that changes few of a large view's keys (a quarter or less
+-- of at least 1024) writes only their states instead, as a delta row: bucket -1, -2, ... (the
+-- view's state_deltas), the same packed form with keys from any bucket; a key's newest state is
+-- in the delta row of highest number holding it, else in its bucket. The call that would take
+-- the deltas past one state per key of the view (or past 64 rows) folds them: it rewrites the
+-- buckets they touch and deletes them. queen.dedup_state_rows(view) reads it back one row per
+-- key.
 -- The hot tables (state, changelog, pending) carry no foreign key (a per-row RI check would
 -- cost more than the operator): drop_dedup_view deletes their rows itself.
 CREATE TABLE queen.dedup_state_buckets (
@@ -411,10 +422,11 @@ DECLARE
     v_id bigint := queen.dedup_view_id(p_name);
 BEGIN
     RETURN QUERY
-        SELECT s.key, s.kind, s.payload, s.rowtime, s.written_at, s.src_partition, s.src_offset
+        SELECT DISTINCT ON (s.key COLLATE "C") s.key, s.kind, s.payload, s.rowtime, s.written_at,
+               s.src_partition, s.src_offset
           FROM queen.dedup_state_buckets b, LATERAL queen.dedup_bucket_states(b.states) s
          WHERE b.view_id = v_id
-         ORDER BY s.key COLLATE "C";
+         ORDER BY s.key COLLATE "C", b.bucket < 0 DESC, b.bucket;
 END
 $$;
 
@@ -439,10 +451,12 @@ BEGIN
         'consumed', v.consumed,
         'changes', v.next_seq - 1,
         'watermark', v.watermark,
-        'keys', (SELECT count(*) FROM queen.dedup_state_buckets b,
-                         LATERAL queen.dedup_bucket_states(b.states) s
-                  WHERE b.view_id = v.id
-                    AND (v.state_ttl_ms = 0 OR s.kind = 2 OR v.last_now IS NULL
+        'keys', (SELECT count(*) FROM (SELECT DISTINCT ON (s.key COLLATE "C") s.kind, s.written_at
+                                 FROM queen.dedup_state_buckets b,
+                                      LATERAL queen.dedup_bucket_states(b.states) s
+                                WHERE b.view_id = v.id
+                                ORDER BY s.key COLLATE "C", b.bucket < 0 DESC, b.bucket) s
+                  WHERE (v.state_ttl_ms = 0 OR s.kind = 2 OR v.last_now IS NULL
                          OR s.written_at + make_interval(secs => v.state_ttl_ms / 1000.0) > v.last_now)),
         'pendingCandidates', (SELECT count(*) FROM queen.dedup_candidates c WHERE c.view_id = v.id),
         'pendingBundle', (SELECT count(*) FROM queen.dedup_pending p WHERE p.view_id = v.id),

@@ -11,8 +11,11 @@ using bytes::get_i64;
 using bytes::get_u32;
 
 
-// Start a block with its header.
-ChangeBlockWriter::ChangeBlockWriter() { buf_.assign("QC\x01\x00\x00\x00\x00\x00", 8); }
+// Start a block with its header, after `prefix` zero bytes.
+ChangeBlockWriter::ChangeBlockWriter(std::size_t prefix) : prefix_(prefix) {
+    buf_.assign(prefix, '\0');
+    buf_.append("QC\x01\x00\x00\x00\x00\x00", 8);
+}
 
 // Append one change: its size is known up front, so the buffer grows once and the fields are
 // written in place.
@@ -34,7 +37,7 @@ void ChangeBlockWriter::add(const PackedChange& c) {
 
 // Patch the count into the header.
 const std::string& ChangeBlockWriter::finish() {
-    for (int i = 0; i < 4; i++) buf_[4 + i] = (char) ((count_ >> (8 * i)) & 0xff);
+    for (int i = 0; i < 4; i++) buf_[prefix_ + 4 + i] = (char) ((count_ >> (8 * i)) & 0xff);
     return buf_;
 }
 

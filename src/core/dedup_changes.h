@@ -24,10 +24,12 @@ struct PackedChange {
     int64_t offset;
 };
 
-// Appends changes to a block.
+// Appends changes to a block. With a prefix, the buffer starts with that many zero bytes before
+// the block (room for a caller's header, e.g. a varlena length word, so the block need not be
+// copied to sit behind one); finish() and take() return them too, the block is what follows.
 class ChangeBlockWriter {
 public:
-    ChangeBlockWriter();
+    explicit ChangeBlockWriter(std::size_t prefix = 0);
     void add(const PackedChange& c);
     void reserve(std::size_t bytes) { buf_.reserve(bytes); }
     const std::string& finish();  // the block with its count patched in
@@ -39,6 +41,7 @@ public:
 
 private:
     std::string buf_;
+    std::size_t prefix_;
     uint32_t count_ = 0;
 };
 

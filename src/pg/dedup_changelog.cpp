@@ -65,11 +65,16 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
         labels = new std::string[n];
         for (const Change& c : run->out)
             size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
-        ChangeBlockWriter w;
-        w.reserve(size + 8);
+        ChangeBlockWriter w(VARHDRSZ);  // the bytea's length word goes in front: no copy
+        w.reserve(VARHDRSZ + size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
-            labels[i] = json_scalar_text(c.get().key, &label_null[i]);
+            if (i > 0 && c.get().key == run->out[i - 1].get().key) {  // a -U +U pair: one label
+                labels[i] = labels[i - 1];
+                label_null[i] = label_null[i - 1];
+            } else {
+                labels[i] = json_scalar_text(c.get().key, &label_null[i]);
+            }
             w.add({(uint8_t) c.kind, label_null[i], !v->has_rowtime_path, labels[i], c.get().payload,
                    c.get().rowtime, c.get().partition, c.get().offset});
         }
@@ -77,10 +82,10 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     });
     if (err.failed) delete[] labels;
     cxx_raise(err);
-    size_t bsize = run->block.size();
-    block = static_cast<bytea*>(palloc(VARHDRSZ + bsize));
-    SET_VARSIZE(block, VARHDRSZ + bsize);
-    memcpy(VARDATA(block), run->block.data(), bsize);
+    // the block as a bytea in place: run->block (kept until the call ends) begins with room
+    // for the length word; malloc's alignment suits a varlena
+    block = reinterpret_cast<bytea*>(run->block.data());
+    SET_VARSIZE(block, run->block.size());
     Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};
     Datum args[4] = {Int64GetDatum(v->id), Int64GetDatum(*next_seq), Int64GetDatum(*next_seq + n - 1),
                      PointerGetDatum(block)};
@@ -90,28 +95,48 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     run->labels = labels;  // freed with the run if the insert errors out
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: dedup changelog write failed");
-    pfree(block);
     result_in_memory(rsinfo, size + (size_t) n * 64);
-    // each row's datums live in `tmp` until the store has copied them
-    MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "queen dedup result",
-                                              ALLOCSET_DEFAULT_SIZES);
+    // The row datums: the three kinds, the partition and the label made once and reused while
+    // the next row has the same (a -U +U pair shares its label, a call mostly reads one
+    // partition), the payload written into one buffer the store copies from.
+    Datum kinds[3];
+    for (int k = 0; k < 3; k++) kinds[k] = CStringGetTextDatum(change_kind_name((ChangeKind) k));
+    const std::string* part = nullptr;
+    Datum part_datum = (Datum) 0;
+    Datum label_datum = (Datum) 0;
+    size_t payload_cap = 0;
+    struct varlena* payload = nullptr;
     for (int i = 0; i < n; i++) {
         const Change& c = run->out[i];
-        MemoryContext old = MemoryContextSwitchTo(tmp);
+        const Row& r = c.get();
         Datum values[7];
         bool nulls[7] = {false, false, label_null[i], false, !v->has_rowtime_path, false, false};
         values[0] = Int64GetDatum(*next_seq + i);
-        values[1] = CStringGetTextDatum(change_kind_name(c.kind));
-        values[2] = label_null[i] ? (Datum) 0 : text_datum(labels[i]);
-        values[3] = jsonb_datum(c.get().payload);
-        values[4] = Int64GetDatum(c.get().rowtime);
-        values[5] = text_datum(c.get().partition);
-        values[6] = Int64GetDatum(c.get().offset);
+        values[1] = kinds[(int) c.kind];
+        if (!label_null[i] && (label_datum == (Datum) 0 || i == 0 || labels[i] != labels[i - 1] ||
+                               label_null[i - 1])) {
+            if (label_datum != (Datum) 0) pfree(DatumGetPointer(label_datum));
+            label_datum = text_datum(labels[i]);
+        }
+        values[2] = label_null[i] ? (Datum) 0 : label_datum;
+        if (r.payload.size() > payload_cap) {
+            if (payload != nullptr) pfree(payload);
+            payload_cap = Max(r.payload.size(), (size_t) 256) * 2;
+            payload = static_cast<struct varlena*>(palloc(VARHDRSZ + payload_cap));
+        }
+        SET_VARSIZE(payload, VARHDRSZ + r.payload.size());
+        memcpy(VARDATA(payload), r.payload.data(), r.payload.size());
+        values[3] = PointerGetDatum(payload);
+        values[4] = Int64GetDatum(r.rowtime);
+        if (part == nullptr || *part != r.partition) {
+            if (part_datum != (Datum) 0) pfree(DatumGetPointer(part_datum));
+            part_datum = text_datum(r.partition);
+            part = &r.partition;
+        }
+        values[5] = part_datum;
+        values[6] = Int64GetDatum(r.offset);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-        MemoryContextSwitchTo(old);
-        MemoryContextReset(tmp);
     }
-    MemoryContextDelete(tmp);
     *next_seq += n;
 }
 

@@ -4,17 +4,20 @@
 //                          offsets, view row)
 //   dedup_input.cpp        reading the source partitions' new messages in merge order
 //   dedup_state_store.cpp  the keyed state: buckets of queen.dedup_state_buckets, candidates,
-//                          the backend's cache of both
+//                          the backend's cache of both, when to write a delta or fold them
+//   dedup_state_deltas.cpp the state's delta rows (read, write, delete)
 //   dedup_changelog.cpp    the packed changelog and the call's result rows
 //   dedup_common.cpp       SPI column and datum helpers
 // None of this is visible outside the dedup glue (namespace queen_pg::dv).
 #pragma once
+#include "core/dedup_bucket.h"
 #include "core/dedup_merge.h"
 #include "core/dedup_operator.h"
 #include "core/dedup_state_cache.h"
 #include "pg/glue.h"
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +25,7 @@ namespace queen_pg::dv {
 
 using queen::dedup::Change;
 using queen::dedup::Deduplicator;
+using queen::dedup::KeyState;
 using queen::dedup::MergeItem;
 using queen::dedup::Options;
 using queen::dedup::Row;
@@ -51,13 +55,20 @@ struct Run {
     uint32_t nbuckets = 1;               // the view's state_buckets (after a regrouping: the new count)
     int64_t new_keys = 0;                // keys this call stored that the table did not have
     bool regrouped = false;              // this call spread the state over more buckets
+    bool deltas_read = false;            // delta_states / delta_keys hold the view's delta rows
+    // each delta key's newest state, as views into the delta rows' bytes (which live in the
+    // call's SPI memory until SPI_finish), and the delta keys by bucket
+    std::unordered_map<std::string_view, queen::dedup::PackedState> delta_states;
+    std::unordered_map<uint32_t, std::vector<std::string_view>> delta_keys;
+    int32 state_deltas = 0;              // the view's delta rows after this call
+    int64 delta_states_count = 0;        // the states they hold
     std::vector<Row> merged;             // the rows this call consumes, in merge order
     std::vector<char> flag;              // merged[i]'s RowFlag
     std::vector<int> merged_part;        // merged[i]'s partition index
     std::vector<char> input_flag;
     TimestampTz now = 0;                 // the call's processing time
     std::vector<Change> out;
-    std::string block;                   // the packed changelog block
+    std::string block;                   // VARHDRSZ bytes of room, then the packed changelog block
     std::string* labels = nullptr;       // display keys of out (new[])
     explicit Run(const Options& o) : opts(o), op(new Deduplicator(o)) {}
     ~Run() {
@@ -90,6 +101,8 @@ struct ViewRow {
     int64 token;     // state_token: which write of the view's state the table holds
     int32 nbuckets;  // state_buckets
     int64 state_keys;  // keys stored (a key's state is never removed, only overwritten)
+    int32 state_deltas;  // delta rows not folded into the buckets yet
+    int64 delta_states;  // the states they hold
 };
 
 // ---- dedup_common.cpp ----
@@ -129,6 +142,15 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, queen_pg::CxxError* e
 void write_states(Run* run, const ViewRow* v);
 // After the call's writes: the backend's copy holds the state as of `token`.
 void store_cached(Run* run, const ViewRow* v, int64 token);
+
+// ---- dedup_state_deltas.cpp ----
+// Read the view's delta rows once (run->delta_states, run->delta_keys); replaces the last SPI
+// result.
+void read_deltas(Run* run, const ViewRow* v, queen_pg::CxxError* err);
+// Insert delta row `seq` holding a bytea datum of a packed bucket.
+void write_delta(const ViewRow* v, int32 seq, Datum bytes);
+// Delete the view's `n` delta rows.
+void delete_deltas(const ViewRow* v, int32 n);
 
 // ---- dedup_changelog.cpp ----
 // Append the emitted changes to the changelog and return them as the call's rows.

@@ -4,7 +4,11 @@
 // backend keeps a copy of the buckets and states it read or wrote (src/core/dedup_state_cache.h).
 // A call reads whole buckets (the ones holding the keys it needs that its copy lacks) and
 // rewrites each bucket it changed once, so its row writes are bounded by the view's bucket
-// count, not by the number of keys it touches.
+// count, not by the number of keys it touches. A call that changes few of a large view's keys
+// (a quarter or less) writes only their states, as one delta row (dedup_state_deltas.cpp),
+// until the deltas would hold more states than the view has keys: then the call folds them,
+// rewriting every bucket a delta or the call touched once and deleting the deltas. Whatever
+// reads a bucket from the table lays the deltas' newer states of its keys over it.
 //
 // Locks: none of its own. The caller holds the view's queen.dedup_views row FOR NO KEY UPDATE,
 // which excludes every other writer of the view's bucket and candidate rows; the in-place
@@ -176,11 +180,26 @@ void take_bucket_rows(Run* run, const ViewRow* v, CxxError* err) {
                                v->id, bad_bucket, bad)));
 }
 
-// Read the given buckets (none known to the call yet) from the table (take_bucket_rows); a
-// bucket without a row is known empty.
+// Lay the delta rows' states of bucket b's keys (read_deltas) over what its row gave: they are
+// newer. Keys the call has written are left alone (newer still).
+void overlay_deltas(Run* run, uint32_t b) {
+    auto it = run->delta_keys.find(b);
+    if (it == run->delta_keys.end()) return;
+    std::string key;
+    for (std::string_view kv : it->second) {
+        key.assign(kv.data(), kv.size());
+        if (run->st.is_dirty(key)) continue;
+        if (run->st.find_own(key) == nullptr) run->table_keys.push_back(key);
+        run->st.load(unpack_state(run->delta_states.at(kv)));
+    }
+}
+
+// Read the given buckets (none known to the call yet) from the table (take_bucket_rows), the
+// view's delta rows laid over them; a bucket without a row is known empty.
 void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& buckets, CxxError* err) {
     int n = (int) buckets.size();
     if (n == 0) return;
+    read_deltas(run, v, err);  // before the bucket rows: it replaces the SPI result
     Datum* bs = static_cast<Datum*>(palloc(sizeof(Datum) * n));
     for (int i = 0; i < n; i++) bs[i] = Int32GetDatum((int32) buckets[i]);
     Oid types[2] = {INT8OID, INT4ARRAYOID};
@@ -196,6 +215,10 @@ void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& bucke
     cxx_raise(*err);
     take_bucket_rows(run, v, err);
     pfree(bs);
+    cxx_capture(*err, [&] {
+        for (uint32_t b : buckets) overlay_deltas(run, b);
+    });
+    cxx_raise(*err);
 }
 
 // The buckets of the given keys that the call does not know yet, each once.
@@ -423,28 +446,38 @@ bool bucket_update_at(BucketRel* r, uint64 loc, int64 view_id, int32 bucket, Dat
 
 // The new bytes of every bucket the operator changed a key of: the bucket as known (read, or
 // the backend's copy) with the written states merged in. Into run->written_buckets.
-void build_buckets(Run* run, const ViewRow* v, CxxError* err) {
+// With fold, the keys of the view's delta rows (read_deltas) are merged in too: a key the call
+// did not write has its newest delta entry as its state.
+void build_buckets(Run* run, const ViewRow* v, bool fold, CxxError* err) {
     const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     bool rowtime = v->has_rowtime_path;
     const char* bad = nullptr;
     uint32_t missing = 0;
     cxx_capture(*err, [&] {
-        std::map<uint32_t, std::vector<const KeyState*>> by_bucket;
-        for (StateMap::Entry* e : dirty)
-            by_bucket[bucket_of(e->first, run->nbuckets)].push_back(&e->second.state);
-        std::vector<PackedState> repl;
-        for (auto& [b, states] : by_bucket) {
+        std::map<uint32_t, std::vector<PackedState>> by_bucket;
+        for (StateMap::Entry* e : dirty) {
+            const KeyState& s = e->second.state;
+            by_bucket[bucket_of(e->first, run->nbuckets)].push_back(
+                pack_state(s, keeps_payload(s, run->opts), rowtime));
+        }
+        // a delta key the call did not write: its newest delta entry is its state, as packed
+        if (fold) {
+            std::string k;
+            for (auto& [b, keys] : run->delta_keys)
+                for (std::string_view kv : keys) {
+                    k.assign(kv.data(), kv.size());
+                    if (!run->st.is_dirty(k)) by_bucket[b].push_back(run->delta_states.at(kv));
+                }
+        }
+        for (auto& [b, repl] : by_bucket) {
             const BucketRow* old = known_bucket(run, v, b);
             if (old == nullptr) {  // every written key's bucket was read or cached first
                 missing = b;
                 bad = "a written key's bucket was never read";
                 return;
             }
-            std::sort(states.begin(), states.end(),
-                      [](const KeyState* x, const KeyState* y) { return x->row.key < y->row.key; });
-            repl.clear();
-            for (const KeyState* s : states)
-                repl.push_back(pack_state(*s, keeps_payload(*s, run->opts), rowtime));
+            std::sort(repl.begin(), repl.end(),
+                      [](const PackedState& x, const PackedState& y) { return x.key < y.key; });
             BucketRow next;
             bad = merge_bucket(old->bytes, repl, &next.bytes);
             if (bad != nullptr) {
@@ -481,11 +514,19 @@ uint32_t buckets_for(int64 keys, uint32_t now) {
 void regroup(Run* run, const ViewRow* v, uint32_t nb, CxxError* err) {
     Oid types[1] = {INT8OID};
     Datum args[1] = {Int64GetDatum(v->id)};
+    read_deltas(run, v, err);  // before the bucket rows: it replaces the SPI result
     SPIPlanPtr all = spi_plan(&plan_bucket_all,
-        "SELECT bucket, states, ctid FROM queen.dedup_state_buckets WHERE view_id = $1", 1, types);
+        "SELECT bucket, states, ctid FROM queen.dedup_state_buckets WHERE view_id = $1"
+        " AND bucket >= 0", 1, types);
     if (SPI_execute_plan(all, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup state read failed");
     take_bucket_rows(run, v, err);
+    cxx_capture(*err, [&] {
+        for (auto& kv : run->delta_keys) overlay_deltas(run, kv.first);
+    });
+    cxx_raise(*err);
+    run->state_deltas = 0;  // the DELETE below removes the delta rows too: all is regrouped
+    run->delta_states_count = 0;
     SPIPlanPtr del = spi_plan(&plan_bucket_del,
         "DELETE FROM queen.dedup_state_buckets WHERE view_id = $1", 1, types);
     if (SPI_execute_plan(del, args, nullptr, false, 0) != SPI_OK_DELETE)
@@ -528,6 +569,68 @@ void take_locators(Run* run) {
     }
 }
 
+// Deltas: a call writes one when the view has at least kDeltaMinKeys keys, the call changed at
+// most 1/kDeltaShare of them, and the deltas would then hold no more states than the view has
+// keys in at most kMaxDeltaRows rows (so a fold, or a backend reading them, reads at most
+// about one state per key).
+constexpr int64 kDeltaMinKeys = 1024;
+constexpr int64 kDeltaShare = 4;
+constexpr int32 kMaxDeltaRows = 64;
+
+// Whether this call writes its states as a delta row instead of rewriting their buckets.
+bool use_delta(const Run* run, const ViewRow* v) {
+    int64 keys = v->state_keys + run->new_keys;
+    int64 n = (int64) run->st.dirty().size();
+    return keys >= kDeltaMinKeys && n * kDeltaShare <= keys && v->delta_states + n <= keys &&
+           v->state_deltas < kMaxDeltaRows;
+}
+
+// Write the states the operator changed as the view's next delta row (keys in order).
+void write_delta_row(Run* run, const ViewRow* v) {
+    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
+    bool rowtime = v->has_rowtime_path;
+    std::string* bytes = nullptr;
+    CxxError err;
+    cxx_capture(err, [&] {
+        std::vector<const KeyState*> states;
+        states.reserve(dirty.size());
+        size_t size = 8;
+        for (const StateMap::Entry* e : dirty) states.push_back(&e->second.state);
+        std::sort(states.begin(), states.end(),
+                  [](const KeyState* x, const KeyState* y) { return x->row.key < y->row.key; });
+        std::vector<PackedState> packed;
+        packed.reserve(states.size());
+        for (const KeyState* s : states) {
+            packed.push_back(pack_state(*s, keeps_payload(*s, run->opts), rowtime));
+            size += BucketWriter::entry_size(packed.back());
+        }
+        BucketWriter w;
+        w.reserve(size);
+        for (const PackedState& p : packed) w.add(p);
+        bytes = new std::string(w.take());
+    });
+    cxx_raise(err);
+    Datum d = varlena_datum(*bytes);  // a palloc'd copy: nothing C++ is held across the insert
+    delete bytes;
+    run->state_deltas = v->state_deltas + 1;
+    run->delta_states_count = v->delta_states + (int64) dirty.size();
+    write_delta(v, run->state_deltas, d);
+}
+
+// Fold the view's deltas into the buckets this call writes: read them, read the buckets of
+// their keys that the call does not know yet.
+void prepare_fold(Run* run, const ViewRow* v, CxxError* err) {
+    read_deltas(run, v, err);
+    std::vector<uint32_t> buckets;
+    cxx_capture(*err, [&] {
+        for (auto& kv : run->delta_keys)
+            if (known_bucket(run, v, kv.first) == nullptr) buckets.push_back(kv.first);
+        std::sort(buckets.begin(), buckets.end());
+    });
+    cxx_raise(*err);
+    load_buckets(run, v, buckets, err);
+}
+
 }  // namespace
 
 // Write every bucket the operator changed a key of: an existing row in place where its tuple
@@ -541,10 +644,18 @@ void write_states(Run* run, const ViewRow* v) {
         if (!e->second.was_loaded) run->new_keys++;
     CxxError err;
     uint32_t nb = buckets_for(v->state_keys + run->new_keys, run->nbuckets);
-    if (nb != run->nbuckets)
+    bool fold = false;
+    if (nb != run->nbuckets) {
         regroup(run, v, nb, &err);
-    else
-        build_buckets(run, v, &err);
+    } else if (use_delta(run, v)) {
+        write_delta_row(run, v);
+        if (run->op->insert_only_first()) write_candidates(run, v);
+        return;
+    } else {
+        fold = v->state_deltas > 0;
+        if (fold) prepare_fold(run, v, &err);
+        build_buckets(run, v, fold, &err);
+    }
     int total = (int) run->written_buckets.size();
     std::vector<uint32_t>* order = nullptr;  // buckets in ascending order: a stable write order
     cxx_capture(err, [&] {
@@ -618,6 +729,11 @@ void write_states(Run* run, const ViewRow* v) {
         take_locators(run);
     }
     delete order;
+    if (fold) {
+        delete_deltas(v, v->state_deltas);
+        run->state_deltas = 0;
+        run->delta_states_count = 0;
+    }
     if (run->op->insert_only_first()) write_candidates(run, v);
 }
 

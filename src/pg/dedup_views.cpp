@@ -76,7 +76,7 @@ void load_view(text* name, ViewRow* v, Options* o) {
         "SELECT v.id, q.name, v.key_path, v.rowtime_path, v.order_rowtime, v.keep_last,"
         "       v.update_before, v.generate_insert, v.mini_batch, v.mini_batch_size,"
         "       v.compact_changes, v.state_ttl_ms, v.watermark, v.late_rows, v.next_seq, v.consumed,"
-        "       v.state_token, v.state_buckets, v.state_keys"
+        "       v.state_token, v.state_buckets, v.state_keys, v.state_deltas, v.delta_states"
         "  FROM queen.dedup_views v JOIN queen.queues q ON q.id = v.queue_id"
         " WHERE v.name = $1 FOR NO KEY UPDATE OF v", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT)
@@ -112,6 +112,10 @@ void load_view(text* name, ViewRow* v, Options* o) {
     if (isnull || v->nbuckets < 1) elog(ERROR, "queen: dedup view has no state bucket count");
     v->state_keys = col_int8(t, d, 19, &isnull);
     if (isnull) elog(ERROR, "queen: dedup view has no state key count");
+    v->state_deltas = DatumGetInt32(SPI_getbinval(t, d, 20, &isnull));
+    if (isnull || v->state_deltas < 0) elog(ERROR, "queen: dedup view has no delta row count");
+    v->delta_states = col_int8(t, d, 21, &isnull);
+    if (isnull) elog(ERROR, "queen: dedup view has no delta state count");
     const char* bad = validate(*o);
     if (bad != nullptr) QUEEN_BAD_INPUT("%s", bad);
 }
@@ -212,20 +216,22 @@ void write_pending(Run* run, const ViewRow* v, bool had_pending) {
 // token: this write's state token (see dedup_state_cache.h).
 void write_view(Run* run, const ViewRow* v, int64 next_seq, int64 consumed, int64 no_rowtime,
                 TimestampTz now, int64 token) {
-    Oid types[10] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT8OID,
-                     INT4OID, INT8OID};
+    Oid types[12] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT8OID,
+                     INT4OID, INT8OID, INT4OID, INT8OID};
     bool has_wm = run->op->has_watermark();
-    Datum args[10] = {Int64GetDatum(v->id), Int64GetDatum(run->op->current_watermark()),
+    Datum args[12] = {Int64GetDatum(v->id), Int64GetDatum(run->op->current_watermark()),
                       Int64GetDatum(run->op->late_rows()), Int64GetDatum(next_seq),
                       Int64GetDatum(consumed), Int64GetDatum(no_rowtime), TimestampTzGetDatum(now),
                       Int64GetDatum(token), Int32GetDatum((int32) run->nbuckets),
-                      Int64GetDatum(run->new_keys)};
-    char nulls[10] = {' ', has_wm ? ' ' : 'n', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+                      Int64GetDatum(run->new_keys), Int32GetDatum(run->state_deltas),
+                      Int64GetDatum(run->delta_states_count)};
+    char nulls[12] = {' ', has_wm ? ' ' : 'n', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
     SPIPlanPtr plan = spi_plan(&plan_view_upd,
         "UPDATE queen.dedup_views SET watermark = $2, late_rows = $3, next_seq = $4,"
         "       consumed = consumed + $5, rows_without_rowtime = rows_without_rowtime + $6,"
         "       last_now = $7, state_token = $8, state_buckets = $9,"
-        "       state_keys = state_keys + $10 WHERE id = $1", 10, types);
+        "       state_keys = state_keys + $10, state_deltas = $11, delta_states = $12 WHERE id = $1",
+        12, types);
     if (SPI_execute_plan(plan, args, nulls, false, 0) != SPI_OK_UPDATE)
         elog(ERROR, "queen: dedup view update failed");
 }
@@ -272,6 +278,8 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     cxx_capture(err, [&] { holder->run = new Run(o); });
     cxx_raise(err);
     Run* run = holder->run;
+    run->state_deltas = v.state_deltas;  // unless this call writes or folds one
+    run->delta_states_count = v.delta_states;
     bool had_pending = false;
     if (o.mini_batch) {
         load_pending(run, &v, &err);

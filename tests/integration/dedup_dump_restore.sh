@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Dedup views through pg_dump / pg_restore: a database with four views (keep-last with
 # -U, rowtime keep-first with pending candidates and a watermark, a mini-batch view with an open
-# bundle, a view whose state regrouped into more buckets) is dumped (custom format) and restored
+# bundle, a view whose state regrouped into more buckets, two views with delta rows of state
+# not folded into their buckets yet) is dumped (custom format) and restored
 # into a fresh database. The restored database must hold the same view rows, state (read with
 # queen.dedup_state_rows), candidates, bundle, offsets and changelog; then the same new messages
 # and the same calls on both (each from a new session: the state read from the tables) must emit
@@ -45,7 +46,7 @@ step() {
 # everything the views hold, in a fixed order
 fingerprint() {
     sql "$1" \
-        "SELECT name, options, key_path, rowtime_path, watermark, next_seq, consumed, late_rows, rows_without_rowtime, last_now, state_buckets, state_keys FROM queen.dedup_views ORDER BY name" \
+        "SELECT name, options, key_path, rowtime_path, watermark, next_seq, consumed, late_rows, rows_without_rowtime, last_now, state_buckets, state_keys, state_deltas, delta_states FROM queen.dedup_views ORDER BY name" \
         "SELECT v.name, s.* FROM queen.dedup_views v, LATERAL queen.dedup_state_rows(v.name) s ORDER BY v.name, s.key COLLATE \"C\"" \
         "SELECT v.name, c.rowtime, c.key, c.arrival FROM queen.dedup_candidates c JOIN queen.dedup_views v ON v.id = c.view_id ORDER BY v.name, c.rowtime, c.key COLLATE \"C\"" \
         "SELECT v.name, p.pos, p.key, p.payload, p.rowtime, p.src_partition, p.src_offset FROM queen.dedup_pending p JOIN queen.dedup_views v ON v.id = p.view_id ORDER BY 1, 2" \
@@ -65,9 +66,14 @@ push "$SRC" 100 2500 2   # 2600 keys: past 64 buckets x 32, the views regroup
 step "$SRC" 1 1000 >/dev/null
 push "$SRC" 0 50 3       # leaves candidates pending and a bundle open
 sql "$SRC" "SELECT count(*) FROM queen.dedup_advance('d_rf', 100000, $T0 + interval '2 s')" \
-           "SELECT count(*) FROM queen.dedup_advance('d_mb', 100000, $T0 + interval '2 s')" >/dev/null
+           "SELECT count(*) FROM queen.dedup_advance('d_mb', 100000, $T0 + interval '2 s')" \
+           "SELECT count(*) FROM queen.dedup_advance('d_last', 100000, $T0 + interval '2 s')" \
+           "SELECT count(*) FROM queen.dedup_advance('d_big', 100000, $T0 + interval '2 s')" >/dev/null
 [[ $(sql "$SRC" "SELECT (queen.dedup_stats('d_big') ->> 'stateBuckets')::int > 64 AND (queen.dedup_stats('d_rf') ->> 'pendingCandidates')::int > 0 AND (queen.dedup_stats('d_mb') ->> 'pendingBundle')::int > 0") == t ]] \
     || fail "the source should have regrouped buckets, pending candidates and an open bundle"
+# 50 of 2600 keys changed: d_last and d_big hold them as a delta row (bucket -1)
+[[ $(sql "$SRC" "SELECT string_agg(v.name || ':' || v.state_deltas || ':' || (SELECT count(*) FROM queen.dedup_state_buckets b WHERE b.view_id = v.id AND b.bucket < 0), ',' ORDER BY v.name) FROM queen.dedup_views v WHERE v.name IN ('d_last', 'd_big')") == "d_big:1:1,d_last:1:1" ]] \
+    || fail "the source should hold one delta row for d_last and d_big"
 
 pg_dump -Fc -d "$SRC" -f "$WORK/src.dump"
 createdb "$DST"

@@ -32,6 +32,27 @@ TEST(DedupChanges, RoundTrip) {
     EXPECT_EQ(r.error(), nullptr);
 }
 
+TEST(DedupChanges, PrefixLeavesRoomBeforeTheSameBlock) {
+    ChangeBlockWriter plain, prefixed(4);
+    for (ChangeBlockWriter* w : {&plain, &prefixed}) {
+        w->add({0, false, true, "a", "{payload}", 0, "p0", 7});
+        w->add({2, false, false, "b", "{}", 9, "p1", 8});
+    }
+    std::string a = plain.take(), b = prefixed.take();
+    ASSERT_EQ(b.size(), a.size() + 4);
+    EXPECT_EQ(b.substr(0, 4), std::string(4, '\0'));
+    EXPECT_EQ(b.substr(4), a);
+    ChangeBlockReader r(reinterpret_cast<const uint8_t*>(b.data()) + 4, b.size() - 4);
+    EXPECT_EQ(r.count(), 2u);
+    PackedChange c;
+    ASSERT_TRUE(r.next(&c));
+    ASSERT_TRUE(r.next(&c));
+    EXPECT_EQ(c.key, "b");
+    EXPECT_EQ(c.offset, 8);
+    EXPECT_FALSE(r.next(&c));
+    EXPECT_EQ(r.error(), nullptr);
+}
+
 TEST(DedupChanges, TruncatedAndBadBlocksRejected) {
     ChangeBlockWriter w;
     w.add({2, false, false, "key", "payload", 1, "p", 2});

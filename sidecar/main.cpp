@@ -33,6 +33,7 @@
 #include "settings.h"
 #include "streams_api.h"
 #include "streams_pg_backend.h"
+#include "streams_pg_direct.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;
@@ -167,6 +168,12 @@ int main(int argc, char** argv) {
     lim.body_timeout_ms = st.body_timeout_ms;
     lim.write_timeout_ms = st.write_timeout_ms;
     HttpServer server(ioc, api, metrics, lim);
+    // The streams' direct path: its connection watched by this loop (destroyed before ioc).
+    std::unique_ptr<streams::StreamsPgDirect> stream_direct;
+    if (st.stream_direct) {
+        stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, int(st.connect_timeout_s));
+        stream_engine.set_direct(stream_direct.get());
+    }
     api.set_health(&probe, server.draining_flag());
     std::string host;
     uint16_t port = 0, bound = 0;

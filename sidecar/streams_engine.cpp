@@ -82,6 +82,72 @@ void Engine::push_write(Item it) {
     enqueue_locked(std::move(it));
 }
 
+// Under wq_.mu (lk): run an append on the direct path when it may (try_direct), else queue it.
+void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
+    if (try_direct(lk, &it)) return;
+    enqueue_locked(std::move(it));
+}
+
+// Under wq_.mu (lk, released around start()): the direct path, when it is connected and free,
+// every writer idle with nothing queued (no batch forming), the stream not held, and the
+// producer not pipelining (its burst is better fused by a writer). True: sent (the answer
+// comes through direct_done); false: *it untouched, to be queued.
+bool Engine::try_direct(std::unique_lock<std::mutex>& lk, Item* it) {
+    if (direct_ == nullptr || direct_busy_ || stop_ || !it->is_append || !wq_.items.empty() ||
+        idle_ < n_writers_ || held_.count(it->name) || !direct_->ready() ||
+        (!it->hold_key.empty() && hold_.last_depth(it->hold_key) > 1))
+        return false;
+    direct_busy_ = true;
+    held_.insert(it->name);
+    auto item = std::make_shared<Item>(std::move(*it));
+    lk.unlock();
+    const bool sent = direct_->start(
+        item->args, [this, item](Status s, AppendAnswer x) { direct_done(item, std::move(s), std::move(x)); });
+    lk.lock();
+    if (sent) return true;
+    direct_busy_ = false;
+    held_.erase(item->name);
+    *it = std::move(*item);
+    return false;
+}
+
+// A direct append's answer (on the event loop): note it, release its stream (waking a writer
+// for what queued behind it meanwhile), then answer.
+void Engine::direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer x) {
+    if (s.is_ok()) {
+        if (changed_ && x.status == "applied") changed_(it->args.name);
+        note_answer(it.get(), x);
+    }
+    {
+        std::lock_guard<std::mutex> lk(wq_.mu);
+        held_.erase(it->name);
+        direct_busy_ = false;
+        if (!it->hold_key.empty()) hold_.finished(it->hold_key, it->answer_epoch, it->answer_seq);
+        if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {
+            wake_pending_ = true;
+            wq_.cv.notify_one();
+        }
+    }
+    direct_count_++;
+    it->done(std::move(s), std::move(x));
+}
+
+// On a writer: (re)connect the direct path when it is not ready, at most once a second; the
+// direct path stays unused meanwhile (direct_busy_).
+void Engine::connect_direct() {
+    {
+        std::lock_guard<std::mutex> lk(wq_.mu);
+        if (direct_ == nullptr || direct_busy_ || stop_ || direct_->ready() ||
+            mono_ms() < direct_retry_ms_)
+            return;
+        direct_busy_ = true;
+        direct_retry_ms_ = mono_ms() + 1000;
+    }
+    (void)direct_->connect();  // a failure is retried later; meanwhile the writers take all
+    std::lock_guard<std::mutex> lk(wq_.mu);
+    direct_busy_ = false;
+}
+
 // A producer append goes through hold_ (held behind a predecessor still on its way, or
 // queued with the held appends that follow it); the others are queued at once.
 void Engine::append(AppendArgs args, AppendDone done) {
@@ -91,7 +157,8 @@ void Engine::append(AppendArgs args, AppendDone done) {
     it.done = std::move(done);
     if (!hold_on_ || !args.producer) {
         it.args = std::move(args);
-        return push_write(std::move(it));
+        std::unique_lock<std::mutex> lk(wq_.mu);
+        return submit_locked(lk, std::move(it));
     }
     it.hold_key = args.name;
     it.hold_key.push_back('\0');
@@ -101,7 +168,7 @@ void Engine::append(AppendArgs args, AppendDone done) {
     const int64_t epoch = args.epoch, seq = args.seq;
     it.args = std::move(args);
     const int64_t now = mono_ms();
-    std::lock_guard<std::mutex> lk(wq_.mu);
+    std::unique_lock<std::mutex> lk(wq_.mu);
     const uint64_t id = next_id_++;
     std::vector<uint64_t> released;
     bool next = false;
@@ -111,6 +178,7 @@ void Engine::append(AppendArgs args, AppendDone done) {
         return;
     }
     if (next) it.args.expect_apply = true;  // a hint only: the extension decides
+    if (released.empty()) return submit_locked(lk, std::move(it));
     enqueue_locked(std::move(it));
     release_locked(released, true);
 }
@@ -216,6 +284,7 @@ void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
 void Engine::writer_loop() {
     auto backend = factory_();
     for (;;) {
+        connect_direct();
         std::vector<Item> batch;
         std::vector<std::string> held;
         {

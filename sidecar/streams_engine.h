@@ -23,8 +23,16 @@
 // queued meanwhile), so a burst of appends costs one thread switch, not one per append. A
 // writer about to run part of a pipelining producer's burst waits a moment for the rest
 // (gather(): at most gather_us, only for a producer that had several appends in flight).
-// One mutex guards the writers' queue, the set of held streams and the held appends; no
-// backend call runs under it.
+// The direct path (set_direct): when every writer is idle, nothing is queued and the stream is
+// not held, an append is not queued but sent at once on the DirectAppender's connection from
+// the thread that received it, and answered on the event loop (no writer hand-off and back);
+// its stream is held meanwhile like a writer's batch, so the stream's later writes queue
+// behind it, and at most one append runs that way at a time (the next arrivals while it runs
+// are queued and batched by the writers as before). The direct connection is (re)connected by
+// a writer (at start and after a batch, at most once a second while it fails).
+// One mutex guards the writers' queue, the set of held streams, the held appends and the
+// direct path's state; no backend call runs under it (a DirectAppender's start() neither:
+// it may answer at once).
 // Readers: a shared queue of reads/heads served by their own connections (long-poll re-reads
 // never queue behind writes).
 #pragma once
@@ -67,6 +75,11 @@ public:
     void on_writer(const std::string& name, Task t);
     // Run a task on a reader (read, head).
     void on_reader(Task t);
+    // Use d for lone appends (see above; call before start(); d outlives the engine's use of
+    // it: until stop()). nullptr: none.
+    void set_direct(DirectAppender* d) { direct_ = d; }
+    // Appends answered by the direct path so far (for tests and metrics).
+    int64_t direct_count() const { return direct_count_.load(); }
     // Called after every committed batch with the names that changed.
     void set_changed_hook(std::function<void(const std::string&)> hook) {
         changed_ = std::move(hook);
@@ -98,6 +111,10 @@ private:
     static void note_answer(Item* it, const AppendAnswer& x);
     void gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
                 std::vector<std::string>* held);
+    void submit_locked(std::unique_lock<std::mutex>& lk, Item it);
+    bool try_direct(std::unique_lock<std::mutex>& lk, Item* it);
+    void direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer x);
+    void connect_direct();
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;
@@ -112,6 +129,10 @@ private:
     std::condition_variable hold_cv_;  // the hold thread's wake-up (a new deadline, stop)
     int idle_ = 0;                     // writers waiting on wq_.cv (under wq_.mu)
     bool wake_pending_ = false;        // a writer was woken and has not looked yet
+    DirectAppender* direct_ = nullptr;
+    bool direct_busy_ = false;       // an append (or a connect) on direct_ (under wq_.mu)
+    int64_t direct_retry_ms_ = 0;    // no connect attempt before (under wq_.mu)
+    std::atomic<int64_t> direct_count_{0};
     std::atomic<bool> stop_{false};  // set under each queue's mutex (no lost wake-up), read under either
     std::vector<std::thread> threads_;
     std::function<void(const std::string&)> changed_;

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
             streams::HoldLimits h;
             h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
             return h;
-        }(), st.stream_gather_us);
+        }(), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     streams::StreamsLimits stream_limits;
     stream_limits.long_poll_ms = st.stream_long_poll_ms;

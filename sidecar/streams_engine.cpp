@@ -1,6 +1,7 @@
 // Streams work queues (see streams_engine.h).
 #include "streams_engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace queen::sidecar::streams {
@@ -19,14 +20,15 @@ int64_t mono_us() {
 }  // namespace
 
 Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
-               int64_t gather_us)
+               int64_t gather_us, int64_t cohort_us)
     : factory_(std::move(factory)),
       n_writers_(writers < 1 ? 1 : writers),
       n_readers_(readers < 1 ? 1 : readers),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       hold_on_(hold.hold_ms > 0),
       hold_(hold),
-      gather_us_(hold_on_ ? gather_us : 0) {}
+      gather_us_(hold_on_ ? gather_us : 0),
+      cohort_us_(hold_on_ ? cohort_us : 0) {}
 
 Engine::~Engine() { stop(); }
 
@@ -42,6 +44,7 @@ void Engine::stop() {
         std::lock_guard<std::mutex> lk(wq_.mu);
         stop_ = true;
         wq_.cv.notify_all();
+        gather_cv_.notify_all();
         hold_cv_.notify_all();
     }
     {
@@ -59,7 +62,12 @@ void Engine::stop() {
 // finishes (it looks at the queue before it waits again), so one wake-up is enough; waking a
 // writer for every append cost a thread switch per append on a box with few cores.
 void Engine::enqueue_locked(Item it) {
+    arrived_locked(it, mono_us());
     wq_.items.push_back(std::move(it));
+    if (gathering_ > 0) {  // the gathering writer takes it
+        gather_cv_.notify_all();
+        return;
+    }
     if (idle_ > 0 && !wake_pending_) {
         wake_pending_ = true;
         wq_.cv.notify_one();
@@ -84,6 +92,7 @@ void Engine::push_write(Item it) {
 
 // Under wq_.mu (lk): run an append on the direct path when it may (try_direct), else queue it.
 void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
+    arrived_locked(it, mono_us());
     if (try_direct(lk, &it)) return;
     enqueue_locked(std::move(it));
 }
@@ -95,6 +104,7 @@ void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
 bool Engine::try_direct(std::unique_lock<std::mutex>& lk, Item* it) {
     if (direct_ == nullptr || direct_busy_ || stop_ || !it->is_append || !wq_.items.empty() ||
         idle_ < n_writers_ || held_.count(it->name) || !direct_->ready() ||
+        expected_locked(mono_us()) > 0 ||
         (!it->hold_key.empty() && hold_.last_depth(it->hold_key) > 1))
         return false;
     direct_busy_ = true;
@@ -120,6 +130,7 @@ void Engine::direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer
     }
     {
         std::lock_guard<std::mutex> lk(wq_.mu);
+        if (s.is_ok()) answered_locked(*it, mono_us());
         held_.erase(it->name);
         direct_busy_ = false;
         if (!it->hold_key.empty()) hold_.finished(it->hold_key, it->answer_epoch, it->answer_seq);
@@ -220,6 +231,39 @@ void Engine::on_reader(Task t) {
     rq_.cv.notify_one();
 }
 
+// Under wq_.mu: this producer append was answered now; expect its producer back within
+// 2 x cohort_us unless its last turnaround was longer than that. Called before the answer
+// goes out, so that the producer's next arrival finds the entry.
+void Engine::answered_locked(const Item& it, int64_t now_us) {
+    if (it.hold_key.empty() || cohort_us_ <= 0) return;
+    auto t = turn_.find(it.hold_key);
+    const int64_t turn = t == turn_.end() ? 0 : t->second;  // unknown: expected (learns it)
+    if (recent_.size() >= 4096) recent_.clear();  // bounds; a cohort is just not waited for
+    recent_[it.hold_key] = Expected{now_us, turn < 2 * cohort_us_ ? now_us + 2 * cohort_us_ : 0};
+}
+
+// Under wq_.mu: a producer append arrived: learn its turnaround, it is expected no more.
+void Engine::arrived_locked(const Item& it, int64_t now_us) {
+    if (it.hold_key.empty() || recent_.empty()) return;
+    auto r = recent_.find(it.hold_key);
+    if (r == recent_.end()) return;
+    if (turn_.size() >= 4096) turn_.clear();
+    turn_[it.hold_key] = now_us - r->second.answered_us;
+    recent_.erase(r);
+}
+
+// Under wq_.mu: how many answered producers are still expected back now (the others are
+// forgotten as expected: that producer stopped or took its time).
+int64_t Engine::expected_locked(int64_t now_us) {
+    int64_t n = 0;
+    for (auto it = recent_.begin(); it != recent_.end();)
+        if (now_us - it->second.answered_us > 4 * cohort_us_)
+            it = recent_.erase(it);  // its turnaround is not worth keeping
+        else
+            n += now_us < (it++)->second.until_us;
+    return n;
+}
+
 // Under wq_.mu: take a task alone, or every waiting append of the streams no other writer
 // holds (in queue order, at most max_batch), and hold their streams. A stream whose task
 // waits behind what was taken is left alone for the rest of the scan (its later writes stay
@@ -255,27 +299,30 @@ bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held
     return !batch->empty();
 }
 
-// Under wq_.mu (held by lk): a batch about to run holds fewer appends of a pipelining
-// producer than it had in flight at once last time (the rest are on their way on other
-// connections): wait up to gather_us_ for them, taking what arrives into the batch, so the
-// burst commits in one transaction instead of one per arrival while the stream is held. A
-// producer sending one append at a time (depth 1) never waits.
+// Under wq_.mu (held by lk): wait for appends on their way, taking what arrives into the
+// batch: (a) for at most gather_us_, while the batch holds fewer appends of a pipelining
+// producer than it had in flight at once last time (the rest are on other connections), so
+// the burst commits in one transaction; (b) for at most cohort_us_, while answered producers
+// of a cohort are expected back (recent_, see streams_engine.h). A producer sending one append at a time alone never waits.
 void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
                     std::vector<std::string>* held) {
-    const int64_t deadline = mono_us() + gather_us_;
+    const int64_t start = mono_us();
     for (;;) {
-        std::unordered_map<std::string, int64_t> count;
-        for (const auto& it : *batch)
-            if (!it.hold_key.empty()) count[it.hold_key]++;
-        bool short_of_one = false;
-        for (const auto& [key, n] : count)
-            if (n < hold_.last_depth(key)) short_of_one = true;
-        if (!short_of_one || static_cast<int>(batch->size()) >= max_batch_ ||
-            mono_us() >= deadline || stop_)
+        const int64_t now = mono_us();
+        bool short_of_one = false;  // (a), for at most gather_us
+        if (now < start + gather_us_) {
+            std::unordered_map<std::string, int64_t> count;
+            for (const auto& it : *batch)
+                if (!it.hold_key.empty()) count[it.hold_key]++;
+            for (const auto& [key, n] : count)
+                if (n < hold_.last_depth(key)) short_of_one = true;
+        }
+        const bool cohort = now < start + cohort_us_ && expected_locked(now) > 0;  // (b)
+        if ((!short_of_one && !cohort) || static_cast<int>(batch->size()) >= max_batch_ || stop_)
             return;
-        lk.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-        lk.lock();
+        gathering_++;
+        gather_cv_.wait_for(lk, std::chrono::microseconds(50));
+        gathering_--;
         take_batch(batch, held);
     }
 }
@@ -300,7 +347,8 @@ void Engine::writer_loop() {
                 idle_--;
                 wake_pending_ = false;  // this writer looks now
             }
-            if (gather_us_ > 0 && batch.front().is_append) gather(lk, &batch, &held);
+            if ((gather_us_ > 0 || cohort_us_ > 0) && batch.front().is_append)
+                gather(lk, &batch, &held);
             // Writes left that another idle writer may take (a full batch, a task behind it):
             // pass the wake-up on.
             if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {
@@ -345,6 +393,11 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
             const AppendAnswer& x = answers[i];
             if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
             note_answer(&batch[i], x);
+        }
+        if (cohort_us_ > 0) {
+            std::lock_guard<std::mutex> lk(wq_.mu);
+            const int64_t now = mono_us();
+            for (const auto& it : batch) answered_locked(it, now);
         }
         for (std::size_t i = 0; i < batch.size(); i++)
             batch[i].done(Status::ok(), std::move(answers[i]));

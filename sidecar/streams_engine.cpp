@@ -317,7 +317,13 @@ void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
             for (const auto& [key, n] : count)
                 if (n < hold_.last_depth(key)) short_of_one = true;
         }
-        const bool cohort = now < start + cohort_us_ && expected_locked(now) > 0;  // (b)
+        bool cohort = expected_locked(now) > 0;  // (b)
+        if (cohort && now >= start + cohort_us_) {
+            // waited for and not come: not waited for again until it is back (a turnaround
+            // learned then, too long to be waited for)
+            for (auto& [key, x] : recent_) x.until_us = 0;
+            cohort = false;
+        }
         if ((!short_of_one && !cohort) || static_cast<int>(batch->size()) >= max_batch_ || stop_)
             return;
         gathering_++;
@@ -356,19 +362,30 @@ void Engine::writer_loop() {
                 wq_.cv.notify_one();
             }
         }
-        if (!batch.front().is_append)
+        if (!batch.front().is_append) {
             batch.front().task(*backend);
-        else
-            run_appends(*backend, batch);
-        {
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
-            for (const auto& it : batch)
-                if (!it.hold_key.empty())
-                    hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
+            continue;  // this writer looks at the queue again at once
+        }
+        std::vector<std::pair<Status, AppendAnswer>> answers;
+        const bool committed = run_appends(*backend, batch, &answers);
+        {
+            // Release the streams (and note the producers answered) before the answers go
+            // out: a producer's next append may then go to any writer at once.
+            std::lock_guard<std::mutex> lk(wq_.mu);
+            for (const auto& n : held) held_.erase(n);
+            const int64_t now = mono_us();
+            for (const auto& it : batch) {
+                if (it.hold_key.empty()) continue;
+                hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
+                if (committed) answered_locked(it, now);
+            }
             // No wake-up here: this writer looks at the queue again at once (and passes the
             // wake-up on when it cannot take everything).
         }
+        for (std::size_t i = 0; i < batch.size(); i++)
+            batch[i].done(std::move(answers[i].first), std::move(answers[i].second));
     }
 }
 
@@ -382,8 +399,11 @@ void Engine::note_answer(Item* it, const AppendAnswer& x) {
         it->answer_seq = *x.expected_seq - 1;
 }
 
-// One transaction; on a whole-batch failure that committed nothing, each append alone.
-void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
+// One transaction; on a whole-batch failure that committed nothing, each append alone. The
+// answers go to *out (in batch order), not to the clients yet. True: committed as one.
+bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
+                         std::vector<std::pair<Status, AppendAnswer>>* out) {
+    out->assign(batch.size(), {Status::ok(), AppendAnswer{}});
     std::vector<const AppendArgs*> args;
     for (auto& it : batch) args.push_back(&it.args);
     std::vector<AppendAnswer> answers;
@@ -393,28 +413,24 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
             const AppendAnswer& x = answers[i];
             if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
             note_answer(&batch[i], x);
+            (*out)[i].second = std::move(answers[i]);
         }
-        if (cohort_us_ > 0) {
-            std::lock_guard<std::mutex> lk(wq_.mu);
-            const int64_t now = mono_us();
-            for (const auto& it : batch) answered_locked(it, now);
-        }
-        for (std::size_t i = 0; i < batch.size(); i++)
-            batch[i].done(Status::ok(), std::move(answers[i]));
-        return;
+        return true;
     }
     if (s.code() == StatusCode::Unavailable || batch.size() == 1) {
-        for (auto& it : batch) it.done(s, AppendAnswer{});
-        return;
+        for (auto& o : *out) o.first = s;
+        return false;
     }
-    for (auto& it : batch) {
+    for (std::size_t i = 0; i < batch.size(); i++) {
+        Item& it = batch[i];
         std::vector<const AppendArgs*> one{&it.args};
         std::vector<AppendAnswer> a;
         Status s1 = b.append_batch(one, &a);
         if (s1.is_ok() && changed_ && a[0].status == "applied") changed_(it.args.name);
         if (s1.is_ok()) note_answer(&it, a[0]);
-        it.done(s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{});
+        (*out)[i] = {s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{}};
     }
+    return false;
 }
 
 void Engine::reader_loop() {

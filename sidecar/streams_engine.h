@@ -57,6 +57,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "streams_backend.h"
@@ -113,7 +114,8 @@ private:
     void writer_loop();
     void reader_loop();
     bool take_batch(std::vector<Item>* batch, std::vector<std::string>* held);
-    void run_appends(StreamsBackend& b, std::vector<Item>& batch);
+    bool run_appends(StreamsBackend& b, std::vector<Item>& batch,
+                     std::vector<std::pair<Status, AppendAnswer>>* out);
     void push_write(Item it);
     void enqueue_locked(Item it);
     void release_locked(const std::vector<uint64_t>& ids, bool hint);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "streams_engine.h"
+#include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {
 namespace {
@@ -22,13 +23,9 @@ struct Batches {
     std::vector<std::size_t> sizes;
 };
 
-class CountingBackend final : public StreamsBackend {
+class CountingBackend final : public StubStreamsBackend {
 public:
     explicit CountingBackend(Batches* b) : b_(b) {}
-    Status create(const CreateArgs&, CreateAnswer* out) override {
-        out->status = "created";
-        return Status::ok();
-    }
     Status append_batch(const std::vector<const AppendArgs*>& batch,
                         std::vector<AppendAnswer>* out) override {
         std::this_thread::sleep_for(std::chrono::microseconds(500));
@@ -36,20 +33,9 @@ public:
             std::lock_guard<std::mutex> lk(b_->mu);
             b_->sizes.push_back(batch.size());
         }
-        out->assign(batch.size(), AppendAnswer{});
-        for (std::size_t i = 0; i < batch.size(); i++) {
-            (*out)[i].status = "applied";
-            (*out)[i].producer_epoch = 0;
-            (*out)[i].producer_seq = batch[i]->seq;
-        }
+        applied(batch, out);
         return Status::ok();
     }
-    Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
-        return Status::ok();
-    }
-    Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
-    Status remove(const std::string&, std::string*) override { return Status::ok(); }
-    Status gone(const std::string&, bool*) override { return Status::ok(); }
 
 private:
     Batches* b_;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "streams_engine.h"
+#include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {
 namespace {
@@ -40,13 +41,9 @@ struct Seen {
     }
 };
 
-class WriterBackend final : public StreamsBackend {
+class WriterBackend final : public StubStreamsBackend {
 public:
     explicit WriterBackend(Seen* s) : s_(s) {}
-    Status create(const CreateArgs&, CreateAnswer* out) override {
-        out->status = "created";
-        return Status::ok();
-    }
     Status append_batch(const std::vector<const AppendArgs*>& batch,
                         std::vector<AppendAnswer>* out) override {
         std::map<std::string, std::vector<int64_t>> by_stream;
@@ -58,20 +55,9 @@ public:
             std::lock_guard<std::mutex> lk(s_->mu);
             s_->writer_appends += static_cast<int>(batch.size());
         }
-        out->assign(batch.size(), AppendAnswer{});
-        for (std::size_t i = 0; i < batch.size(); i++) {
-            (*out)[i].status = "applied";
-            (*out)[i].producer_epoch = 0;
-            (*out)[i].producer_seq = batch[i]->seq;
-        }
+        applied(batch, out);
         return Status::ok();
     }
-    Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
-        return Status::ok();
-    }
-    Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
-    Status remove(const std::string&, std::string*) override { return Status::ok(); }
-    Status gone(const std::string&, bool*) override { return Status::ok(); }
 
 private:
     Seen* s_;

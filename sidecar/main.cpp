@@ -33,6 +33,7 @@
 #include "settings.h"
 #include "streams_api.h"
 #include "streams_pg_backend.h"
+#include "streams_pg_direct.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
             streams::HoldLimits h;
             h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
             return h;
-        }(), st.stream_gather_us);
+        }(), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     streams::StreamsLimits stream_limits;
     stream_limits.long_poll_ms = st.stream_long_poll_ms;
@@ -167,6 +168,12 @@ int main(int argc, char** argv) {
     lim.body_timeout_ms = st.body_timeout_ms;
     lim.write_timeout_ms = st.write_timeout_ms;
     HttpServer server(ioc, api, metrics, lim);
+    // The streams' direct path: its connection watched by this loop (destroyed before ioc).
+    std::unique_ptr<streams::StreamsPgDirect> stream_direct;
+    if (st.stream_direct) {
+        stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, int(st.connect_timeout_s));
+        stream_engine.set_direct(stream_direct.get());
+    }
     api.set_health(&probe, server.draining_flag());
     std::string host;
     uint16_t port = 0, bound = 0;

@@ -87,6 +87,10 @@ Binding bind(Settings* st, const std::string& name) {
         b.i = &st->stream_long_poll_ms;
     else if (name == "stream-hold-ms")
         b.i = &st->stream_hold_ms;
+    else if (name == "stream-direct")
+        b.i = &st->stream_direct;
+    else if (name == "stream-cohort-us")
+        b.i = &st->stream_cohort_us;
     else if (name == "stream-gather-us")
         b.i = &st->stream_gather_us;
     else if (name == "stream-producer-cache")
@@ -190,6 +194,10 @@ const std::vector<SettingSpec>& setting_specs() {
          "longest hold of a pipelined producer append that arrived before its predecessor (20)"},
         {"stream-gather-us", "QUEEN_STREAM_GATHER_US", false, 0, 100000,
          "longest wait of a writer for the rest of a pipelining producer's burst (300)"},
+        {"stream-cohort-us", "QUEEN_STREAM_COHORT_US", false, 0, 100000,
+         "longest wait of a writer for producers answered together that are expected back (300)"},
+        {"stream-direct", "QUEEN_STREAM_DIRECT", false, 0, 1,
+         "run a lone stream append on the event loop's own connection, no writer hand-off; 0: off, same answers (1)"},
         {"stream-producer-cache", "QUEEN_STREAM_PRODUCER_CACHE", false, 0, 1,
          "keep producer state in the sidecar (hints, holding); 0: off, same answers (1)"},
     };

@@ -45,6 +45,8 @@ struct Settings {
     int64_t stream_max_batch = 256;       // appends fused into one transaction
     int64_t stream_long_poll_ms = 4000;   // a long-poll with no news answers 204 after this
     int64_t stream_hold_ms = 20;          // a pipelined append waits this long for its predecessor
+    int64_t stream_direct = 1;            // a lone append runs on the event loop's own connection
+    int64_t stream_cohort_us = 300;       // a writer waits this long for a cohort's producers
     int64_t stream_gather_us = 300;       // a writer waits this long for a pipelining burst
     int64_t stream_producer_cache = 1;    // 0: no producer state in the sidecar (no hints, no holding)
 };

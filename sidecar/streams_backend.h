@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,6 +83,25 @@ public:
     virtual Status remove(const std::string& name, std::string* status) = 0;
     // True when the name is held by its forks (410 instead of 404).
     virtual Status gone(const std::string& name, bool* out) = 0;
+};
+
+// The direct path (Engine::set_direct): one append run without a writer thread, started on the
+// thread that received it (the HTTP event loop) and answered on that loop when PostgreSQL
+// answers, so a lone append costs no hand-off to a writer and back. One append at a time; the
+// engine never starts a second before the first's callback ran, and never connects while one
+// runs. Its answers are those of StreamsBackend::append_batch with a batch of one (the same
+// queen.stream_append statement).
+class DirectAppender {
+public:
+    using Done = std::function<void(Status, AppendAnswer)>;
+    virtual ~DirectAppender() = default;
+    // Connected and able to start (read from any thread).
+    virtual bool ready() const = 0;
+    // (Re)connect and prepare; blocking, so the engine calls it on a writer thread.
+    virtual Status connect() = 0;
+    // Send one append without blocking; done runs later on the event loop. False: nothing was
+    // sent (the connection is gone; done is not called and the caller queues the append).
+    virtual bool start(const AppendArgs& a, Done done) = 0;
 };
 
 }  // namespace queen::sidecar::streams

@@ -1,6 +1,7 @@
 // Streams work queues (see streams_engine.h).
 #include "streams_engine.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace queen::sidecar::streams {
@@ -19,14 +20,15 @@ int64_t mono_us() {
 }  // namespace
 
 Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
-               int64_t gather_us)
+               int64_t gather_us, int64_t cohort_us)
     : factory_(std::move(factory)),
       n_writers_(writers < 1 ? 1 : writers),
       n_readers_(readers < 1 ? 1 : readers),
       max_batch_(max_batch < 1 ? 1 : max_batch),
       hold_on_(hold.hold_ms > 0),
       hold_(hold),
-      gather_us_(hold_on_ ? gather_us : 0) {}
+      gather_us_(hold_on_ ? gather_us : 0),
+      cohort_us_(hold_on_ ? cohort_us : 0) {}
 
 Engine::~Engine() { stop(); }
 
@@ -42,6 +44,7 @@ void Engine::stop() {
         std::lock_guard<std::mutex> lk(wq_.mu);
         stop_ = true;
         wq_.cv.notify_all();
+        gather_cv_.notify_all();
         hold_cv_.notify_all();
     }
     {
@@ -59,7 +62,12 @@ void Engine::stop() {
 // finishes (it looks at the queue before it waits again), so one wake-up is enough; waking a
 // writer for every append cost a thread switch per append on a box with few cores.
 void Engine::enqueue_locked(Item it) {
+    arrived_locked(it, mono_us());
     wq_.items.push_back(std::move(it));
+    if (gathering_ > 0) {  // the gathering writer takes it
+        gather_cv_.notify_all();
+        return;
+    }
     if (idle_ > 0 && !wake_pending_) {
         wake_pending_ = true;
         wq_.cv.notify_one();
@@ -82,6 +90,75 @@ void Engine::push_write(Item it) {
     enqueue_locked(std::move(it));
 }
 
+// Under wq_.mu (lk): run an append on the direct path when it may (try_direct), else queue it.
+void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
+    arrived_locked(it, mono_us());
+    if (try_direct(lk, &it)) return;
+    enqueue_locked(std::move(it));
+}
+
+// Under wq_.mu (lk, released around start()): the direct path, when it is connected and free,
+// every writer idle with nothing queued (no batch forming), the stream not held, and the
+// producer not pipelining (its burst is better fused by a writer). True: sent (the answer
+// comes through direct_done); false: *it untouched, to be queued.
+bool Engine::try_direct(std::unique_lock<std::mutex>& lk, Item* it) {
+    if (direct_ == nullptr || direct_busy_ || stop_ || !it->is_append || !wq_.items.empty() ||
+        idle_ < n_writers_ || held_.count(it->name) || !direct_->ready() ||
+        expected_locked(mono_us()) > 0 ||
+        (!it->hold_key.empty() && hold_.last_depth(it->hold_key) > 1))
+        return false;
+    direct_busy_ = true;
+    held_.insert(it->name);
+    auto item = std::make_shared<Item>(std::move(*it));
+    lk.unlock();
+    const bool sent = direct_->start(
+        item->args, [this, item](Status s, AppendAnswer x) { direct_done(item, std::move(s), std::move(x)); });
+    lk.lock();
+    if (sent) return true;
+    direct_busy_ = false;
+    held_.erase(item->name);
+    *it = std::move(*item);
+    return false;
+}
+
+// A direct append's answer (on the event loop): note it, release its stream (waking a writer
+// for what queued behind it meanwhile), then answer.
+void Engine::direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer x) {
+    if (s.is_ok()) {
+        if (changed_ && x.status == "applied") changed_(it->args.name);
+        note_answer(it.get(), x);
+    }
+    {
+        std::lock_guard<std::mutex> lk(wq_.mu);
+        if (s.is_ok()) answered_locked(*it, mono_us());
+        held_.erase(it->name);
+        direct_busy_ = false;
+        if (!it->hold_key.empty()) hold_.finished(it->hold_key, it->answer_epoch, it->answer_seq);
+        if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {
+            wake_pending_ = true;
+            wq_.cv.notify_one();
+        }
+    }
+    direct_count_++;
+    it->done(std::move(s), std::move(x));
+}
+
+// On a writer: (re)connect the direct path when it is not ready, at most once a second; the
+// direct path stays unused meanwhile (direct_busy_).
+void Engine::connect_direct() {
+    {
+        std::lock_guard<std::mutex> lk(wq_.mu);
+        if (direct_ == nullptr || direct_busy_ || stop_ || direct_->ready() ||
+            mono_ms() < direct_retry_ms_)
+            return;
+        direct_busy_ = true;
+        direct_retry_ms_ = mono_ms() + 1000;
+    }
+    (void)direct_->connect();  // a failure is retried later; meanwhile the writers take all
+    std::lock_guard<std::mutex> lk(wq_.mu);
+    direct_busy_ = false;
+}
+
 // A producer append goes through hold_ (held behind a predecessor still on its way, or
 // queued with the held appends that follow it); the others are queued at once.
 void Engine::append(AppendArgs args, AppendDone done) {
@@ -91,7 +168,8 @@ void Engine::append(AppendArgs args, AppendDone done) {
     it.done = std::move(done);
     if (!hold_on_ || !args.producer) {
         it.args = std::move(args);
-        return push_write(std::move(it));
+        std::unique_lock<std::mutex> lk(wq_.mu);
+        return submit_locked(lk, std::move(it));
     }
     it.hold_key = args.name;
     it.hold_key.push_back('\0');
@@ -101,7 +179,7 @@ void Engine::append(AppendArgs args, AppendDone done) {
     const int64_t epoch = args.epoch, seq = args.seq;
     it.args = std::move(args);
     const int64_t now = mono_ms();
-    std::lock_guard<std::mutex> lk(wq_.mu);
+    std::unique_lock<std::mutex> lk(wq_.mu);
     const uint64_t id = next_id_++;
     std::vector<uint64_t> released;
     bool next = false;
@@ -111,6 +189,7 @@ void Engine::append(AppendArgs args, AppendDone done) {
         return;
     }
     if (next) it.args.expect_apply = true;  // a hint only: the extension decides
+    if (released.empty()) return submit_locked(lk, std::move(it));
     enqueue_locked(std::move(it));
     release_locked(released, true);
 }
@@ -152,6 +231,39 @@ void Engine::on_reader(Task t) {
     rq_.cv.notify_one();
 }
 
+// Under wq_.mu: this producer append was answered now; expect its producer back within
+// 2 x cohort_us unless its last turnaround was longer than that. Called before the answer
+// goes out, so that the producer's next arrival finds the entry.
+void Engine::answered_locked(const Item& it, int64_t now_us) {
+    if (it.hold_key.empty() || cohort_us_ <= 0) return;
+    auto t = turn_.find(it.hold_key);
+    const int64_t turn = t == turn_.end() ? 0 : t->second;  // unknown: expected (learns it)
+    if (recent_.size() >= 4096) recent_.clear();  // bounds; a cohort is just not waited for
+    recent_[it.hold_key] = Expected{now_us, turn < 2 * cohort_us_ ? now_us + 2 * cohort_us_ : 0};
+}
+
+// Under wq_.mu: a producer append arrived: learn its turnaround, it is expected no more.
+void Engine::arrived_locked(const Item& it, int64_t now_us) {
+    if (it.hold_key.empty() || recent_.empty()) return;
+    auto r = recent_.find(it.hold_key);
+    if (r == recent_.end()) return;
+    if (turn_.size() >= 4096) turn_.clear();
+    turn_[it.hold_key] = now_us - r->second.answered_us;
+    recent_.erase(r);
+}
+
+// Under wq_.mu: how many answered producers are still expected back now (the others are
+// forgotten as expected: that producer stopped or took its time).
+int64_t Engine::expected_locked(int64_t now_us) {
+    int64_t n = 0;
+    for (auto it = recent_.begin(); it != recent_.end();)
+        if (now_us - it->second.answered_us > 4 * cohort_us_)
+            it = recent_.erase(it);  // its turnaround is not worth keeping
+        else
+            n += now_us < (it++)->second.until_us;
+    return n;
+}
+
 // Under wq_.mu: take a task alone, or every waiting append of the streams no other writer
 // holds (in queue order, at most max_batch), and hold their streams. A stream whose task
 // waits behind what was taken is left alone for the rest of the scan (its later writes stay
@@ -187,27 +299,36 @@ bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held
     return !batch->empty();
 }
 
-// Under wq_.mu (held by lk): a batch about to run holds fewer appends of a pipelining
-// producer than it had in flight at once last time (the rest are on their way on other
-// connections): wait up to gather_us_ for them, taking what arrives into the batch, so the
-// burst commits in one transaction instead of one per arrival while the stream is held. A
-// producer sending one append at a time (depth 1) never waits.
+// Under wq_.mu (held by lk): wait for appends on their way, taking what arrives into the
+// batch: (a) for at most gather_us_, while the batch holds fewer appends of a pipelining
+// producer than it had in flight at once last time (the rest are on other connections), so
+// the burst commits in one transaction; (b) for at most cohort_us_, while answered producers
+// of a cohort are expected back (recent_, see streams_engine.h). A producer sending one append at a time alone never waits.
 void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
                     std::vector<std::string>* held) {
-    const int64_t deadline = mono_us() + gather_us_;
+    const int64_t start = mono_us();
     for (;;) {
-        std::unordered_map<std::string, int64_t> count;
-        for (const auto& it : *batch)
-            if (!it.hold_key.empty()) count[it.hold_key]++;
-        bool short_of_one = false;
-        for (const auto& [key, n] : count)
-            if (n < hold_.last_depth(key)) short_of_one = true;
-        if (!short_of_one || static_cast<int>(batch->size()) >= max_batch_ ||
-            mono_us() >= deadline || stop_)
+        const int64_t now = mono_us();
+        bool short_of_one = false;  // (a), for at most gather_us
+        if (now < start + gather_us_) {
+            std::unordered_map<std::string, int64_t> count;
+            for (const auto& it : *batch)
+                if (!it.hold_key.empty()) count[it.hold_key]++;
+            for (const auto& [key, n] : count)
+                if (n < hold_.last_depth(key)) short_of_one = true;
+        }
+        bool cohort = expected_locked(now) > 0;  // (b)
+        if (cohort && now >= start + cohort_us_) {
+            // waited for and not come: not waited for again until it is back (a turnaround
+            // learned then, too long to be waited for)
+            for (auto& [key, x] : recent_) x.until_us = 0;
+            cohort = false;
+        }
+        if ((!short_of_one && !cohort) || static_cast<int>(batch->size()) >= max_batch_ || stop_)
             return;
-        lk.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-        lk.lock();
+        gathering_++;
+        gather_cv_.wait_for(lk, std::chrono::microseconds(50));
+        gathering_--;
         take_batch(batch, held);
     }
 }
@@ -216,6 +337,7 @@ void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
 void Engine::writer_loop() {
     auto backend = factory_();
     for (;;) {
+        connect_direct();
         std::vector<Item> batch;
         std::vector<std::string> held;
         {
@@ -231,7 +353,8 @@ void Engine::writer_loop() {
                 idle_--;
                 wake_pending_ = false;  // this writer looks now
             }
-            if (gather_us_ > 0 && batch.front().is_append) gather(lk, &batch, &held);
+            if ((gather_us_ > 0 || cohort_us_ > 0) && batch.front().is_append)
+                gather(lk, &batch, &held);
             // Writes left that another idle writer may take (a full batch, a task behind it):
             // pass the wake-up on.
             if (!wq_.items.empty() && idle_ > 0 && !wake_pending_) {
@@ -239,19 +362,30 @@ void Engine::writer_loop() {
                 wq_.cv.notify_one();
             }
         }
-        if (!batch.front().is_append)
+        if (!batch.front().is_append) {
             batch.front().task(*backend);
-        else
-            run_appends(*backend, batch);
-        {
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
-            for (const auto& it : batch)
-                if (!it.hold_key.empty())
-                    hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
+            continue;  // this writer looks at the queue again at once
+        }
+        std::vector<std::pair<Status, AppendAnswer>> answers;
+        const bool committed = run_appends(*backend, batch, &answers);
+        {
+            // Release the streams (and note the producers answered) before the answers go
+            // out: a producer's next append may then go to any writer at once.
+            std::lock_guard<std::mutex> lk(wq_.mu);
+            for (const auto& n : held) held_.erase(n);
+            const int64_t now = mono_us();
+            for (const auto& it : batch) {
+                if (it.hold_key.empty()) continue;
+                hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
+                if (committed) answered_locked(it, now);
+            }
             // No wake-up here: this writer looks at the queue again at once (and passes the
             // wake-up on when it cannot take everything).
         }
+        for (std::size_t i = 0; i < batch.size(); i++)
+            batch[i].done(std::move(answers[i].first), std::move(answers[i].second));
     }
 }
 
@@ -265,8 +399,11 @@ void Engine::note_answer(Item* it, const AppendAnswer& x) {
         it->answer_seq = *x.expected_seq - 1;
 }
 
-// One transaction; on a whole-batch failure that committed nothing, each append alone.
-void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
+// One transaction; on a whole-batch failure that committed nothing, each append alone. The
+// answers go to *out (in batch order), not to the clients yet. True: committed as one.
+bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
+                         std::vector<std::pair<Status, AppendAnswer>>* out) {
+    out->assign(batch.size(), {Status::ok(), AppendAnswer{}});
     std::vector<const AppendArgs*> args;
     for (auto& it : batch) args.push_back(&it.args);
     std::vector<AppendAnswer> answers;
@@ -276,23 +413,24 @@ void Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch) {
             const AppendAnswer& x = answers[i];
             if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
             note_answer(&batch[i], x);
+            (*out)[i].second = std::move(answers[i]);
         }
-        for (std::size_t i = 0; i < batch.size(); i++)
-            batch[i].done(Status::ok(), std::move(answers[i]));
-        return;
+        return true;
     }
     if (s.code() == StatusCode::Unavailable || batch.size() == 1) {
-        for (auto& it : batch) it.done(s, AppendAnswer{});
-        return;
+        for (auto& o : *out) o.first = s;
+        return false;
     }
-    for (auto& it : batch) {
+    for (std::size_t i = 0; i < batch.size(); i++) {
+        Item& it = batch[i];
         std::vector<const AppendArgs*> one{&it.args};
         std::vector<AppendAnswer> a;
         Status s1 = b.append_batch(one, &a);
         if (s1.is_ok() && changed_ && a[0].status == "applied") changed_(it.args.name);
         if (s1.is_ok()) note_answer(&it, a[0]);
-        it.done(s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{});
+        (*out)[i] = {s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{}};
     }
+    return false;
 }
 
 void Engine::reader_loop() {

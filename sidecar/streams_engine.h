@@ -23,8 +23,25 @@
 // queued meanwhile), so a burst of appends costs one thread switch, not one per append. A
 // writer about to run part of a pipelining producer's burst waits a moment for the rest
 // (gather(): at most gather_us, only for a producer that had several appends in flight).
-// One mutex guards the writers' queue, the set of held streams and the held appends; no
-// backend call runs under it.
+// Cohorts (cohort_us > 0): producers sending one append at a time whose answers went out
+// together come back together a moment later. The engine learns each producer's turnaround
+// (answer to its next append, turn_) and, after an answer, expects the producer back within
+// 2 x cohort_us unless its last turnaround was longer (then not at all), in recent_.
+// While any expected producer may still come, a writer about to run a batch waits for it
+// (gather(), woken by each arrival, at most cohort_us) and other writers are not woken for
+// the arrivals (the gathering writer takes them), so 8 producers commit in one transaction per
+// round instead of two or three. A lone producer has no one else to wait for: it never waits.
+// The direct path (set_direct): when every writer is idle, nothing is queued and the stream is
+// not held, an append is not queued but sent at once on the DirectAppender's connection from
+// the thread that received it, and answered on the event loop (no writer hand-off and back;
+// not while answered producers of a cohort may still come: those go to a gathering writer);
+// its stream is held meanwhile like a writer's batch, so the stream's later writes queue
+// behind it, and at most one append runs that way at a time (the next arrivals while it runs
+// are queued and batched by the writers as before). The direct connection is (re)connected by
+// a writer (at start and after a batch, at most once a second while it fails).
+// One mutex guards the writers' queue, the set of held streams, the held appends and the
+// direct path's state; no backend call runs under it (a DirectAppender's start() neither:
+// it may answer at once).
 // Readers: a shared queue of reads/heads served by their own connections (long-poll re-reads
 // never queue behind writes).
 #pragma once
@@ -40,6 +57,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "streams_backend.h"
@@ -55,8 +73,9 @@ class Engine {
 public:
     // hold.hold_ms <= 0: no holding (every append queued as it arrives). gather_us: how long
     // a writer may wait for the rest of a pipelining producer's burst (0: never; needs holding).
+    // cohort_us: the longest wait for a cohort's producers (0: none; needs holding).
     Engine(BackendFactory factory, int writers, int readers, int max_batch,
-           HoldLimits hold = HoldLimits{}, int64_t gather_us = 0);
+           HoldLimits hold = HoldLimits{}, int64_t gather_us = 0, int64_t cohort_us = 0);
     ~Engine();
     void start();
     void stop();
@@ -67,6 +86,11 @@ public:
     void on_writer(const std::string& name, Task t);
     // Run a task on a reader (read, head).
     void on_reader(Task t);
+    // Use d for lone appends (see above; call before start(); d outlives the engine's use of
+    // it: until stop()). nullptr: none.
+    void set_direct(DirectAppender* d) { direct_ = d; }
+    // Appends answered by the direct path so far (for tests and metrics).
+    int64_t direct_count() const { return direct_count_.load(); }
     // Called after every committed batch with the names that changed.
     void set_changed_hook(std::function<void(const std::string&)> hook) {
         changed_ = std::move(hook);
@@ -90,7 +114,8 @@ private:
     void writer_loop();
     void reader_loop();
     bool take_batch(std::vector<Item>* batch, std::vector<std::string>* held);
-    void run_appends(StreamsBackend& b, std::vector<Item>& batch);
+    bool run_appends(StreamsBackend& b, std::vector<Item>& batch,
+                     std::vector<std::pair<Status, AppendAnswer>>* out);
     void push_write(Item it);
     void enqueue_locked(Item it);
     void release_locked(const std::vector<uint64_t>& ids, bool hint);
@@ -98,6 +123,13 @@ private:
     static void note_answer(Item* it, const AppendAnswer& x);
     void gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
                 std::vector<std::string>* held);
+    void submit_locked(std::unique_lock<std::mutex>& lk, Item it);
+    bool try_direct(std::unique_lock<std::mutex>& lk, Item* it);
+    void direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer x);
+    void connect_direct();
+    void answered_locked(const Item& it, int64_t now_us);
+    void arrived_locked(const Item& it, int64_t now_us);
+    int64_t expected_locked(int64_t now_us);
 
     BackendFactory factory_;
     int n_writers_, n_readers_, max_batch_;
@@ -110,8 +142,20 @@ private:
     std::unordered_map<uint64_t, Item> held_items_;  // held appends by id (under wq_.mu)
     uint64_t next_id_ = 0;
     std::condition_variable hold_cv_;  // the hold thread's wake-up (a new deadline, stop)
+    int64_t cohort_us_;
+    struct Expected {
+        int64_t answered_us, until_us;
+    };
+    std::unordered_map<std::string, Expected> recent_;  // answered producers expected back
+    std::unordered_map<std::string, int64_t> turn_;     // a producer's last turnaround (us)
+    std::condition_variable gather_cv_;  // a gathering writer's wake-up (an arrival, stop)
+    int gathering_ = 0;                  // writers in gather() (under wq_.mu)
     int idle_ = 0;                     // writers waiting on wq_.cv (under wq_.mu)
     bool wake_pending_ = false;        // a writer was woken and has not looked yet
+    DirectAppender* direct_ = nullptr;
+    bool direct_busy_ = false;       // an append (or a connect) on direct_ (under wq_.mu)
+    int64_t direct_retry_ms_ = 0;    // no connect attempt before (under wq_.mu)
+    std::atomic<int64_t> direct_count_{0};
     std::atomic<bool> stop_{false};  // set under each queue's mutex (no lost wake-up), read under either
     std::vector<std::thread> threads_;
     std::function<void(const std::string&)> changed_;

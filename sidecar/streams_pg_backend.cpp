@@ -161,34 +161,30 @@ struct Row {
 // Optional text parameter.
 const char* opt(const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; }
 
+}  // namespace
+
 // The parameters of one queen.stream_append call (pointers into a and the two strings).
-struct AppendParams {
-    std::string msgs, ep, sq;
-    const char* v[12];
-    int len[12];
-    int fmt[12];
-    explicit AppendParams(const AppendArgs& a)
-        : msgs(bytea_array(a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
-        const char* vals[12] = {a.name.c_str(),
-                                msgs.data(),
-                                opt(a.content_type),
-                                a.producer ? a.producer_id.c_str() : nullptr,
-                                a.producer ? ep.c_str() : nullptr,
-                                a.producer ? sq.c_str() : nullptr,
-                                opt(a.digest),
-                                opt(a.incarnation),
-                                a.close ? "true" : "false",
-                                opt(a.stream_seq),
-                                a.body ? a.body->data() : nullptr,
-                                a.expect_apply ? "true" : "false"};
-        const int lens[12] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
-                              a.body ? static_cast<int>(a.body->size()) : 0, 0};
-        const int fmts[12] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
-        std::memcpy(v, vals, sizeof v);
-        std::memcpy(len, lens, sizeof len);
-        std::memcpy(fmt, fmts, sizeof fmt);
-    }
-};
+AppendParams::AppendParams(const AppendArgs& a)
+    : msgs(bytea_array(a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
+    const char* vals[12] = {a.name.c_str(),
+                            msgs.data(),
+                            opt(a.content_type),
+                            a.producer ? a.producer_id.c_str() : nullptr,
+                            a.producer ? ep.c_str() : nullptr,
+                            a.producer ? sq.c_str() : nullptr,
+                            opt(a.digest),
+                            opt(a.incarnation),
+                            a.close ? "true" : "false",
+                            opt(a.stream_seq),
+                            a.body ? a.body->data() : nullptr,
+                            a.expect_apply ? "true" : "false"};
+    const int lens[12] = {0, static_cast<int>(msgs.size()), 0, 0, 0, 0, 0, 0, 0, 0,
+                          a.body ? static_cast<int>(a.body->size()) : 0, 0};
+    const int fmts[12] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0};
+    std::memcpy(v, vals, sizeof v);
+    std::memcpy(len, lens, sizeof len);
+    std::memcpy(fmt, fmts, sizeof fmt);
+}
 
 // Decode one queen.stream_append answer row (row `row`, its columns from `c0` on).
 void decode_append(PGresult* r, int row, int c0, AppendAnswer* o) {
@@ -205,7 +201,6 @@ void decode_append(PGresult* r, int row, int c0, AppendAnswer* o) {
     o->closed_seq = x.opt_int(c0 + 9);
 }
 
-}  // namespace
 
 StreamsPgBackend::StreamsPgBackend(std::string conninfo, int connect_timeout_s)
     : conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s) {}
@@ -219,43 +214,65 @@ void StreamsPgBackend::disconnect() {
     for (bool& p : prepared_) p = false;
 }
 
+// A new connection of the streams' kind (see streams_pg_backend.h); nullptr and *err on failure.
+PGconn* streams_connect(const std::string& conninfo, int connect_timeout_s, std::string* err) {
+    const std::string timeout = std::to_string(connect_timeout_s);
+    // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until
+    // the extension's library loads in the session, then its own.
+    const char* keys[] = {"dbname", "connect_timeout", "application_name", "options", nullptr};
+    const char* vals[] = {conninfo.c_str(), timeout.c_str(), "queen-sidecar-streams",
+                          "-c queen.stream_notify=off", nullptr};
+    PGconn* conn = PQconnectdbParams(keys, vals, 1);
+    if (!conn || PQstatus(conn) != CONNECTION_OK) {
+        std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+        if (conn) PQfinish(conn);
+        *err = "PostgreSQL is unreachable: " + msg;
+        return nullptr;
+    }
+    return conn;
+}
+
 // Connect when not connected (or when the idle connection turned out dead).
 Status StreamsPgBackend::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();  // see pg_idle_check.h
     disconnect();
-    const std::string timeout = std::to_string(connect_timeout_s_);
-    // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until
-    // the extension's library loads in the session, then its own.
-    const char* keys[] = {"dbname", "connect_timeout", "application_name", "options", nullptr};
-    const char* vals[] = {conninfo_.c_str(), timeout.c_str(), "queen-sidecar-streams",
-                          "-c queen.stream_notify=off", nullptr};
-    conn_ = PQconnectdbParams(keys, vals, 1);
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-        std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
-        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-        disconnect();
-        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
-    }
+    std::string err;
+    conn_ = streams_connect(conninfo_, connect_timeout_s_, &err);
+    if (!conn_) return Status(StatusCode::Unavailable, err);
     return Status::ok();
 }
 
-// A failed result as a Status: 22xxx input errors are the client's, a broken connection is
-// Unavailable (outcome unknown), anything else Internal (its SQLSTATE kept for the caller).
-Status StreamsPgBackend::error_status(PGresult* res, const char* what) {
+// A failed result as a Status (see streams_pg_backend.h).
+Status streams_failure(PGconn* conn, PGresult* res, const char* what, bool* broken) {
     const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
     std::string state = st ? st : "";
-    std::string msg = res ? PQresultErrorMessage(res) : (conn_ ? PQerrorMessage(conn_) : "");
+    std::string msg = res ? PQresultErrorMessage(res) : (conn ? PQerrorMessage(conn) : "");
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    *broken = false;
     // No SQLSTATE: libpq's own failure (the server went away mid-statement).
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
+    if (!conn || PQstatus(conn) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
         state.rfind("57P", 0) == 0) {
-        disconnect();
+        *broken = true;
         return Status(StatusCode::Unavailable,
                       std::string(what) + ": the PostgreSQL connection broke", state);
     }
     if (state.rfind("22", 0) == 0) return Status(StatusCode::BadRequest, msg, state);
     return Status(StatusCode::Internal, std::string(what) + " failed: " + msg, state);
 }
+
+// A failed result as a Status: 22xxx input errors are the client's, a broken connection is
+// Unavailable (outcome unknown, the connection dropped), anything else Internal (its SQLSTATE
+// kept for the caller).
+Status StreamsPgBackend::error_status(PGresult* res, const char* what) {
+    bool broken;
+    Status s = streams_failure(conn_, res, what, &broken);
+    if (broken) disconnect();
+    return s;
+}
+
+const char* const kAppendSql = kSql[1];
+const char* const kAppendName = "qs_append";
 
 const char* const kNames[] = {"qs_create", "qs_append", "qs_read", "qs_head",
                               "qs_delete", "qs_gone",   "qs_append_batch"};

@@ -16,6 +16,27 @@
 
 namespace queen::sidecar::streams {
 
+// Shared with the direct path (streams_pg_direct.h).
+// The queen.stream_append statement (12 parameters, binary results) and its prepared name.
+extern const char* const kAppendSql;
+extern const char* const kAppendName;
+// The parameters of one queen.stream_append call (pointers into the args and these strings).
+struct AppendParams {
+    std::string msgs, ep, sq;
+    const char* v[12];
+    int len[12];
+    int fmt[12];
+    explicit AppendParams(const AppendArgs& a);
+};
+// Decode one queen.stream_append answer row (row `row`, its columns from `c0` on).
+void decode_append(PGresult* r, int row, int c0, AppendAnswer* o);
+// A new streams connection (no NOTIFY, application_name queen-sidecar-streams); nullptr and
+// *err when PostgreSQL is unreachable.
+PGconn* streams_connect(const std::string& conninfo, int connect_timeout_s, std::string* err);
+// A failed result as a Status: 22xxx BadRequest, a broken connection Unavailable (*broken:
+// drop it; the outcome is unknown), anything else Internal with its SQLSTATE.
+Status streams_failure(PGconn* conn, PGresult* res, const char* what, bool* broken);
+
 class StreamsPgBackend final : public StreamsBackend {
 public:
     StreamsPgBackend(std::string conninfo, int connect_timeout_s);

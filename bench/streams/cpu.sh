@@ -7,7 +7,8 @@
 # the run, summarised by `perf report --no-children` (top symbols) into WORKDIR.
 #   bash bench/streams/cpu.sh [--seconds 8] [--perf DIR] -- streamsbench options...
 #   e.g. bash bench/streams/cpu.sh -- --mode multi --producers 8 --streams 8
-#   SIDECAR_ARGS="--stream-writers 2" passes options to the sidecar.
+#   SIDECAR_ARGS="--stream-writers 2" passes options to the sidecar; SIDECAR_BIN=path runs
+#   another build of it (an A/B against a second build directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -37,7 +38,7 @@ bash "$ROOT/scripts/pg.sh" start >"$WORK/pg.log" 2>&1 || { cat "$WORK/pg.log"; e
 eval "$(bash "$ROOT/scripts/pg.sh" env)"
 psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
-"$ROOT/build/queen-sidecar" --listen 127.0.0.1:0 ${SIDECAR_ARGS:-} >"$WORK/sidecar.log" 2>&1 &
+"${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" --listen 127.0.0.1:0 ${SIDECAR_ARGS:-} >"$WORK/sidecar.log" 2>&1 &
 SC=$!
 for _ in $(seq 1 100); do
     QPORT=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")

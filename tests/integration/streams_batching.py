@@ -13,6 +13,11 @@
    the unchanged retries through a new sidecar get the exact answer (204 with the original
    receipt, or 200 with the same offsets), and every stream holds each message once.
 
+These scenarios are about the writers' queue (a blocker occupies the one writer while the rest
+queues and fuses), so the sidecars run without the direct path (--stream-direct 0), which would
+otherwise run the lone blocker itself and leave the writer free; the direct path's answers are
+checked by streams_answers.sh (with and without it) and its crashes by streams_crash.sh.
+
 Usage: streams_batching.py PREFIX (environment: SIDECAR_BIN, WORK, PG* of the test server).
 """
 import http.client
@@ -48,7 +53,7 @@ class Sidecar:
         self.log = os.path.join(WORK, f"sidecar-batching-{self.name}-{self.n}.log")
         f = open(self.log, "w")
         self.proc = subprocess.Popen([SIDECAR, "--listen", "127.0.0.1:0", "--stream-writers", "1",
-                                      "--stream-hold-ms", str(HOLD_MS)],
+                                      "--stream-direct", "0", "--stream-hold-ms", str(HOLD_MS)],
                                      stdout=f, stderr=subprocess.STDOUT)
         STARTED.append(self.proc)
         for _ in range(200):

@@ -1,0 +1,37 @@
+// A StreamsBackend for the engine's tests: every call but append_batch answers at once with
+// nothing to say (create: "created"); applied() builds a batch's answers (applied, epoch 0,
+// Producer-Seq = the append's seq).
+#pragma once
+
+#include <vector>
+
+#include "streams_backend.h"
+
+namespace queen::sidecar::streams {
+
+class StubStreamsBackend : public StreamsBackend {
+public:
+    Status create(const CreateArgs&, CreateAnswer* out) override {
+        out->status = "created";
+        return Status::ok();
+    }
+    Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
+        return Status::ok();
+    }
+    Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
+    Status remove(const std::string&, std::string*) override { return Status::ok(); }
+    Status gone(const std::string&, bool*) override { return Status::ok(); }
+
+protected:
+    // The answers of a batch that applied every append.
+    static void applied(const std::vector<const AppendArgs*>& batch, std::vector<AppendAnswer>* out) {
+        out->assign(batch.size(), AppendAnswer{});
+        for (std::size_t i = 0; i < batch.size(); i++) {
+            (*out)[i].status = "applied";
+            (*out)[i].producer_epoch = 0;
+            (*out)[i].producer_seq = batch[i]->seq;
+        }
+    }
+};
+
+}  // namespace queen::sidecar::streams

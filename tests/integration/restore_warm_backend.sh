@@ -28,6 +28,7 @@ sql "SELECT queen.configure('orders', '{\"dedupWindowSeconds\": 3600}')" >/dev/n
 # The warm session: a psql reading from a fifo; warm QUERY sends one query and returns its
 # output (an end marker separates answers).
 mkfifo "$WORK/in"
+: >"$WORK/out"  # exists before warm() first counts its lines (psql opens it only after the fifo)
 stdbuf -o0 -e0 psql -X -q -t -A -d "$DB" <"$WORK/in" >"$WORK/out" 2>&1 &
 WARM_PID=$!
 exec 7>"$WORK/in"

@@ -1,8 +1,9 @@
 // A StreamsBackend for the engine's tests: every call but append_batch answers at once with
 // nothing to say (create: "created"); applied() builds a batch's answers (applied, epoch 0,
-// Producer-Seq = the append's seq).
+// Producer-Seq = the append's seq). stub_append() builds one producer append for the tests.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "streams_backend.h"
@@ -33,5 +34,15 @@ protected:
         }
     }
 };
+
+// An append of producer `producer` (epoch 0) to stream `name` with sequence number `seq`.
+inline AppendArgs stub_append(const std::string& name, int64_t seq, const std::string& producer = "p") {
+    AppendArgs a;
+    a.name = name;
+    a.producer = true;
+    a.producer_id = producer;
+    a.seq = seq;
+    return a;
+}
 
 }  // namespace queen::sidecar::streams

@@ -41,19 +41,10 @@ private:
     Batches* b_;
 };
 
-AppendArgs append_of(const std::string& stream, const std::string& producer, int64_t seq) {
-    AppendArgs a;
-    a.name = stream;
-    a.producer = true;
-    a.producer_id = producer;
-    a.seq = seq;
-    return a;
-}
-
 // Append and wait for the answer (one append at a time); the answer's seq.
 int64_t append_wait(Engine& e, const std::string& stream, const std::string& producer, int64_t seq) {
     std::promise<int64_t> got;
-    e.append(append_of(stream, producer, seq), [&](Status s, AppendAnswer x) {
+    e.append(stub_append(stream, seq, producer), [&](Status s, AppendAnswer x) {
         EXPECT_TRUE(s.is_ok());
         got.set_value(x.producer_seq.value_or(-1));
     });

@@ -108,13 +108,17 @@ private:
     std::vector<std::thread> loops_;
 };
 
-AppendArgs append_of(const std::string& name, int64_t seq) {
-    AppendArgs a;
-    a.name = name;
-    a.producer = true;
-    a.producer_id = "p";
-    a.seq = seq;
-    return a;
+// Append seqs 0..n-1 to `name` one at a time, each answered (Producer-Seq = its seq) before
+// the next is sent.
+void append_one_at_a_time(Engine& e, const std::string& name, int n) {
+    for (int i = 0; i < n; i++) {
+        std::promise<int64_t> got;
+        e.append(stub_append(name, i), [&](Status s, AppendAnswer x) {
+            EXPECT_TRUE(s.is_ok());
+            got.set_value(x.producer_seq.value_or(-1));
+        });
+        ASSERT_EQ(got.get_future().get(), i);
+    }
 }
 
 // Wait until every writer is idle (they connect the direct path first).
@@ -129,14 +133,7 @@ TEST(StreamsDirect, LoneAppendsGoDirect) {
     e.set_direct(&direct);
     e.start();
     settle();
-    for (int i = 0; i < 50; i++) {
-        std::promise<int64_t> got;
-        e.append(append_of("lone", i), [&](Status s, AppendAnswer x) {
-            EXPECT_TRUE(s.is_ok());
-            got.set_value(x.producer_seq.value_or(-1));
-        });
-        ASSERT_EQ(got.get_future().get(), i);
-    }
+    append_one_at_a_time(e, "lone", 50);
     e.stop();
     EXPECT_EQ(e.direct_count(), 50);
     EXPECT_EQ(seen.writer_appends, 0);
@@ -160,7 +157,7 @@ TEST(StreamsDirect, ConcurrentAppendsKeepOrder) {
     for (int s = 0; s < kStreams; s++)
         producers.emplace_back([&, s] {
             for (int i = 0; i < kEach; i++) {
-                e.append(append_of("c" + std::to_string(s), i), [&](Status st, AppendAnswer) {
+                e.append(stub_append("c" + std::to_string(s), i), [&](Status st, AppendAnswer) {
                     EXPECT_TRUE(st.is_ok());
                     answered++;
                 });
@@ -194,7 +191,7 @@ TEST(StreamsDirect, WritersConnectIt) {
     settle();
     EXPECT_EQ(direct.connects_.load(), 1);  // the writer connected it at its start
     std::promise<void> got;
-    e.append(append_of("w", 0), [&](Status s, AppendAnswer) {
+    e.append(stub_append("w", 0), [&](Status s, AppendAnswer) {
         EXPECT_TRUE(s.is_ok());
         got.set_value();
     });
@@ -212,14 +209,7 @@ TEST(StreamsDirect, RefusedSendFallsBackToWriters) {
     e.set_direct(&direct);
     e.start();
     settle();
-    for (int i = 0; i < 3; i++) {
-        std::promise<int64_t> got;
-        e.append(append_of("r", i), [&](Status s, AppendAnswer x) {
-            EXPECT_TRUE(s.is_ok());
-            got.set_value(x.producer_seq.value_or(-1));
-        });
-        ASSERT_EQ(got.get_future().get(), i);
-    }
+    append_one_at_a_time(e, "r", 3);
     e.stop();
     EXPECT_EQ(e.direct_count(), 0);
     EXPECT_EQ(seen.writer_appends, 3);

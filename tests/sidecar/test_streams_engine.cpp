@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "streams_engine.h"
+#include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {
 namespace {
@@ -30,7 +31,7 @@ struct Record {
     int concurrent_batches = 0, max_concurrent_batches = 0;
 };
 
-class RecordingBackend final : public StreamsBackend {
+class RecordingBackend final : public StubStreamsBackend {
 public:
     RecordingBackend(Record* r, int sleep_us) : r_(r), sleep_us_(sleep_us) {}
     Status create(const CreateArgs& a, CreateAnswer* out) override {
@@ -60,13 +61,6 @@ public:
         for (auto& o : *out) o.status = "applied";
         return Status::ok();
     }
-    Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
-        return Status::ok();
-    }
-    Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
-    Status remove(const std::string&, std::string*) override { return Status::ok(); }
-    Status gone(const std::string&, bool*) override { return Status::ok(); }
-
 private:
     void enter(const std::set<std::string>& names) {
         std::lock_guard<std::mutex> lk(r_->mu);
@@ -84,14 +78,6 @@ private:
     int sleep_us_;
 };
 
-AppendArgs append_of(const std::string& name, int64_t seq) {
-    AppendArgs a;
-    a.name = name;
-    a.producer = true;
-    a.producer_id = "p";
-    a.seq = seq;
-    return a;
-}
 
 // Many threads append to a few streams (each stream from one thread, in seq order) while
 // four writers run them: per stream, every seq once, in order; no stream on two writers.
@@ -105,7 +91,7 @@ TEST(StreamsEngine, PerStreamOrderAndNoOverlap) {
     for (int s = 0; s < kStreams; s++)
         producers.emplace_back([&, s] {
             for (int i = 0; i < kEach; i++)
-                e.append(append_of("s" + std::to_string(s), i),
+                e.append(stub_append("s" + std::to_string(s), i),
                          [&](Status st, AppendAnswer) {
                              EXPECT_TRUE(st.is_ok());
                              answered++;
@@ -135,14 +121,14 @@ TEST(StreamsEngine, TaskKeepsItsPlace) {
     Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 300); }, 3, 1, 64, no_hold);
     e.start();
     for (int round = 0; round < 20; round++) {
-        for (int i = 0; i < 5; i++) e.append(append_of("t", round * 10 + i), [](Status, AppendAnswer) {});
+        for (int i = 0; i < 5; i++) e.append(stub_append("t", round * 10 + i), [](Status, AppendAnswer) {});
         e.on_writer("t", [](StreamsBackend& b) {
             CreateArgs a;
             a.name = "t";
             CreateAnswer x;
             b.create(a, &x).ignore();
         });
-        e.append(append_of("other", round), [](Status, AppendAnswer) {});
+        e.append(stub_append("other", round), [](Status, AppendAnswer) {});
     }
     e.stop();
     EXPECT_EQ(rec.overlaps, 0);
@@ -184,11 +170,11 @@ TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
     };
     Engine e([&] { return std::make_unique<SlowFirst>(&rec, &release); }, 2, 1, 16);
     e.start();
-    e.append(append_of("slow", 0), [](Status, AppendAnswer) {});
+    e.append(stub_append("slow", 0), [](Status, AppendAnswer) {});
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a writer holds "slow"
     std::atomic<int> fast{0};
-    e.append(append_of("slow", 1), [](Status, AppendAnswer) {});  // waits behind seq 0
-    for (int i = 0; i < 10; i++) e.append(append_of("fast", i), [&](Status, AppendAnswer) { fast++; });
+    e.append(stub_append("slow", 1), [](Status, AppendAnswer) {});  // waits behind seq 0
+    for (int i = 0; i < 10; i++) e.append(stub_append("fast", i), [&](Status, AppendAnswer) { fast++; });
     for (int i = 0; i < 200 && fast.load() < 10; i++)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(fast.load(), 10);  // answered while "slow" is still held
@@ -246,9 +232,9 @@ TEST(StreamsEngine, HoldsAnAppendBehindItsPredecessor) {
         EXPECT_TRUE(st.is_ok());
         answered++;
     };
-    e.append(append_of("p", 0), done);
+    e.append(stub_append("p", 0), done);
     std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a writer has seq 0
-    for (int64_t seq = 5; seq >= 1; seq--) e.append(append_of("p", seq), done);
+    for (int64_t seq = 5; seq >= 1; seq--) e.append(stub_append("p", seq), done);
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
     open = true;
     for (int i = 0; i < 400 && answered.load() < 6; i++)
@@ -275,11 +261,11 @@ TEST(StreamsEngine, GapGoesAfterTheHoldDeadline) {
         Engine e([&] { return std::make_unique<GateBackend>(&rec, &open); }, 2, 1, 64, h);
         e.start();
         std::atomic<int> answered{0};
-        e.append(append_of("g", 0), [&](Status, AppendAnswer) { answered++; });
+        e.append(stub_append("g", 0), [&](Status, AppendAnswer) { answered++; });
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         auto t0 = std::chrono::steady_clock::now();
         std::atomic<int64_t> gap_ms{-1};
-        e.append(append_of("g", 7), [&](Status, AppendAnswer) {
+        e.append(stub_append("g", 7), [&](Status, AppendAnswer) {
             gap_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - t0)
                          .count();
@@ -317,7 +303,7 @@ TEST(StreamsEngine, GathersAPipeliningBurst) {
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
     };
     open = false;  // the first burst: 4 in flight at once
-    for (int64_t seq = 0; seq < 4; seq++) e.append(append_of("b", seq), done);
+    for (int64_t seq = 0; seq < 4; seq++) e.append(stub_append("b", seq), done);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     open = true;
     wait_for(4);
@@ -327,13 +313,13 @@ TEST(StreamsEngine, GathersAPipeliningBurst) {
     }
     // the next burst arrives spread out: one batch of 4 all the same
     for (int64_t seq = 4; seq < 8; seq++) {
-        e.append(append_of("b", seq), done);
+        e.append(stub_append("b", seq), done);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     wait_for(8);
     // one at a time (another producer): answered at once, not after the gather time
     auto t0 = std::chrono::steady_clock::now();
-    e.append(append_of("one", 0), done);
+    e.append(stub_append("one", 0), done);
     wait_for(9);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - t0)

@@ -16,6 +16,8 @@
 // write) and the locks are kept until the transaction ends, like the executor's.
 #include "pg/direct_write.h"
 
+#include "pg/relcache_cached.h"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -33,11 +35,7 @@ namespace queen_pg {
 
 bool guc_direct_write = true;
 
-static QueenRels rels_cache;
-static bool rels_valid = false, rels_callback = false;
-
-// Any relcache invalidation may be one of ours (DDL, DROP/CREATE EXTENSION): forget all.
-static void rels_invalidate(Datum, Oid) { rels_valid = false; }
+static RelcacheCached<QueenRels> rels_cache;
 
 // One relation of schema queen by name, or a clear error.
 Oid rel_named(Oid nsp, const char* name, bool missing_ok) {
@@ -58,14 +56,9 @@ AttrNumber col_named(Oid relid, const char* name) {
     return a;
 }
 
-// The cached relations, looked up again after an invalidation.
-const QueenRels* queen_rels() {
-    if (rels_valid) return &rels_cache;
-    if (!rels_callback) {
-        CacheRegisterRelcacheCallback(rels_invalidate, (Datum) 0);
-        rels_callback = true;
-    }
-    QueenRels r;
+// Look queen's relations and columns up by name.
+static void fill_queen_rels(QueenRels* out) {
+    QueenRels& r = *out;
     Oid nsp = get_namespace_oid("queen", false);
     r.queues = rel_named(nsp, "queues", false);
     r.queues_pkey = rel_named(nsp, "queues_pkey", false);
@@ -87,11 +80,10 @@ const QueenRels* queen_rels() {
     r.p_last_offset = col_named(r.log_partitions, "last_offset");
     r.p_log_start = col_named(r.log_partitions, "log_start");
     r.p_txns_start = col_named(r.log_partitions, "txns_start");
-    rels_cache = r;
-    // A lookup that raced with an invalidation is simply redone next time.
-    rels_valid = true;
-    return &rels_cache;
 }
+
+// The cached relations, looked up again after an invalidation.
+const QueenRels* queen_rels() { return rels_cache.get(fill_queen_rels); }
 
 // Register queen.direct_write.
 void direct_write_define_settings() {

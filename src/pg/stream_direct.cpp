@@ -6,6 +6,7 @@
 #include "pg/stream_direct.h"
 
 #include "pg/direct_write.h"
+#include "pg/relcache_cached.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -29,20 +30,11 @@ struct StreamRels {
     AttrNumber sp_epoch, sp_seq, sp_newest_digest, sp_newest_start, sp_newest_next,
         sp_newest_closed, sp_claim_digest, sp_claim_epoch, sp_claim_seq, sp_last_seen;
 };
-StreamRels rels;
-bool rels_valid = false, rels_callback = false;
+RelcacheCached<StreamRels> rels;
 
-// Any relcache invalidation may be one of ours (DDL, DROP/CREATE EXTENSION): forget all.
-void rels_invalidate(Datum, Oid) { rels_valid = false; }
-
-// The cached relations and column numbers, looked up again after an invalidation.
-const StreamRels* stream_rels() {
-    if (rels_valid) return &rels;
-    if (!rels_callback) {
-        CacheRegisterRelcacheCallback(rels_invalidate, (Datum)0);
-        rels_callback = true;
-    }
-    StreamRels r;
+// Look the stream relations and columns up by name.
+void fill_stream_rels(StreamRels* out) {
+    StreamRels& r = *out;
     Oid nsp = get_namespace_oid("queen", false);
     r.streams = rel_named(nsp, "streams", false);
     r.streams_pkey = rel_named(nsp, "streams_pkey", false);
@@ -65,10 +57,10 @@ const StreamRels* stream_rels() {
     r.sp_claim_epoch = col_named(r.producers, "claim_closed_epoch");
     r.sp_claim_seq = col_named(r.producers, "claim_closed_seq");
     r.sp_last_seen = col_named(r.producers, "last_seen");
-    rels = r;
-    rels_valid = true;  // a lookup that raced with an invalidation is simply redone next time
-    return &rels;
 }
+
+// The cached relations and column numbers, looked up again after an invalidation.
+const StreamRels* stream_rels() { return rels.get(fill_stream_rels); }
 
 // Column a of the slot's row; *isnull set.
 Datum col(TupleTableSlot* s, AttrNumber a, bool* isnull) { return slot_getattr(s, a, isnull); }

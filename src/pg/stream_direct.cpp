@@ -65,6 +65,14 @@ const StreamRels* stream_rels() { return rels.get(fill_stream_rels); }
 // Column a of the slot's row; *isnull set.
 Datum col(TupleTableSlot* s, AttrNumber a, bool* isnull) { return slot_getattr(s, a, isnull); }
 
+// A nullable bigint (or timestamptz) column: its value and *has = not NULL (0 when NULL).
+int64 nullable_int64(TupleTableSlot* s, AttrNumber a, bool* has) {
+    bool n;
+    Datum d = col(s, a, &n);
+    *has = !n;
+    return n ? 0 : DatumGetInt64(d);
+}
+
 }  // namespace
 
 bool stream_direct_ok() {
@@ -95,15 +103,11 @@ bool stream_read_direct(int64 pid, text* producer_id, StreamRowsDirect* o) {
     bool n;
     if (found) {
         o->content_type = datumCopy(col(slot, r->s_content_type, &n), false, -1);
-        Datum d = col(slot, r->s_ttl, &n);
-        o->has_ttl = !n;
-        o->ttl_seconds = n ? 0 : DatumGetInt64(d);
-        d = col(slot, r->s_expires, &n);
-        o->has_expires = !n;
-        o->expires_at = n ? 0 : DatumGetTimestampTz(d);
+        o->ttl_seconds = nullable_int64(slot, r->s_ttl, &o->has_ttl);
+        o->expires_at = nullable_int64(slot, r->s_expires, &o->has_expires);
         o->closed = DatumGetBool(col(slot, r->s_closed, &n));
         o->epoch_floor = DatumGetInt64(col(slot, r->s_floor, &n));
-        d = col(slot, r->s_last_seq, &n);
+        Datum d = col(slot, r->s_last_seq, &n);
         o->has_last_seq = !n;
         o->last_stream_seq = n ? (Datum)0 : datumCopy(d, false, -1);
         o->touched_at = DatumGetTimestampTz(col(slot, r->s_touched, &n));
@@ -132,12 +136,8 @@ bool stream_read_direct(int64 pid, text* producer_id, StreamRowsDirect* o) {
             o->newest_next = DatumGetInt64(col(slot, r->sp_newest_next, &n));
             o->newest_closed = DatumGetBool(col(slot, r->sp_newest_closed, &n));
             o->claim_digest = datumCopy(col(slot, r->sp_claim_digest, &n), false, -1);
-            Datum d = col(slot, r->sp_claim_epoch, &n);
-            o->has_claim_epoch = !n;
-            o->claim_closed_epoch = n ? 0 : DatumGetInt64(d);
-            d = col(slot, r->sp_claim_seq, &n);
-            o->has_claim_seq = !n;
-            o->claim_closed_seq = n ? 0 : DatumGetInt64(d);
+            o->claim_closed_epoch = nullable_int64(slot, r->sp_claim_epoch, &o->has_claim_epoch);
+            o->claim_closed_seq = nullable_int64(slot, r->sp_claim_seq, &o->has_claim_seq);
             o->last_seen = DatumGetTimestampTz(col(slot, r->sp_last_seen, &n));
             o->producer_tid = slot->tts_tid;
         }

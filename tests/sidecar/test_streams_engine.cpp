@@ -146,7 +146,7 @@ TEST(StreamsEngine, TaskKeepsItsPlace) {
 TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
     Record rec;
     std::atomic<bool> release{false};
-    class SlowFirst final : public StreamsBackend {
+    class SlowFirst final : public StubStreamsBackend {
     public:
         SlowFirst(Record* r, std::atomic<bool>* rel) : inner_(r, 0), rel_(rel) {}
         Status create(const CreateArgs& a, CreateAnswer* o) override { return inner_.create(a, o); }
@@ -156,13 +156,6 @@ TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
                 while (!rel_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
             return inner_.append_batch(b, o);
         }
-        Status read(const std::string& n, const std::string& off, int64_t m, int64_t mb,
-                    ReadAnswer* o) override {
-            return inner_.read(n, off, m, mb, o);
-        }
-        Status head(const std::string& n, HeadAnswer* o) override { return inner_.head(n, o); }
-        Status remove(const std::string& n, std::string* o) override { return inner_.remove(n, o); }
-        Status gone(const std::string& n, bool* o) override { return inner_.gone(n, o); }
 
     private:
         RecordingBackend inner_;
@@ -185,7 +178,7 @@ TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
 }
 
 // A backend whose first batch waits until released (an append "in flight").
-class GateBackend final : public StreamsBackend {
+class GateBackend final : public StubStreamsBackend {
 public:
     GateBackend(Record* r, std::atomic<bool>* open) : inner_(r, 0), open_(open) {}
     Status create(const CreateArgs& a, CreateAnswer* o) override { return inner_.create(a, o); }
@@ -199,13 +192,6 @@ public:
         }
         return inner_.append_batch(b, o);
     }
-    Status read(const std::string& n, const std::string& off, int64_t m, int64_t mb,
-                ReadAnswer* o) override {
-        return inner_.read(n, off, m, mb, o);
-    }
-    Status head(const std::string& n, HeadAnswer* o) override { return inner_.head(n, o); }
-    Status remove(const std::string& n, std::string* o) override { return inner_.remove(n, o); }
-    Status gone(const std::string& n, bool* o) override { return inner_.gone(n, o); }
     static std::mutex mu;
     static std::vector<std::size_t> batches;
     static std::vector<bool> hints;

@@ -4,17 +4,17 @@
 #   make installcheck  pg_regress + isolation specs against a running server (see scripts/test.sh)
 #   make unit          build and run the GoogleTest runner
 EXTENSION   = queen
-EXTVERSION  = 0.2.0
+EXTVERSION  = 0.3.0
 MODULE_big  = queen
 
 CORE_SRCS = $(wildcard src/core/*.cpp)
 PG_SRCS   = $(wildcard src/pg/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
-# sql/queen--0.1.0.sql is the frozen 0.1.0 install script (committed); the current install
-# script and the upgrade script are built (see below).
-DATA       = sql/$(EXTENSION)--0.1.0.sql
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql
+# Released versions are frozen (committed as installed): 0.1.0 and 0.2.0's install scripts and
+# the 0.1.0 -> 0.2.0 upgrade. The current install script and its upgrade script are built.
+DATA       = sql/$(EXTENSION)--0.1.0.sql sql/$(EXTENSION)--0.2.0.sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
+DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.2.0--$(EXTVERSION).sql
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION).sql sql/$(EXTENSION)--%.sql,$(sort $(wildcard sql/*.sql))))
@@ -43,14 +43,9 @@ SQL_FINISH  = sql/finish/privileges.sql
 sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES) $(SQL_FINISH)
 	cat $^ > $@
 
-# The upgrade script: the hand-written delta (table changes, drops of the old functions), then
-# the part of sql/queen.sql after its REPLAYED BY UPGRADES marker, then the modules (new in 0.2.0),
-# then sql/finish/privileges.sql.
-sql/$(EXTENSION)--0.1.0--$(EXTVERSION).sql: sql/upgrade/0.1.0--$(EXTVERSION).sql sql/$(EXTENSION).sql $(SQL_MODULES) $(SQL_FINISH)
-	{ cat sql/upgrade/0.1.0--$(EXTVERSION).sql && \
-	  sed -n '/^-- =* REPLAYED BY UPGRADES/,$$p' sql/$(EXTENSION).sql && \
-	  grep -q 'REPLAYED BY UPGRADES' sql/$(EXTENSION).sql && \
-	  cat $(SQL_MODULES) $(SQL_FINISH); } > $@ || { rm -f $@; false; }
+# The upgrade script from the last release: its hand-written delta, then sql/finish/privileges.sql.
+sql/$(EXTENSION)--0.2.0--$(EXTVERSION).sql: sql/upgrade/0.2.0--$(EXTVERSION).sql $(SQL_FINISH)
+	cat $^ > $@
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

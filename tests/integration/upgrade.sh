@@ -3,7 +3,7 @@
 # 0.1.0 functions, run ALTER EXTENSION queen UPDATE, and check that every row and every verdict
 # is intact, that the new functions work, and that the upgraded database's catalog (functions,
 # tables, columns, constraints, indexes, privileges, pg_dump registrations, extension members)
-# is exactly a fresh 0.2.0 install's.
+# is exactly a fresh 0.3.0 install's.
 # Needs PGHOST/PGPORT/PGUSER of a running server where queen is installed; scratch databases.
 set -euo pipefail
 RUN=up_$$_$(date +%s)
@@ -53,7 +53,7 @@ before_dup=$(sql "$OLD" "BEGIN; $repeat; ROLLBACK;")
 
 # --- the upgrade
 sql "$OLD" "ALTER EXTENSION queen UPDATE"
-[[ $(sql "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen'") == 0.2.0 ]] || fail "not 0.2.0 after the update"
+[[ $(sql "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen'") == 0.3.0 ]] || fail "not 0.3.0 after the update"
 fingerprint "$OLD" >"$WORK/after.txt"
 diff -u "$WORK/before.txt" "$WORK/after.txt" || fail "data changed in the upgrade"
 after_dup=$(sql "$OLD" "$repeat")
@@ -99,5 +99,5 @@ catalog "$OLD" >"$WORK/upgraded.txt"
 catalog "$NEW" >"$WORK/fresh.txt"
 [[ $(grep -c '^routine' "$WORK/fresh.txt") -ge 20 ]] || fail "the catalog dump lists too few routines"
 diff -u "$WORK/fresh.txt" "$WORK/upgraded.txt" >"$WORK/catalog.diff" ||
-    fail "the upgraded catalog differs from a fresh 0.2.0 install: $(head -60 "$WORK/catalog.diff")"
+    fail "the upgraded catalog differs from a fresh 0.3.0 install: $(head -60 "$WORK/catalog.diff")"
 echo "upgrade: ok ($(wc -l <"$WORK/fresh.txt") catalog lines identical)"

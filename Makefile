@@ -7,8 +7,8 @@ EXTENSION   = queen
 EXTVERSION  = 0.3.0
 MODULE_big  = queen
 
-CORE_SRCS = $(wildcard src/core/*.cpp)
-PG_SRCS   = $(wildcard src/pg/*.cpp)
+CORE_SRCS = $(wildcard src/core/*/*.cpp)
+PG_SRCS   = $(wildcard src/pg/*.cpp src/pg/*/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 # Released versions are frozen (committed as installed): 0.1.0 and 0.2.0's install scripts and
@@ -17,8 +17,10 @@ DATA       = sql/$(EXTENSION)--0.1.0.sql sql/$(EXTENSION)--0.2.0.sql sql/$(EXTEN
 DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.2.0--$(EXTVERSION).sql
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
-REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/$(EXTENSION).sql sql/$(EXTENSION)--%.sql,$(sort $(wildcard sql/*.sql))))
-REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+# pg_regress inputs live in tests/regress/sql; their expected output in expected/ (reached as
+# tests/regress/expected, a link, since pg_regress reads both below one --inputdir).
+REGRESS = $(patsubst tests/regress/sql/%.sql,%,$(sort $(wildcard tests/regress/sql/*.sql)))
+REGRESS_OPTS = --inputdir=tests/regress --load-extension=$(EXTENSION)
 ISOLATION = $(patsubst tests/isolation/specs/%.spec,%,$(sort $(wildcard tests/isolation/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=tests/isolation --load-extension=$(EXTENSION)
 
@@ -53,7 +55,7 @@ HOST_CXX   ?= g++
 HOST_FLAGS = -MMD -MP -std=c++17 -O2 -g -Wall -Wextra -Isrc $(EXTRA_HOST_FLAGS)
 CORE_HOST_OBJS = $(patsubst src/core/%.cpp,$(BUILD)/core/%.o,$(CORE_SRCS))
 
-$(BUILD)/core/%.o: src/core/%.cpp $(wildcard src/core/*.h)
+$(BUILD)/core/%.o: src/core/%.cpp $(wildcard src/core/*/*.h)
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(HOST_FLAGS) -c $< -o $@
 
@@ -66,6 +68,6 @@ $(BUILD)/libqueencore.a: $(CORE_HOST_OBJS)
 
 .PHONY: format
 format:
-	clang-format -i $(CORE_SRCS) $(PG_SRCS) $(wildcard src/*/*.h sidecar/*.cpp sidecar/*.h tests/unit/*.cpp)
+	clang-format -i $(CORE_SRCS) $(PG_SRCS) $(wildcard src/*/*/*.h sidecar/*.cpp sidecar/*/*.cpp sidecar/*.h sidecar/*/*.h tests/unit/*.cpp)
 
 -include mk/checks.mk

@@ -34,8 +34,8 @@ build_client() {
     mkdir -p "$TMP"
     log "building the load client"
     g++ -O2 -std=c++17 -Wall -Wextra -I"$REPO/src" -I"$(pg_config --includedir)" \
-        "$BENCH_DIR/queenbench.cpp" "$REPO/src/core/hash.cpp" "$REPO/src/core/segment_codec.cpp" \
-        "$REPO/src/core/uuidv7.cpp" -lpq -lxxhash -pthread -o "$CLIENT"
+        "$BENCH_DIR/queenbench.cpp" "$REPO/src/core/common/hash.cpp" "$REPO/src/core/common/segment_codec.cpp" \
+        "$REPO/src/core/common/uuidv7.cpp" -lpq -lxxhash -pthread -o "$CLIENT"
 }
 
 # make -j2 && make install of the extension from this checkout; non-zero when it fails.

@@ -43,9 +43,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/hash.h"
-#include "core/segment_codec.h"
-#include "core/uuidv7.h"
+#include "core/common/hash.h"
+#include "core/common/segment_codec.h"
+#include "core/common/uuidv7.h"
 
 namespace {
 

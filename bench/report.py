@@ -293,7 +293,7 @@ def render(rows, meta, raw_name):
     L.append("- **seg_full**: `SELECT * FROM queen.push_segment(partition_id, hashes, segment, -1)`, all "
              "four parameters binary, in sessions with `queen.probe_cache = off` so every push really "
              "probes the whole window (with the cache on, -1 calls are narrowed by it like queen.push); "
-             "the client builds the segment (src/core/segment_codec.h) and the xxh3 hashes itself, ids "
+             "the client builds the segment (src/core/common/segment_codec.h) and the xxh3 hashes itself, ids "
              "are client UUIDv7s.")
     L.append("- **push_nocache / seg_cached** (extras, only when asked for): queen.push with the probe "
              "cache off; push_segment -1 with the cache on.")

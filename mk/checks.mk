@@ -68,9 +68,9 @@ sidecar-fuzz-regress: $(SIDECAR_REPLAY)
 # ---- libFuzzer over the segment decoder (clang only) ----
 FUZZ_CXX ?= clang++
 FUZZ_CORE_DIR = $(BUILD)/fuzz_core
-FUZZ_CORE_SRCS = tests/fuzz_core/fuzz_segment.cpp src/core/segment_codec.cpp src/core/uuidv7.cpp
+FUZZ_CORE_SRCS = tests/fuzz_core/fuzz_segment.cpp src/core/common/segment_codec.cpp src/core/common/uuidv7.cpp
 
-$(FUZZ_CORE_DIR)/fuzz_segment: $(FUZZ_CORE_SRCS) $(wildcard src/core/*.h)
+$(FUZZ_CORE_DIR)/fuzz_segment: $(FUZZ_CORE_SRCS) $(wildcard src/core/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) -std=c++17 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Isrc \
 	    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -91,7 +91,7 @@ fuzz-core-regress: $(FUZZ_CORE_DIR)/fuzz_segment
 	$(SAN_ENV) $(FUZZ_CORE_DIR)/fuzz_segment $(sort $(wildcard tests/fuzz_core/corpus/*))
 
 # ---- static analysis (not in CI; findings are printed, and make fails when there are any) ----
-LINT_SRCS   = $(sort $(CORE_SRCS) $(wildcard sidecar/*.cpp))
+LINT_SRCS   = $(sort $(CORE_SRCS) $(wildcard sidecar/*.cpp sidecar/*/*.cpp))
 LINT_FLAGS  = -std=c++17 -Isrc -Isidecar -I$(shell $(PG_CONFIG) --includedir)
 CLANG_TIDY ?= clang-tidy
 CPPCHECK   ?= cppcheck

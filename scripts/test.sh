@@ -2,7 +2,7 @@
 # Run every test of queen and end with one plain line: `N passed, N failed`.
 #
 # Stages: install deps, build (make -j2), make install, start the throwaway PostgreSQL
-# (scripts/pg.sh), pg_regress over sql/*.sql and the isolation specs (make installcheck), every
+# (scripts/pg.sh), pg_regress over tests/regress/sql/*.sql and the isolation specs (make installcheck), every
 # GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests),
 # the sidecar runner under ThreadSanitizer (build/tsan/*-tests), the core fuzz target and the
 # sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, stop
@@ -215,7 +215,7 @@ run_regress_suite() {
     echo "$label: $p ok, $f failed"
 }
 
-# Stage: pg_regress over sql/*.sql, then the isolation specs.
+# Stage: pg_regress over tests/regress/sql/*.sql, then the isolation specs.
 stage_installcheck() {
     run_regress_suite regress ISOLATION "$ROOT"
     run_regress_suite isolation REGRESS "$ROOT/output_iso"

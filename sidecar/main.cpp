@@ -21,19 +21,19 @@
 #include <thread>
 #include <vector>
 
-#include "api.h"
-#include "block_cache.h"
-#include "clock.h"
-#include "flusher.h"
-#include "health.h"
-#include "http_server.h"
-#include "log.h"
-#include "metrics.h"
-#include "pg_backend.h"
+#include "queue/api.h"
+#include "queue/block_cache.h"
+#include "common/clock.h"
+#include "queue/flusher.h"
+#include "http/health.h"
+#include "http/http_server.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "queue/pg_backend.h"
 #include "settings.h"
-#include "streams_api.h"
-#include "streams_pg_backend.h"
-#include "streams_pg_direct.h"
+#include "streams/api.h"
+#include "streams/pg_backend.h"
+#include "streams/pg_direct.h"
 
 using namespace queen::sidecar;
 namespace asio = boost::asio;

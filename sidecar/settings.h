@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "status.h"
+#include "common/status.h"
 
 namespace queen::sidecar {
 

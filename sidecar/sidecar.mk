@@ -2,9 +2,9 @@
 # Makefile, which defines BUILD, HOST_CXX, HOST_FLAGS and $(BUILD)/libqueencore.a.
 #   make build/queen-sidecar build/queen-sidecar-tests    (never more than -j2 here)
 #   make sidecar-fuzz                                      (clang + libFuzzer)
-SIDECAR_SRCS     = $(filter-out sidecar/main.cpp,$(wildcard sidecar/*.cpp))
+SIDECAR_SRCS     = $(filter-out sidecar/main.cpp,$(wildcard sidecar/*.cpp sidecar/*/*.cpp))
 SIDECAR_OBJS     = $(patsubst sidecar/%.cpp,$(BUILD)/sidecar/%.o,$(SIDECAR_SRCS))
-SIDECAR_HDRS     = $(wildcard sidecar/*.h) $(wildcard src/core/*.h)
+SIDECAR_HDRS     = $(wildcard sidecar/*.h sidecar/*/*.h) $(wildcard src/core/*/*.h)
 SIDECAR_TEST_SRCS = $(wildcard tests/sidecar/*.cpp)
 SIDECAR_TEST_OBJS = $(patsubst tests/sidecar/%.cpp,$(BUILD)/tests/sidecar/%.o,$(SIDECAR_TEST_SRCS))
 SIDECAR_CXXFLAGS = $(HOST_FLAGS) -Isidecar -I$(shell $(PG_CONFIG) --includedir) -pthread
@@ -39,8 +39,8 @@ install-sidecar: $(BUILD)/queen-sidecar
 # first (simdjson) parser kept in tests/fuzz/reference_push_parser.cpp.
 FUZZ_CXX ?= clang++
 FUZZ_SRCS = tests/fuzz/push_request_fuzz.cpp tests/fuzz/reference_push_parser.cpp \
-            sidecar/push_request.cpp sidecar/json_scan.cpp sidecar/json_writer.cpp \
-            src/core/hash.cpp src/core/uuidv7.cpp src/core/segment_codec.cpp
+            sidecar/queue/push_request.cpp sidecar/common/json_scan.cpp sidecar/common/json_writer.cpp \
+            src/core/common/hash.cpp src/core/common/uuidv7.cpp src/core/common/segment_codec.cpp
 $(BUILD)/fuzz/push_request_fuzz: $(FUZZ_SRCS) tests/fuzz/reference_push_parser.h $(SIDECAR_HDRS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Isidecar -Itests/fuzz \

@@ -7,7 +7,7 @@
 -- therefore exactly those of a fresh install. A table change goes here AND into a delta.
 \echo Use "CREATE EXTENSION queen" to load this file. \quit
 
--- Locking protocol (shared by every write path; see src/pg/push_path.cpp):
+-- Locking protocol (shared by every write path; see src/pg/queue/push_path.cpp):
 --   * a push takes its partition's queen.log_partitions row lock (FOR NO KEY UPDATE) before
 --     probing and holds it until commit: the row lock is the partition's write serializer.
 --     NO KEY UPDATE (the allocator update never changes a key) still excludes every other
@@ -47,8 +47,8 @@ CREATE TABLE queen.log_partitions (
     UNIQUE (queue_id, name)
 );
 
--- One row per pushed segment; data is the segment encoding of src/core/segment_codec.h.
--- Column order is read positionally by src/pg/log_scan.cpp: keep it.
+-- One row per pushed segment; data is the segment encoding of src/core/common/segment_codec.h.
+-- Column order is read positionally by src/pg/storage/log_scan.cpp: keep it.
 CREATE TABLE queen.log_segments (
     partition_id  bigint NOT NULL,
     base_offset   bigint NOT NULL,
@@ -78,7 +78,7 @@ ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE MAIN;
 ALTER TABLE queen.log_txns ALTER COLUMN message_ids SET STORAGE MAIN;
 -- The full-window probe and the probe cache's hydration read a partition's rows by time
 -- (created_at >= window start) through this index, so their cost follows the window, not the
--- retained history (src/pg/push_path.cpp, probe_full). One entry per pushed segment.
+-- retained history (src/pg/queue/push_path.cpp, probe_full). One entry per pushed segment.
 CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at);
 
 CREATE TABLE queen.consumer_groups (
@@ -116,7 +116,7 @@ CREATE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS
     SET search_path = pg_catalog, pg_temp;
 
 -- Earliest retained offset above p_after holding a hash, or NULL (acks by transactionId; the
--- per-backend ack digest keeps its cost independent of the window: src/pg/ack_lookup.cpp).
+-- per-backend ack digest keeps its cost independent of the window: src/pg/queue/ack_lookup.cpp).
 -- Internal: no grant.
 CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p_after bigint)
     RETURNS bigint
@@ -124,7 +124,7 @@ CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
--- p_hint(s): the hinted vouch (src/pg/push_hints.cpp). 12 bytes per hint, big-endian
+-- p_hint(s): the hinted vouch (src/pg/queue/push_hints.cpp). 12 bytes per hint, big-endian
 -- (uint32 message index, strictly ascending; int64 offset at or below p_verified): "this
 -- message's earliest in-window occurrence is at that offset". Each hinted original is
 -- confirmed against the stored row; one that does not confirm sends the segment to the full

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "block_cache.h"
+#include "queue/block_cache.h"
 
 using namespace queen::sidecar;
 

@@ -13,7 +13,7 @@
 -- once; the UNIQUE constraints make two sessions racing on one pair create it once.
 
 -- Internal (no grant): the body of queen.resolve_partitions, also run by
--- queen.push_segments_named (so the resolution exists once: src/pg/resolve_names.cpp).
+-- queen.push_segments_named (so the resolution exists once: src/pg/queue/resolve_names.cpp).
 -- 22023 when the arrays are not one-dimensional of the same length, for more than 10000 pairs,
 -- or for a NULL or empty name; 42501 for a reserved queue name. Lookups read the unique indexes
 -- of queen.queues and queen.log_partitions (a plan that cannot degrade into scanning a queue's

@@ -4,7 +4,7 @@
 -- window); its messages go through the shared row-locked push path (queen.stream_write ->
 -- push_locked), and each (stream, producer) keeps its epoch/seq state in
 -- queen.stream_producers. The decision is the pure C++ state machine of
--- src/core/producer_state.cpp, run by queen.stream_append (src/pg/producer_append.cpp).
+-- src/core/streams/producer_state.cpp, run by queen.stream_append (src/pg/streams/append.cpp).
 --
 -- Locking protocol (consistent with queen.sql's):
 --   * every write of a stream (append, close, create with data, delete) locks the stream's
@@ -262,7 +262,7 @@ $$;
 
 -- ---------------------------------------------------------------- append
 -- Append with or without producer headers; one typed answer row (docs/producers.md). C:
--- src/pg/producer_append.cpp (its header comment states the locking protocol).
+-- src/pg/streams/append.cpp (its header comment states the locking protocol).
 CREATE FUNCTION queen.stream_append(p_name text,
                                     p_messages bytea[],
                                     p_content_type text DEFAULT NULL,

@@ -1,5 +1,5 @@
 -- queen.stream_append_batch: many stream appends in one call (one transaction, one commit),
--- each decided exactly as queen.stream_append decides it (src/pg/stream_append_batch.cpp).
+-- each decided exactly as queen.stream_append decides it (src/pg/streams/append_batch.cpp).
 -- Locking protocol: the names are resolved first without a lock, then the appends are decided
 -- in ascending partition id order (queen's one global lock order), each stream's partition
 -- row locked FOR NO KEY UPDATE once and held to the end of the transaction; the appends of one

@@ -1,6 +1,6 @@
 -- ================================================================ dedup views (module 40)
 -- Flink's Deduplicate operator as incremental views over a queue (docs/dedup-views.md).
--- The operator itself is src/core/dedup_operator.*; the glue (src/pg/dedup_views.cpp) keeps its
+-- The operator itself is src/core/views/operator.*; the glue (src/pg/views/functions.cpp) keeps its
 -- keyed state, changelog, consumed offsets, pending mini-batch and watermark in the tables
 -- below, in the caller's transaction.
 --
@@ -32,7 +32,7 @@ CREATE TABLE queen.dedup_views (
     last_now             timestamptz,
     -- which write of the view's state the tables hold: the writing transaction's full id, set
     -- by every dedup_advance / dedup_watermark / dedup_flush. A backend's in-memory copy of the
-    -- state (src/core/dedup_state_cache.h) is used only while this is the token it wrote.
+    -- state (src/core/views/state_cache.h) is used only while this is the token it wrote.
     state_token          bigint,
     -- how many buckets of queen.dedup_state_buckets the view's keys are spread over (a key's
     -- bucket is its hash modulo this), and how many keys they hold: when the keys pass 32 per
@@ -48,7 +48,7 @@ CREATE TABLE queen.dedup_views (
 );
 
 -- The keyed state, many keys per row: each view's keys are spread by a stable hash of the key
--- (FNV-1a 64 modulo the view's state_buckets, src/core/dedup_bucket.h) over at most
+-- (FNV-1a 64 modulo the view's state_buckets, src/core/views/bucket.h) over at most
 -- state_buckets rows, each holding the states of its keys packed in key order: per key its
 -- kind (1 kept row: keep-last, retracting keep-first, proctime keep-first's flag; 2 pending
 -- rowtime keep-first candidate; 3 fired marker), payload (none where only a marker is needed),
@@ -89,7 +89,7 @@ CREATE TABLE queen.dedup_candidates (
 );
 
 -- The changelog, one row per call that emitted anything: changes holds its changes (seq
--- first_seq..last_seq) packed in seq order (src/core/dedup_changes.h: kind, key, payload as
+-- first_seq..last_seq) packed in seq order (src/core/views/changes.h: kind, key, payload as
 -- jsonb's binary form, rowtime, source partition and offset). One tuple per call, not one per change: the
 -- per-row heap and index work is what made a changelog cost more than the operator.
 CREATE TABLE queen.dedup_change_blocks (

@@ -1,9 +1,9 @@
 // Module entry: PG_MODULE_MAGIC, settings, and small shared helpers of the glue.
-#include "pg/direct_write.h"
-#include "pg/glue.h"
-#include "pg/probe_cache_shm.h"
-#include "pg/producer_glue.h"
-#include "pg/retention_worker.h"
+#include "pg/storage/direct_write.h"
+#include "pg/common/glue.h"
+#include "pg/probe/probe_cache_shm.h"
+#include "pg/streams/glue.h"
+#include "pg/storage/retention_worker.h"
 
 extern "C" {
 #include "catalog/namespace.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/segment_codec.h"
-#include "json_writer.h"
-#include "push_request.h"
+#include "core/common/segment_codec.h"
+#include "common/json_writer.h"
+#include "queue/push_request.h"
 #include "reference_push_parser.h"
 
 namespace {

@@ -6,7 +6,7 @@
 
 #include <simdjson.h>
 
-#include "core/segment_codec.h"
+#include "core/common/segment_codec.h"
 
 namespace queen::sidecar::reference {
 

@@ -1,11 +1,11 @@
 // The first push parser (simdjson DOM + minify), kept only as the fuzzer's reference: the
-// fuzz target checks that the sidecar's own scanner (sidecar/json_scan.h) accepts and rejects
+// fuzz target checks that the sidecar's own scanner (sidecar/common/json_scan.h) accepts and rejects
 // the same bodies and extracts the same items.
 #pragma once
 
 #include <string_view>
 
-#include "push_request.h"
+#include "queue/push_request.h"
 
 namespace queen::sidecar::reference {
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/segment_codec.h"
+#include "core/common/segment_codec.h"
 
 // Abort with a message libFuzzer shows next to the reproducer.
 #define FUZZ_CHECK(cond)                                                                         \

@@ -3,7 +3,7 @@
 
     python3 tests/fuzz_core/make_corpus.py     (rewrites tests/fuzz_core/corpus/)
 
-The layout is the one src/core/segment_codec.h documents:
+The layout is the one src/core/common/segment_codec.h documents:
     header : 'Q' 'S' version(=1) flags(=0)  u32 count
     entry  : id[16]  content_type(u8)  u32 txn_len  txn  u32 payload_len  payload
 Integers are little-endian. Content types: 1 JSON, 2 text, 3 octet, 4 binary jsonb (the codec

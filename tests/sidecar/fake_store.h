@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "clock.h"
-#include "core/hash.h"
-#include "core/segment_codec.h"
-#include "core/vouch_hints.h"
+#include "queue/backend.h"
+#include "common/clock.h"
+#include "core/common/hash.h"
+#include "core/common/segment_codec.h"
+#include "core/probe/vouch_hints.h"
 
 namespace queen::sidecar::testing {
 

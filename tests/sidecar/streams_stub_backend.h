@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "streams_backend.h"
+#include "streams/backend.h"
 
 namespace queen::sidecar::streams {
 

@@ -5,8 +5,8 @@
 
 #include <thread>
 
-#include "block_cache.h"
-#include "core/segment_codec.h"
+#include "queue/block_cache.h"
+#include "core/common/segment_codec.h"
 #include "fake_store.h"
 
 namespace queen::sidecar {

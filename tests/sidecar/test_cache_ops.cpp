@@ -7,8 +7,8 @@
 #include <memory>
 #include <random>
 
-#include "block_cache.h"
-#include "core/segment_codec.h"
+#include "queue/block_cache.h"
+#include "core/common/segment_codec.h"
 #include "fake_store.h"
 #include "malloc_probe.h"
 

@@ -1,7 +1,7 @@
 // public_error: SQLSTATEs become stable HTTP codes; internal texts never reach clients.
 #include <gtest/gtest.h>
 
-#include "errors.h"
+#include "common/errors.h"
 
 using queen::sidecar::public_error;
 using queen::sidecar::Status;

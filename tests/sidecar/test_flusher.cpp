@@ -10,10 +10,10 @@
 #include <atomic>
 #include <condition_variable>
 
-#include "core/segment_codec.h"
+#include "core/common/segment_codec.h"
 #include "fake_store.h"
-#include "flusher.h"
-#include "push_request.h"
+#include "queue/flusher.h"
+#include "queue/push_request.h"
 
 namespace queen::sidecar {
 namespace {
@@ -648,7 +648,7 @@ TEST(FlusherFaults, AbandonSendsNothingQueued) {
 }
 
 // The fake store models the extension's window 0: a segment repeating one transactionId has
-// every entry written at its own offset with its own id (sql/window_zero.sql pins the same).
+// every entry written at its own offset with its own id (tests/regress/sql/window_zero.sql pins the same).
 TEST(FakeStoreWindowZero, WritesEveryRepeatInsideOneCall) {
     ManualClock clock;
     FakeStore store(clock);

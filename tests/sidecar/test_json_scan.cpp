@@ -1,11 +1,11 @@
-// The push parser's JSON scanner (sidecar/json_scan.h) and what parse_push_body builds on it:
+// The push parser's JSON scanner (sidecar/common/json_scan.h) and what parse_push_body builds on it:
 // strictness, escapes, first-wins keys, payloads kept as sent minus whitespace, error order.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "json_scan.h"
-#include "push_request.h"
+#include "common/json_scan.h"
+#include "queue/push_request.h"
 
 namespace queen::sidecar {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "fake_store.h"
 #include "malloc_probe.h"
-#include "flusher.h"
-#include "partition_memo.h"
-#include "push_request.h"
+#include "queue/flusher.h"
+#include "queue/partition_memo.h"
+#include "queue/push_request.h"
 
 namespace queen::sidecar {
 namespace {

@@ -1,8 +1,8 @@
 // Push body parsing, validation and the answer shape.
 #include <gtest/gtest.h>
 
-#include "api.h"
-#include "push_request.h"
+#include "queue/api.h"
+#include "queue/push_request.h"
 #include "settings.h"
 
 namespace queen::sidecar {

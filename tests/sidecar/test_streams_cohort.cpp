@@ -1,4 +1,4 @@
-// The streams engine's cohorts (sidecar/streams_engine.h, cohort_us): producers sending one
+// The streams engine's cohorts (sidecar/streams/engine.h, cohort_us): producers sending one
 // append at a time that were answered together are waited for by the next batch, so they
 // commit together; a lone producer never waits; a producer that stopped delays the others at
 // most once, by at most the bound. A counting backend stands in for PostgreSQL.
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "streams_engine.h"
+#include "streams/engine.h"
 #include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {

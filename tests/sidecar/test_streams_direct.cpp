@@ -1,4 +1,4 @@
-// The streams engine's direct path (sidecar/streams_engine.h, set_direct): a lone append runs
+// The streams engine's direct path (sidecar/streams/engine.h, set_direct): a lone append runs
 // on the DirectAppender instead of a writer; appends arriving while it runs queue behind it
 // and every stream's writes still run in arrival order, never on the direct path and a writer
 // at once; a direct path that is not connected (or refuses to send) leaves everything to the
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "streams_engine.h"
+#include "streams/engine.h"
 #include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {

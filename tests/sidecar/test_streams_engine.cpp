@@ -1,4 +1,4 @@
-// The streams engine's writers (sidecar/streams_engine.h): with one shared queue and streams
+// The streams engine's writers (sidecar/streams/engine.h): with one shared queue and streams
 // held only while a writer runs them, every stream's writes still run in arrival order, one
 // batch at a time, never on two writers at once; tasks run alone between the writes queued
 // before and after them; idle writers take other streams while one is busy (fusion across
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "streams_engine.h"
+#include "streams/engine.h"
 #include "streams_stub_backend.h"
 
 namespace queen::sidecar::streams {

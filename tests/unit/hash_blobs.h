@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/hash.h"
+#include "core/common/hash.h"
 
 namespace queen_test {
 

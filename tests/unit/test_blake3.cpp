@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/blake3.h"
+#include "core/common/blake3.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
 // Unit tests for the shared probe cache's compact digest and arena helpers
-// (src/core/compact_digest.h).
+// (src/core/probe/compact_digest.h).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "core/compact_digest.h"
+#include "core/probe/compact_digest.h"
 #include "hash_blobs.h"
 
 namespace {

@@ -1,8 +1,8 @@
-// The bucket codec of dedup views' keyed state (src/core/dedup_bucket.h) and the cache's buckets.
+// The bucket codec of dedup views' keyed state (src/core/views/bucket.h) and the cache's buckets.
 #include <gtest/gtest.h>
 
-#include "core/dedup_bucket.h"
-#include "core/dedup_state_cache.h"
+#include "core/views/bucket.h"
+#include "core/views/state_cache.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // The packed change block of a dedup view's changelog.
 #include <gtest/gtest.h>
 
-#include "core/dedup_changes.h"
+#include "core/views/changes.h"
 
 using namespace queen::dedup;
 

@@ -1,7 +1,7 @@
 // The consumption order of a dedup view over several partitions.
 #include <gtest/gtest.h>
 
-#include "core/dedup_merge.h"
+#include "core/views/merge.h"
 
 using namespace queen::dedup;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dedup_operator.h"
+#include "core/views/operator.h"
 
 using namespace queen::dedup;
 

@@ -1,7 +1,7 @@
-// The per-process dedup state cache (src/core/dedup_state_cache.h) and the state map's base.
+// The per-process dedup state cache (src/core/views/state_cache.h) and the state map's base.
 #include <gtest/gtest.h>
 
-#include "core/dedup_state_cache.h"
+#include "core/views/state_cache.h"
 
 using namespace queen::dedup;
 

@@ -1,4 +1,4 @@
-// Unit tests for src/core/hash.h: xxh3_128 in the canonical 16-byte big-endian form.
+// Unit tests for src/core/common/hash.h: xxh3_128 in the canonical 16-byte big-endian form.
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/hash.h"
+#include "core/common/hash.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// Unit tests for first-wins leaders, the blob probe and verdict planning (src/core/probe.h).
+// Unit tests for first-wins leaders, the blob probe and verdict planning (src/core/probe/probe.h).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/probe.h"
+#include "core/probe/probe.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
-// Unit tests for the extension's per-backend probe digest (src/core/probe_digest.h).
+// Unit tests for the extension's per-backend probe digest (src/core/probe/probe_digest.h).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/probe_digest.h"
+#include "core/probe/probe_digest.h"
 #include "hash_blobs.h"
 
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "core/producer_state.h"
+#include "core/streams/producer_state.h"
 
 using queen::ProducerDecision;
 using queen::ProducerOutcome;

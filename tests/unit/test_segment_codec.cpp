@@ -1,4 +1,4 @@
-// Unit tests for src/core/segment_codec.h: the segment blob and transactionId validation.
+// Unit tests for src/core/common/segment_codec.h: the segment blob and transactionId validation.
 // Every decode runs over memory that ends right before an inaccessible page, so a read past the
 // end of a blob crashes the test instead of passing unnoticed.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/segment_codec.h"
+#include "core/common/segment_codec.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Unit tests for src/core/uuidv7.h: layout, ordering, text form.
+// Unit tests for src/core/common/uuidv7.h: layout, ordering, text form.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/uuidv7.h"
+#include "core/common/uuidv7.h"
 
 namespace {
 

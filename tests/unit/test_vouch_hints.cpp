@@ -1,11 +1,11 @@
-// Unit tests for the vouch hint blob (src/core/vouch_hints.h): layout, and every rule the
+// Unit tests for the vouch hint blob (src/core/probe/vouch_hints.h): layout, and every rule the
 // extension enforces with 22023.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "core/vouch_hints.h"
+#include "core/probe/vouch_hints.h"
 
 namespace {
 

@@ -10,7 +10,7 @@ UNIT_LIBS = -lgtest_main -lgtest -lpthread -lxxhash
 
 all: $(BUILD)/queen-core-tests
 
-$(BUILD)/unit/%.o: tests/unit/%.cpp $(wildcard src/core/*.h tests/unit/*.h)
+$(BUILD)/unit/%.o: tests/unit/%.cpp $(wildcard src/core/*/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(HOST_FLAGS) -Itests/unit -c $< -o $@
 

@@ -1,0 +1,27 @@
+// The system clock.
+#include "common/clock.h"
+
+#include <chrono>
+
+namespace queen::sidecar {
+
+// Unix milliseconds from the system clock.
+int64_t SystemClock::wall_ms() const noexcept {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count() +
+           offset_.load(std::memory_order_relaxed);
+}
+
+// Milliseconds from the steady clock.
+int64_t SystemClock::mono_ms() const noexcept {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// One shared instance (its only state is the test offset).
+SystemClock& SystemClock::instance() {
+    static SystemClock c;
+    return c;
+}
+
+}  // namespace queen::sidecar

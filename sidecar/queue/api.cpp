@@ -1,0 +1,483 @@
+// HTTP routes (see api.h).
+#include "queue/api.h"
+
+#include <simdjson.h>
+
+#include <memory>
+
+#include "common/errors.h"
+#include "http/health.h"
+#include "common/json_writer.h"
+#include "common/log.h"
+#include "common/json_fields.h"
+#include "queue/pg_backend.h"
+#include "queue/transaction_wire.h"
+
+namespace queen::sidecar {
+
+namespace {
+
+// An error response: public code and message only; the internal text of a 5xx is logged.
+HttpResponse error_response(const Status& s, int64_t index = -1) {
+    HttpResponse r;
+    PublicError e = public_error(s);
+    r.status = e.http;
+    r.body = json_error_body(e.message, e.code, index);
+    if (e.http >= 500)
+        QLOG_WARN("answered %d %s: %s%s%s", e.http, e.code.c_str(), s.message().c_str(),
+                  s.sqlstate().empty() ? "" : " SQLSTATE ", s.sqlstate().c_str());
+    return r;
+}
+
+// A 4xx/5xx with a code of the sidecar's own (routing, health).
+HttpResponse coded_error(int http, const char* code, const std::string& message) {
+    HttpResponse r;
+    r.status = http;
+    r.body = json_error_body(message, code);
+    return r;
+}
+
+// A thread's generator of message ids.
+queen::UuidV7Generator& thread_uuid_gen() {
+    thread_local queen::UuidV7Generator gen;
+    return gen;
+}
+
+// A thread's JSON parser for the small non-push bodies.
+simdjson::dom::parser& small_parser() {
+    thread_local simdjson::dom::parser p;
+    return p;
+}
+
+// Run fn against the PostgreSQL backend, or answer 501 when the flusher runs on something else.
+void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> fn) {
+    flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
+        auto* pg = dynamic_cast<PgBackend*>(&b);
+        if (!pg) {
+            reply(error_response(Status(StatusCode::Internal, "no PostgreSQL backend")));
+            return;
+        }
+        reply(fn(*pg));
+    });
+}
+
+// Split "a=1&b=2" and find key (decoded); false when absent.
+bool query_param(const std::string& query, const std::string& key, std::string* out) {
+    std::size_t pos = 0;
+    while (pos <= query.size()) {
+        std::size_t amp = query.find('&', pos);
+        if (amp == std::string::npos) amp = query.size();
+        std::string part = query.substr(pos, amp - pos);
+        std::size_t eq = part.find('=');
+        std::string k = part.substr(0, eq);
+        if (k == key) return url_decode(eq == std::string::npos ? "" : part.substr(eq + 1), out);
+        pos = amp + 1;
+    }
+    return false;
+}
+
+// A non-negative decimal; false otherwise.
+bool parse_int(const std::string& s, int64_t* out) {
+    if (s.empty() || s.size() > 18) return false;
+    int64_t v = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+}
+
+}  // namespace
+
+// %XX decoding.
+bool url_decode(const std::string& in, std::string* out) {
+    out->clear();
+    for (std::size_t i = 0; i < in.size(); i++) {
+        if (in[i] != '%') {
+            out->push_back(in[i]);
+            continue;
+        }
+        if (i + 2 >= in.size()) return false;
+        auto hex = [](char c) {
+            return c >= '0' && c <= '9'   ? c - '0'
+                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                          : -1;
+        };
+        int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
+        if (hi < 0 || lo < 0) return false;
+        out->push_back(static_cast<char>(hi << 4 | lo));
+        i += 2;
+    }
+    return true;
+}
+
+Api::Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics)
+    : flusher_(flusher), cache_(cache), metrics_(metrics) {
+    limits_.max_items = settings.max_items;
+    limits_.max_payload_bytes = settings.max_payload_bytes;
+}
+
+void Api::mount(std::string prefix, RouteFn fn) {
+    mounts_.emplace_back(std::move(prefix), std::move(fn));
+}
+
+// Route by method and path: mounted prefixes first, then the built-in table below.
+void Api::handle(HttpRequest&& req, Reply reply) {
+    std::string path = req.target, query;
+    std::size_t qm = path.find('?');
+    if (qm != std::string::npos) {
+        query = path.substr(qm + 1);
+        path.resize(qm);
+    }
+    for (auto& [prefix, fn] : mounts_)
+        if (path.rfind(prefix, 0) == 0) return fn(std::move(req), path, query, std::move(reply));
+    auto counted = [this, reply = std::move(reply)](Endpoint ep) {
+        return [this, reply, ep](HttpResponse r) {
+            metrics_.count_request(ep, r.status);
+            reply(std::move(r));
+        };
+    };
+    if (req.method == "POST" && path == "/api/v1/push")
+        return push(std::move(req), counted(Endpoint::Push));
+    if (req.method == "POST" && path == "/api/v1/configure")
+        return configure(std::move(req), counted(Endpoint::Configure));
+    if (req.method == "POST" && path == "/api/v1/ack")
+        return ack(std::move(req), counted(Endpoint::Ack), false);
+    if (req.method == "POST" && path == "/api/v1/ack/batch")
+        return ack(std::move(req), counted(Endpoint::AckBatch), true);
+    if (req.method == "POST" && path == "/api/v1/transaction")
+        return transaction(std::move(req), counted(Endpoint::Transaction));
+    if (req.method == "GET" && (path == "/health" || path == "/health/live" || path == "/health/ready"))
+        return health(path, counted(Endpoint::Health));
+    if (req.method == "GET" && path == "/metrics") {
+        HttpResponse r;
+        r.content_type = "text/plain; version=0.0.4";
+        r.body = render_metrics(metrics_, &cache_);
+        return counted(Endpoint::Metrics)(std::move(r));
+    }
+    const std::string pop_prefix = "/api/v1/pop/queue/";
+    if (req.method == "GET" && path.rfind(pop_prefix, 0) == 0) {
+        std::string rest = path.substr(pop_prefix.size());
+        std::size_t mid = rest.find("/partition/");
+        std::string q, p;
+        if (mid != std::string::npos && url_decode(rest.substr(0, mid), &q) &&
+            url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
+            return pop(q, p, query, counted(Endpoint::Pop));
+    }
+    counted(Endpoint::Other)(coded_error(404, "no_route", "no route for " + req.method + " " + path));
+}
+
+// /health/live: the process serves HTTP (always 200 while it answers at all).
+// /health/ready: PostgreSQL answers the probe and the sidecar is not draining (else 503).
+// /health: the original summary, always 200, with the probe's verdict.
+void Api::health(const std::string& path, Reply reply) {
+    const bool pg = probe_ ? probe_->up() : metrics_.pg_up.load() != 0;
+    const bool draining = draining_ && draining_->load();
+    HttpResponse r;
+    if (path == "/health/live") {
+        r.body = "{\"status\":\"live\"}";
+    } else if (path == "/health/ready") {
+        if (draining)
+            r = coded_error(503, "shutting_down", "the sidecar is shutting down");
+        else if (!pg)
+            r = coded_error(503, "not_ready", "PostgreSQL is unreachable");
+        else
+            r.body = "{\"status\":\"ready\",\"postgres\":\"up\"}";
+    } else {
+        r.body = std::string("{\"status\":\"ok\",\"postgres\":\"") + (pg ? "up" : "down") + "\"}";
+    }
+    reply(std::move(r));
+}
+
+// Parse, layer 1, hand to the flusher; answer when every item has its final answer.
+void Api::push(HttpRequest&& req, Reply reply) {
+    auto job = std::make_shared<PushJob>();
+    int64_t bad = -1;
+    Status s = parse_push_body(req.body, limits_, thread_uuid_gen(), &job->req, &bad);
+    if (!s.is_ok()) return reply(error_response(s, bad));
+    apply_layer1(&job->req);
+    job->done = [reply = std::move(reply)](PushJob& j) { reply(push_response(j)); };
+    flusher_.submit(std::move(job));
+}
+
+// 201 + one object per item in input order, or one error when no item was stored or found
+// stored (then nothing of the request was written). A failed item among answered ones is
+// {"index","transaction_id","queueName","partition","status":"error","error","code"}. Items of
+// one request usually share queue and partition: their escaped fragment is reused while it
+// stays the same.
+HttpResponse push_response(PushJob& job) {
+    HttpResponse r;
+    bool any_answered = false;
+    for (const ItemAnswer& a : job.answers) any_answered |= !a.failed;
+    if (!any_answered) {
+        std::lock_guard<std::mutex> lk(job.err_mu);
+        if (!job.error.is_ok()) return error_response(job.error);
+    }
+    r.status = 201;
+    std::string& out = r.body;
+    out.reserve(job.req.items.size() * 200 + 2);
+    out.push_back('[');
+    char idbuf[37];
+    std::string names;  // ,"queueName":...,"partition":...,"offset": for names_of
+    const PushItem* names_of = nullptr;
+    for (std::size_t i = 0; i < job.req.items.size(); i++) {
+        const PushItem& it = job.req.items[i];
+        const ItemAnswer& a = job.answers[i];
+        if (i) out.push_back(',');
+        out += "{\"index\":";
+        json_append_int(&out, static_cast<int64_t>(i));
+        if (a.failed) {
+            out += ",\"transaction_id\":";
+            json_append_string(&out, it.txn);
+            out += ",\"queueName\":";
+            json_append_string(&out, it.queue);
+            out += ",\"partition\":";
+            json_append_string(&out, it.partition);
+            // The same public form as a request-level error: a stable code, no server internals.
+            const PublicError pe = public_error(a.error);
+            out += ",\"status\":\"error\",\"error\":";
+            json_append_string(&out, pe.message);
+            out += ",\"code\":";
+            json_append_string(&out, pe.code);
+            out += "}";
+            continue;
+        }
+        out += ",\"message_id\":\"";
+        queen::uuid_to_text(a.id, idbuf);
+        out.append(idbuf, 36);
+        out += "\",\"transaction_id\":";
+        json_append_string(&out, it.txn);
+        if (!names_of || names_of->queue != it.queue || names_of->partition != it.partition) {
+            names.assign(",\"queueName\":");
+            json_append_string(&names, it.queue);
+            names += ",\"partition\":";
+            json_append_string(&names, it.partition);
+            names += ",\"offset\":";
+            names_of = &it;
+        }
+        out += names;
+        json_append_int(&out, a.offset);
+        out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}"
+                                               : ",\"status\":\"duplicate\"}";
+    }
+    out.push_back(']');
+    return r;
+}
+
+// {queue, options:{...}} -> queen.configure; the memo is dropped so the change is seen at once.
+void Api::configure(HttpRequest&& req, Reply reply) {
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    std::string queue, options = "{}";
+    if (!get_string(obj, "queue", &queue) || queue.empty())
+        return reply(error_response(Status(StatusCode::BadRequest, "queue is missing or invalid")));
+    if (const char* why = validate_queue_name(queue))
+        return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
+    auto o = obj["options"];
+    if (!o.error()) {
+        if (!o.is_object())
+            return reply(
+                error_response(Status(StatusCode::BadRequest, "options must be an object")));
+        options = simdjson::minify(o.value_unsafe());
+    }
+    Flusher* fl = &flusher_;
+    with_pg(flusher_, std::move(reply), [queue, options, fl](PgBackend& pg) {
+        std::string result;
+        Status s = pg.configure(queue, options, &result);
+        if (!s.is_ok()) return error_response(s);
+        fl->forget_meta();
+        HttpResponse r;
+        r.body = result;
+        return r;
+    });
+}
+
+// One ack or a batch: {transactionId, queue+partition | partitionId, consumerGroup?, status?}.
+void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
+    struct One {
+        std::string txn, queue, partition, group, status;
+        int64_t pid = -1;
+    };
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    std::string default_group = "__QUEUE_MODE__";
+    if (!get_string(obj, "consumerGroup", &default_group))
+        return reply(
+            error_response(Status(StatusCode::BadRequest, "consumerGroup must be a string")));
+    std::vector<One> acks;
+    auto read_one = [&](simdjson::dom::object o, int64_t idx) -> Status {
+        One a;
+        a.group = default_group;
+        bool has_txn = false;
+        if (!get_string(o, "transactionId", &a.txn, &has_txn) || !has_txn)
+            return Status(
+                StatusCode::BadRequest,
+                "transactionId is missing" + (idx >= 0 ? " in item " + std::to_string(idx) : ""));
+        if (!get_string(o, "queue", &a.queue) || !get_string(o, "partition", &a.partition) ||
+            !get_string(o, "consumerGroup", &a.group) || !get_string(o, "status", &a.status))
+            return Status(StatusCode::BadRequest,
+                          "queue, partition, consumerGroup and status must be strings");
+        int64_t pid;
+        if (!o["partitionId"].get(pid)) a.pid = pid;
+        if (a.partition.empty() && a.pid < 0) a.partition = "Default";
+        if (a.queue.empty() && a.pid < 0)
+            return Status(StatusCode::BadRequest,
+                          "an ack needs queue (+ partition) or partitionId");
+        if (!a.queue.empty())
+            if (const char* why = validate_queue_name(a.queue))
+                return Status(StatusCode::BadRequest, std::string("queue ") + why);
+        if (!a.status.empty() && a.status != "completed")
+            return Status(StatusCode::BadRequest, "only status \"completed\" is supported");
+        acks.push_back(std::move(a));
+        return Status::ok();
+    };
+    if (batch) {
+        simdjson::dom::array arr;
+        if (obj["acknowledgments"].get(arr))
+            return reply(
+                error_response(Status(StatusCode::BadRequest, "acknowledgments must be an array")));
+        int64_t idx = 0;
+        for (simdjson::dom::element el : arr) {
+            simdjson::dom::object o;
+            if (el.get(o))
+                return reply(error_response(
+                    Status(StatusCode::BadRequest, "acknowledgment must be an object"), idx));
+            Status s = read_one(o, idx);
+            if (!s.is_ok()) return reply(error_response(s, idx));
+            idx++;
+        }
+    } else {
+        Status s = read_one(obj, -1);
+        if (!s.is_ok()) return reply(error_response(s));
+    }
+    with_pg(flusher_, std::move(reply), [acks = std::move(acks), batch](PgBackend& pg) mutable {
+        std::string body = batch ? "{\"results\":[" : "";
+        for (std::size_t i = 0; i < acks.size(); i++) {
+            One& a = acks[i];
+            if (a.queue.empty() || a.partition.empty()) {
+                Status s = pg.partition_names(a.pid, &a.queue, &a.partition);
+                if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
+            }
+            bool acked = false;
+            Status s = pg.ack(a.queue, a.partition, a.txn, a.group, &acked);
+            if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
+            if (i) body += ",";
+            body += "{\"transactionId\":";
+            json_append_string(&body, a.txn);
+            body += acked ? ",\"success\":true}" : ",\"success\":false}";
+        }
+        if (batch) body += "]}";
+        HttpResponse r;
+        r.body = std::move(body);
+        return r;
+    });
+}
+
+// Read after the group's committed position (or from `from`).
+void Api::pop(const std::string& queue, const std::string& partition, const std::string& query,
+              Reply reply) {
+    std::string v, group = "__QUEUE_MODE__";
+    int64_t batch = 1, from = -1;
+    if (query_param(query, "batch", &v) && (!parse_int(v, &batch) || batch < 1 || batch > 10000))
+        return reply(error_response(Status(StatusCode::BadRequest, "batch must be 1..10000")));
+    if (query_param(query, "from", &v) && !parse_int(v, &from))
+        return reply(
+            error_response(Status(StatusCode::BadRequest, "from must be a non-negative offset")));
+    if (const char* why = validate_queue_name(queue))
+        return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
+    query_param(query, "consumerGroup", &group);
+    if (group.empty()) group = "__QUEUE_MODE__";
+    with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](PgBackend& pg) {
+        int64_t start = from;
+        if (start < 0) {
+            int64_t committed = -1;
+            Status s = pg.committed_offset(queue, partition, group, &committed);
+            if (!s.is_ok()) return error_response(s);
+            start = committed + 1;
+        }
+        std::vector<ReadRow> rows;
+        Status s = pg.read(queue, partition, start, batch, &rows);
+        if (!s.is_ok()) return error_response(s);
+        // What an ack needs: transactionId + partitionId (the reference wire) or queue +
+        // partition, and the consumer group. The partition exists once it has messages, so
+        // resolving it here never creates one.
+        PartitionMeta meta;
+        if (!rows.empty()) {
+            s = pg.resolve_partition(queue, partition, &meta);
+            if (!s.is_ok()) return error_response(s);
+        }
+        HttpResponse r;
+        std::string& b = r.body;
+        b = "{\"messages\":[";
+        for (std::size_t i = 0; i < rows.size(); i++) {
+            if (i) b += ",";
+            b += "{\"id\":";
+            json_append_string(&b, rows[i].id);
+            b += ",\"transactionId\":";
+            json_append_string(&b, rows[i].txn);
+            b += ",\"queue\":";
+            json_append_string(&b, queue);
+            b += ",\"partition\":";
+            json_append_string(&b, partition);
+            b += ",\"partitionId\":";
+            json_append_int(&b, meta.pid);
+            b += ",\"consumerGroup\":";
+            json_append_string(&b, group);
+            b += ",\"offset\":";
+            json_append_int(&b, rows[i].offset);
+            b += ",\"createdAt\":";
+            json_append_int(&b, rows[i].created_ms);
+            b += ",\"data\":";
+            b += rows[i].payload;
+            b += "}";
+        }
+        b += "]}";
+        return r;
+    });
+}
+
+// {operations:[...]} -> queen.transaction; a duplicate push rolls everything back.
+void Api::transaction(HttpRequest&& req, Reply reply) {
+    simdjson::padded_string padded(req.body);
+    simdjson::dom::object obj;
+    if (small_parser().parse(padded).get(obj))
+        return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    simdjson::dom::array ops;
+    if (obj["operations"].get(ops))
+        return reply(error_response(Status(StatusCode::BadRequest, "operations must be an array")));
+    auto sql = std::make_shared<std::vector<SqlOp>>();
+    auto ref = std::make_shared<std::vector<RefOp>>();
+    Status ts = translate_ops(ops, sql.get(), ref.get());
+    if (!ts.is_ok()) return reply(error_response(ts));
+    for (const SqlOp& o : *sql)
+        if (o.pid < 0)
+            if (const char* why = validate_queue_name(o.queue))
+                return reply(
+                    error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
+    with_pg(flusher_, std::move(reply), [sql, ref](PgBackend& pg) {
+        for (SqlOp& o : *sql) {
+            if (o.pid < 0) continue;
+            Status s = pg.partition_names(o.pid, &o.queue, &o.partition);
+            if (!s.is_ok()) return error_response(s);
+        }
+        std::string result;
+        Status s = pg.transaction(sql_ops_json(*sql), &result);
+        HttpResponse r;
+        if (s.code() == StatusCode::Conflict) {
+            r.body = "{\"success\":false,\"reason\":\"duplicate\"}";
+            return r;
+        }
+        if (!s.is_ok()) return error_response(s);
+        s = reassemble(result, *sql, *ref, &r.body);
+        if (!s.is_ok()) return error_response(s);
+        return r;
+    });
+}
+
+}  // namespace queen::sidecar

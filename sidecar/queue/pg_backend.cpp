@@ -1,0 +1,762 @@
+// libpq implementation of the Backend (see pg_backend.h).
+#include "queue/pg_backend.h"
+
+#include "common/pg_idle_check.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+namespace queen::sidecar {
+
+namespace {
+
+constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016,
+              kByteaArray = 1001, kInt4Array = 1007, kTextArray = 1009;
+
+struct StmtDef {
+    const char* name;
+    const char* sql;
+    int nparams;
+    Oid types[8];
+    bool read_only;  // changes nothing: safe to send again on a fresh connection
+};
+
+// Every statement the daemon runs. Casts pin the result types for binary decoding.
+const StmtDef kStmts[] = {
+    {"queen_resolve",
+     "SELECT partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8 "
+     "FROM queen.resolve_partition($1, $2)",
+     2,
+     {kText, kText}, true},
+    // $5 / $5[] is p_window: the window (seconds) each vouch was computed under, from the
+    // metadata memo. The extension ignores a vouch when the queue's window, read under the
+    // partition row lock, is larger (a /configure grew it while the memo was stale).
+    // $6 / $6[] are the block cache's hints (core/vouch_hints.h; empty: none).
+    {"queen_push1",
+     "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segment($1, $2, $3, $4, $5, $6)",
+     6,
+     {kInt8, kBytea, kBytea, kInt8, kInt4, kBytea}, false},
+    {"queen_pushN",
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segments($1, $2, $3, $4, $5, $6)",
+     6,
+     {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array, kByteaArray}, false},
+    {"queen_window",
+     "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
+     "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
+     "FROM queen.log_partitions p LEFT JOIN queen.log_txns t ON t.partition_id = p.id "
+     "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY "
+     "t.base_offset",
+     2,
+     {kInt8, kInt8}, true},
+    {"queen_range",
+     "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * "
+     "1000)::int8, "
+     "hashes FROM queen.log_txns WHERE partition_id = $1 AND base_offset >= $2 AND base_offset <= "
+     "$3 "
+     "ORDER BY base_offset",
+     3,
+     {kInt8, kInt8, kInt8}, true},
+    {"queen_configure", "SELECT queen.configure($1, $2::jsonb)::text", 2, {kText, kText}, false},
+    {"queen_ack", "SELECT queen.ack($1, $2, $3, $4)::text", 4, {kText, kText, kText, kText}, false},
+    {"queen_committed",
+     "SELECT queen.committed_offset($1, $2, $3)::int8",
+     3,
+     {kText, kText, kText}, true},
+    {"queen_read",
+     "SELECT message_offset::int8, message_id::text, transaction_id::text, payload::text, "
+     "floor(extract(epoch FROM created_at) * 1000)::int8 FROM queen.read($1, $2, $3::int8, "
+     "$4::int4)",
+     4,
+     {kText, kText, kText, kText}, true},
+    {"queen_txn", "SELECT queen.transaction($1::jsonb)::text", 1, {kText}, false},
+    {"queen_names",
+     "SELECT q.name, p.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id "
+     "WHERE p.id = $1",
+     1,
+     {kInt8}, true},
+    // Rows above the memo's last_offset, and also every row created in the last 2 minutes
+    // (database clock): a restore may have moved the log back below a memoised last_offset,
+    // so what the lost call wrote can sit at or below it; the lookup runs within
+    // resolve_deadline_ms (10 s) of the call, so its rows are that recent.
+    {"queen_find_ids",
+     "SELECT base_offset::int8, message_ids FROM queen.log_txns WHERE partition_id = $1 AND "
+     "(base_offset > $2 OR created_at >= now() - interval '120 seconds') AND message_ids IS NOT "
+     "NULL ORDER BY base_offset",
+     2,
+     {kInt8, kInt8},
+     true},
+    // Creating a missing partition is idempotent (the same id comes back however often it is
+    // sent), so it may be sent again on a fresh connection like a read.
+    {"queen_resolveN",
+     "SELECT idx::int4, partition_id::int8, dedup_window_seconds::int4, last_offset::int8, "
+     "txns_start::int8 FROM queen.resolve_partitions($1, $2)",
+     2,
+     {kTextArray, kTextArray},
+     true},
+    {"queen_pushNamed",
+     "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, partition_id::int8, "
+     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8, "
+     "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7, $8)",
+     8,
+     {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array,
+      kByteaArray},
+     false},
+};
+static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per statement");
+
+// The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
+// values over 1 GB anyway). The flusher's byte limits keep calls far below it.
+constexpr std::size_t kMaxParamBytes = std::size_t(1) << 30;
+
+// Monotonic milliseconds.
+int64_t mono_ms() {
+    using namespace std::chrono;
+    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Big-endian encoders/decoders for binary parameters and results.
+void put_be64(std::string* out, int64_t v) {
+    uint64_t u = static_cast<uint64_t>(v);
+    for (int i = 7; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
+}
+void put_be32(std::string* out, int32_t v) {
+    uint32_t u = static_cast<uint32_t>(v);
+    for (int i = 3; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
+}
+int64_t get_be64(const char* p) {
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
+    return static_cast<int64_t>(u);
+}
+int32_t get_be32(const char* p) {
+    uint32_t u = 0;
+    for (int i = 0; i < 4; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
+    return static_cast<int32_t>(u);
+}
+
+// A one-dimensional binary array header for n elements of type elem.
+std::string array_header(Oid elem, int32_t n) {
+    std::string a;
+    put_be32(&a, 1);  // ndim
+    put_be32(&a, 0);  // no nulls
+    put_be32(&a, static_cast<int32_t>(elem));
+    put_be32(&a, n);  // dimension
+    put_be32(&a, 1);  // lower bound
+    return a;
+}
+
+// Binary int8 column value (checks the length).
+bool col_int8(PGresult* r, int row, int col, int64_t* out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8) return false;
+    *out = get_be64(PQgetvalue(r, row, col));
+    return true;
+}
+
+// Binary int4 column value.
+bool col_int4(PGresult* r, int row, int col, int32_t* out) {
+    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 4) return false;
+    *out = get_be32(PQgetvalue(r, row, col));
+    return true;
+}
+
+// Decode (base, end, created_ms, hashes) rows starting at column 1.
+Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
+    const int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        if (PQgetisnull(r, i, 1)) continue;  // the LEFT JOIN found no rows
+        TxnRow t;
+        if (!col_int8(r, i, 1, &t.base) || !col_int8(r, i, 2, &t.end) ||
+            !col_int8(r, i, 3, &t.created_ms) || PQgetisnull(r, i, 4))
+            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+        t.hashes.assign(PQgetvalue(r, i, 4), static_cast<std::size_t>(PQgetlength(r, i, 4)));
+        rows->push_back(std::move(t));
+    }
+    return Status::ok();
+}
+
+// RAII for PGresult.
+struct ResultGuard {
+    PGresult* r = nullptr;
+    ~ResultGuard() {
+        if (r) PQclear(r);
+    }
+};
+
+// The array parameters of push_segments (and push_segments_named: with named, a segment
+// with pid < 0 sends a NULL id and its names; the others send empty names).
+struct SegArrays {
+    std::string pids, qs, ps, hashes, blobs, vers, wins, hints;
+};
+Status build_seg_arrays(const std::vector<SegmentIn>& segs,
+                        const std::vector<PartitionName>* names, SegArrays* a) {
+    const bool named = names != nullptr;
+    const int32_t n = static_cast<int32_t>(segs.size());
+    a->pids = array_header(kInt8, n);
+    a->vers = array_header(kInt8, n);
+    a->hashes = array_header(kBytea, n);
+    a->blobs = array_header(kBytea, n);
+    a->wins = array_header(kInt4, n);
+    a->hints = array_header(kBytea, n);
+    if (named) {
+        a->qs = array_header(kText, n);
+        a->ps = array_header(kText, n);
+        for (const SegmentIn& sg : segs)
+            if (sg.pid < 0) a->pids[7] = 1;  // the has-nulls flag (second big-endian int32)
+    }
+    std::size_t hash_bytes = 0, blob_bytes = 0;
+    for (const SegmentIn& sg : segs) {
+        hash_bytes += 4 + sg.hashes->size();
+        blob_bytes += 4 + sg.segment->size();
+    }
+    if (hash_bytes > kMaxParamBytes || blob_bytes > kMaxParamBytes)
+        return Status(StatusCode::TooLarge, "a flush is larger than 1 GB");
+    a->hashes.reserve(a->hashes.size() + hash_bytes);
+    a->blobs.reserve(a->blobs.size() + blob_bytes);
+    a->pids.reserve(a->pids.size() + 12 * segs.size());
+    a->vers.reserve(a->vers.size() + 12 * segs.size());
+    a->wins.reserve(a->wins.size() + 8 * segs.size());
+    for (std::size_t i = 0; i < segs.size(); i++) {
+        const SegmentIn& sg = segs[i];
+        if (named && sg.pid < 0) {
+            put_be32(&a->pids, -1);  // NULL
+        } else {
+            put_be32(&a->pids, 8);
+            put_be64(&a->pids, sg.pid);
+        }
+        if (named) {
+            const std::string_view q = sg.pid < 0 ? (*names)[i].queue : std::string_view();
+            const std::string_view p = sg.pid < 0 ? (*names)[i].partition : std::string_view();
+            put_be32(&a->qs, static_cast<int32_t>(q.size()));
+            a->qs.append(q);
+            put_be32(&a->ps, static_cast<int32_t>(p.size()));
+            a->ps.append(p);
+        }
+        put_be32(&a->vers, 8);
+        put_be64(&a->vers, sg.verified);
+        put_be32(&a->wins, 4);
+        put_be32(&a->wins, sg.window_s);
+        put_be32(&a->hashes, static_cast<int32_t>(sg.hashes->size()));
+        a->hashes.append(*sg.hashes);
+        put_be32(&a->blobs, static_cast<int32_t>(sg.segment->size()));
+        a->blobs.append(*sg.segment);
+        const std::size_t hl = sg.hints ? sg.hints->size() : 0;
+        put_be32(&a->hints, static_cast<int32_t>(hl));
+        if (hl) a->hints.append(*sg.hints);
+    }
+    return Status::ok();
+}
+
+// One answer row of a push: (seg, idx, status, message_id, message_offset, created_ms).
+struct PushRow {
+    int32_t seg, idx;
+    EntryOut e;
+};
+// Decode row i's first six columns (seg checked against nsegs); false when malformed.
+bool push_row(PGresult* r, int i, int32_t nsegs, PushRow* out) {
+    if (!col_int4(r, i, 0, &out->seg) || !col_int4(r, i, 1, &out->idx) || out->seg < 0 ||
+        out->seg >= nsegs || PQgetisnull(r, i, 2) || PQgetlength(r, i, 3) != 16 ||
+        !col_int8(r, i, 4, &out->e.offset))
+        return false;
+    // Fail closed: only the two known words count; anything else is an error answer.
+    const char* st = PQgetvalue(r, i, 2);
+    out->e.status = std::strcmp(st, "queued") == 0      ? EntryStatus::Queued
+                    : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
+                                                        : EntryStatus::Unknown;
+    std::memcpy(out->e.id.b, PQgetvalue(r, i, 3), 16);
+    // The function scan finishes before the select list runs: clock_timestamp() here is
+    // after every row's created_at (the block cache's one clock, see block_cache.h).
+    if (!col_int8(r, i, 5, &out->e.created_ms)) out->e.created_ms = 0;
+    return true;
+}
+// Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they are
+// not already in order) and place them in sequence, so the numbering base of idx does not
+// matter.
+void place_rows(std::vector<PushRow>& all, const std::vector<SegmentIn>& segs,
+                std::vector<std::vector<EntryOut>>* out) {
+    auto before = [](const PushRow& a, const PushRow& b) {
+        return a.seg != b.seg ? a.seg < b.seg : a.idx < b.idx;
+    };
+    if (!std::is_sorted(all.begin(), all.end(), before))
+        std::stable_sort(all.begin(), all.end(), before);
+    for (std::size_t i = 0; i < segs.size(); i++) (*out)[i].reserve(segs[i].hashes->size() / 16);
+    for (const PushRow& r : all) (*out)[r.seg].push_back(r.e);
+}
+
+}  // namespace
+
+PgBackend::PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics)
+    : conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s), metrics_(metrics) {}
+
+PgBackend::~PgBackend() { disconnect(); }
+
+// Close the connection and forget what was prepared on it.
+void PgBackend::disconnect() {
+    {
+        std::lock_guard<std::mutex> lk(cancel_mu_);
+        if (cancel_) PQfreeCancel(cancel_);
+        cancel_ = nullptr;
+    }
+    if (conn_) PQfinish(conn_);
+    conn_ = nullptr;
+    for (bool& p : prepared_) p = false;
+    hint_confirmed_seen_ = hint_fallbacks_seen_ = 0;  // the next backend counts from 0
+}
+
+// Connect with a timeout; after a failure, fail fast for half a second instead of stalling
+// every flush on connect attempts. A pooled connection the server already closed is noticed
+// here, before anything is sent on it (pg_idle_check.h), so a push after a restart goes to a
+// fresh connection instead of becoming an unknown outcome that must be looked up.
+Status PgBackend::ensure_connected() {
+    if (pg_idle_connection_alive(conn_)) return Status::ok();
+    disconnect();
+    const int64_t now = mono_ms();
+    if (now - last_failure_mono_ < 500)
+        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
+    const std::string timeout = std::to_string(connect_timeout_s_);
+    // Defaults first: the connection string (dbname, expanded) overrides any of them.
+    const char* keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "options",
+                          "connect_timeout",  "application_name", "dbname",
+                          nullptr};
+    const char* vals[] = {"1",
+                          "10",
+                          "5",
+                          "3",
+                          "20000",
+                          "-c statement_timeout=30000 -c lock_timeout=10000 "
+                          "-c idle_in_transaction_session_timeout=60000 "
+                          "-c client_connection_check_interval=2000",
+                          timeout.c_str(),
+                          "queen-sidecar",
+                          conninfo_.c_str(),
+                          nullptr};
+    conn_ = PQconnectdbParams(keys, vals, 1);
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
+        std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
+        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+        disconnect();
+        last_failure_mono_ = now;
+        if (metrics_) {
+            metrics_->pg_connect_failures++;
+            metrics_->pg_up = 0;
+        }
+        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
+    }
+    if (metrics_) metrics_->pg_connects++;
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    cancel_ = PQgetCancel(conn_);
+    return Status::ok();
+}
+
+// Send a cancel request for the running statement, if any.
+void PgBackend::cancel() {
+    std::lock_guard<std::mutex> lk(cancel_mu_);
+    if (!cancel_) return;
+    char err[256];
+    (void) PQcancel(cancel_, err, sizeof err);  // best effort: the statement may have finished
+}
+
+// Map a failed result to a Status kind by SQLSTATE; *broken tells whether the connection is
+// gone (then it is closed and the kind is Unavailable; exec decides whether that means Unknown).
+Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
+    *broken = false;
+    if (metrics_) metrics_->sql_errors++;
+    // The primary message only: no CONTEXT lines (server internals) travel to clients.
+    const char* primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
+    std::string msg = primary ? primary
+                      : res   ? PQresultErrorMessage(res)
+                              : (conn_ ? PQerrorMessage(conn_) : "no connection");
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+    std::string state = st ? st : "";
+    // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
+    // the connection unexpectedly", a failed send), so the connection is not to be trusted.
+    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
+        state.rfind("57P", 0) == 0 || state == "53300") {
+        disconnect();  // the next call reconnects at once (only failed connects back off)
+        if (metrics_) metrics_->pg_up = 0;
+        *broken = true;
+        return Status(StatusCode::Unavailable,
+                      std::string(what) + ": PostgreSQL unavailable: " + msg, state);
+    }
+    // Rolled back for a passing reason (timeouts, cancels, serialization, deadlocks, resources):
+    // nothing was written and a later try may succeed.
+    if (state == "57014" || state == "55P03" || state == "40001" || state == "40P01" ||
+        state.rfind("53", 0) == 0)
+        return Status(StatusCode::Unavailable, std::string(what) + ": " + msg, state);
+    if (state.rfind("22", 0) == 0) return Status(StatusCode::BadRequest, msg, state);
+    if (state == "42704") return Status(StatusCode::NotFound, msg, state);
+    if (state == "23505") return Status(StatusCode::Conflict, msg, state);
+    return Status(StatusCode::Internal, std::string(what) + ": " + msg, state);
+}
+
+// Prepare on first use, then execute with binary results.
+Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths,
+                       const int* formats, PGresult** out) {
+    *out = nullptr;
+    const StmtDef& def = kStmts[st];
+    for (int round = 0;; round++) {
+        const bool pooled = conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
+        Status c = ensure_connected();
+        if (!c.is_ok()) return c;
+        bool broken = false;
+        if (!prepared_[st]) {
+            ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
+            if (PQresultStatus(g.r) != PGRES_COMMAND_OK) {
+                Status s = error_status(g.r, def.name, &broken);
+                if (broken && pooled && round == 0) continue;  // preparing changes nothing
+                return s;
+            }
+            prepared_[st] = true;
+        }
+        if (metrics_) metrics_->sql_calls++;
+        PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+            if (metrics_) metrics_->pg_up = 1;
+            *out = r;
+            return Status::ok();
+        }
+        Status s = error_status(r, def.name, &broken);
+        if (r) PQclear(r);
+        if (!broken) return s;
+        if (def.read_only) {
+            if (pooled && round == 0) continue;  // a stale pooled connection: once more, fresh
+            return s;
+        }
+        return Status(StatusCode::Unknown, s.message(), s.sqlstate());
+    }
+}
+
+// queen.resolve_partition.
+Status PgBackend::resolve_partition(std::string_view queue, std::string_view partition,
+                                    PartitionMeta* out) {
+    std::string q(queue), p(partition);
+    const char* v[] = {q.c_str(), p.c_str()};
+    int len[] = {0, 0}, fmt[] = {0, 0};
+    ResultGuard g;
+    Status s = exec(kResolve, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    int32_t w = 0;
+    if (PQntuples(g.r) != 1 || !col_int8(g.r, 0, 0, &out->pid) || !col_int4(g.r, 0, 1, &w) ||
+        !col_int8(g.r, 0, 2, &out->last_offset) || !col_int8(g.r, 0, 3, &out->txns_start))
+        return Status(StatusCode::Internal, "resolve_partition returned an unexpected row");
+    out->window_s = w;
+    return Status::ok();
+}
+
+// queen.resolve_partitions: two binary text[] parameters, one row per position.
+Status PgBackend::resolve_partitions(const std::vector<PartitionName>& names,
+                                     std::vector<PartitionMeta>* out) {
+    out->assign(names.size(), PartitionMeta{});
+    if (names.empty()) return Status::ok();
+    const int32_t n = static_cast<int32_t>(names.size());
+    std::string qs = array_header(kText, n), ps = array_header(kText, n);
+    for (const PartitionName& pn : names) {
+        put_be32(&qs, static_cast<int32_t>(pn.queue.size()));
+        qs.append(pn.queue);
+        put_be32(&ps, static_cast<int32_t>(pn.partition.size()));
+        ps.append(pn.partition);
+    }
+    const char* v[] = {qs.data(), ps.data()};
+    int len[] = {static_cast<int>(qs.size()), static_cast<int>(ps.size())}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kResolveN, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    const int rows = PQntuples(g.r);
+    std::vector<uint8_t> seen(names.size(), 0);
+    for (int r = 0; r < rows; r++) {
+        int32_t idx = -1, w = 0;
+        PartitionMeta m;
+        if (!col_int4(g.r, r, 0, &idx) || idx < 0 || idx >= n || seen[idx] ||
+            !col_int8(g.r, r, 1, &m.pid) || !col_int4(g.r, r, 2, &w) ||
+            !col_int8(g.r, r, 3, &m.last_offset) || !col_int8(g.r, r, 4, &m.txns_start))
+            return Status(StatusCode::Internal, "resolve_partitions returned an unexpected row");
+        m.window_s = w;
+        seen[idx] = 1;
+        (*out)[idx] = m;
+    }
+    // A queue dropped between creation and the answer: the flush fails with a passing reason.
+    if (rows != n)
+        return Status(StatusCode::Unavailable, "a partition vanished while it was resolved; retry");
+    return Status::ok();
+}
+
+// One segment: push_segment; several: push_segments (one transaction either way; the
+// statement runs in autocommit, so its result arrives only after COMMIT).
+Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
+                                std::vector<std::vector<EntryOut>>* out) {
+    out->assign(segs.size(), {});
+    ResultGuard g;
+    Status s;
+    if (segs.size() == 1) {
+        std::string pid, ver, win;
+        put_be64(&pid, segs[0].pid);
+        put_be64(&ver, segs[0].verified);
+        put_be32(&win, segs[0].window_s);
+        if (segs[0].hashes->size() > kMaxParamBytes || segs[0].segment->size() > kMaxParamBytes)
+            return Status(StatusCode::TooLarge, "a segment is larger than 1 GB");
+        static const std::string kNoHints;
+        const std::string& hint = segs[0].hints ? *segs[0].hints : kNoHints;
+        const char* v[] = {pid.data(), segs[0].hashes->data(), segs[0].segment->data(), ver.data(),
+                           win.data(), hint.data()};
+        int len[] = {8, static_cast<int>(segs[0].hashes->size()),
+                     static_cast<int>(segs[0].segment->size()), 8, 4, static_cast<int>(hint.size())};
+        int fmt[] = {1, 1, 1, 1, 1, 1};
+        s = exec(kPush1, 6, v, len, fmt, &g.r);
+    } else {
+        SegArrays a;
+        s = build_seg_arrays(segs, nullptr, &a);
+        if (!s.is_ok()) return s;
+        const char* v[] = {a.pids.data(), a.hashes.data(), a.blobs.data(), a.vers.data(),
+                           a.wins.data(), a.hints.data()};
+        int len[] = {static_cast<int>(a.pids.size()), static_cast<int>(a.hashes.size()),
+                     static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                     static_cast<int>(a.wins.size()), static_cast<int>(a.hints.size())};
+        int fmt[] = {1, 1, 1, 1, 1, 1};
+        s = exec(kPushN, 6, v, len, fmt, &g.r);
+    }
+    if (!s.is_ok()) return s;
+    const int rows = PQntuples(g.r);
+    std::vector<PushRow> all(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; i++)
+        if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), &all[i]))
+            return Status(StatusCode::Internal, "push_segment returned an unexpected row");
+    // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push).
+    count_hints(g.r, 6, 7);
+    place_rows(all, segs, out);
+    return Status::ok();
+}
+
+// The hint counters are uncorrelated sub-selects in the push statement, evaluated once after
+// the push: the row-0 values are this backend's totals; add the growth since the last read.
+void PgBackend::count_hints(PGresult* r, int conf_col, int fb_col) {
+    if (PQntuples(r) < 1 || !metrics_) return;
+    int64_t conf = 0, fb = 0;
+    if (!col_int8(r, 0, conf_col, &conf) || !col_int8(r, 0, fb_col, &fb)) return;
+    metrics_->hint_confirmed += static_cast<uint64_t>(conf >= hint_confirmed_seen_ ? conf - hint_confirmed_seen_ : conf);
+    metrics_->hint_fallbacks += static_cast<uint64_t>(fb >= hint_fallbacks_seen_ ? fb - hint_fallbacks_seen_ : fb);
+    hint_confirmed_seen_ = conf;
+    hint_fallbacks_seen_ = fb;
+}
+
+// queen.push_segments_named: the pushN arrays plus partition ids with NULL for the named
+// segments and their names (empty for the others); answer rows as push_segments', then one
+// metadata row (idx -1) per named segment.
+Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
+                                      const std::vector<PartitionName>& names,
+                                      std::vector<std::vector<EntryOut>>* out,
+                                      std::vector<PartitionMeta>* metas) {
+    out->assign(segs.size(), {});
+    metas->assign(segs.size(), PartitionMeta{});
+    const int32_t n = static_cast<int32_t>(segs.size());
+    SegArrays a;
+    if (names.size() != segs.size())
+        return Status(StatusCode::Internal, "push_segments_named: one name per segment");
+    Status s = build_seg_arrays(segs, &names, &a);
+    if (!s.is_ok()) return s;
+    const char* v[] = {a.pids.data(),  a.qs.data(),   a.ps.data(),   a.hashes.data(),
+                       a.blobs.data(), a.vers.data(), a.wins.data(), a.hints.data()};
+    int len[] = {static_cast<int>(a.pids.size()),  static_cast<int>(a.qs.size()),
+                 static_cast<int>(a.ps.size()),    static_cast<int>(a.hashes.size()),
+                 static_cast<int>(a.blobs.size()), static_cast<int>(a.vers.size()),
+                 static_cast<int>(a.wins.size()),  static_cast<int>(a.hints.size())};
+    int fmt[] = {1, 1, 1, 1, 1, 1, 1, 1};
+    ResultGuard g;
+    s = exec(kPushNamed, 8, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    // It committed: from here on a malformed answer is Unknown (looked up, never guessed).
+    const int rows = PQntuples(g.r);
+    std::vector<PushRow> all;
+    all.reserve(static_cast<std::size_t>(rows));
+    std::vector<uint8_t> have_meta(segs.size(), 0);
+    for (int i = 0; i < rows; i++) {
+        int32_t seg = -1, idx = 0;
+        if (!col_int4(g.r, i, 0, &seg) || !col_int4(g.r, i, 1, &idx) || seg < 0 || seg >= n)
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+        if (idx < 0) {  // a named segment's metadata
+            PartitionMeta& m = (*metas)[seg];
+            int32_t w = 0;
+            if (segs[seg].pid >= 0 || !col_int8(g.r, i, 6, &m.pid) || !col_int4(g.r, i, 7, &w) ||
+                !col_int8(g.r, i, 8, &m.last_offset) || !col_int8(g.r, i, 9, &m.txns_start))
+                return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+            m.window_s = w;
+            have_meta[seg] = 1;
+            continue;
+        }
+        all.emplace_back();
+        if (!push_row(g.r, i, n, &all.back()))
+            return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
+    }
+    for (std::size_t i = 0; i < segs.size(); i++)
+        if (segs[i].pid < 0 && !have_meta[i])
+            return Status(StatusCode::Unknown, "push_segments_named returned no metadata");
+    count_hints(g.r, 10, 11);  // the hint counters, as in push_segments
+    place_rows(all, segs, out);
+    return Status::ok();
+}
+
+// The full-window read (one statement, one snapshot).
+Status PgBackend::load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                              std::vector<TxnRow>* rows) {
+    std::string a, b;
+    put_be64(&a, pid);
+    put_be64(&b, window_s);
+    const char* v[] = {a.data(), b.data()};
+    int len[] = {8, 8}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kWindow, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) < 1 || !col_int8(g.r, 0, 0, last_offset))
+        return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
+    return txn_rows(g.r, rows);
+}
+
+// The gap top-up read.
+Status PgBackend::load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) {
+    std::string a, b, c;
+    put_be64(&a, pid);
+    put_be64(&b, lo);
+    put_be64(&c, hi);
+    const char* v[] = {a.data(), b.data(), c.data()};
+    int len[] = {8, 8, 8}, fmt[] = {1, 1, 1};
+    ResultGuard g;
+    Status s = exec(kRange, 3, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    return txn_rows(g.r, rows);
+}
+
+// Where the given message ids are stored among the partition's rows above `after`.
+Status PgBackend::find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                           std::vector<int64_t>* offsets) {
+    offsets->assign(ids.size(), -1);
+    std::string a, b;
+    put_be64(&a, pid);
+    put_be64(&b, after);
+    const char* v[] = {a.data(), b.data()};
+    int len[] = {8, 8}, fmt[] = {1, 1};
+    ResultGuard g;
+    Status s = exec(kFindIds, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    std::unordered_map<std::string, std::size_t> want;
+    want.reserve(ids.size() * 2);
+    for (std::size_t i = 0; i < ids.size(); i++)
+        want.emplace(std::string(reinterpret_cast<const char*>(ids[i].b), 16), i);
+    const int n = PQntuples(g.r);
+    for (int r = 0; r < n; r++) {
+        int64_t base = 0;
+        if (!col_int8(g.r, r, 0, &base) || PQgetisnull(g.r, r, 1))
+            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+        const char* p = PQgetvalue(g.r, r, 1);
+        const int len_ids = PQgetlength(g.r, r, 1);
+        for (int k = 0; k + 16 <= len_ids; k += 16) {
+            auto it = want.find(std::string(p + k, 16));
+            if (it != want.end()) (*offsets)[it->second] = base + k / 16;
+        }
+    }
+    return Status::ok();
+}
+
+// queen.configure -> its jsonb as text.
+Status PgBackend::configure(const std::string& queue, const std::string& options_json,
+                            std::string* result_json) {
+    const char* v[] = {queue.c_str(), options_json.c_str()};
+    int len[] = {0, 0}, fmt[] = {0, 0};
+    ResultGuard g;
+    Status s = exec(kConfigure, 2, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0)
+                                                                       : "null");
+    return Status::ok();
+}
+
+// queen.ack -> whether a message was acked.
+Status PgBackend::ack(const std::string& queue, const std::string& partition,
+                      const std::string& txn, const std::string& group, bool* acked) {
+    const char* v[] = {queue.c_str(), partition.c_str(), txn.c_str(), group.c_str()};
+    int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kAck, 4, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    *acked = PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) && PQgetvalue(g.r, 0, 0)[0] == 't';
+    return Status::ok();
+}
+
+// queen.committed_offset.
+Status PgBackend::committed_offset(const std::string& queue, const std::string& partition,
+                                   const std::string& group, int64_t* out) {
+    const char* v[] = {queue.c_str(), partition.c_str(), group.c_str()};
+    int len[] = {0, 0, 0}, fmt[] = {0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kCommitted, 3, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) != 1 || !col_int8(g.r, 0, 0, out)) *out = -1;
+    return Status::ok();
+}
+
+// queen.read.
+Status PgBackend::read(const std::string& queue, const std::string& partition, int64_t from,
+                       int64_t limit, std::vector<ReadRow>* out) {
+    std::string f = std::to_string(from), l = std::to_string(limit);
+    const char* v[] = {queue.c_str(), partition.c_str(), f.c_str(), l.c_str()};
+    int len[] = {0, 0, 0, 0}, fmt[] = {0, 0, 0, 0};
+    ResultGuard g;
+    Status s = exec(kRead, 4, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    const int n = PQntuples(g.r);
+    for (int i = 0; i < n; i++) {
+        ReadRow r;
+        if (!col_int8(g.r, i, 0, &r.offset))
+            return Status(StatusCode::Internal, "read returned an unexpected row");
+        r.id = PQgetvalue(g.r, i, 1);
+        r.txn = PQgetvalue(g.r, i, 2);
+        r.payload = PQgetisnull(g.r, i, 3) ? "null" : PQgetvalue(g.r, i, 3);
+        if (!col_int8(g.r, i, 4, &r.created_ms)) r.created_ms = 0;
+        out->push_back(std::move(r));
+    }
+    return Status::ok();
+}
+
+// queen.transaction -> its jsonb as text.
+Status PgBackend::transaction(const std::string& ops_json, std::string* result_json) {
+    const char* v[] = {ops_json.c_str()};
+    int len[] = {0}, fmt[] = {0};
+    ResultGuard g;
+    Status s = exec(kTxn, 1, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    result_json->assign(PQntuples(g.r) == 1 && !PQgetisnull(g.r, 0, 0) ? PQgetvalue(g.r, 0, 0)
+                                                                       : "null");
+    return Status::ok();
+}
+
+// Names of a partition id (ack by partitionId).
+Status PgBackend::partition_names(int64_t pid, std::string* queue, std::string* partition) {
+    std::string a;
+    put_be64(&a, pid);
+    const char* v[] = {a.data()};
+    int len[] = {8}, fmt[] = {1};
+    ResultGuard g;
+    Status s = exec(kNames, 1, v, len, fmt, &g.r);
+    if (!s.is_ok()) return s;
+    if (PQntuples(g.r) != 1)
+        return Status(StatusCode::NotFound, "partition " + std::to_string(pid) + " not found");
+    *queue = PQgetvalue(g.r, 0, 0);
+    *partition = PQgetvalue(g.r, 0, 1);
+    return Status::ok();
+}
+
+}  // namespace queen::sidecar

@@ -1,0 +1,114 @@
+// The libpq Backend: one connection, prepared statements with binary parameters and results,
+// lazy (re)connection with a short back-off. Never builds SQL from strings: every statement is
+// a constant with $n parameters. Not thread-safe: one per flush worker.
+//
+// Connections are made with TCP keepalives (idle 10 s, every 5 s, 3 probes), a TCP user timeout
+// (20 s) and, per session, statement_timeout 30 s, lock_timeout 10 s,
+// idle_in_transaction_session_timeout 60 s and client_connection_check_interval 2 s: a
+// half-open connection or a stuck lock fails a call instead of holding a worker forever.
+// Anything in the connection string overrides these (its `options` replaces them all).
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "queue/backend.h"
+#include "common/metrics.h"
+
+namespace queen::sidecar {
+
+// One row of queen.read.
+struct ReadRow {
+    int64_t offset = -1;
+    std::string id, txn, payload;  // payload = JSON text
+    int64_t created_ms = 0;
+};
+
+class PgBackend final : public Backend {
+public:
+    PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics);
+    ~PgBackend() override;
+    PgBackend(const PgBackend&) = delete;
+    PgBackend& operator=(const PgBackend&) = delete;
+
+    Status resolve_partition(std::string_view queue, std::string_view partition,
+                             PartitionMeta* out) override;
+    Status resolve_partitions(const std::vector<PartitionName>& names,
+                              std::vector<PartitionMeta>* out) override;
+    Status push_segments(const std::vector<SegmentIn>& segs,
+                         std::vector<std::vector<EntryOut>>* out) override;
+    Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
+                               std::vector<std::vector<EntryOut>>* out,
+                               std::vector<PartitionMeta>* metas) override;
+    Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                       std::vector<TxnRow>* rows) override;
+    Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override;
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offsets) override;
+
+    // The other endpoints.
+    Status configure(const std::string& queue, const std::string& options_json,
+                     std::string* result_json);
+    Status ack(const std::string& queue, const std::string& partition, const std::string& txn,
+               const std::string& group, bool* acked);
+    Status committed_offset(const std::string& queue, const std::string& partition,
+                            const std::string& group, int64_t* out);
+    Status read(const std::string& queue, const std::string& partition, int64_t from, int64_t limit,
+                std::vector<ReadRow>* out);
+    Status transaction(const std::string& ops_json, std::string* result_json);
+    Status partition_names(int64_t pid, std::string* queue, std::string* partition);
+
+    // Connect now if not connected (normally lazy).
+    Status ensure_connected();
+    // PQcancel through the cancel object made at connect time (thread-safe).
+    void cancel() override;
+
+private:
+    enum Stmt : int {
+        kResolve,
+        kPush1,
+        kPushN,
+        kWindow,
+        kRange,
+        kConfigure,
+        kAck,
+        kCommitted,
+        kRead,
+        kTxn,
+        kNames,
+        kFindIds,
+        kResolveN,
+        kPushNamed,
+        kStmtCount
+    };
+    // Run prepared statement st (preparing it on first use on this connection). A statement
+    // that changes nothing is retried once on a fresh connection when a pooled one turns out
+    // broken (a PostgreSQL restart); one that writes reports a broken connection after sending
+    // as StatusCode::Unknown.
+    Status exec(Stmt st, int nparams, const char* const* values, const int* lengths,
+                const int* formats, PGresult** out);
+    Status error_status(PGresult* res, const char* what, bool* broken);
+    void disconnect();
+    // Add what this connection's backend counted in queen.push_hint_stats() since the last
+    // push (columns conf_col and fb_col of a push's first row) to the metrics.
+    void count_hints(PGresult* r, int conf_col, int fb_col);
+
+    std::string conninfo_;
+    int connect_timeout_s_;
+    Metrics* metrics_;
+    PGconn* conn_ = nullptr;
+    std::mutex cancel_mu_;        // guards cancel_ (cancel() runs on other threads)
+    PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
+    bool prepared_[kStmtCount] = {};
+    int64_t last_failure_mono_ = INT64_MIN / 2;
+    // This connection's queen.push_hint_stats() as last read (per backend: a new connection
+    // starts at 0 again).
+    int64_t hint_confirmed_seen_ = 0, hint_fallbacks_seen_ = 0;
+};
+
+}  // namespace queen::sidecar

@@ -1,0 +1,75 @@
+// SQL functions over hashes: queen.txn_hash, queen.log_unnest_hashes, queen.log_find_hash.
+#include "core/common/hash.h"
+#include "pg/storage/log_scan.h"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(queen_txn_hash_v1);
+PG_FUNCTION_INFO_V1(queen_log_unnest_hashes_v1);
+PG_FUNCTION_INFO_V1(queen_log_find_hash_v1);
+}
+
+using namespace queen_pg;
+
+// A palloc'd bytea holding the given bytes.
+static bytea* make_bytea(const void* data, Size len) {
+    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + len));
+    SET_VARSIZE(b, VARHDRSZ + len);
+    memcpy(VARDATA(b), data, len);
+    return b;
+}
+
+// queen.txn_hash(text) -> 16-byte canonical xxh3_128 of the text's bytes.
+extern "C" Datum queen_txn_hash_v1(PG_FUNCTION_ARGS) {
+    text* t = PG_GETARG_TEXT_PP(0);
+    queen::Hash128 h = queen::hash_bytes(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
+    PG_RETURN_BYTEA_P(make_bytea(h.b, queen::kHashBytes));
+}
+
+// queen.log_unnest_hashes(bytea) -> (idx, h) for each 16-byte hash, 0-based.
+extern "C" Datum queen_log_unnest_hashes_v1(PG_FUNCTION_ARGS) {
+    bytea* blob = PG_GETARG_BYTEA_PP(0);
+    Size len = VARSIZE_ANY_EXHDR(blob);
+    if (len % queen::kHashBytes != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("hash blob length %zu is not a multiple of 16", (size_t) len)));
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    const char* p = VARDATA_ANY(blob);
+    for (Size i = 0; i < len / queen::kHashBytes; i++) {
+        Datum values[2];
+        bool nulls[2] = {false, false};
+        values[0] = Int32GetDatum(static_cast<int32>(i));
+        values[1] = PointerGetDatum(make_bytea(p + i * queen::kHashBytes, queen::kHashBytes));
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    return (Datum) 0;
+}
+
+// queen.log_find_hash(partition_id, hash) -> earliest retained offset holding the hash.
+extern "C" Datum queen_log_find_hash_v1(PG_FUNCTION_ARGS) {
+    int64 pid = PG_GETARG_INT64(0);
+    bytea* hb = PG_GETARG_BYTEA_PP(1);
+    if (VARSIZE_ANY_EXHDR(hb) != queen::kHashBytes)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("a hash is exactly 16 bytes, not %zu",
+                               (size_t) VARSIZE_ANY_EXHDR(hb))));
+    const uint8* want = reinterpret_cast<const uint8*>(VARDATA_ANY(hb));
+    Storage st;
+    storage_lookup(&st);
+    LogScan scan;
+    LogRow row;
+    int64 found = -1;
+    log_scan_begin(&scan, &st, false, pid, PG_INT64_MIN, GetActiveSnapshot());
+    while (found < 0 && log_scan_next(&scan, &row)) {
+        Size count = row.blob_len / queen::kHashBytes;
+        for (Size k = 0; k < count; k++) {
+            if (memcmp(row.blob + k * queen::kHashBytes, want, queen::kHashBytes) == 0) {
+                found = row.base_offset + static_cast<int64>(k);
+                break;
+            }
+        }
+    }
+    log_scan_end(&scan);
+    if (found < 0) PG_RETURN_NULL();
+    PG_RETURN_INT64(found);
+}

@@ -1,0 +1,858 @@
+// The shared probe cache (see probe_cache_shm.h): compact digests of partitions' in-window
+// hashes in one fixed shared-memory area reserved at server start.
+//
+// Why fixed shared memory and not a DSA area: a digest is a flat, position-independent byte
+// region (core/compact_digest.h), so one arena with a first-fit allocator and an occasional
+// compaction (memmove) serves; the budget is reserved once, exactly, visible in
+// queen.probe_cache, and nothing is mapped or unmapped per backend (no DSM segments to attach,
+// no per-backend address fix-ups, nothing to leak at a backend's exit).
+//
+// Layout: ShmHeader | ShmSlot[nslots] | arena (the digests), plus a shared hash table (key ->
+// slot) and nslots + 1 LWLocks (one named tranche): lock 0 guards the directory (the hash
+// table, every slot's key/state/extent, the allocator, the header's byte counts), lock 1 + i
+// guards digest i's bytes.
+//
+// Lock order (why no deadlock): the directory lock is taken first, then at most one digest
+// lock while it is held; nobody ever asks for the directory lock while holding a digest lock.
+// Readers hold the directory lock SHARED just long enough to find their slot and take its
+// digest lock; eviction and compaction hold it EXCLUSIVE and take each victim's digest lock
+// EXCLUSIVE, so they wait for readers of that digest to finish. No lock is ever held across a
+// table scan, an SPI call, palloc or anything else that can raise an ERROR: under a lock only
+// memory is read or written (hash_search with HASH_FIND / HASH_REMOVE / HASH_ENTER_NULL raises
+// nothing). A digest whose update is under way has valid = 0, so even a failure there (none
+// can raise) would leave a digest nobody trusts (it is dropped when next found).
+//
+// Soundness (as the per-backend cache, docs/push-path.md; the probe stays the decider):
+//   * Pushes to one partition are serialized by its queen.log_partitions row lock, held by the
+//     caller for the whole probe, so one partition's digest is read and changed by one backend
+//     at a time; the digest locks only order that against eviction, compaction and statistics.
+//     A backend reads the digest's header (watermark, anchor), releases the locks, scans the
+//     gap rows, then locks again and applies them only if the slot's generation is unchanged
+//     (an eviction in between bumps it: the backend then takes the full probe).
+//   * Born complete: a digest is published only after a hydration scan read every row that is
+//     or can again be inside the window (the scan itself decided the push).
+//   * Committed only: nothing is learned by a transaction that wrote the partition (the caller
+//     passes dirty); the rows read under the lock were committed by the lock's earlier holders.
+//   * Identity: the key is (database, log_txns OID, partition id); the anchor row is read back
+//     before every use (TRUNCATE, restore, a recreated extension or a reused partition id drop
+//     the digest), and a watermark above last_offset or a purge watermark that moved back too.
+//   * A miss proves absence only up to the watermark known before the gap scan; a hit is
+//     confirmed against the stored row, else the full probe decides the whole call.
+//   * REPEATABLE READ / SERIALIZABLE: as for every push, locking a partition row updated after
+//     the snapshot fails with 40001, so the rows a digest holds are all visible to a snapshot
+//     that got the lock.
+//
+// No thrash: when a digest does not fit, only digests unused for queen.probe_cache_evict_idle
+// seconds may be evicted (least recently used first); if that is not enough the partition is
+// *refused*: its slot remembers the bytes it needs, and its pushes take the full probe without
+// building a digest until enough idle space exists.
+#include "core/probe/compact_digest.h"
+#include "pg/probe/probe_cache_shm.h"
+#include "pg/probe/probe_ctx.h"
+#include "pg/probe/gap_scan.h"
+
+#include <vector>
+
+extern "C" {
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+PG_FUNCTION_INFO_V1(queen_probe_cache_shared_v1);
+PG_FUNCTION_INFO_V1(queen_probe_cache_partitions_v1);
+}
+
+namespace queen_pg {
+
+using queen::CompactHeader;
+
+int guc_shared_probe_cache_mb = 256;
+int guc_probe_cache_evict_idle = 60;
+
+namespace {
+
+struct ShmKey {
+    Oid db;
+    Oid rel;  // queen.log_txns
+    int64 pid;
+};
+
+enum SlotState : int32 { kFree = 0, kResident = 1, kRefused = 2 };
+
+struct ShmSlot {
+    ShmKey key;
+    int32 state;
+    uint64 generation;  // bumped whenever the slot's digest is replaced, evicted or dropped
+    pg_atomic_uint64 last_use_us;
+    uint64 extent_off;
+    uint64 extent_len;
+    uint64 needed;  // refused: the bytes it asked for
+    uint64 hashes;  // resident: hashes held (statistics)
+    uint64 capacity;
+};
+
+struct ShmEntry {
+    ShmKey key;
+    int32 slot;
+};
+
+struct ShmHeader {
+    uint64 budget;
+    uint64 arena_bytes;
+    uint64 directory_bytes;
+    int32 nslots;
+    uint64 used_bytes;  // directory lock
+    int32 resident;
+    int32 refused;
+    pg_atomic_uint64 lookups, hydrations, evictions, refusals, invalidations, compactions, grows;
+};
+
+ShmHeader* hdr = nullptr;
+ShmSlot* slots = nullptr;
+uint8* arena = nullptr;
+HTAB* directory = nullptr;
+LWLockPadded* locks = nullptr;
+int32 planned_slots = 0;
+shmem_request_hook_type prev_request = nullptr;
+shmem_startup_hook_type prev_startup = nullptr;
+queen::DigestBuilder* builder = nullptr;  // reused by every hydration of this backend
+
+// Directory slots for a budget: plenty for small partitions, a bounded share of the budget.
+int32 slots_for(int mb) { return (int32) Min((int64) 256 + (int64) mb * 16, (int64) 1 << 20); }
+
+// What the directory costs (header, slots, hash table, locks): carved out of the budget.
+Size directory_bytes(int32 n) {
+    return MAXALIGN(sizeof(ShmHeader)) + MAXALIGN(sizeof(ShmSlot) * (Size) n) +
+           hash_estimate_size(n, sizeof(ShmEntry)) + sizeof(LWLockPadded) * (Size) (n + 1);
+}
+
+// The arena: the budget minus the directory (at least 64 kB).
+Size arena_bytes_for(int mb, int32 n) {
+    Size budget = (Size) mb * 1024 * 1024, dir = directory_bytes(n);
+    return budget > dir + 65536 ? MAXALIGN_DOWN(budget - dir) : 65536;
+}
+
+LWLock* dir_lock() { return &locks[0].lock; }
+LWLock* slot_lock(int32 i) { return &locks[1 + i].lock; }
+CompactHeader* slot_header(const ShmSlot* s);
+
+// Reserve the area (shmem_request_hook).
+void shm_request() {
+    if (prev_request != nullptr) prev_request();
+    planned_slots = slots_for(guc_shared_probe_cache_mb);
+    RequestAddinShmemSpace(MAXALIGN(sizeof(ShmHeader)) + MAXALIGN(sizeof(ShmSlot) * planned_slots) +
+                           arena_bytes_for(guc_shared_probe_cache_mb, planned_slots));
+    RequestAddinShmemSpace(hash_estimate_size(planned_slots, sizeof(ShmEntry)));
+    RequestNamedLWLockTranche("queen_probe_cache", planned_slots + 1);
+}
+
+// Attach (and, first time, initialize) the area (shmem_startup_hook).
+void shm_startup() {
+    if (prev_startup != nullptr) prev_startup();
+    int32 n = slots_for(guc_shared_probe_cache_mb);
+    Size arena_len = arena_bytes_for(guc_shared_probe_cache_mb, n);
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found;
+    Size fixed = MAXALIGN(sizeof(ShmHeader)) + MAXALIGN(sizeof(ShmSlot) * n);
+    uint8* base = static_cast<uint8*>(ShmemInitStruct("queen probe cache", fixed + arena_len, &found));
+    HASHCTL info;
+    memset(&info, 0, sizeof info);
+    info.keysize = sizeof(ShmKey);
+    info.entrysize = sizeof(ShmEntry);
+    directory = ShmemInitHash("queen probe cache directory", n, n, &info, HASH_ELEM | HASH_BLOBS);
+    locks = GetNamedLWLockTranche("queen_probe_cache");
+    hdr = reinterpret_cast<ShmHeader*>(base);
+    slots = reinterpret_cast<ShmSlot*>(base + MAXALIGN(sizeof(ShmHeader)));
+    arena = base + fixed;
+    if (!found) {
+        memset(base, 0, fixed);
+        hdr->budget = (uint64) guc_shared_probe_cache_mb * 1024 * 1024;
+        hdr->arena_bytes = arena_len;
+        hdr->directory_bytes = directory_bytes(n);
+        hdr->nslots = n;
+        pg_atomic_init_u64(&hdr->lookups, 0);
+        pg_atomic_init_u64(&hdr->hydrations, 0);
+        pg_atomic_init_u64(&hdr->evictions, 0);
+        pg_atomic_init_u64(&hdr->refusals, 0);
+        pg_atomic_init_u64(&hdr->invalidations, 0);
+        pg_atomic_init_u64(&hdr->compactions, 0);
+        pg_atomic_init_u64(&hdr->grows, 0);
+        for (int32 i = 0; i < n; i++) pg_atomic_init_u64(&slots[i].last_use_us, 0);
+    }
+    LWLockRelease(AddinShmemInitLock);
+}
+
+uint64 now_us() { return (uint64) GetCurrentTimestamp(); }
+
+ShmKey key_of(const ProbeCtx* c) {
+    ShmKey k;
+    memset(&k, 0, sizeof k);
+    k.db = MyDatabaseId;
+    k.rel = c->st->log_txns;
+    k.pid = c->pid;
+    return k;
+}
+
+CompactHeader* slot_header(const ShmSlot* s) {
+    return reinterpret_cast<CompactHeader*>(arena + s->extent_off);
+}
+
+// A slot's view as phase 1 read it.
+struct Found {
+    int32 slot;
+    uint64 generation;
+    int32 state;
+    uint64 needed;
+    CompactHeader h;  // resident: a copy of the digest's header
+};
+
+// Find the key's slot and copy what the probe needs; stamps it used.
+bool find(const ShmKey& k, Found* out) {
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
+    if (e == nullptr) {
+        LWLockRelease(dir_lock());
+        return false;
+    }
+    ShmSlot* s = &slots[e->slot];
+    LWLockAcquire(slot_lock(e->slot), LW_SHARED);
+    out->slot = e->slot;
+    out->generation = s->generation;
+    out->state = s->state;
+    out->needed = s->needed;
+    if (s->state == kResident) memcpy(&out->h, slot_header(s), sizeof(CompactHeader));
+    pg_atomic_write_u64(&s->last_use_us, now_us());
+    LWLockRelease(slot_lock(e->slot));
+    LWLockRelease(dir_lock());
+    return true;
+}
+
+// Empty slot i (directory lock EXCLUSIVE held; takes the slot's lock to wait out readers).
+void free_slot(int32 i) {
+    ShmSlot* s = &slots[i];
+    LWLockAcquire(slot_lock(i), LW_EXCLUSIVE);
+    if (s->state == kResident) {
+        hdr->used_bytes -= s->extent_len;
+        hdr->resident--;
+    } else if (s->state == kRefused) {
+        hdr->refused--;
+    }
+    hash_search(directory, &s->key, HASH_REMOVE, nullptr);
+    s->state = kFree;
+    s->generation++;
+    s->extent_off = s->extent_len = s->needed = s->hashes = s->capacity = 0;
+    LWLockRelease(slot_lock(i));
+}
+
+// Drop a digest found unusable (if it is still the one that was found).
+void drop(const ShmKey& k, const Found& f) {
+    LWLockAcquire(dir_lock(), LW_EXCLUSIVE);
+    ShmSlot* s = &slots[f.slot];
+    if (s->state != kFree && s->generation == f.generation && memcmp(&s->key, &k, sizeof k) == 0) {
+        free_slot(f.slot);
+        pg_atomic_fetch_add_u64(&hdr->invalidations, 1);
+    }
+    LWLockRelease(dir_lock());
+}
+
+bool idle(const ShmSlot* s, uint64 now) {
+    uint64 last = pg_atomic_read_u64(const_cast<pg_atomic_uint64*>(&s->last_use_us));
+    return last + (uint64) guc_probe_cache_evict_idle * 1000000 <= now;
+}
+
+// The least recently used slot other than `keep` that has been idle long enough (state
+// kResident only when resident_only), or -1. Directory lock held.
+int32 idle_victim(int32 keep, bool resident_only, uint64 now) {
+    int32 victim = -1;
+    uint64 oldest = UINT64_MAX;
+    for (int32 i = 0; i < hdr->nslots; i++) {
+        const ShmSlot* s = &slots[i];
+        if (i == keep || s->state == kFree || (resident_only && s->state != kResident)) continue;
+        if (!idle(s, now)) continue;
+        uint64 last = pg_atomic_read_u64(const_cast<pg_atomic_uint64*>(&s->last_use_us));
+        if (last < oldest) {
+            oldest = last;
+            victim = i;
+        }
+    }
+    return victim;
+}
+
+// The least recently used refused slot, or -1 (directory lock held).
+int32 lru_refused() {
+    int32 victim = -1;
+    uint64 oldest = UINT64_MAX;
+    for (int32 i = 0; i < hdr->nslots; i++) {
+        if (slots[i].state != kRefused) continue;
+        uint64 last = pg_atomic_read_u64(&slots[i].last_use_us);
+        if (last < oldest) {
+            oldest = last;
+            victim = i;
+        }
+    }
+    return victim;
+}
+
+// Bytes free now plus the bytes of idle digests (what an admission could get). Dir lock held.
+uint64 obtainable(int32 keep, uint64 now) {
+    uint64 free_bytes = hdr->arena_bytes - hdr->used_bytes;
+    for (int32 i = 0; i < hdr->nslots; i++)
+        if (i != keep && slots[i].state == kResident && idle(&slots[i], now))
+            free_bytes += slots[i].extent_len;
+    return free_bytes;
+}
+
+// Record the key as refused in slot i (directory lock EXCLUSIVE held).
+void refuse(int32 i, uint64 need, uint64 now) {
+    ShmSlot* s = &slots[i];
+    LWLockAcquire(slot_lock(i), LW_EXCLUSIVE);
+    if (s->state != kRefused) hdr->refused++;
+    s->state = kRefused;
+    s->needed = need;
+    s->generation++;
+    pg_atomic_write_u64(&s->last_use_us, now);
+    LWLockRelease(slot_lock(i));
+    pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+}
+
+// Pack the resident digests from offset 0 (directory lock EXCLUSIVE held; each moved digest's
+// lock is taken while its bytes move).
+void compact() {
+    std::vector<queen::Extent> used;  // no ERROR can unwind here: memory only
+    std::vector<uint64_t> to;
+    for (int32 i = 0; i < hdr->nslots; i++)
+        if (slots[i].state == kResident) used.push_back({slots[i].extent_off, slots[i].extent_len, i});
+    queen::arena_compact_plan(&used, &to);
+    for (std::size_t j = 0; j < used.size(); j++) {
+        if (to[j] == used[j].offset) continue;
+        int32 i = used[j].owner;
+        LWLockAcquire(slot_lock(i), LW_EXCLUSIVE);
+        memmove(arena + to[j], arena + used[j].offset, used[j].length);
+        slots[i].extent_off = to[j];
+        LWLockRelease(slot_lock(i));
+    }
+    pg_atomic_fetch_add_u64(&hdr->compactions, 1);
+}
+
+// A gap of `need` bytes in the arena, or UINT64_MAX (directory lock held).
+uint64 find_gap(uint64 need) {
+    std::vector<queen::Extent> used;
+    for (int32 i = 0; i < hdr->nslots; i++)
+        if (slots[i].state == kResident) used.push_back({slots[i].extent_off, slots[i].extent_len, i});
+    return queen::arena_find_gap(&used, hdr->arena_bytes, need);
+}
+
+// Publish a digest built in this backend's memory (`local`, `len` bytes, header complete and
+// valid) for the key: find or take a slot, make room under the no-thrash rule (or refuse),
+// copy it in (counted as a hydration, or as a grow when `grown`). Returns true when published.
+bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint64 capacity,
+             bool grown = false) {
+    uint64 need = MAXALIGN(len), now = now_us();
+    bool ok = false;
+    CxxError err;
+    LWLockAcquire(dir_lock(), LW_EXCLUSIVE);
+    cxx_capture(err, [&] {  // std::vector in find_gap/compact: bad_alloc is captured
+        ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
+        int32 i = e != nullptr ? e->slot : -1;
+        if (i >= 0 && slots[i].state == kResident) {  // a stale one (dropped meanwhile: rare)
+            free_slot(i);
+            i = -1;
+        }
+        if (i < 0) {
+            for (int32 j = 0; j < hdr->nslots && i < 0; j++)
+                if (slots[j].state == kFree) i = j;
+            if (i < 0) {
+                int32 v = idle_victim(-1, false, now);
+                if (v < 0) v = lru_refused();  // a refused entry holds no bytes
+                if (v < 0) {
+                    pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+                    return;  // no slot: full probe, nothing remembered
+                }
+                if (slots[v].state == kResident) pg_atomic_fetch_add_u64(&hdr->evictions, 1);
+                free_slot(v);
+                i = v;
+            }
+            bool found;
+            ShmEntry* ne = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_ENTER_NULL, &found));
+            if (ne == nullptr) {
+                pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+                return;
+            }
+            ne->slot = i;
+            slots[i].key = k;
+            slots[i].state = kFree;
+        }
+        if (need > hdr->arena_bytes || obtainable(i, now) < need) {
+            if (slots[i].state == kFree) {  // new entry: count it as refused
+                slots[i].state = kRefused;
+                hdr->refused++;
+                slots[i].needed = need;
+                slots[i].generation++;
+                pg_atomic_write_u64(&slots[i].last_use_us, now);
+                pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+            } else {
+                refuse(i, need, now);
+            }
+            return;
+        }
+        while (hdr->arena_bytes - hdr->used_bytes < need) {
+            int32 v = idle_victim(i, true, now);
+            if (v < 0) break;  // cannot happen after obtainable(); guarded anyway
+            free_slot(v);
+            pg_atomic_fetch_add_u64(&hdr->evictions, 1);
+        }
+        if (hdr->arena_bytes - hdr->used_bytes < need) {
+            refuse(i, need, now);
+            return;
+        }
+        uint64 off = find_gap(need);
+        if (off == UINT64_MAX) {
+            compact();
+            off = find_gap(need);
+        }
+        if (off == UINT64_MAX) {
+            refuse(i, need, now);
+            return;
+        }
+        ShmSlot* s = &slots[i];
+        LWLockAcquire(slot_lock(i), LW_EXCLUSIVE);
+        if (s->state == kRefused) hdr->refused--;
+        memcpy(arena + off, local, len);
+        s->state = kResident;
+        s->extent_off = off;
+        s->extent_len = need;
+        s->needed = 0;
+        s->hashes = hashes;
+        s->capacity = capacity;
+        s->generation++;
+        pg_atomic_write_u64(&s->last_use_us, now);
+        LWLockRelease(slot_lock(i));
+        hdr->used_bytes += need;
+        hdr->resident++;
+        pg_atomic_fetch_add_u64(grown ? &hdr->grows : &hdr->hydrations, 1);
+        ok = true;
+    });
+    if (err.failed) {  // out of memory half-way: no entry may point at a slot left free
+        ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
+        if (e != nullptr && slots[e->slot].state == kFree) hash_search(directory, &k, HASH_REMOVE, nullptr);
+    }
+    LWLockRelease(dir_lock());
+    cxx_raise(err);
+    return ok;
+}
+
+// The anchor for a digest brought up to last_offset: the newest row read when it holds
+// last_offset, else that row read back; none when the partition has no retained row.
+queen::DigestAnchor anchor_at_last(ProbeCtx* c, const queen::DigestAnchor& newest) {
+    queen::DigestAnchor a;
+    LogRow row;
+    if (newest.set && newest.end == c->ps->last_offset) return newest;
+    if (c->ps->last_offset >= c->ps->txns_start &&
+        log_row_at(c->st, false, c->pid, c->ps->last_offset, c->snap, &row)) {
+        a = row_anchor(&row);
+        pfree(row.owned);
+    }
+    return a;
+}
+
+// Hydrate: read (and probe) every row that is or can again be inside the window, build the
+// digest in this backend's memory and publish it. The scan decided the push either way.
+void hydrate_shared(ProbeCtx* c, const ShmKey& k) {
+    CxxError err;
+    if (builder == nullptr) cxx_capture(err, [&] { builder = new queen::DigestBuilder(); });
+    if (err.failed) return;
+    cxx_capture(err, [&] { builder->reset(); });
+    LogRow row;
+    LogScan scan;
+    queen::DigestAnchor newest;
+    log_scan_begin_hydration(&scan, c);
+    while (log_scan_next(&scan, &row)) {
+        cache_stats.rows_read++;
+        Size count = row_hash_count(c, &row);
+        probe_if_in_window(c, &row, count);
+        if (row.created_at >= c->cutoff && !err.failed)
+            cxx_capture(err, [&] { builder->add_row(row.base_offset, row.blob, count, row.created_at); });
+        if (!newest.set || row.base_offset > newest.base) newest = row_anchor(&row);
+    }
+    log_scan_end(&scan);
+    if (err.failed) {
+        cxx_capture(err, [&] { builder->reset(); });
+        return;  // out of memory: no digest, the scan decided
+    }
+    queen::DigestAnchor anchor = anchor_at_last(c, newest);
+    Size len = builder->region_bytes();
+    uint8* local = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, len));
+    bool built = builder->build(local, len, c->ps->window, c->ps->last_offset + 1);
+    cxx_capture(err, [&] { builder->reset(); });
+    if (built) {
+        queen::CompactDigest d(local);
+        CompactHeader& h = d.header();
+        h.verified_upto = c->ps->last_offset;
+        h.anchor = anchor;
+        h.txns_start_seen = c->ps->txns_start;
+        h.valid = 1;
+        publish(k, local, len, h.used, h.capacity);
+    }
+    pfree(local);
+}
+
+// A gap row kept for ingestion.
+struct GapRow {
+    int64 base;
+    Size count;
+    TimestampTz created;
+    uint8* blob;  // palloc'd copy
+};
+
+// Grow a full digest: a bigger one built in this backend's memory from the copy `src` (its
+// entries, watermark, anchor and ages) plus the gap rows, then published in its place. The
+// caller still holds the partition row lock, so nobody else changed the digest meanwhile.
+void grow_digest(ProbeCtx* c, const ShmKey& k, const uint8* src, const GapRow* gap, int ngap,
+                 uint64 more, const queen::DigestAnchor& next_anchor) {
+    queen::CompactDigest old(const_cast<uint8*>(src));
+    const CompactHeader& oh = old.header();
+    Size len = queen::CompactDigest::bytes_for(queen::CompactDigest::capacity_for(oh.used + more));
+    uint8* local = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, len));
+    queen::CompactDigest d = queen::CompactDigest::format(local, len, oh.window_s, oh.base_offset);
+    bool ok = old.copy_into(&d);
+    for (int j = 0; ok && j < ngap; j++)
+        ok = d.ingest_row(gap[j].base, gap[j].blob, gap[j].count, gap[j].created);
+    if (ok) {
+        CompactHeader& h = d.header();
+        h.verified_upto = c->ps->last_offset;
+        h.anchor = next_anchor;
+        h.txns_start_seen = c->ps->txns_start;
+        h.valid = 1;
+        publish(k, local, len, h.used, h.capacity, true);
+    }
+    pfree(local);
+}
+
+}  // namespace
+
+// Define the settings and install the hooks (preloaded only).
+void probe_cache_shm_init() {
+    // a PGC_POSTMASTER setting can only be defined while the server starts (preloading)
+    if (process_shared_preload_libraries_in_progress)
+        DefineCustomIntVariable(
+        "queen.shared_probe_cache_mb",
+        "Server-wide memory budget of the shared probe cache, in megabytes (0: none).",
+        "Reserved in shared memory at server start when queen is in shared_preload_libraries; "
+        "every backend's queen.push uses it. Without preloading, each backend keeps its own "
+        "cache of up to queen.probe_cache_mb.",
+            &guc_shared_probe_cache_mb, 256, 0, 1048576, PGC_POSTMASTER, GUC_UNIT_MB, nullptr,
+            nullptr, nullptr);
+    DefineCustomIntVariable(
+        "queen.probe_cache_evict_idle",
+        "Seconds a shared probe digest must be unused before another partition may evict it.",
+        "When the shared cache is full and no digest is idle that long, the new partition is "
+        "refused (its pushes take the full probe) instead of evicting a digest in use.",
+        &guc_probe_cache_evict_idle, 60, 0, 86400 * 7, PGC_SIGHUP, GUC_UNIT_S, nullptr, nullptr,
+        nullptr);
+    if (!process_shared_preload_libraries_in_progress || guc_shared_probe_cache_mb <= 0) return;
+    prev_request = shmem_request_hook;
+    shmem_request_hook = shm_request;
+    prev_startup = shmem_startup_hook;
+    shmem_startup_hook = shm_startup;
+}
+
+// Active once the area is attached.
+bool shared_probe_cache_active() { return hdr != nullptr; }
+
+// The probe through the shared digest: phase 1 reads the digest's header under its lock;
+// the gap scan runs without locks; phase 2 applies the gap (when learning) and looks the
+// leaders up under the digest lock if the digest is still the one read in phase 1; then the
+// hits are confirmed against the stored rows without locks.
+bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
+    ShmKey k = key_of(c);
+    Found f;
+    bool have = find(k, &f);
+    if (have && f.state == kResident) {
+        queen::CompactDigest hd(reinterpret_cast<uint8*>(&f.h));  // header-only view
+        if (f.h.magic != queen::kCompactMagic || f.h.valid != 1 || f.h.window_s != c->ps->window ||
+            f.h.verified_upto > c->ps->last_offset || f.h.txns_start_seen > c->ps->txns_start ||
+            hd.wants_rebuild(c->cutoff)) {
+            drop(k, f);
+            have = false;
+        }
+    }
+    if (!have || f.state != kResident) {
+        if (dirty) return false;  // our own uncommitted rows are there: do not learn now
+        if (have && f.state == kRefused) {
+            LWLockAcquire(dir_lock(), LW_SHARED);
+            bool admissible = f.needed <= hdr->arena_bytes && obtainable(f.slot, now_us()) >= f.needed;
+            LWLockRelease(dir_lock());
+            if (!admissible) {
+                pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+                return false;  // the full probe decides; no digest is built in vain
+            }
+        }
+        hydrate_shared(c, k);
+        return true;  // the hydration scan read every in-window row: best[] is authoritative
+    }
+
+    // The gap: the anchor row (checked), then every row above it, probed directly.
+    int64 known = f.h.verified_upto;
+    queen::DigestAnchor want = f.h.anchor, newest;
+    int ngap = 0, cap = 4;
+    GapRow* gap = static_cast<GapRow*>(palloc(sizeof(GapRow) * cap));
+    LogRow row;
+    GapScan scan;
+    gap_scan_begin(&scan, c->st, c->pid, want, known, c->snap, &cache_stats.rows_read);
+    while (gap_scan_next(&scan, &row)) {
+        Size count = row_hash_count(c, &row);
+        probe_if_in_window(c, &row, count);
+        if (!dirty && row.created_at >= c->cutoff) {
+            if (ngap == cap) {
+                cap *= 2;
+                gap = static_cast<GapRow*>(repalloc(gap, sizeof(GapRow) * cap));
+            }
+            uint8* copy = static_cast<uint8*>(palloc(count * queen::kHashBytes));
+            memcpy(copy, row.blob, count * queen::kHashBytes);
+            gap[ngap++] = GapRow{row.base_offset, count, row.created_at, copy};
+        }
+        if (!newest.set || row.base_offset > newest.base) newest = row_anchor(&row);
+    }
+    if (!gap_scan_end(&scan)) {
+        drop(k, f);
+        cache_stats.fallbacks++;
+        reset_best(c);
+        return false;
+    }
+    queen::DigestAnchor next_anchor;
+    if (!dirty) {
+        if (newest.set) next_anchor = newest;
+        else if (known == c->ps->last_offset) next_anchor = want;  // nothing new: the anchor holds
+        else next_anchor = anchor_at_last(c, newest);
+    }
+    int64* cand = static_cast<int64*>(palloc(sizeof(int64) * c->n));
+    uint64 more = 0;
+    int64 top = -1;
+    for (int j = 0; j < ngap; j++) {
+        more += gap[j].count;
+        top = Max(top, gap[j].base + (int64) gap[j].count - 1);
+    }
+    // A gap that will not fit: room to copy the digest out (allocated before any lock), so it
+    // grows from its own entries instead of re-reading the stored rows.
+    Size old_len = queen::CompactDigest::bytes_for(f.h.capacity);
+    uint8* grow_src = nullptr;
+    if (!dirty && ngap > 0 &&
+        (double) (f.h.used + more) > (double) f.h.capacity * queen::CompactDigest::kMaxLoad)
+        grow_src = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, old_len));
+    bool grow = false;
+
+    // Phase 2: under the digest lock, only memory.
+    bool applied = false, overflow = false;
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
+    if (e != nullptr && e->slot == f.slot && slots[f.slot].generation == f.generation &&
+        slots[f.slot].state == kResident) {
+        ShmSlot* s = &slots[f.slot];
+        LWLockAcquire(slot_lock(f.slot), dirty ? LW_SHARED : LW_EXCLUSIVE);
+        LWLockRelease(dir_lock());
+        queen::CompactDigest d(reinterpret_cast<uint8*>(slot_header(s)));
+        if (d.valid()) {
+            for (int i = 0; i < c->n; i++) {
+                cand[i] = -1;
+                if (c->leader[i] != i) continue;
+                int64 o = d.lookup(c->hashes[i]);
+                if (o >= 0 && o <= known) cand[i] = o;  // absent at or below the watermark
+            }
+            applied = true;
+            if (!dirty) {
+                CompactHeader& h = d.header();
+                bool in_range = ngap == 0 || (d.can_ingest(gap[0].base, 0) &&
+                                              (uint64) (top - h.base_offset) < 0xFFFFFFFFull);
+                overflow = ngap > 0 && !(in_range && (double) (h.used + more) <=
+                                                         (double) h.capacity * queen::CompactDigest::kMaxLoad);
+                if (overflow && in_range && grow_src != nullptr && h.capacity == f.h.capacity) {
+                    // full: copied out and grown below; this one stays valid at its watermark
+                    memcpy(grow_src, slot_header(s), old_len);
+                    grow = true;
+                } else if (overflow) {
+                    h.valid = 0;  // dropped and re-hydrated when next found
+                } else {
+                    h.valid = 0;
+                    for (int j = 0; j < ngap; j++)
+                        d.ingest_row(gap[j].base, gap[j].blob, gap[j].count, gap[j].created);
+                    h.verified_upto = c->ps->last_offset;
+                    h.anchor = next_anchor;
+                    h.txns_start_seen = c->ps->txns_start;
+                    h.valid = 1;
+                    s->hashes = h.used;
+                }
+            }
+        }
+        LWLockRelease(slot_lock(f.slot));
+    } else {
+        LWLockRelease(dir_lock());
+    }
+    if (grow) grow_digest(c, k, grow_src, gap, ngap, more, next_anchor);
+    if (grow_src != nullptr) pfree(grow_src);
+    for (int j = 0; j < ngap; j++) pfree(gap[j].blob);
+    pfree(gap);
+    if (!applied) {  // evicted meanwhile, or invalid: the full probe decides
+        pfree(cand);
+        cache_stats.fallbacks++;
+        reset_best(c);
+        return false;
+    }
+    pg_atomic_fetch_add_u64(&hdr->lookups, 1);
+    bool decided = true;
+    for (int i = 0; i < c->n && decided; i++) {
+        if (cand[i] < 0) continue;
+        cache_stats.hits++;
+        if (confirm_hit(c, i, cand[i])) {
+            c->best[i] = cand[i];  // below every offset the gap scan could have found
+            cache_stats.confirmed++;
+        } else {
+            decided = false;
+        }
+    }
+    pfree(cand);
+    if (!decided) {
+        cache_stats.fallbacks++;
+        reset_best(c);
+    }
+    return decided;
+}
+
+// Resident digests of this database's queen.log_txns (not those of a dropped extension's,
+// which stay until evicted).
+void shared_probe_cache_database_usage(int* partitions, int64* bytes) {
+    *partitions = 0;
+    *bytes = 0;
+    if (hdr == nullptr) return;
+    Storage st;
+    storage_lookup(&st);
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    for (int32 i = 0; i < hdr->nslots; i++)
+        if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
+            slots[i].key.rel == st.log_txns) {
+            (*partitions)++;
+            *bytes += (int64) slots[i].extent_len;
+        }
+    LWLockRelease(dir_lock());
+}
+
+}  // namespace queen_pg
+
+using namespace queen_pg;
+
+// queen.probe_cache_shared(): the server-wide cache's budget, use and counters (one row).
+// Without preloading: mode 'backend', the per-backend budget times the backends.
+extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        elog(ERROR, "queen: return type must be a row type");
+    Datum v[18];
+    bool nulls[18];
+    memset(nulls, 0, sizeof nulls);
+    int64 used = 0, hashes = 0;
+    int32 parts = 0, refused = 0;
+    if (hdr != nullptr) {
+        LWLockAcquire(dir_lock(), LW_SHARED);
+        for (int32 i = 0; i < hdr->nslots; i++)
+            if (slots[i].state == kResident) {
+                parts++;
+                used += (int64) slots[i].extent_len;
+                hashes += (int64) slots[i].hashes;
+            } else if (slots[i].state == kRefused) {
+                refused++;
+            }
+        LWLockRelease(dir_lock());
+        v[0] = CStringGetTextDatum("shared");
+        v[1] = Int64GetDatum((int64) hdr->budget);
+        v[2] = Int64GetDatum((int64) hdr->arena_bytes);
+        v[3] = Int64GetDatum((int64) hdr->directory_bytes);
+    } else {
+        v[0] = CStringGetTextDatum(guc_probe_cache ? "backend" : "off");
+        v[1] = Int64GetDatum((int64) guc_probe_cache_mb * 1024 * 1024 * MaxBackends);
+        nulls[2] = nulls[3] = true;
+        ProbeCacheStats s;
+        int p;
+        int64 b;
+        probe_cache_stats(&s, &p, &b);
+        parts = p;
+        used = b;
+    }
+    v[4] = Int64GetDatum(used);
+    v[5] = Int32GetDatum(parts);
+    v[6] = Int64GetDatum(hashes);
+    v[7] = Int32GetDatum(refused);
+    v[8] = Float8GetDatum(hashes > 0 ? (double) used / (double) hashes : 0.0);
+    pg_atomic_uint64* counters[6] = {};
+    if (hdr != nullptr) {
+        counters[0] = &hdr->lookups;
+        counters[1] = &hdr->hydrations;
+        counters[2] = &hdr->evictions;
+        counters[3] = &hdr->refusals;
+        counters[4] = &hdr->invalidations;
+        counters[5] = &hdr->compactions;
+    }
+    for (int j = 0; j < 6; j++) {
+        if (counters[j] != nullptr) v[9 + j] = Int64GetDatum((int64) pg_atomic_read_u64(counters[j]));
+        else nulls[9 + j] = true;
+    }
+    v[15] = Int32GetDatum(guc_probe_cache_evict_idle);
+    if (hdr == nullptr) nulls[15] = true;
+    if (hashes == 0) nulls[8] = true;
+    v[16] = Int64GetDatum((int64) guc_probe_cache_mb * 1024 * 1024 * MaxBackends);
+    v[17] = Int64GetDatum(hdr != nullptr ? (int64) pg_atomic_read_u64(&hdr->grows) : 0);
+    if (hdr == nullptr) nulls[17] = true;
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, v, nulls)));
+}
+
+// queen.probe_cache_partitions(): one row per shared digest or refused partition of this
+// database's queen.log_txns.
+extern "C" Datum queen_probe_cache_partitions_v1(PG_FUNCTION_ARGS) {
+    InitMaterializedSRF(fcinfo, 0);
+    ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    if (hdr == nullptr) PG_RETURN_VOID();
+    Storage st;
+    storage_lookup(&st);
+    int32 n = hdr->nslots, m = 0;
+    struct Row {
+        int64 pid;
+        int32 state;
+        uint64 hashes, bytes, capacity, needed, last;
+        int64 verified;
+    };
+    Row* rows = static_cast<Row*>(palloc(sizeof(Row) * n));
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    for (int32 i = 0; i < n; i++) {
+        ShmSlot* s = &slots[i];
+        if (s->state == kFree || s->key.db != MyDatabaseId || s->key.rel != st.log_txns) continue;
+        rows[m] = Row{s->key.pid, s->state, s->hashes, s->extent_len, s->capacity, s->needed,
+                      pg_atomic_read_u64(const_cast<pg_atomic_uint64*>(&s->last_use_us)), -1};
+        if (s->state == kResident) {
+            LWLockAcquire(slot_lock(i), LW_SHARED);
+            rows[m].verified = slot_header(s)->verified_upto;
+            LWLockRelease(slot_lock(i));
+        }
+        m++;
+    }
+    LWLockRelease(dir_lock());
+    uint64 now = (uint64) GetCurrentTimestamp();
+    for (int32 j = 0; j < m; j++) {
+        Datum v[7];
+        bool nulls[7] = {false, false, false, false, false, false, false};
+        bool res = rows[j].state == kResident;
+        v[0] = Int64GetDatum(rows[j].pid);
+        v[1] = CStringGetTextDatum(res ? "resident" : "refused");
+        v[2] = Int64GetDatum((int64) rows[j].hashes);
+        v[3] = Int64GetDatum((int64) (res ? rows[j].bytes : rows[j].needed));
+        v[4] = Int64GetDatum((int64) rows[j].capacity);
+        v[5] = Int64GetDatum(rows[j].verified);
+        v[6] = Int64GetDatum((int64) (now > rows[j].last ? (now - rows[j].last) / 1000 : 0));
+        if (!res) nulls[2] = nulls[4] = nulls[5] = true;
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+    }
+    pfree(rows);
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,163 @@
+// Index range scans over queen's log tables, keyed by the (partition_id, base_offset) primary
+// keys. Callers pass a registered snapshot taken after they locked the partition row, so the
+// rows committed by the pusher they waited for are visible (see push_path.cpp).
+#include "pg/storage/log_scan.h"
+
+extern "C" {
+#include "access/heapam.h"
+#include "access/sysattr.h"
+#include "access/tableam.h"
+#include "storage/lockdefs.h"
+#include "utils/fmgroids.h"
+#include "utils/rel.h"
+}
+
+namespace queen_pg {
+
+// Column numbers of the two tables (sql/queen.sql fixes the order).
+static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kTxnHashes = 5, kTxnIds = 6,
+                        kSegData = 6;
+
+// Open relations and position an ascending scan after `after`.
+void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
+                    Snapshot snapshot) {
+    ScanKeyData keys[2];
+    s->segments = segments;
+    s->detoasted = nullptr;
+    s->partition_id = partition_id;
+    s->heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
+    s->index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+    s->slot = table_slot_create(s->heap, nullptr);
+    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+}
+
+// Open log_txns and its created_at index and position a scan at created_at >= since.
+void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
+                          Snapshot snapshot) {
+    ScanKeyData keys[2];
+    s->segments = false;
+    s->detoasted = nullptr;
+    s->partition_id = partition_id;
+    s->heap = table_open(st->log_txns, AccessShareLock);
+    s->index = index_open(st->log_txns_created, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
+                TimestampTzGetDatum(since));
+    s->slot = table_slot_create(s->heap, nullptr);
+    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+}
+
+// Deform the current slot into a LogRow.
+static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, LogRow* row) {
+    bool isnull;
+    row->base_offset = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+    row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
+    row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
+    row->owned = nullptr;
+    row->xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
+    Datum d = slot_getattr(slot, segments ? kSegData : kTxnHashes, &isnull);
+    if (*detoasted != nullptr) {
+        pfree(*detoasted);
+        *detoasted = nullptr;
+    }
+    bytea* b = DatumGetByteaPP(d);
+    if (reinterpret_cast<Pointer>(b) != DatumGetPointer(d)) *detoasted = b;
+    row->blob = reinterpret_cast<const uint8*>(VARDATA_ANY(b));
+    row->blob_len = VARSIZE_ANY_EXHDR(b);
+    row->ids = nullptr;
+    row->ids_len = 0;
+    if (!segments) {
+        // message ids are STORAGE MAIN and stay inline below toast_tuple_target: no copy
+        // (were one ever compressed, its copy lives until the caller's context is reset)
+        Datum idd = slot_getattr(slot, kTxnIds, &isnull);
+        if (!isnull) {
+            bytea* ib = DatumGetByteaPP(idd);
+            row->ids = reinterpret_cast<const uint8*>(VARDATA_ANY(ib));
+            row->ids_len = VARSIZE_ANY_EXHDR(ib);
+        }
+    }
+}
+
+// Step the scan.
+bool log_scan_next(LogScan* s, LogRow* row) {
+    if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
+    slot_to_row(s->slot, s->segments, &s->detoasted, row);
+    return true;
+}
+
+// Release everything the scan holds.
+void log_scan_end(LogScan* s) {
+    if (s->detoasted != nullptr) pfree(s->detoasted);
+    index_endscan(s->scan);
+    ExecDropSingleTupleTableSlot(s->slot);
+    index_close(s->index, AccessShareLock);
+    table_close(s->heap, AccessShareLock);
+}
+
+// Backward scan from `offset` to the row that starts at or below it; `cover`: it must hold it.
+static bool row_at_or_before(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                             Snapshot snapshot, LogRow* row, bool cover) {
+    ScanKeyData keys[2];
+    Relation heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
+    Relation index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    bool found = false;
+    if (index_getnext_slot(scan, BackwardScanDirection, slot)) {
+        bytea* detoasted = nullptr;
+        slot_to_row(slot, segments, &detoasted, row);
+        if (!cover || row->end_offset >= offset) {
+            found = true;
+            // copy blob and ids out of the buffer before the slot goes away
+            uint8* copy = static_cast<uint8*>(palloc(row->blob_len + row->ids_len + 1));
+            memcpy(copy, row->blob, row->blob_len);
+            if (row->ids != nullptr) memcpy(copy + row->blob_len, row->ids, row->ids_len);
+            row->blob = copy;
+            row->ids = row->ids != nullptr ? copy + row->blob_len : nullptr;
+            row->owned = copy;
+            if (detoasted != nullptr) pfree(detoasted);
+        } else if (detoasted != nullptr) {
+            pfree(detoasted);
+        }
+    }
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
+    return found;
+}
+
+}  // namespace queen_pg
+
+namespace queen_pg {
+
+// The row holding `offset`.
+bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                Snapshot snapshot, LogRow* row) {
+    return row_at_or_before(st, segments, partition_id, offset, snapshot, row, true);
+}
+
+// Hash count of a log_txns row, rejecting a corrupt blob.
+Size log_row_hash_count(int64 partition_id, const LogRow* row) {
+    if (row->blob_len % 16 != 0 || row->blob_len / 16 != (Size) (row->end_offset - row->base_offset + 1))
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
+                               ") has %zu hash bytes for its span", partition_id, row->base_offset,
+                               (size_t) row->blob_len)));
+    return row->blob_len / 16;
+}
+
+// The partition's newest row.
+bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
+                  LogRow* row) {
+    return row_at_or_before(st, segments, partition_id, PG_INT64_MAX, snapshot, row, false);
+}
+
+}  // namespace queen_pg

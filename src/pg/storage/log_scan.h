@@ -1,0 +1,69 @@
+// Direct index scans of queen.log_txns and queen.log_segments (no SPI, no planner): the probe
+// reads exactly the key range it names, so its cost never depends on a cached plan's guess.
+#pragma once
+#include "pg/common/glue.h"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "executor/tuptable.h"
+#include "utils/snapmgr.h"
+#include "utils/snapshot.h"
+}
+
+namespace queen_pg {
+
+// One log_txns (or log_segments) row as the scans hand it out. `blob` points into a
+// detoasted copy valid until the next call on the scan.
+struct LogRow {
+    int64 base_offset;
+    int64 end_offset;
+    TimestampTz created_at;
+    const uint8* blob;  // hashes (log_txns) or segment data (log_segments)
+    Size blob_len;
+    void* owned;  // log_row_at() only: the allocation holding blob (pfree this, not blob)
+    const uint8* ids;  // log_txns only: 16-byte message ids, or nullptr (valid like blob;
+    Size ids_len;      // log_row_at() copies them into the same allocation)
+    TransactionId xmin;  // the inserting transaction (raw): tells one stored tuple from another
+};
+
+// An open range scan of one partition's rows with base_offset > after, ascending.
+struct LogScan {
+    Relation heap;
+    Relation index;
+    IndexScanDesc scan;
+    TupleTableSlot* slot;
+    bool segments;  // log_segments (data in column 6) rather than log_txns (hashes in column 5)
+    bytea* detoasted;
+    int64 partition_id;
+};
+
+// Begin a scan of (partition_id, base_offset > after) under the given snapshot.
+void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
+                    Snapshot snapshot);
+// Begin a scan of log_txns rows of one partition with created_at >= since, through the
+// (partition_id, created_at) index, in created_at order (not offset order). Selects by the
+// very column the window is defined on, so it is exact whatever order the clock stamped the
+// rows in. Only valid when st->log_txns_created is set.
+void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
+                          Snapshot snapshot);
+// The next row, or false at the end.
+bool log_scan_next(LogScan* s, LogRow* row);
+// Close the scan and its relations.
+void log_scan_end(LogScan* s);
+
+// The row whose span holds `offset` (base_offset <= offset <= end_offset), its blob copied
+// into the current memory context (row->owned is that allocation). False when none holds it.
+bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
+                Snapshot snapshot, LogRow* row);
+
+// Number of 16-byte hashes of a log_txns row; ERROR (data corrupted) when the blob does not
+// match the row's span.
+Size log_row_hash_count(int64 partition_id, const LogRow* row);
+
+// The partition's row with the highest base_offset (copied like log_row_at). False when none.
+bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
+                  LogRow* row);
+
+}  // namespace queen_pg

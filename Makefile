@@ -11,10 +11,15 @@ CORE_SRCS = $(wildcard src/core/*/*.cpp)
 PG_SRCS   = $(wildcard src/pg/*.cpp src/pg/*/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
-# Released versions are frozen (committed as installed): 0.1.0 and 0.2.0's install scripts and
-# the 0.1.0 -> 0.2.0 upgrade. The current install script and its upgrade script are built.
+# Released versions are frozen (committed in sql/ as installed): 0.1.0 and 0.2.0's install scripts
+# and the 0.1.0 -> 0.2.0 upgrade. The current version's install script and its upgrade script
+# from the last release are built into build/sql/ by mk/sql.mk (PGXS installs DATA_built by path).
+SQL_VERSION = $(EXTVERSION)
+SQL_FROM    = 0.2.0
+SQL_OUT     = build/sql
 DATA       = sql/$(EXTENSION)--0.1.0.sql sql/$(EXTENSION)--0.2.0.sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
-DATA_built = sql/$(EXTENSION)--$(EXTVERSION).sql sql/$(EXTENSION)--0.2.0--$(EXTVERSION).sql
+DATA_built = $(SQL_OUT)/$(EXTENSION)--$(EXTVERSION).sql \
+             $(foreach f,$(SQL_FROM),$(SQL_OUT)/$(EXTENSION)--$(f)--$(EXTVERSION).sql)
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 # pg_regress inputs live in tests/regress/sql; their expected output in expected/ (reached as
@@ -37,17 +42,8 @@ include $(PGXS)
 # Header dependencies of the extension's objects (PGXS tracks none by itself).
 -include $(wildcard $(OBJS:.o=.d))
 
-# The install script is sql/queen.sql (the core) followed by every sql/modules/*.sql in name
-# order (producers, dedup views, ...: one concept each); the versioned copy is built from them.
-# sql/finish/privileges.sql comes last in both scripts: no routine stays executable by PUBLIC.
-SQL_MODULES = $(sort $(wildcard sql/modules/*.sql))
-SQL_FINISH  = sql/finish/privileges.sql
-sql/$(EXTENSION)--$(EXTVERSION).sql: sql/$(EXTENSION).sql $(SQL_MODULES) $(SQL_FINISH)
-	cat $^ > $@
-
-# The upgrade script from the last release: its hand-written delta, then sql/finish/privileges.sql.
-sql/$(EXTENSION)--0.2.0--$(EXTVERSION).sql: sql/upgrade/0.2.0--$(EXTVERSION).sql $(SQL_FINISH)
-	cat $^ > $@
+# The install and upgrade scripts (schema, routines and privileges parts of sql/): mk/sql.mk.
+include mk/sql.mk
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

@@ -1,11 +1,10 @@
 -- queen: exact, windowed deduplication for message logs kept in PostgreSQL.
--- The core install script; `make` builds queen--<version>.sql from it and sql/modules/*.sql.
--- Two parts: the tables (up to the REPLAYED marker) and everything after it (functions,
--- registrations, roles, grants). An upgrade script is a hand-written delta of the tables
--- (sql/upgrade/), which also drops every function of the old version, followed by the replayed
--- part of this file and the modules (see the Makefile): the functions of an upgraded database are
--- therefore exactly those of a fresh install. A table change goes here AND into a delta.
-\echo Use "CREATE EXTENSION queen" to load this file. \quit
+-- The routines part of the core: every function and procedure (its tables are in
+-- sql/schema/queen.sql; every privilege is in sql/privileges.sql). Each is written CREATE OR
+-- REPLACE and runs again in every upgrade script, so an upgraded database gets exactly a fresh
+-- install's routines: nothing here may assume it runs on an empty schema. A routine removed, or
+-- whose arguments or result change, is dropped by the version's delta (sql/upgrade/). See
+-- "Upgrades" in docs/sql-interface.md and the Makefile.
 
 -- Locking protocol (shared by every write path; see src/pg/queue/push_path.cpp):
 --   * a push takes its partition's queen.log_partitions row lock (FOR NO KEY UPDATE) before
@@ -25,92 +24,17 @@
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch).
 
-CREATE TABLE queen.queues (
-    id                   bigserial PRIMARY KEY,
-    name                 text NOT NULL UNIQUE,
-    dedup_window_seconds int NOT NULL DEFAULT 3600 CHECK (dedup_window_seconds >= 0),
-    retention_seconds    int CHECK (retention_seconds > 0),
-    dedup_by             text NOT NULL DEFAULT 'transactionId'
-                         CHECK (dedup_by IN ('transactionId', 'content')),
-    created_at           timestamptz NOT NULL DEFAULT now(),
-    updated_at           timestamptz NOT NULL DEFAULT now()
-);
-
-CREATE TABLE queen.log_partitions (
-    id          bigserial PRIMARY KEY,
-    queue_id    bigint NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
-    name        text NOT NULL,
-    last_offset bigint NOT NULL DEFAULT -1,
-    log_start   bigint NOT NULL DEFAULT 0,
-    txns_start  bigint NOT NULL DEFAULT 0,
-    created_at  timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (queue_id, name)
-);
-
--- One row per pushed segment; data is the segment encoding of src/core/common/segment_codec.h.
--- Column order is read positionally by src/pg/storage/log_scan.cpp: keep it.
-CREATE TABLE queen.log_segments (
-    partition_id  bigint NOT NULL,
-    base_offset   bigint NOT NULL,
-    end_offset    bigint NOT NULL,
-    created_at    timestamptz NOT NULL,
-    message_count int NOT NULL,
-    data          bytea NOT NULL,
-    PRIMARY KEY (partition_id, base_offset)
-);
--- lz4: segments are written once and read back whole; pglz cost more CPU than the rest of a push.
-ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION lz4;
-
--- The 16-byte xxh3_128 hashes of each segment's messages, in offset order, and their
--- 16-byte message ids (so a duplicate's original id is read here, not out of its segment;
--- NULL in rows written by other tools: then the segment is read). Kept inline (up to ~250
--- messages a row) so the probe never chases TOAST pointers.
-CREATE TABLE queen.log_txns (
-    partition_id bigint NOT NULL,
-    base_offset  bigint NOT NULL,
-    end_offset   bigint NOT NULL,
-    created_at   timestamptz NOT NULL,
-    hashes       bytea NOT NULL,
-    message_ids  bytea,
-    PRIMARY KEY (partition_id, base_offset)
-) WITH (toast_tuple_target = 8160);
-ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE MAIN;
-ALTER TABLE queen.log_txns ALTER COLUMN message_ids SET STORAGE MAIN;
--- The full-window probe and the probe cache's hydration read a partition's rows by time
--- (created_at >= window start) through this index, so their cost follows the window, not the
--- retained history (src/pg/queue/push_path.cpp, probe_full). One entry per pushed segment.
-CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at);
-
-CREATE TABLE queen.consumer_groups (
-    partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
-    group_name       text NOT NULL,
-    committed_offset bigint NOT NULL DEFAULT -1,
-    PRIMARY KEY (partition_id, group_name)
-);
-
-CREATE TABLE queen.consumer_acks (
-    partition_id   bigint NOT NULL,
-    group_name     text NOT NULL,
-    message_offset bigint NOT NULL,
-    PRIMARY KEY (partition_id, group_name, message_offset)
-);
-
--- ================================================================ REPLAYED BY UPGRADES
--- Everything below runs again at each ALTER EXTENSION UPDATE (after the delta dropped the old
--- version's functions): only CREATE FUNCTION/PROCEDURE, registrations, roles and grants here,
--- each of which must also succeed on a database that already holds the tables.
-
 -- ---------------------------------------------------------------- C entry points
-CREATE FUNCTION queen.txn_hash(text) RETURNS bytea
+CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'queen_txn_hash_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h bytea) RETURNS SETOF record
+CREATE OR REPLACE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h bytea) RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'queen_log_unnest_hashes_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- Earliest offset at which a hash is stored in a partition's retained log_txns rows, or NULL.
-CREATE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_find_hash_v1'
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
@@ -118,7 +42,7 @@ CREATE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS
 -- Earliest retained offset above p_after holding a hash, or NULL (acks by transactionId; the
 -- per-backend ack digest keeps its cost independent of the window: src/pg/queue/ack_lookup.cpp).
 -- Internal: no grant.
-CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p_after bigint)
+CREATE OR REPLACE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p_after bigint)
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_find_hash_after_v1'
     LANGUAGE C STABLE STRICT
@@ -129,7 +53,7 @@ CREATE FUNCTION queen.log_find_hash_after(p_partition_id bigint, p_hash bytea, p
 -- message's earliest in-window occurrence is at that offset". Each hinted original is
 -- confirmed against the stored row; one that does not confirm sends the segment to the full
 -- probe. NULL or empty: no hints. Ignored with the vouch (p_window NULL or too small).
-CREATE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segment bytea,
+CREATE OR REPLACE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segment bytea,
                                    p_verified bigint DEFAULT -1, p_window int DEFAULT NULL,
                                    p_hint bytea DEFAULT NULL)
     RETURNS TABLE (idx int, status text, message_id uuid, message_offset bigint)
@@ -137,7 +61,7 @@ CREATE FUNCTION queen.push_segment(p_partition_id bigint, p_hashes bytea, p_segm
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION queen.push_segments(p_partition_ids bigint[], p_hashes bytea[],
+CREATE OR REPLACE FUNCTION queen.push_segments(p_partition_ids bigint[], p_hashes bytea[],
                                     p_segments bytea[], p_verified bigint[] DEFAULT NULL,
                                     p_windows int[] DEFAULT NULL, p_hints bytea[] DEFAULT NULL)
     RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bigint)
@@ -145,14 +69,14 @@ CREATE FUNCTION queen.push_segments(p_partition_ids bigint[], p_hashes bytea[],
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION queen.push(p_queue text, p_partition text, p_items jsonb)
+CREATE OR REPLACE FUNCTION queen.push(p_queue text, p_partition text, p_items jsonb)
     RETURNS TABLE (index int, status text, message_id uuid, transaction_id text,
                    message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_v1'
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION queen.read(p_queue text, p_partition text, p_from_offset bigint, p_limit int)
+CREATE OR REPLACE FUNCTION queen.read(p_queue text, p_partition text, p_from_offset bigint, p_limit int)
     RETURNS TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb,
                    created_at timestamptz)
     AS 'MODULE_PATHNAME', 'queen_read_v1'
@@ -160,7 +84,7 @@ CREATE FUNCTION queen.read(p_queue text, p_partition text, p_from_offset bigint,
     SET search_path = pg_catalog, pg_temp;
 
 -- Per-backend probe cache statistics (for tests and monitoring).
-CREATE FUNCTION queen.probe_cache_stats(OUT partitions int, OUT bytes bigint, OUT hits bigint,
+CREATE OR REPLACE FUNCTION queen.probe_cache_stats(OUT partitions int, OUT bytes bigint, OUT hits bigint,
                                         OUT confirmed bigint, OUT fallbacks bigint,
                                         OUT rows_read bigint)
     AS 'MODULE_PATHNAME', 'queen_probe_cache_stats_v1'
@@ -168,7 +92,7 @@ CREATE FUNCTION queen.probe_cache_stats(OUT partitions int, OUT bytes bigint, OU
 
 -- Per-backend counters of the hinted vouch (push_segment(s)' p_hint(s)): segments whose hints
 -- were looked at, hints, segments whose hints all confirmed, segments sent to the full probe.
-CREATE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigint,
+CREATE OR REPLACE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigint,
                                       OUT confirmed bigint, OUT fallbacks bigint)
     AS 'MODULE_PATHNAME', 'queen_push_hint_stats_v1'
     LANGUAGE C VOLATILE
@@ -180,7 +104,7 @@ CREATE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigi
 -- functions). Every user-facing entry point that takes a queue name refuses them with 42501
 -- (insufficient_privilege) before it reads or writes anything, so no user can push into,
 -- configure, transact on, ack in, read or drop such a queue, nor create one. Internal.
-CREATE FUNCTION queen.reserved_queue_guard(p_queue text) RETURNS void
+CREATE OR REPLACE FUNCTION queen.reserved_queue_guard(p_queue text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -193,7 +117,7 @@ END
 $$;
 
 -- The same for every name of an array (the first reserved one is named). Internal.
-CREATE FUNCTION queen.reserved_queue_guard(p_queues text[]) RETURNS void
+CREATE OR REPLACE FUNCTION queen.reserved_queue_guard(p_queues text[]) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -205,7 +129,7 @@ $$;
 -- ---------------------------------------------------------------- SQL-level functions
 
 -- Find or create a partition (queue created too); the sidecar's metadata call.
-CREATE FUNCTION queen.resolve_partition(p_queue text, p_partition text,
+CREATE OR REPLACE FUNCTION queen.resolve_partition(p_queue text, p_partition text,
     OUT partition_id bigint, OUT queue_id bigint, OUT dedup_window_seconds int,
     OUT last_offset bigint, OUT txns_start bigint, OUT dedup_by text)
 LANGUAGE plpgsql VOLATILE
@@ -236,7 +160,7 @@ END
 $$;
 
 -- Look up an existing partition; 42704 when the queue or partition is unknown.
-CREATE FUNCTION queen.partition_id(p_queue text, p_partition text) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.partition_id(p_queue text, p_partition text) RETURNS bigint
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -259,7 +183,7 @@ END
 $$;
 
 -- Full replace of a queue's options; an omitted key returns to its default.
-CREATE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -340,7 +264,7 @@ END
 $$;
 
 -- A consumer group's position: every offset at or below it is acked (-1: none).
-CREATE FUNCTION queen.committed_offset(p_queue text, p_partition text,
+CREATE OR REPLACE FUNCTION queen.committed_offset(p_queue text, p_partition text,
                                        p_consumer_group text DEFAULT '__QUEUE_MODE__')
 RETURNS bigint
 LANGUAGE plpgsql STABLE
@@ -365,7 +289,7 @@ $$;
 -- concurrent acks of one transactionId in one group resolve two different occurrences.
 
 -- Create (if needed) and lock a group's row; returns its committed offset. Internal.
-CREATE FUNCTION queen.ack_lock_group(p_pid bigint, p_group text) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.ack_lock_group(p_pid bigint, p_group text) RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -381,7 +305,7 @@ END
 $$;
 
 -- Is offset p_off acked by a group whose (locked) position is p_pos? Internal.
-CREATE FUNCTION queen.ack_is_acked(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
+CREATE OR REPLACE FUNCTION queen.ack_is_acked(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
 RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -393,7 +317,7 @@ $$;
 
 -- The earliest occurrence of a hash above the group's position that the group has not acked
 -- yet, or NULL (every occurrence acked, or none stored). Internal.
-CREATE FUNCTION queen.ack_resolve(p_pid bigint, p_group text, p_pos bigint, p_hash bytea)
+CREATE OR REPLACE FUNCTION queen.ack_resolve(p_pid bigint, p_group text, p_pos bigint, p_hash bytea)
 RETURNS bigint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -412,7 +336,7 @@ $$;
 -- Record the ack of offset p_off (not acked yet) by a group whose row the caller locked at
 -- position p_pos; advances the position over the contiguous acked run. Returns the new
 -- position. Internal.
-CREATE FUNCTION queen.ack_record(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
+CREATE OR REPLACE FUNCTION queen.ack_record(p_pid bigint, p_group text, p_pos bigint, p_off bigint)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -446,7 +370,7 @@ END
 $$;
 
 -- Check a consumer group name (22023).
-CREATE FUNCTION queen.ack_check_group(p_group text) RETURNS void
+CREATE OR REPLACE FUNCTION queen.ack_check_group(p_group text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -462,7 +386,7 @@ $$;
 -- order, and the committed offset never sticks). True when the transactionId is stored (acked
 -- now, or every occurrence was already acked), false when it is unknown (then nothing
 -- changes). Cost independent of the window (queen.log_find_hash_after).
-CREATE FUNCTION queen.ack(p_queue text, p_partition text, p_transaction_id text,
+CREATE OR REPLACE FUNCTION queen.ack(p_queue text, p_partition text, p_transaction_id text,
                           p_consumer_group text DEFAULT '__QUEUE_MODE__')
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -494,7 +418,7 @@ $$;
 -- Ack a message by its offset (what queen.read returned). True when this call recorded the
 -- ack, false when the group had already acked that offset. 22023 for a negative offset or one
 -- above the partition's last offset.
-CREATE FUNCTION queen.ack_offset(p_queue text, p_partition text, p_offset bigint,
+CREATE OR REPLACE FUNCTION queen.ack_offset(p_queue text, p_partition text, p_offset bigint,
                                  p_consumer_group text DEFAULT '__QUEUE_MODE__')
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -526,7 +450,7 @@ $$;
 -- 'already_acked', or 'unknown' (transactionId not stored); message_offset is the offset acked
 -- (for 'already_acked': the offset given, or the transactionId's earliest stored occurrence;
 -- NULL when unknown). A transactionId named twice acks two occurrences, like two acks.
-CREATE FUNCTION queen.ack_batch(p_queue text, p_partition text, p_items jsonb,
+CREATE OR REPLACE FUNCTION queen.ack_batch(p_queue text, p_partition text, p_items jsonb,
                                 p_consumer_group text DEFAULT '__QUEUE_MODE__')
 RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -625,7 +549,7 @@ $$;
 -- transactions' uncommitted unique-index entries, so it needs one order too); then every
 -- partition involved is locked in ascending id order; only then are the operations applied.
 -- A duplicate push raises unique_violation and so nothing of the transaction is kept.
-CREATE FUNCTION queen.transaction(p_ops jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.transaction(p_ops jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -739,7 +663,7 @@ $$;
 
 -- Extension point: the lowest offset retention must keep in a partition, or NULL (no floor).
 -- A module that must hold messages (dedup views) replaces this with CREATE OR REPLACE.
-CREATE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -747,7 +671,7 @@ AS $$ SELECT NULL::bigint $$;
 
 -- Whether a partition has anything retention may delete now (read without locking, so that
 -- partitions with nothing eligible are never locked).
-CREATE FUNCTION queen.retention_eligible(p_partition_id bigint, p_now timestamptz)
+CREATE OR REPLACE FUNCTION queen.retention_eligible(p_partition_id bigint, p_now timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE
 SECURITY DEFINER
@@ -772,7 +696,7 @@ $$;
 
 -- Purge one partition: lock its row, delete at most p_max_rows rows in all (segments first,
 -- then hashes), advance log_start / txns_start. Returns what it deleted. Internal (no grant).
-CREATE FUNCTION queen.retention_purge(p_partition_id bigint, p_max_rows int, p_now timestamptz,
+CREATE OR REPLACE FUNCTION queen.retention_purge(p_partition_id bigint, p_max_rows int, p_now timestamptz,
                                       OUT segments_deleted int, OUT txns_deleted int)
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -843,7 +767,7 @@ $$;
 -- ascending id order (only those with something eligible are locked). Every lock it takes is
 -- held until the caller commits: for a periodic job use queen.run_retention_procedure, which
 -- commits after each partition. Returns counts.
-CREATE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -878,7 +802,7 @@ $$;
 -- next eligible partition after p_state's cursor and return the new state, or the final state
 -- with "done": true when no partition is left. A partition whose batch was full is visited
 -- again by the next step. p_state NULL starts a run.
-CREATE FUNCTION queen.retention_step(p_state jsonb, p_batch_rows int DEFAULT 10000)
+CREATE OR REPLACE FUNCTION queen.retention_step(p_state jsonb, p_batch_rows int DEFAULT 10000)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -931,7 +855,7 @@ $$;
 -- SECURITY INVOKER on purpose (a SECURITY DEFINER procedure may not COMMIT): everything it
 -- does happens in queen.retention_step, which is SECURITY DEFINER; the body uses no unqualified
 -- operator or function, so the caller's search_path cannot change it either.
-CREATE PROCEDURE queen.run_retention_procedure(p_batch_rows int DEFAULT 2000,
+CREATE OR REPLACE PROCEDURE queen.run_retention_procedure(p_batch_rows int DEFAULT 2000,
                                                p_pause_seconds float8 DEFAULT 0.02,
                                                INOUT result jsonb DEFAULT NULL)
 LANGUAGE plpgsql
@@ -953,7 +877,7 @@ $$;
 -- above txns_start in a log_txns row created within the window. Read-only and unlocked: a
 -- snapshot answer, not a reservation. Reads the partition's retained hashes (and, when the
 -- hash is gone, the retained segments below txns_start): a diagnostic, not a hot path.
-CREATE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
+CREATE OR REPLACE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
 RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SECURITY DEFINER
@@ -1061,7 +985,7 @@ $$;
 -- key (segments, hashes, acks) are deleted here; everything else goes by ON DELETE CASCADE from
 -- queen.queues / queen.log_partitions: a module table that holds per-queue or per-partition
 -- rows references one of them ON DELETE CASCADE, and drop_queue leaves no orphan behind.
-CREATE FUNCTION queen.drop_queue(p_queue text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.drop_queue(p_queue text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1093,43 +1017,10 @@ BEGIN
 END
 $$;
 
--- ---------------------------------------------------------------- backup
--- Every table and sequence holding user data is extension configuration, so pg_dump dumps its
--- rows (and the sequences' positions) and a restore into a fresh database is complete.
-SELECT pg_catalog.pg_extension_config_dump('queen.queues', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.queues_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.log_segments', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.log_txns', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.consumer_groups', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.consumer_acks', '');
-
--- ---------------------------------------------------------------- roles and privileges
--- Least privilege. Three roles (cluster-wide, so created only when absent; another database's
--- install may create them at the same moment): queen_writer (push, ack, read), queen_reader
--- (read), queen_admin (configure, retention, drop). Every function runs as the extension's owner
--- (SECURITY DEFINER) with search_path pinned to pg_catalog, pg_temp and every queen object
--- schema-qualified, so nothing in a caller's schemas can stand in for what it calls. No role
--- gets any table privilege: the functions are the only way in. Internal helpers get no grant.
-DO $$
-DECLARE
-    v_role text;
-BEGIN
-    FOREACH v_role IN ARRAY ARRAY['queen_writer', 'queen_reader', 'queen_admin'] LOOP
-        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
-            BEGIN
-                EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', v_role);
-            EXCEPTION WHEN duplicate_object OR unique_violation THEN
-                NULL;  -- created meanwhile by an install in another database
-            END;
-        END IF;
-    END LOOP;
-END
-$$;
-
 -- Every function of the core runs as the owner with the pinned search_path (the procedure
--- cannot: a SECURITY DEFINER procedure may not COMMIT; see run_retention_procedure).
+-- cannot: a SECURITY DEFINER procedure may not COMMIT; see run_retention_procedure). In an
+-- upgrade this also meets the modules' functions of the old version: each module's CREATE OR
+-- REPLACE below states its own functions' flags again.
 DO $$
 DECLARE
     v_fn regprocedure;
@@ -1141,28 +1032,3 @@ BEGIN
     END LOOP;
 END
 $$;
-
-REVOKE ALL ON ALL TABLES IN SCHEMA queen FROM PUBLIC;
-REVOKE ALL ON ALL SEQUENCES IN SCHEMA queen FROM PUBLIC;
-REVOKE ALL ON ALL ROUTINES IN SCHEMA queen FROM PUBLIC;
-GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
--- read
-GRANT EXECUTE ON FUNCTION
-    queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
-    queen.push_hint_stats(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
-    queen.committed_offset(text, text, text), queen.explain(text, text, text)
-    TO queen_reader, queen_writer, queen_admin;
--- push and ack
-GRANT EXECUTE ON FUNCTION
-    queen.resolve_partition(text, text), queen.push(text, text, jsonb),
-    queen.push_segment(bigint, bytea, bytea, bigint, int, bytea),
-    queen.push_segments(bigint[], bytea[], bytea[], bigint[], int[], bytea[]),
-    queen.ack(text, text, text, text), queen.ack_offset(text, text, bigint, text),
-    queen.ack_batch(text, text, jsonb, text), queen.transaction(jsonb)
-    TO queen_writer;
--- administration
-GRANT EXECUTE ON FUNCTION
-    queen.configure(text, jsonb), queen.run_retention(int), queen.retention_step(jsonb, int),
-    queen.drop_queue(text)
-    TO queen_admin;
-GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, float8, jsonb) TO queen_admin;

@@ -19,7 +19,7 @@
 -- of queen.queues and queen.log_partitions (a plan that cannot degrade into scanning a queue's
 -- partitions whatever the statistics say); misses are created as described above, then looked
 -- up again.
-CREATE FUNCTION queen.resolve_partitions_core(p_queues text[], p_partitions text[])
+CREATE OR REPLACE FUNCTION queen.resolve_partitions_core(p_queues text[], p_partitions text[])
 RETURNS TABLE (idx int, partition_id bigint, dedup_window_seconds int, last_offset bigint,
                txns_start bigint)
 AS 'MODULE_PATHNAME', 'queen_resolve_partitions_core_v1'
@@ -29,7 +29,7 @@ SET search_path = pg_catalog, pg_temp;
 
 -- For every input position i (0-based): the partition's id, its queue's window, its
 -- last_offset and txns_start, created (with its queue) when missing.
-CREATE FUNCTION queen.resolve_partitions(p_queues text[], p_partitions text[])
+CREATE OR REPLACE FUNCTION queen.resolve_partitions(p_queues text[], p_partitions text[])
 RETURNS TABLE (idx int, partition_id bigint, dedup_window_seconds int, last_offset bigint,
                txns_start bigint)
 LANGUAGE sql VOLATILE
@@ -37,9 +37,6 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM queen.resolve_partitions_core(p_queues, p_partitions) $$;
 
-REVOKE ALL ON FUNCTION queen.resolve_partitions_core(text[], text[]) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.resolve_partitions(text[], text[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.resolve_partitions(text[], text[]) TO queen_writer;
 
 -- queen.push_segments with first contact folded in: segments whose p_partition_ids entry is
 -- NULL name their partition by (p_queues[i], p_partitions[i]) instead; those are resolved
@@ -63,7 +60,7 @@ GRANT EXECUTE ON FUNCTION queen.resolve_partitions(text[], text[]) TO queen_writ
 -- Bad input: 22023 (arrays of different lengths, a NULL or empty name of a named segment, more
 -- than 10000 named segments, a partition twice, push_segments' own checks), 42501 for a
 -- reserved queue name (or a partition of one named by id), 42704 for an unknown id.
-CREATE FUNCTION queen.push_segments_named(p_partition_ids bigint[], p_queues text[],
+CREATE OR REPLACE FUNCTION queen.push_segments_named(p_partition_ids bigint[], p_queues text[],
     p_partitions text[], p_hashes bytea[], p_segments bytea[], p_verified bigint[],
     p_windows int[], p_hints bytea[] DEFAULT NULL)
 RETURNS TABLE (seg int, idx int, status text, message_id uuid, message_offset bigint,
@@ -73,8 +70,3 @@ AS 'MODULE_PATHNAME', 'queen_push_segments_named_v1'
 LANGUAGE C VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp;
-
-REVOKE ALL ON FUNCTION queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[],
-                                                 bigint[], int[], bytea[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[],
-                                                    bigint[], int[], bytea[]) TO queen_writer;

@@ -22,73 +22,33 @@
 --   * REPEATABLE READ / SERIALIZABLE: locking a row that a concurrent append changed fails
 --     with 40001 (retry the transaction), as for every push.
 
--- One row per stream; partition_id is its partition of queue __queen_streams.
-CREATE TABLE queen.streams (
-    partition_id       bigint PRIMARY KEY REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
-    name               text NOT NULL UNIQUE,
-    content_type       text NOT NULL,
-    ttl_seconds        bigint CHECK (ttl_seconds > 0),
-    expires_at         timestamptz,
-    closed             boolean NOT NULL DEFAULT false,
-    closed_by_producer text,     -- the closing producer tuple (NULL: closed without one)
-    closed_by_epoch    bigint,
-    closed_by_seq      bigint,
-    epoch_floor        bigint NOT NULL DEFAULT 0,  -- raised to every forgotten producer's epoch
-    last_stream_seq    text COLLATE "C",           -- Stream-Seq of the last write that sent one
-    created_at         timestamptz NOT NULL,
-    touched_at         timestamptz NOT NULL,       -- last read or write (TTL streams)
-    CHECK (ttl_seconds IS NULL OR expires_at IS NULL)
-);
 
--- One row per (stream, producer): the state the decision reads.
-CREATE TABLE queen.stream_producers (
-    partition_id       bigint NOT NULL REFERENCES queen.streams (partition_id) ON DELETE CASCADE,
-    producer_id        text NOT NULL,
-    epoch              bigint NOT NULL,
-    seq                bigint NOT NULL,       -- highest applied seq of the epoch
-    newest_digest      bytea NOT NULL,        -- BLAKE3-256 of the newest write's body
-    newest_start       bigint NOT NULL,       -- its receipt: Stream-Offset ...
-    newest_next        bigint NOT NULL,       -- ... Stream-Next-Offset ...
-    newest_closed      boolean NOT NULL,      -- ... and whether it closed the stream
-    claim_digest       bytea NOT NULL,        -- BLAKE3-256 of the epoch's claim (seq 0)
-    claim_closed_epoch bigint,                -- what the claim closed (NULL: nothing)
-    claim_closed_seq   bigint,
-    last_seen          timestamptz NOT NULL,  -- the newest applied write
-    PRIMARY KEY (partition_id, producer_id)
-) WITH (fillfactor = 70);
--- No index on last_seen: every applied append updates last_seen, and an indexed column would
--- make each of those updates a new tuple plus an entry in every index; without one the
--- update is HOT (fillfactor leaves the page room). The sweep of idle producers and the
--- eviction (both only for a new producer) scan the stream's producers through the primary
--- key's partition_id prefix (at most 4,096 rows).
-
-SELECT pg_catalog.pg_extension_config_dump('queen.streams', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.stream_producers', '');
+-- Its tables queen.streams and queen.stream_producers: sql/schema/20_producers.sql.
 
 -- ---------------------------------------------------------------- C entry points
-CREATE FUNCTION queen.blake3(bytea) RETURNS bytea
+CREATE OR REPLACE FUNCTION queen.blake3(bytea) RETURNS bytea
     AS 'MODULE_PATHNAME', 'queen_blake3_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
-CREATE FUNCTION queen.blake3_hex(bytea) RETURNS text
+CREATE OR REPLACE FUNCTION queen.blake3_hex(bytea) RETURNS text
     AS 'MODULE_PATHNAME', 'queen_blake3_hex_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- Append messages to a stream's partition through the row-locked push path (internal).
-CREATE FUNCTION queen.stream_write(p_partition_id bigint, p_messages bytea[],
+CREATE OR REPLACE FUNCTION queen.stream_write(p_partition_id bigint, p_messages bytea[],
                                    OUT base_offset bigint, OUT end_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_stream_write_v1'
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
 -- The payloads of a stored segment (internal).
-CREATE FUNCTION queen.segment_payloads(bytea) RETURNS bytea[]
+CREATE OR REPLACE FUNCTION queen.segment_payloads(bytea) RETURNS bytea[]
     AS 'MODULE_PATHNAME', 'queen_segment_payloads_v1'
     LANGUAGE C IMMUTABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
 -- The 0-based index of the first message that is not one JSON value, or NULL (internal).
-CREATE FUNCTION queen.stream_json_invalid(bytea[]) RETURNS int
+CREATE OR REPLACE FUNCTION queen.stream_json_invalid(bytea[]) RETURNS int
     AS 'MODULE_PATHNAME', 'queen_stream_json_invalid_v1'
     LANGUAGE C IMMUTABLE STRICT
     SET search_path = pg_catalog, pg_temp;
@@ -96,14 +56,14 @@ CREATE FUNCTION queen.stream_json_invalid(bytea[]) RETURNS int
 -- ---------------------------------------------------------------- small helpers
 
 -- An offset as a stream offset string: 20 zero-padded decimal digits.
-CREATE FUNCTION queen.stream_offset(p_offset bigint) RETURNS text
+CREATE OR REPLACE FUNCTION queen.stream_offset(p_offset bigint) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.lpad(p_offset::text, 20, '0') $$;
 
 -- Parse a stream offset string: '-1' is the start (0); otherwise exactly 20 digits (22023).
 -- 'now' is resolved by the reader, not here.
-CREATE FUNCTION queen.stream_offset_parse(p_offset text) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.stream_offset_parse(p_offset text) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -120,13 +80,13 @@ END
 $$;
 
 -- The comparable part of a content type: its media type, lower case, spaces trimmed.
-CREATE FUNCTION queen.stream_media_type(p_content_type text) RETURNS text
+CREATE OR REPLACE FUNCTION queen.stream_media_type(p_content_type text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT pg_catalog.lower(pg_catalog.btrim(pg_catalog.split_part(p_content_type, ';', 1))) $$;
 
 -- Reject a bad stream name (22023).
-CREATE FUNCTION queen.stream_check_name(p_name text) RETURNS void
+CREATE OR REPLACE FUNCTION queen.stream_check_name(p_name text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -141,7 +101,7 @@ END
 $$;
 
 -- True when a stream row counts as gone at p_now (its TTL ran out or its expiry passed).
-CREATE FUNCTION queen.stream_expired(p_ttl_seconds bigint, p_expires_at timestamptz,
+CREATE OR REPLACE FUNCTION queen.stream_expired(p_ttl_seconds bigint, p_expires_at timestamptz,
                                      p_touched_at timestamptz, p_now timestamptz)
 RETURNS boolean
 LANGUAGE sql IMMUTABLE
@@ -154,7 +114,7 @@ $$;
 
 -- Remove a stream completely: its producers, stream row, segments, hashes and partition.
 -- The caller holds the partition row lock (internal).
-CREATE FUNCTION queen.stream_purge(p_partition_id bigint) RETURNS void
+CREATE OR REPLACE FUNCTION queen.stream_purge(p_partition_id bigint) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -169,7 +129,7 @@ $$;
 -- ---------------------------------------------------------------- create
 -- Create a stream (201 created), or confirm an identical one (200 exists), or refuse another
 -- configuration (409 conflict). See docs/producers.md.
-CREATE FUNCTION queen.stream_create(p_name text,
+CREATE OR REPLACE FUNCTION queen.stream_create(p_name text,
                                     p_content_type text DEFAULT 'application/octet-stream',
                                     p_ttl_seconds bigint DEFAULT NULL,
                                     p_expires_at timestamptz DEFAULT NULL,
@@ -263,7 +223,7 @@ $$;
 -- ---------------------------------------------------------------- append
 -- Append with or without producer headers; one typed answer row (docs/producers.md). C:
 -- src/pg/streams/append.cpp (its header comment states the locking protocol).
-CREATE FUNCTION queen.stream_append(p_name text,
+CREATE OR REPLACE FUNCTION queen.stream_append(p_name text,
                                     p_messages bytea[],
                                     p_content_type text DEFAULT NULL,
                                     p_producer_id text DEFAULT NULL,
@@ -285,7 +245,7 @@ RETURNS TABLE (status text, stream_offset text, next_offset text, stream_closed 
 
 -- ---------------------------------------------------------------- close
 -- Close a stream without producer headers: 'closed', 'already_closed' or 'not_found'.
-CREATE FUNCTION queen.stream_close(p_name text, p_now timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION queen.stream_close(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (status text, next_offset text)
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -303,7 +263,7 @@ $$;
 
 -- ---------------------------------------------------------------- read
 -- Messages from an offset, in one snapshot of the stream's tail (docs/producers.md).
-CREATE FUNCTION queen.stream_read(p_name text, p_offset text DEFAULT '-1',
+CREATE OR REPLACE FUNCTION queen.stream_read(p_name text, p_offset text DEFAULT '-1',
                                   p_max_messages int DEFAULT 1000,
                                   p_max_bytes int DEFAULT 1048576,
                                   p_now timestamptz DEFAULT NULL)
@@ -400,7 +360,7 @@ $$;
 
 -- ---------------------------------------------------------------- head
 -- A stream's metadata: 'ok' or 'not_found'.
-CREATE FUNCTION queen.stream_head(p_name text, p_now timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION queen.stream_head(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS TABLE (status text, content_type text, next_offset text, closed boolean,
                ttl_seconds bigint, expires_at timestamptz, created_at timestamptz,
                partition_id bigint)
@@ -438,7 +398,7 @@ $$;
 -- ---------------------------------------------------------------- delete
 -- Delete a stream and its history: 'deleted' or 'not_found' (an expired stream is purged and
 -- answers not_found).
-CREATE FUNCTION queen.stream_delete(p_name text, p_now timestamptz DEFAULT NULL) RETURNS text
+CREATE OR REPLACE FUNCTION queen.stream_delete(p_name text, p_now timestamptz DEFAULT NULL) RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -468,7 +428,8 @@ BEGIN
 END
 $$;
 
--- ---------------------------------------------------------------- privileges
+-- ---------------------------------------------------------------- SECURITY DEFINER
+-- The module's functions run as the owner with the pinned search_path (grants: sql/privileges.sql).
 DO $$
 DECLARE
     v_fn regprocedure;
@@ -483,23 +444,6 @@ BEGIN
                                      'stream_read', 'stream_head', 'stream_delete') LOOP
         EXECUTE pg_catalog.format(
             'ALTER FUNCTION %s SECURITY DEFINER SET search_path = pg_catalog, pg_temp', v_fn);
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', v_fn);
     END LOOP;
 END
 $$;
-REVOKE ALL ON queen.streams, queen.stream_producers FROM PUBLIC;
-GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
-GRANT EXECUTE ON FUNCTION queen.blake3(bytea), queen.blake3_hex(bytea) TO queen_writer, queen_reader;
-GRANT EXECUTE ON FUNCTION queen.stream_offset(bigint), queen.stream_offset_parse(text)
-    TO queen_writer, queen_reader;
-GRANT EXECUTE ON FUNCTION
-    queen.stream_create(text, text, bigint, timestamptz, boolean, bytea[], timestamptz),
-    queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text,
-                        bytea, timestamptz, boolean),
-    queen.stream_close(text, timestamptz),
-    queen.stream_delete(text, timestamptz)
-    TO queen_writer;
-GRANT EXECUTE ON FUNCTION
-    queen.stream_read(text, text, int, int, timestamptz),
-    queen.stream_head(text, timestamptz)
-    TO queen_reader, queen_writer;

@@ -4,7 +4,7 @@
 -- in ascending partition id order (queen's one global lock order), each stream's partition
 -- row locked FOR NO KEY UPDATE once and held to the end of the transaction; the appends of one
 -- stream keep their order. A name that did not resolve is decided last, by name.
-CREATE FUNCTION queen.stream_append_batch(p_names text[],
+CREATE OR REPLACE FUNCTION queen.stream_append_batch(p_names text[],
                                           p_counts int[],
                                           p_messages bytea[],
                                           p_content_types text[] DEFAULT NULL,
@@ -25,8 +25,3 @@ RETURNS TABLE (ord int, status text, stream_offset text, next_offset text, strea
     LANGUAGE C VOLATILE
     SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
-REVOKE ALL ON FUNCTION queen.stream_append_batch(text[], int[], bytea[], text[], text[], bigint[],
-    bigint[], text[], text[], boolean[], text[], bytea[], boolean[], timestamptz) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.stream_append_batch(text[], int[], bytea[], text[], text[],
-    bigint[], bigint[], text[], text[], boolean[], text[], bytea[], boolean[], timestamptz)
-    TO queen_writer;

@@ -7,19 +7,10 @@
 -- create or a fork of it) until the last such descendant is deleted or expires; then its name
 -- is free again (nothing else to collect). Every function is a typed answer, never an error
 -- a client can cause. Locks: none of its own; the stream functions lock as documented there.
-
-CREATE TABLE queen.stream_forks (
-    name        text PRIMARY KEY,  -- the fork
-    source      text NOT NULL,     -- the stream it was forked from
-    fork_offset text NOT NULL,     -- where in the source (20 digits, before the sub-offset)
-    sub_offset  bigint NOT NULL DEFAULT 0,
-    created_at  timestamptz NOT NULL
-);
-CREATE INDEX stream_forks_source ON queen.stream_forks (source);
-SELECT pg_catalog.pg_extension_config_dump('queen.stream_forks', '');
+-- Its table queen.stream_forks: sql/schema/30_stream_forks.sql.
 
 -- True when the stream of that name is present (exists and has not expired) at p_now.
-CREATE FUNCTION queen.fork_stream_present(p_name text, p_now timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION queen.fork_stream_present(p_name text, p_now timestamptz) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -28,7 +19,7 @@ AS $$
 $$;
 
 -- True when a fork of p_name, or a fork of one of its forks (any depth), is present.
-CREATE FUNCTION queen.fork_has_present_descendant(p_name text, p_now timestamptz) RETURNS boolean
+CREATE OR REPLACE FUNCTION queen.fork_has_present_descendant(p_name text, p_now timestamptz) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -41,7 +32,7 @@ AS $$
 $$;
 
 -- Gone (410): not present, but a present descendant fork still holds it.
-CREATE FUNCTION queen.fork_gone(p_name text, p_now timestamptz DEFAULT NULL) RETURNS boolean
+CREATE OR REPLACE FUNCTION queen.fork_gone(p_name text, p_now timestamptz DEFAULT NULL) RETURNS boolean
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -54,7 +45,7 @@ $$;
 -- (404), source_gone (409), content_type_mismatch (409), bad_offset (400: beyond the source's
 -- tail), bad_sub_offset (400: nothing or too little at the offset).
 -- p_content_type NULL: the source's (forks) or application/octet-stream.
-CREATE FUNCTION queen.fork_create(p_name text,
+CREATE OR REPLACE FUNCTION queen.fork_create(p_name text,
                                             p_content_type text DEFAULT NULL,
                                             p_ttl_seconds bigint DEFAULT NULL,
                                             p_expires_at timestamptz DEFAULT NULL,
@@ -174,7 +165,7 @@ $$;
 -- DELETE with forks in mind: 'gone' (410) when the name is already held only by its forks,
 -- else queen.stream_delete's answer ('deleted' | 'not_found'). A deleted stream with present
 -- forks stays gone until they are; one without keeps no fork record.
-CREATE FUNCTION queen.fork_delete(p_name text, p_now timestamptz DEFAULT NULL)
+CREATE OR REPLACE FUNCTION queen.fork_delete(p_name text, p_now timestamptz DEFAULT NULL)
 RETURNS text
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -193,16 +184,3 @@ BEGIN
     RETURN v_r;
 END
 $$;
-
-REVOKE ALL ON FUNCTION queen.fork_stream_present(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.fork_has_present_descendant(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.fork_gone(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.fork_create(text, text, bigint, timestamptz, boolean, bytea[],
-                                                   text, text, bigint, timestamptz) FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.fork_delete(text, timestamptz) FROM PUBLIC;
-REVOKE ALL ON queen.stream_forks FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.fork_gone(text, timestamptz) TO queen_reader, queen_writer;
-GRANT EXECUTE ON FUNCTION queen.fork_create(text, text, bigint, timestamptz, boolean,
-                                                      bytea[], text, text, bigint, timestamptz)
-    TO queen_writer;
-GRANT EXECUTE ON FUNCTION queen.fork_delete(text, timestamptz) TO queen_writer;

@@ -2,137 +2,17 @@
 -- Flink's Deduplicate operator as incremental views over a queue (docs/dedup-views.md).
 -- The operator itself is src/core/views/operator.*; the glue (src/pg/views/functions.cpp) keeps its
 -- keyed state, changelog, consumed offsets, pending mini-batch and watermark in the tables
--- below, in the caller's transaction.
+-- of sql/schema/40_dedup_views.sql, in the caller's transaction.
 --
 -- Locking: dedup_advance / dedup_watermark / dedup_flush take the view's queen.dedup_views row
 -- FOR NO KEY UPDATE first and hold it to commit: one view's calls serialise, different views never
 -- wait on each other. They take no partition lock (they only read the log). drop_dedup_view
 -- takes the same row lock. A DELETE of a queue some view reads is refused (2BP01).
 
-CREATE TABLE queen.dedup_views (
-    id                   bigserial PRIMARY KEY,
-    name                 text NOT NULL UNIQUE,
-    queue_id             bigint NOT NULL REFERENCES queen.queues (id),
-    options              jsonb NOT NULL,          -- the normalised options, as created
-    key_path             text[] NOT NULL,
-    rowtime_path         text[],
-    order_rowtime        boolean NOT NULL,
-    keep_last            boolean NOT NULL,
-    update_before        boolean NOT NULL,
-    generate_insert      boolean NOT NULL,
-    mini_batch           boolean NOT NULL,
-    mini_batch_size      bigint NOT NULL,
-    compact_changes      boolean NOT NULL,
-    state_ttl_ms         bigint NOT NULL,
-    watermark            bigint,                  -- NULL: no watermark yet
-    next_seq             bigint NOT NULL DEFAULT 1,
-    consumed             bigint NOT NULL DEFAULT 0,
-    late_rows            bigint NOT NULL DEFAULT 0,
-    rows_without_rowtime bigint NOT NULL DEFAULT 0,
-    last_now             timestamptz,
-    -- which write of the view's state the tables hold: the writing transaction's full id, set
-    -- by every dedup_advance / dedup_watermark / dedup_flush. A backend's in-memory copy of the
-    -- state (src/core/views/state_cache.h) is used only while this is the token it wrote.
-    state_token          bigint,
-    -- how many buckets of queen.dedup_state_buckets the view's keys are spread over (a key's
-    -- bucket is its hash modulo this), and how many keys they hold: when the keys pass 32 per
-    -- bucket, the call that stores them doubles the buckets and regroups every state
-    state_buckets        int NOT NULL DEFAULT 64 CHECK (state_buckets BETWEEN 1 AND 1048576),
-    state_keys           bigint NOT NULL DEFAULT 0,
-    -- delta rows (queen.dedup_state_buckets rows with a negative bucket) written since the
-    -- buckets were last folded, and how many states they hold together (both 0 when the
-    -- buckets hold the whole state)
-    state_deltas         int NOT NULL DEFAULT 0,
-    delta_states         bigint NOT NULL DEFAULT 0,
-    created_at           timestamptz NOT NULL DEFAULT now()
-);
-
--- The keyed state, many keys per row: each view's keys are spread by a stable hash of the key
--- (FNV-1a 64 modulo the view's state_buckets, src/core/views/bucket.h) over at most
--- state_buckets rows, each holding the states of its keys packed in key order: per key its
--- kind (1 kept row: keep-last, retracting keep-first, proctime keep-first's flag; 2 pending
--- rowtime keep-first candidate; 3 fired marker), payload (none where only a marker is needed),
--- rowtime, written_at (the processing time of the last write: its TTL clock) and source
--- partition and offset. A call rewrites each bucket it changes once: a few hundred rows
--- instead of one per key. A call that changes few of a large view's keys (a quarter or less
--- of at least 1024) writes only their states instead, as a delta row: bucket -1, -2, ... (the
--- view's state_deltas), the same packed form with keys from any bucket; a key's newest state is
--- in the delta row of highest number holding it, else in its bucket. The call that would take
--- the deltas past one state per key of the view (or past 64 rows) folds them: it rewrites the
--- buckets they touch and deletes them. queen.dedup_state_rows(view) reads it back one row per
--- key.
--- The hot tables (state, changelog, pending) carry no foreign key (a per-row RI check would
--- cost more than the operator): drop_dedup_view deletes their rows itself.
-CREATE TABLE queen.dedup_state_buckets (
-    view_id bigint NOT NULL,
-    bucket  int NOT NULL,
-    states  bytea NOT NULL,
-    PRIMARY KEY (view_id, bucket)
-);
--- Half-empty pages: a bucket's rewrite stays on its page as a HOT update (no index insert);
--- a bucket over ~2 kB is compressed (lz4) and kept in line where it fits.
-ALTER TABLE queen.dedup_state_buckets SET (fillfactor = 50);
-ALTER TABLE queen.dedup_state_buckets ALTER COLUMN states SET STORAGE MAIN,
-    ALTER COLUMN states SET COMPRESSION lz4;
-
--- The pending rowtime keep-first candidates by rowtime (what a watermark releases). A separate
--- table, not an index on the state: an indexed rowtime would make every state rewrite of a
--- rowtime view a non-HOT update.
--- arrival numbers the candidate row in the view's consumption order: a watermark emits what it
--- releases in that order.
-CREATE TABLE queen.dedup_candidates (
-    view_id bigint NOT NULL,
-    rowtime bigint NOT NULL,
-    key     text COLLATE "C" NOT NULL,
-    arrival bigint NOT NULL,
-    PRIMARY KEY (view_id, rowtime, key)
-);
-
--- The changelog, one row per call that emitted anything: changes holds its changes (seq
--- first_seq..last_seq) packed in seq order (src/core/views/changes.h: kind, key, payload as
--- jsonb's binary form, rowtime, source partition and offset). One tuple per call, not one per change: the
--- per-row heap and index work is what made a changelog cost more than the operator.
-CREATE TABLE queen.dedup_change_blocks (
-    view_id   bigint NOT NULL,
-    first_seq bigint NOT NULL,
-    last_seq  bigint NOT NULL,
-    changes   bytea NOT NULL,
-    PRIMARY KEY (view_id, first_seq)
-);
-ALTER TABLE queen.dedup_change_blocks ALTER COLUMN changes SET COMPRESSION lz4;
-
--- The next unconsumed offset of each partition a view has consumed from.
-CREATE TABLE queen.dedup_offsets (
-    view_id      bigint NOT NULL REFERENCES queen.dedup_views (id) ON DELETE CASCADE,
-    partition_id bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
-    next_offset  bigint NOT NULL,
-    PRIMARY KEY (view_id, partition_id)
-);
-
--- The pending mini-batch bundle, in arrival order.
-CREATE TABLE queen.dedup_pending (
-    view_id       bigint NOT NULL,
-    pos           int NOT NULL,
-    key           text NOT NULL,
-    payload       jsonb NOT NULL,
-    rowtime       bigint,
-    src_partition text NOT NULL,
-    src_offset    bigint NOT NULL,
-    PRIMARY KEY (view_id, pos)
-);
-
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_views_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_state_buckets', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_candidates', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_change_blocks', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_offsets', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.dedup_pending', '');
-
 -- ---------------------------------------------------------------- creating and dropping
 
 -- Validate p_options and create the view. Bad options raise 22023; an unknown queue 42704.
-CREATE FUNCTION queen.create_dedup_view(p_name text, p_source_queue text, p_options jsonb)
+CREATE OR REPLACE FUNCTION queen.create_dedup_view(p_name text, p_source_queue text, p_options jsonb)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -261,13 +141,13 @@ END
 $$;
 
 -- The parser behind create_dedup_view_sql (PostgreSQL's raw_parser): the recognised options.
-CREATE FUNCTION queen.dedup_parse_query(p_query text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.dedup_parse_query(p_query text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'queen_dedup_parse_query_v1'
     LANGUAGE C IMMUTABLE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
 -- Create a view from Flink's deduplication query shape; returns the options it recognised.
-CREATE FUNCTION queen.create_dedup_view_sql(p_name text, p_query text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.create_dedup_view_sql(p_name text, p_query text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -285,7 +165,7 @@ END
 $$;
 
 -- Drop a view with its state, changelog, offsets and pending bundle; 42704 when unknown.
-CREATE FUNCTION queen.drop_dedup_view(p_name text) RETURNS void
+CREATE OR REPLACE FUNCTION queen.drop_dedup_view(p_name text) RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -304,7 +184,7 @@ END
 $$;
 
 -- A queue some dedup view reads cannot be deleted (queen.drop_queue included): 2BP01.
-CREATE FUNCTION queen.dedup_views_guard_queue() RETURNS trigger
+CREATE OR REPLACE FUNCTION queen.dedup_views_guard_queue() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -321,12 +201,12 @@ BEGIN
     RETURN OLD;
 END
 $$;
-CREATE TRIGGER dedup_views_guard BEFORE DELETE ON queen.queues
+CREATE OR REPLACE TRIGGER dedup_views_guard BEFORE DELETE ON queen.queues
     FOR EACH ROW EXECUTE FUNCTION queen.dedup_views_guard_queue();
 
 -- ---------------------------------------------------------------- driving a view
 
-CREATE FUNCTION queen.dedup_advance(p_name text, p_max_rows int DEFAULT 10000,
+CREATE OR REPLACE FUNCTION queen.dedup_advance(p_name text, p_max_rows int DEFAULT 10000,
                                     p_now timestamptz DEFAULT now())
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
                    source_partition text, source_offset bigint)
@@ -334,7 +214,7 @@ CREATE FUNCTION queen.dedup_advance(p_name text, p_max_rows int DEFAULT 10000,
     LANGUAGE C VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION queen.dedup_watermark(p_name text, p_watermark bigint,
+CREATE OR REPLACE FUNCTION queen.dedup_watermark(p_name text, p_watermark bigint,
                                       p_now timestamptz DEFAULT now())
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
                    source_partition text, source_offset bigint)
@@ -342,7 +222,7 @@ CREATE FUNCTION queen.dedup_watermark(p_name text, p_watermark bigint,
     LANGUAGE C VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
-CREATE FUNCTION queen.dedup_flush(p_name text, p_now timestamptz DEFAULT now())
+CREATE OR REPLACE FUNCTION queen.dedup_flush(p_name text, p_now timestamptz DEFAULT now())
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
                    source_partition text, source_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_dedup_flush_v1'
@@ -352,7 +232,7 @@ CREATE FUNCTION queen.dedup_flush(p_name text, p_now timestamptz DEFAULT now())
 -- ---------------------------------------------------------------- reading a view
 
 -- The id of a view, or 42704.
-CREATE FUNCTION queen.dedup_view_id(p_name text) RETURNS bigint
+CREATE OR REPLACE FUNCTION queen.dedup_view_id(p_name text) RETURNS bigint
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -368,7 +248,7 @@ END
 $$;
 
 -- The changes of one packed block, seq numbered from p_first_seq.
-CREATE FUNCTION queen.dedup_block_changes(p_first_seq bigint, p_block bytea)
+CREATE OR REPLACE FUNCTION queen.dedup_block_changes(p_first_seq bigint, p_block bytea)
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
                    source_partition text, source_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_dedup_block_changes_v1'
@@ -376,7 +256,7 @@ CREATE FUNCTION queen.dedup_block_changes(p_first_seq bigint, p_block bytea)
     SET search_path = pg_catalog, pg_temp;
 
 -- Persisted changes with seq >= p_from_seq, in seq order, at most p_limit.
-CREATE FUNCTION queen.dedup_changelog(p_name text, p_from_seq bigint DEFAULT 0,
+CREATE OR REPLACE FUNCTION queen.dedup_changelog(p_name text, p_from_seq bigint DEFAULT 0,
                                       p_limit int DEFAULT 1000)
     RETURNS TABLE (seq bigint, kind text, key text, payload jsonb, rowtime bigint,
                    source_partition text, source_offset bigint)
@@ -400,7 +280,7 @@ END
 $$;
 
 -- The states one bucket row holds, one row per key (an internal helper: no grant).
-CREATE FUNCTION queen.dedup_bucket_states(p_states bytea)
+CREATE OR REPLACE FUNCTION queen.dedup_bucket_states(p_states bytea)
     RETURNS TABLE (key text, kind smallint, payload jsonb, rowtime bigint, written_at timestamptz,
                    src_partition text, src_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_dedup_bucket_states_v1'
@@ -412,7 +292,7 @@ CREATE FUNCTION queen.dedup_bucket_states(p_states bytea)
 -- rowtime keep-first candidate, 3 fired marker), payload (NULL for markers), rowtime (NULL for
 -- views without a rowtime field), written_at (the processing time of its last write) and the
 -- source partition and offset of its row. 42704 when the view is unknown.
-CREATE FUNCTION queen.dedup_state_rows(p_name text)
+CREATE OR REPLACE FUNCTION queen.dedup_state_rows(p_name text)
     RETURNS TABLE (key text, kind smallint, payload jsonb, rowtime bigint, written_at timestamptz,
                    src_partition text, src_offset bigint)
 LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -433,7 +313,7 @@ $$;
 -- Counters and sizes of a view. keys: keys with live state as of the view's last call
 -- (expired TTL state not counted); pendingCandidates: rowtime keep-first rows waiting for the
 -- watermark; consumed: messages read from the queue; pendingBundle: rows of the open mini-batch.
-CREATE FUNCTION queen.dedup_stats(p_name text) RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.dedup_stats(p_name text) RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -482,23 +362,3 @@ AS $$
       LEFT JOIN queen.dedup_offsets o ON o.view_id = v.id AND o.partition_id = p.id
      WHERE p.id = p_partition_id
 $$;
-
--- ---------------------------------------------------------------- privileges
-REVOKE ALL ON TABLE queen.dedup_views, queen.dedup_state_buckets, queen.dedup_candidates, queen.dedup_change_blocks,
-    queen.dedup_offsets, queen.dedup_pending FROM PUBLIC;
-REVOKE ALL ON SEQUENCE queen.dedup_views_id_seq FROM PUBLIC;
-REVOKE ALL ON FUNCTION queen.create_dedup_view(text, text, jsonb),
-    queen.dedup_parse_query(text), queen.create_dedup_view_sql(text, text),
-    queen.drop_dedup_view(text), queen.dedup_views_guard_queue(),
-    queen.dedup_advance(text, int, timestamptz), queen.dedup_watermark(text, bigint, timestamptz),
-    queen.dedup_flush(text, timestamptz), queen.dedup_view_id(text),
-    queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
-    queen.dedup_block_changes(bigint, bytea), queen.dedup_bucket_states(bytea),
-    queen.dedup_state_rows(text), queen.retention_floor(bigint) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),
-    queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text) TO queen_admin;
-GRANT EXECUTE ON FUNCTION queen.dedup_advance(text, int, timestamptz),
-    queen.dedup_watermark(text, bigint, timestamptz), queen.dedup_flush(text, timestamptz)
-    TO queen_writer;
-GRANT EXECUTE ON FUNCTION queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
-    queen.dedup_state_rows(text) TO queen_reader, queen_writer;

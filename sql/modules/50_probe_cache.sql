@@ -9,7 +9,7 @@
 -- digests rebuilt bigger from their own entries (hydrations count those built from the rows).
 -- Read-only: no locks beyond the cache's own LWLocks, held for a walk over its directory.
 
-CREATE FUNCTION queen.probe_cache_shared(
+CREATE OR REPLACE FUNCTION queen.probe_cache_shared(
     OUT mode text, OUT budget_bytes bigint, OUT arena_bytes bigint, OUT directory_bytes bigint,
     OUT used_bytes bigint, OUT partitions int, OUT hashes bigint, OUT refused_partitions int,
     OUT bytes_per_hash float8, OUT lookups bigint, OUT hydrations bigint, OUT evictions bigint,
@@ -21,7 +21,7 @@ CREATE FUNCTION queen.probe_cache_shared(
 
 -- One row per shared digest (or refused partition) of this database: bytes is what it holds
 -- (resident) or asked for (refused); idle_ms since a push last used it.
-CREATE FUNCTION queen.probe_cache_partitions(
+CREATE OR REPLACE FUNCTION queen.probe_cache_partitions(
     OUT partition_id bigint, OUT state text, OUT hashes bigint, OUT bytes bigint,
     OUT capacity bigint, OUT verified_upto bigint, OUT idle_ms bigint)
     RETURNS SETOF record
@@ -29,9 +29,4 @@ CREATE FUNCTION queen.probe_cache_partitions(
     LANGUAGE C VOLATILE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
-CREATE VIEW queen.probe_cache AS SELECT * FROM queen.probe_cache_shared();
-
-REVOKE ALL ON FUNCTION queen.probe_cache_shared(), queen.probe_cache_partitions() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION queen.probe_cache_shared(), queen.probe_cache_partitions()
-    TO queen_reader, queen_writer, queen_admin;
-GRANT SELECT ON queen.probe_cache TO queen_reader, queen_writer, queen_admin;
+CREATE OR REPLACE VIEW queen.probe_cache AS SELECT * FROM queen.probe_cache_shared();

@@ -1,37 +1,76 @@
 #!/usr/bin/env bash
-# Upgrades: install queen 0.1.0 from its frozen script, push, ack, configure and purge with the
-# 0.1.0 functions, run ALTER EXTENSION queen UPDATE, and check that every row and every verdict
-# is intact, that the new functions work, and that the upgraded database's catalog (functions,
-# tables, columns, constraints, indexes, privileges, pg_dump registrations, extension members)
-# is exactly a fresh 0.3.0 install's.
-# Needs PGHOST/PGPORT/PGUSER of a running server where queen is installed; scratch databases.
+# Upgrades, and the rule that builds them (docs/sql-interface.md, "Upgrades"; mk/sql.mk).
+#
+# 1. 0.1.0 -> current: install queen 0.1.0 from its frozen script, push, ack, configure and purge
+#    with the 0.1.0 functions, run ALTER EXTENSION queen UPDATE (chained through the frozen
+#    0.1.0 -> 0.2.0 script), and check that every row and every verdict is intact and that the
+#    new functions work.
+# 2. 0.2.0 -> current: the same life under the frozen 0.2.0, plus a stream with a producer and a
+#    dedup view (the modules' tables), then the update: rows, push verdicts, stream append
+#    verdicts and dedup-view verdicts unchanged.
+# 3. Both upgraded databases' catalogs (functions with bodies, flags and ACLs, tables, columns,
+#    constraints, indexes, views, sequences, triggers, privileges, pg_dump registrations,
+#    extension members) are exactly a fresh install's of the current version.
+# 4. The rule holds when a version changes an EXISTING table. Released versions' tables have
+#    not changed yet, so this builds a test-only next version (<current>-ruletest) from a scratch
+#    copy of sql/ with the very rules `make` uses (mk/sql.mk): its schema part gives the existing
+#    table queen.queues a new column with a default and a new index; its delta
+#    (sql/upgrade/<current>--<next>.sql) says the same as ALTER TABLE / CREATE INDEX; its
+#    routines part changes an existing function (queen.partition_id's error message) and adds one
+#    that reads the new column; its privileges part grants the new function and takes one grant
+#    away (queen_reader's EXECUTE on queen.push_hint_stats). The two scripts are put beside the
+#    real ones in the server's extension directory (with sudo when it is not writable, as
+#    `make install` is run) and removed on exit; nothing else changes there, and a plain
+#    ALTER EXTENSION UPDATE still goes to the control file's default version only. The database
+#    of step 2 is then updated to the test version: rows and verdicts intact, the new column
+#    filled with its default, the changed and new routines and the changed grants in force, and
+#    the catalog exactly a fresh install's of the test version (which itself differs from the
+#    current version's by the changes above, so the comparison is not vacuous).
+# Needs PGHOST/PGPORT/PGUSER of a running server where queen is installed (and PG_CONFIG or
+# pg_config on PATH naming that installation); scratch databases.
 set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUN=up_$$_$(date +%s)
-OLD=${RUN}_old NEW=${RUN}_new
+OLD=${RUN}_old MID=${RUN}_mid NEW=${RUN}_new NEXTNEW=${RUN}_nextnew
 WORK=$(mktemp -d /tmp/queen-upgrade.XXXXXX)
+EXTDIR=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
+SUDO=()
+[[ -w $EXTDIR ]] || SUDO=(sudo -n)
+TEST_SCRIPTS=()
 cleanup() {
-    for d in "$OLD" "$NEW"; do dropdb --if-exists "$d" 2>/dev/null || true; done
+    for d in "$OLD" "$MID" "$NEW" "$NEXTNEW"; do dropdb --if-exists "$d" 2>/dev/null || true; done
+    for f in "${TEST_SCRIPTS[@]}"; do "${SUDO[@]}" rm -f "$f" || true; done
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
+version() { sql "$1" "SELECT extversion FROM pg_extension WHERE extname = 'queen'"; }
+CUR=$(sql postgres "SELECT default_version FROM pg_available_extensions WHERE name = 'queen'")
+[[ $CUR == 0.3.0 ]] || fail "the installed default version is '$CUR', this test expects 0.3.0"
 
-createdb "$OLD"
-sql "$OLD" "CREATE EXTENSION queen VERSION '0.1.0'"
-[[ $(sql "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen'") == 0.1.0 ]] || fail "not 0.1.0"
-# --- life under 0.1.0
-sql "$OLD" "SELECT queen.configure('orders', '{\"dedupWindowSeconds\": 600, \"retentionSeconds\": 60}')" >/dev/null
-sql "$OLD" "SELECT count(*) FROM generate_series(0, 9) i,
-    LATERAL queen.push('orders', 'p' || (i % 2), jsonb_build_array(
-        jsonb_build_object('transactionId', 'o-' || i, 'payload', jsonb_build_object('n', i))))" >/dev/null
-sql "$OLD" "SELECT queen.transaction('{\"operations\": [
-    {\"type\": \"push\", \"queue\": \"orders\", \"partition\": \"p1\", \"items\": [{\"transactionId\": \"t-1\", \"payload\": 1}]},
-    {\"type\": \"ack\", \"queue\": \"orders\", \"partition\": \"p0\", \"transactionId\": \"o-0\", \"consumerGroup\": \"billing\"}]}')" >/dev/null
-sql "$OLD" "SELECT queen.ack('orders', 'p0', 'o-4', 'billing')" >/dev/null
-sql "$OLD" "UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
-            WHERE partition_id = queen.partition_id('orders', 'p1') AND base_offset = 0" >/dev/null
-sql "$OLD" "SELECT queen.run_retention(100)" >/dev/null
+# --- life under 0.1.0's functions (every one of them exists in 0.2.0 too)
+life_01() {
+    sql "$1" "SELECT queen.configure('orders', '{\"dedupWindowSeconds\": 600, \"retentionSeconds\": 60}')" >/dev/null
+    sql "$1" "SELECT count(*) FROM generate_series(0, 9) i,
+        LATERAL queen.push('orders', 'p' || (i % 2), jsonb_build_array(
+            jsonb_build_object('transactionId', 'o-' || i, 'payload', jsonb_build_object('n', i))))" >/dev/null
+    sql "$1" "SELECT queen.transaction('{\"operations\": [
+        {\"type\": \"push\", \"queue\": \"orders\", \"partition\": \"p1\", \"items\": [{\"transactionId\": \"t-1\", \"payload\": 1}]},
+        {\"type\": \"ack\", \"queue\": \"orders\", \"partition\": \"p0\", \"transactionId\": \"o-0\", \"consumerGroup\": \"billing\"}]}')" >/dev/null
+    sql "$1" "SELECT queen.ack('orders', 'p0', 'o-4', 'billing')" >/dev/null
+    sql "$1" "UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
+                WHERE partition_id = queen.partition_id('orders', 'p1') AND base_offset = 0" >/dev/null
+    sql "$1" "SELECT queen.run_retention(100)" >/dev/null
+}
+# --- life under 0.2.0's modules: a stream with an idempotent producer, a dedup view over orders
+life_02() {
+    sql "$1" "SELECT status FROM queen.stream_create('s-up', 'text/plain')" >/dev/null
+    sql "$1" "SELECT status FROM queen.stream_append('s-up', ARRAY['a'::bytea, 'b'], NULL, 'prod-1', 0, 0)" >/dev/null
+    sql "$1" "SELECT status FROM queen.stream_append('s-up', ARRAY['c'::bytea], NULL, 'prod-1', 0, 1)" >/dev/null
+    sql "$1" "SELECT queen.create_dedup_view('v_up', 'orders', '{\"key\": \"n\", \"order\": \"proctime\", \"keep\": \"first\"}')" >/dev/null
+    [[ $(sql "$1" "SELECT count(*) FROM queen.dedup_advance('v_up')") == 10 ]] || fail "the dedup view did not emit 10 rows"
+}
 
 # every row, every read, every position
 fingerprint() {
@@ -42,28 +81,80 @@ SELECT 'segment', partition_id, base_offset, end_offset, created_at, md5(data) F
 SELECT 'txns', partition_id, base_offset, end_offset, created_at, md5(hashes), md5(message_ids) FROM queen.log_txns ORDER BY 2, 3;
 SELECT 'group', * FROM queen.consumer_groups ORDER BY 2, 3;
 SELECT 'ack', * FROM queen.consumer_acks ORDER BY 2, 3, 4;
-SELECT 'read', p.name, r.* FROM queen.log_partitions p, LATERAL queen.read('orders', p.name, 0, 100) r ORDER BY 2, 3;
+SELECT 'read', p.name, r.* FROM queen.log_partitions p, LATERAL queen.read('orders', p.name, 0, 100) r
+ WHERE p.queue_id = (SELECT id FROM queen.queues WHERE name = 'orders') ORDER BY 2, 3;
 SELECT 'committed', queen.committed_offset('orders', 'p0', 'billing');
 SQL
+    # every row of every table, by the columns the tables have now (a column a later version adds
+    # is not read; a column it dropped would fail the query)
+    [[ -s $WORK/$1.rows.sql ]] || psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" >"$WORK/$1.rows.sql" <<'SQL'
+SELECT format('SELECT %L, count(*), md5(coalesce(string_agg(r::text, E''\n'' ORDER BY r::text), '''')) FROM (SELECT %s FROM queen.%I) r;',
+              c.relname, string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum), c.relname)
+  FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+ WHERE c.relnamespace = 'queen'::regnamespace AND c.relkind = 'r' GROUP BY c.relname ORDER BY c.relname;
+SQL
+    psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" -f "$WORK/$1.rows.sql"
 }
-fingerprint "$OLD" >"$WORK/before.txt"
 repeat="SELECT status, message_id, message_offset FROM queen.push('orders', 'p0', '[{\"transactionId\": \"o-2\", \"payload\": 0}, {\"transactionId\": \"o-8\", \"payload\": 0}]')"
-before_dup=$(sql "$OLD" "BEGIN; $repeat; ROLLBACK;")
-[[ $(grep -c '^duplicate' <<<"$before_dup") == 2 ]] || fail "0.1.0 did not answer duplicate: $before_dup"
+stream_repeat="SELECT status, stream_offset, next_offset FROM queen.stream_append('s-up', ARRAY['c'::bytea], NULL, 'prod-1', 0, 1)"
+view_repeat="SELECT count(*) FROM queen.push('orders', 'p0', '[{\"transactionId\": \"k-3\", \"payload\": {\"n\": 3}}, {\"transactionId\": \"k-10\", \"payload\": {\"n\": 10}}]');
+             SELECT kind || ' ' || key FROM queen.dedup_advance('v_up')"
 
-# --- the upgrade
+# before(db, modules?): the fingerprint and the verdicts of a database not yet updated
+before() {
+    fingerprint "$1" >"$WORK/$1.before.txt"
+    sql "$1" "BEGIN; $repeat; ROLLBACK;" >"$WORK/$1.dup"
+    [[ $(grep -c '^duplicate' "$WORK/$1.dup") == 2 ]] || fail "$1 did not answer duplicate: $(cat "$WORK/$1.dup")"
+    if [[ ${2:-} == modules ]]; then
+        sql "$1" "BEGIN; $stream_repeat; ROLLBACK;" >"$WORK/$1.stream"
+        [[ $(cat "$WORK/$1.stream") == "duplicate|00000000000000000002|00000000000000000003" ]] ||
+            fail "$1: the repeated append answered $(cat "$WORK/$1.stream")"
+        sql "$1" "BEGIN; $view_repeat; ROLLBACK;" >"$WORK/$1.view"
+        [[ $(cat "$WORK/$1.view") == $'2\n+I 10' ]] || fail "$1: the dedup view answered $(cat "$WORK/$1.view")"
+    fi
+}
+# after(db, modules?): the same fingerprint and verdicts after the update
+after() {
+    fingerprint "$1" >"$WORK/$1.after.txt"
+    diff -u "$WORK/$1.before.txt" "$WORK/$1.after.txt" || fail "$1: data changed in the upgrade"
+    got=$(sql "$1" "$repeat")
+    [[ $got == "$(cat "$WORK/$1.dup")" ]] || fail "$1: verdicts changed: before '$(cat "$WORK/$1.dup")', after '$got'"
+    if [[ ${2:-} == modules ]]; then
+        got=$(sql "$1" "BEGIN; $stream_repeat; ROLLBACK;")
+        [[ $got == "$(cat "$WORK/$1.stream")" ]] || fail "$1: the repeated append answered '$got' after the upgrade"
+        got=$(sql "$1" "BEGIN; $view_repeat; ROLLBACK;")
+        [[ $got == "$(cat "$WORK/$1.view")" ]] || fail "$1: the dedup view answered '$got' after the upgrade"
+    fi
+}
+
+# --- 1. 0.1.0 -> current
+createdb "$OLD"
+sql "$OLD" "CREATE EXTENSION queen VERSION '0.1.0'"
+[[ $(version "$OLD") == 0.1.0 ]] || fail "not 0.1.0"
+life_01 "$OLD"
+before "$OLD"
 sql "$OLD" "ALTER EXTENSION queen UPDATE"
-[[ $(sql "$OLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen'") == 0.3.0 ]] || fail "not 0.3.0 after the update"
-fingerprint "$OLD" >"$WORK/after.txt"
-diff -u "$WORK/before.txt" "$WORK/after.txt" || fail "data changed in the upgrade"
-after_dup=$(sql "$OLD" "$repeat")
-[[ $after_dup == "$before_dup" ]] || fail "verdicts changed: before '$before_dup', after '$after_dup'"
+[[ $(version "$OLD") == "$CUR" ]] || fail "not $CUR after the update from 0.1.0"
+after "$OLD"
 got=$(sql "$OLD" "SELECT status || ' ' || message_offset FROM queen.push('orders', 'p0', '[{\"transactionId\": \"new\", \"payload\": 1}]')")
 [[ $got == "queued 5" ]] || fail "a new push after the upgrade answered '$got'"
 got=$(sql "$OLD" "SELECT queen.explain('orders', 'p0', 'o-2') ->> 'offset'")
 [[ $got == 1 ]] || fail "explain after the upgrade: '$got'"
 
-# --- the upgraded catalog equals a fresh install's
+# --- 2. 0.2.0 -> current
+createdb "$MID"
+sql "$MID" "CREATE EXTENSION queen VERSION '0.2.0'"
+[[ $(version "$MID") == 0.2.0 ]] || fail "not 0.2.0"
+life_01 "$MID"
+life_02 "$MID"
+before "$MID" modules
+sql "$MID" "ALTER EXTENSION queen UPDATE"
+[[ $(version "$MID") == "$CUR" ]] || fail "not $CUR after the update from 0.2.0"
+after "$MID" modules
+got=$(sql "$MID" "SELECT status || ' ' || message_offset FROM queen.push('orders', 'p0', '[{\"transactionId\": \"new\", \"payload\": {\"n\": 0}}]')")
+[[ $got == "queued 5" ]] || fail "a new push after the upgrade from 0.2.0 answered '$got'"
+
+# --- 3. the upgraded catalogs equal a fresh install's
 createdb "$NEW"
 sql "$NEW" "CREATE EXTENSION queen"
 catalog() {
@@ -84,6 +175,10 @@ SELECT 'constraint', c.relname, k.conname, pg_get_constraintdef(k.oid)
   FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid WHERE c.relnamespace = 'queen'::regnamespace ORDER BY 2, 3;
 SELECT 'index', indexrelid::regclass, pg_get_indexdef(indexrelid) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
  WHERE c.relnamespace = 'queen'::regnamespace ORDER BY indexrelid::regclass::text;
+SELECT 'view', c.relname, pg_get_viewdef(c.oid) FROM pg_class c
+ WHERE c.relnamespace = 'queen'::regnamespace AND c.relkind IN ('v', 'm') ORDER BY 2;
+SELECT 'sequence', c.relname, s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmax, s.seqmin, s.seqcache, s.seqcycle
+  FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid WHERE c.relnamespace = 'queen'::regnamespace ORDER BY 2;
 SELECT 'trigger', tgrelid::regclass, tgname, pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
  WHERE c.relnamespace = 'queen'::regnamespace AND NOT t.tgisinternal ORDER BY tgrelid::regclass::text, tgname;
 SELECT 'config_dump', (SELECT string_agg(x::regclass::text || '=' || coalesce(e.extcondition[o], ''), ' ' ORDER BY x::regclass::text)
@@ -95,9 +190,74 @@ SELECT 'schema', n.nspname, (SELECT string_agg(a::text, ' ' ORDER BY a::text) FR
   FROM pg_namespace n WHERE n.nspname = 'queen';
 SQL
 }
-catalog "$OLD" >"$WORK/upgraded.txt"
-catalog "$NEW" >"$WORK/fresh.txt"
-[[ $(grep -c '^routine' "$WORK/fresh.txt") -ge 20 ]] || fail "the catalog dump lists too few routines"
-diff -u "$WORK/fresh.txt" "$WORK/upgraded.txt" >"$WORK/catalog.diff" ||
-    fail "the upgraded catalog differs from a fresh 0.3.0 install: $(head -60 "$WORK/catalog.diff")"
-echo "upgrade: ok ($(wc -l <"$WORK/fresh.txt") catalog lines identical)"
+# same(fresh db, upgraded db, what): their catalogs are identical
+same() {
+    catalog "$1" >"$WORK/$1.catalog"
+    catalog "$2" >"$WORK/$2.catalog"
+    [[ $(grep -c '^routine' "$WORK/$1.catalog") -ge 20 ]] || fail "the catalog dump lists too few routines"
+    diff -u "$WORK/$1.catalog" "$WORK/$2.catalog" >"$WORK/catalog.diff" ||
+        fail "$3: the upgraded catalog differs from a fresh install's: $(head -60 "$WORK/catalog.diff")"
+}
+same "$NEW" "$OLD" "0.1.0 -> $CUR"
+same "$NEW" "$MID" "0.2.0 -> $CUR"
+
+# --- 4. the rule on a changed existing table: a test-only next version
+NEXT=$CUR-ruletest
+cp -r "$ROOT/sql" "$WORK/sql"
+# schema part: the existing table queen.queues gets a last column with a default, and an index
+perl -0pi -e 's/(CREATE TABLE queen\.queues \(.*?\n    updated_at +timestamptz NOT NULL DEFAULT now\(\))\n\);/$1,\n    note                 text NOT NULL DEFAULT '"''"'\n);\nCREATE INDEX queues_created_idx ON queen.queues (created_at);/s' \
+    "$WORK/sql/schema/queen.sql"
+grep -q "^    note  *text NOT NULL DEFAULT ''$" "$WORK/sql/schema/queen.sql" || fail "the test could not change queen.queues"
+# the delta: the same change as statements on a database of the current version
+cat >"$WORK/sql/upgrade/$CUR--$NEXT.sql" <<SQL
+\\echo Use "ALTER EXTENSION queen UPDATE TO '$NEXT'" to load this file. \\quit
+ALTER TABLE queen.queues ADD COLUMN note text NOT NULL DEFAULT '';
+CREATE INDEX queues_created_idx ON queen.queues (created_at);
+SQL
+# routines part: an existing function changed, a new one over the new column
+perl -0pi -e 's/(FUNCTION queen\.partition_id\(.*?queue "%" does not exist)/$1 (ruletest)/s' "$WORK/sql/queen.sql"
+[[ $(grep -c 'does not exist (ruletest)' "$WORK/sql/queen.sql") == 1 ]] || fail "the test could not change queen.partition_id"
+cat >"$WORK/sql/modules/99_ruletest.sql" <<'SQL'
+-- test-only: a routine reading the column the delta adds (its body is checked at creation)
+CREATE OR REPLACE FUNCTION queen.queue_note(p_queue text) RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT note FROM queen.queues WHERE name = p_queue $$;
+SQL
+# privileges part: the new function granted, one grant of the current version taken away
+perl -0pi -e 's/queen\.probe_cache_stats\(\),\n    queen\.push_hint_stats\(\),/queen.probe_cache_stats(),\n   /' "$WORK/sql/privileges.sql"
+if grep -q 'push_hint_stats' "$WORK/sql/privileges.sql"; then fail "the test could not take the push_hint_stats grant away"; fi
+echo "GRANT EXECUTE ON FUNCTION queen.queue_note(text) TO queen_reader;" >>"$WORK/sql/privileges.sql"
+make -s -f "$ROOT/mk/sql.mk" SQL_SRC="$WORK/sql" SQL_OUT="$WORK/out" SQL_VERSION="$NEXT" SQL_FROM="$CUR" sql-scripts
+for f in "queen--$NEXT.sql" "queen--$CUR--$NEXT.sql"; do
+    [[ ! -e $EXTDIR/$f ]] || fail "$EXTDIR/$f exists already (another run of this test?)"
+    TEST_SCRIPTS+=("$EXTDIR/$f")
+    "${SUDO[@]}" install -m 644 "$WORK/out/$f" "$EXTDIR/$f"
+done
+[[ $(sql postgres "SELECT count(*) FROM pg_available_extension_versions WHERE name = 'queen' AND version = '$NEXT'") == 1 ]] ||
+    fail "the server does not see the test version in $EXTDIR (PG_CONFIG names another installation?)"
+[[ $(sql "$MID" "SELECT has_function_privilege('queen_reader', 'queen.push_hint_stats()', 'EXECUTE')") == t ]] ||
+    fail "queen_reader may not call push_hint_stats before the test version"
+before "$MID" modules
+sql "$MID" "ALTER EXTENSION queen UPDATE TO '$NEXT'"
+[[ $(version "$MID") == "$NEXT" ]] || fail "not $NEXT after the update"
+after "$MID" modules
+[[ $(sql "$MID" "SELECT string_agg(DISTINCT quote_literal(note), ',') || ' ' || count(*) FROM queen.queues") == "'' 2" ]] ||
+    fail "the new column is not filled with its default"
+[[ $(sql "$MID" "SELECT queen.queue_note('orders') = ''") == t ]] || fail "the new routine does not read the new column"
+got=$(sql "$MID" "SELECT queen.partition_id('nope', 'p0')" 2>&1 || true)
+[[ $got == *'queue "nope" does not exist (ruletest)'* ]] || fail "the changed routine was not replaced: '$got'"
+[[ $(sql "$MID" "SELECT has_function_privilege('queen_reader', 'queen.push_hint_stats()', 'EXECUTE')") == f ]] ||
+    fail "the grant the test version takes away is still there"
+[[ $(sql "$MID" "SELECT has_function_privilege('queen_reader', 'queen.queue_note(text)', 'EXECUTE')") == t ]] ||
+    fail "the new routine's grant is missing"
+createdb "$NEXTNEW"
+sql "$NEXTNEW" "CREATE EXTENSION queen VERSION '$NEXT'"
+catalog "$NEXTNEW" >"$WORK/next.catalog"
+for line in "column|queues|8|note|text|t|''::text|x|" "index|queen.queues_created_idx|" "routine|queen.queue_note(text)|"; do
+    grep -qF "$line" "$WORK/next.catalog" || fail "the test version's fresh catalog lacks '$line'"
+    if grep -qF "$line" "$WORK/$NEW.catalog"; then fail "the current version's fresh catalog has '$line' already"; fi
+done
+same "$NEXTNEW" "$MID" "0.2.0 -> $CUR -> $NEXT"
+echo "upgrade: ok (0.1.0 and 0.2.0 -> $CUR: $(wc -l <"$WORK/$NEW.catalog") catalog lines identical to a fresh install;" \
+     "$CUR -> $NEXT changing queen.queues: $(wc -l <"$WORK/$NEXTNEW.catalog") identical)"

@@ -5,13 +5,7 @@
 -- queen.ack_offset acks one offset; queen.ack_batch several items in one call. queen.committed_offset shows each group's contiguous acked
 -- prefix (-1 = nothing).
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 
 -- Offsets 0..3 = a, b, c, d (two segments), 4 = e.
 SELECT count(*) AS queued FROM queen.push('ack_q', 'p',

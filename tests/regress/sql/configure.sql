@@ -4,13 +4,7 @@
 -- "transactionId"), with a NOTICE when that silently turns a non-default dedup window back
 -- to 3600. Bad options are 22023 and change nothing.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 CREATE FUNCTION pg_temp.settings(q text)
     RETURNS TABLE(dedup_window_seconds int, retention_seconds int, dedup_by text)
     LANGUAGE sql AS $$

@@ -4,9 +4,7 @@
 -- queen.retention_floor is the min over the queue's views of their next unconsumed offset
 -- (0 for a partition a view has not read). Once consumed (or the view dropped) it goes.
 --
-SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.t(ms bigint) RETURNS timestamptz LANGUAGE sql AS
-$$ SELECT '2026-01-01 00:00:00+00'::timestamptz + make_interval(secs => ms / 1000.0) $$;
+\i tests/regress/sql/dedup_prelude.psql
 -- Per partition: log_start and the offsets still stored.
 CREATE FUNCTION pg_temp.state(q text) RETURNS TABLE (part text, log_start bigint, floor bigint, stored bigint[])
     LANGUAGE sql AS $$

@@ -3,13 +3,7 @@
 -- segments, hashes, consumer groups, acks, and every module table that references queues or
 -- partitions ON DELETE CASCADE); an unknown queue is 42704. No orphan row is ever left.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 -- Rows of every queen table (core or module) that has a partition_id or queue_id column and
 -- whose partition / queue does not exist: must always be 0.
 CREATE FUNCTION pg_temp.orphans() RETURNS TABLE(tbl text, orphan_rows bigint) LANGUAGE plpgsql AS $$

@@ -1,16 +1,7 @@
 --
 -- edges: every row of the specification's "edges" table (queen-deduplication.md), in order.
 --
-CREATE FUNCTION pg_temp.pid(q text, p text) RETURNS bigint LANGUAGE sql AS $$
-    SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
-    WHERE qu.name = q AND lp.name = p $$;
-CREATE FUNCTION pg_temp.state(q text, p text)
-    RETURNS TABLE(last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
-    LANGUAGE sql AS $$
-    SELECT lp.last_offset, lp.log_start, lp.txns_start,
-           (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = lp.id),
-           (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
-    FROM queen.log_partitions lp WHERE lp.id = pg_temp.pid(q, p) $$;
+\i tests/regress/sql/partition_state.psql
 -- The id a partition stored at an offset (read back from the log).
 CREATE FUNCTION pg_temp.id_at(q text, p text, o bigint) RETURNS uuid LANGUAGE sql AS $$
     SELECT message_id FROM queen.read(q, p, o, 1) WHERE message_offset = o $$;

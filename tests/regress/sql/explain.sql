@@ -3,16 +3,8 @@
 -- would be a duplicate, which original it would name (offset, message id, created_at), how
 -- much of the window is left, and whether retention purged it. It must agree with the push.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
-CREATE FUNCTION pg_temp.pid(q text, p text) RETURNS bigint LANGUAGE sql AS $$
-    SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
-    WHERE qu.name = q AND lp.name = p $$;
+\i tests/regress/sql/sqlstate_of.psql
+\i tests/regress/sql/partition_state.psql
 -- The stable part of an explanation (times and ids are checked separately).
 CREATE FUNCTION pg_temp.ex(q text, p text, t text) RETURNS jsonb LANGUAGE sql AS $$
     SELECT queen.explain(q, p, t) - 'createdAt' - 'messageId' - 'windowLeftSeconds' - 'queue'

@@ -49,13 +49,7 @@ FROM queen.log_unnest_hashes(
         FROM generate_series(0, 999) AS i));
 
 -- A length that is not a multiple of 16 is an ERROR with SQLSTATE 22023.
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 SELECT n AS blob_bytes,
        pg_temp.sqlstate_of(format('SELECT * FROM queen.log_unnest_hashes(%L::bytea)',
                                   '\x' || repeat('ab', n))) AS sqlstate

@@ -3,17 +3,7 @@
 -- Offsets per partition start at 0 and are contiguous; a duplicate writes nothing and answers
 -- with the original message's id and offset; within one call the first occurrence wins.
 --
-CREATE FUNCTION pg_temp.pid(q text, p text) RETURNS bigint LANGUAGE sql AS $$
-    SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
-    WHERE qu.name = q AND lp.name = p $$;
--- The partition's allocator, watermarks and row counts: what "nothing written" is checked on.
-CREATE FUNCTION pg_temp.state(q text, p text)
-    RETURNS TABLE(last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
-    LANGUAGE sql AS $$
-    SELECT lp.last_offset, lp.log_start, lp.txns_start,
-           (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = lp.id),
-           (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
-    FROM queen.log_partitions lp WHERE lp.id = pg_temp.pid(q, p) $$;
+\i tests/regress/sql/partition_state.psql
 
 -- The queue does not exist before its first push.
 SELECT count(*) AS queues_before FROM queen.queues WHERE name = 'push_q';

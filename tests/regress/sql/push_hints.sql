@@ -6,11 +6,7 @@
 -- probe. Either way the answers are those of the full probe. queen.push_hint_stats() counts
 -- (per backend) hinted segments, hints, confirmed segments and fallbacks.
 --
-CREATE FUNCTION pg_temp.u32le(n bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
-    SELECT decode(lpad(to_hex(n & 255), 2, '0') || lpad(to_hex((n >> 8) & 255), 2, '0') ||
-                  lpad(to_hex((n >> 16) & 255), 2, '0') || lpad(to_hex((n >> 24) & 255), 2, '0'), 'hex') $$;
-CREATE FUNCTION pg_temp.mid(n int) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-    SELECT ('018f0000-0000-7000-8000-' || lpad(n::text, 12, '0'))::uuid $$;
+\i tests/regress/sql/segment_helpers.psql
 CREATE FUNCTION pg_temp.test_segment(ids uuid[], txns text[]) RETURNS bytea LANGUAGE sql AS $$
     SELECT '\x51530100'::bytea || pg_temp.u32le(coalesce(cardinality(ids), 0)) ||
            coalesce((SELECT string_agg(decode(replace(ids[i]::text, '-', ''), 'hex') || '\x01'::bytea ||
@@ -18,9 +14,6 @@ CREATE FUNCTION pg_temp.test_segment(ids uuid[], txns text[]) RETURNS bytea LANG
                                        convert_to(txns[i], 'UTF8') || pg_temp.u32le(1) || '\x31'::bytea,
                                        ''::bytea ORDER BY i)
                      FROM generate_subscripts(ids, 1) AS i), ''::bytea) $$;
-CREATE FUNCTION pg_temp.test_hashes(txns text[]) RETURNS bytea LANGUAGE sql AS $$
-    SELECT coalesce(string_agg(queen.txn_hash(t), ''::bytea ORDER BY i), ''::bytea)
-    FROM unnest(txns) WITH ORDINALITY AS u(t, i) $$;
 -- One hint, and a list of (index, offset) pairs as a blob.
 CREATE FUNCTION pg_temp.hint(idx int, off bigint) RETURNS bytea LANGUAGE sql AS $$
     SELECT int4send(idx) || int8send(off) $$;

@@ -8,13 +8,7 @@
 -- The caller chooses the message ids, so ids are printed raw here.
 --
 
--- Little-endian u32.
-CREATE FUNCTION pg_temp.u32le(n bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
-    SELECT decode(lpad(to_hex(n & 255), 2, '0') || lpad(to_hex((n >> 8) & 255), 2, '0') ||
-                  lpad(to_hex((n >> 16) & 255), 2, '0') || lpad(to_hex((n >> 24) & 255), 2, '0'), 'hex') $$;
--- A deterministic UUIDv7-shaped message id.
-CREATE FUNCTION pg_temp.mid(n int) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-    SELECT ('018f0000-0000-7000-8000-' || lpad(n::text, 12, '0'))::uuid $$;
+\i tests/regress/sql/segment_helpers.psql
 -- A segment blob: one JSON entry per array element.
 CREATE FUNCTION pg_temp.test_segment(ids uuid[], txns text[], payloads text[]) RETURNS bytea
     LANGUAGE sql AS $$
@@ -33,10 +27,6 @@ CREATE FUNCTION pg_temp.test_segment_raw(id uuid, ctype int, txn text, payload b
            decode(lpad(to_hex(ctype), 2, '0'), 'hex') ||
            pg_temp.u32le(octet_length(convert_to(txn, 'UTF8'))) || convert_to(txn, 'UTF8') ||
            pg_temp.u32le(octet_length(payload)) || payload $$;
--- The hashes of some transactionIds, concatenated.
-CREATE FUNCTION pg_temp.test_hashes(txns text[]) RETURNS bytea LANGUAGE sql AS $$
-    SELECT coalesce(string_agg(queen.txn_hash(t), ''::bytea ORDER BY i), ''::bytea)
-    FROM unnest(txns) WITH ORDINALITY AS u(t, i) $$;
 -- Push one segment of (ids, txns, payloads) with the matching hashes; a vouch is made for
 -- the default window (3600 s), which every queue here has or undercuts.
 CREATE FUNCTION pg_temp.seg(pid bigint, ids int[], txns text[], verified bigint)
@@ -46,13 +36,7 @@ CREATE FUNCTION pg_temp.seg(pid bigint, ids int[], txns text[], verified bigint)
                              txns,
                              (SELECT array_agg(format('{"id":%s}', x) ORDER BY o) FROM unnest(ids) WITH ORDINALITY AS u(x, o))),
         verified, 3600) $$;
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 CREATE FUNCTION pg_temp.state(pid bigint)
     RETURNS TABLE(last_offset bigint, segments bigint, txns bigint) LANGUAGE sql AS $$
     SELECT lp.last_offset,

@@ -2,13 +2,7 @@
 -- read: queen.read(queue, partition, from_offset, limit) returns the log in offset order,
 -- across segment boundaries, from from_offset, at most limit rows.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 
 -- Three pushes: segments [0..2], [3..4], [5].
 CREATE TEMP TABLE pushed AS

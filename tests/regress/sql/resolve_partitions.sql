@@ -48,9 +48,7 @@ SELECT has_function_privilege('queen_writer', 'queen.resolve_partitions(text[], 
 
 -- queen.push_segments_named: a NULL partition id names the partition instead; it is created
 -- and pushed to in one transaction, and its metadata (after the push) follows as idx -1 rows.
-CREATE FUNCTION pg_temp.u32le(n bigint) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
-    SELECT decode(lpad(to_hex(n & 255), 2, '0') || lpad(to_hex((n >> 8) & 255), 2, '0') ||
-                  lpad(to_hex((n >> 16) & 255), 2, '0') || lpad(to_hex((n >> 24) & 255), 2, '0'), 'hex') $$;
+\i tests/regress/sql/segment_helpers.psql
 -- A one-entry JSON segment.
 CREATE FUNCTION pg_temp.seg1(id uuid, txn text, payload text) RETURNS bytea LANGUAGE sql AS $$
     SELECT '\x5153010001000000'::bytea || decode(replace(id::text, '-', ''), 'hex') || '\x01'::bytea ||
@@ -86,8 +84,6 @@ SELECT has_function_privilege('queen_writer', 'queen.push_segments_named(bigint[
 -- its message `duplicate` of the hinted original; one that does not confirm sends its segment
 -- to the full probe; either way the verdicts are those of an unhinted, unvouched push (a twin
 -- partition receives the same messages without vouch or hints).
-CREATE FUNCTION pg_temp.mid(n int) RETURNS uuid LANGUAGE sql IMMUTABLE AS $$
-    SELECT ('018f0000-0000-7000-8000-' || lpad(n::text, 12, '0'))::uuid $$;
 -- A JSON segment of txns (payload 1), ids mid(first_id), mid(first_id + 1), ...
 CREATE FUNCTION pg_temp.segn(first_id int, txns text[]) RETURNS bytea LANGUAGE sql AS $$
     SELECT '\x51530100'::bytea || pg_temp.u32le(cardinality(txns)) ||

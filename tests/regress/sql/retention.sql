@@ -3,16 +3,7 @@
 -- (when set) and log_txns rows older than the dedup window, in bounded batches under the
 -- partition row lock, advancing log_start / txns_start; it answers a jsonb summary.
 --
-CREATE FUNCTION pg_temp.pid(q text, p text) RETURNS bigint LANGUAGE sql AS $$
-    SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
-    WHERE qu.name = q AND lp.name = p $$;
-CREATE FUNCTION pg_temp.state(q text, p text)
-    RETURNS TABLE(last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
-    LANGUAGE sql AS $$
-    SELECT lp.last_offset, lp.log_start, lp.txns_start,
-           (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = lp.id),
-           (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
-    FROM queen.log_partitions lp WHERE lp.id = pg_temp.pid(q, p) $$;
+\i tests/regress/sql/partition_state.psql
 
 -- Start from a clean slate: whatever earlier tests left eligible is purged now, so the
 -- summaries below count only this test's rows.

@@ -4,13 +4,7 @@
 -- batch_rows rows), so it never holds more than one partition lock; it honours
 -- queen.retention_floor (a module's hook: never delete at or above that offset).
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 CREATE FUNCTION pg_temp.state(q text)
     RETURNS TABLE(part text, last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
     LANGUAGE sql AS $$

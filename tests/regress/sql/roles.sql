@@ -4,13 +4,7 @@
 -- with search_path pinned to pg_catalog, pg_temp; no role has any table privilege; nothing in
 -- a caller's schemas (a hostile function, operator or table) changes what queen does.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 
 -- The three roles exist and cannot log in.
 SELECT rolname, rolcanlogin, rolsuper FROM pg_roles
@@ -60,13 +54,7 @@ SELECT queen.configure('roles_q', '{"dedupWindowSeconds": 600}') IS NOT NULL AS 
 SELECT current_user AS admin_user \gset
 \c - queen_test_writer
 SELECT session_user, current_user, pg_has_role('queen_writer', 'MEMBER') AS writer, pg_has_role('queen_admin', 'MEMBER') AS admin;
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 SELECT index, status, message_offset FROM queen.push('roles_q', 'p', '[{"transactionId":"w1","payload":{"n":1}},{"transactionId":"w2","payload":2}]');
 SELECT status, message_offset FROM queen.push('roles_q', 'p', '[{"transactionId":"w1","payload":1}]');
 SELECT message_offset, transaction_id, payload FROM queen.read('roles_q', 'p', 0, 10);
@@ -96,13 +84,7 @@ SELECT pg_temp.sqlstate_of($q$SELECT queen.configure('roles_q', '{"dedupWindowSe
        pg_temp.sqlstate_of($q$SELECT queen.drop_queue('roles_q')$q$) AS drop_queue,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.retention_purge(1, 10, now())$q$) AS internal;
 \c - :admin_user
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 SELECT dedup_window_seconds FROM queen.queues WHERE name = 'roles_q';
 
 ------------------------------------------------------------------------------------------

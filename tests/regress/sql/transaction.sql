@@ -3,13 +3,7 @@
 -- order. Any duplicate push inside raises unique_violation (23505) and the whole transaction
 -- rolls back; any other error does too.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 CREATE FUNCTION pg_temp.state(q text, p text)
     RETURNS TABLE(last_offset bigint, segments bigint, txns bigint)
     LANGUAGE sql AS $$

@@ -3,13 +3,7 @@
 -- order, sorted by (queue, partition) in collation "C" (whatever the order of the operations),
 -- before it locks any; an ack may name a partition that a push of the same call creates.
 --
-CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE;
-END $$;
+\i tests/regress/sql/sqlstate_of.psql
 
 -- Pushes to new partitions named in reverse order: created (and so numbered) in sorted order;
 -- "B" sorts before "a" in collation "C". The ack names a partition the first push creates.

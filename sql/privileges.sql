@@ -1,0 +1,103 @@
+-- Every privilege of queen, in one place: the last part of every install and every upgrade
+-- script (after the schema and routines parts; see the Makefile). It states the whole truth, so
+-- an upgraded database ends with exactly a fresh install's privileges: it first takes every
+-- privilege on schema queen's routines, tables and sequences away from PUBLIC and from the three
+-- roles, then grants what each role may do. A routine or table added later gets nothing until a
+-- line here grants it; a grant removed here is gone after the next upgrade too.
+--
+-- Least privilege. Three roles (cluster-wide, so created only when absent; another database's
+-- install may create them at the same moment): queen_writer (push, ack, read), queen_reader
+-- (read), queen_admin (configure, retention, drop). Every function runs as the extension's owner
+-- (SECURITY DEFINER, stated with each routine) with search_path pinned to pg_catalog, pg_temp and
+-- every queen object schema-qualified, so nothing in a caller's schemas can stand in for what it
+-- calls. No role gets any table privilege: the functions are the only way in (the one view,
+-- queen.probe_cache, is read-only). Internal helpers get no grant. CREATE FUNCTION grants EXECUTE
+-- to PUBLIC by default, and a SECURITY DEFINER function callable by anyone would bypass the roles:
+-- hence the REVOKE from PUBLIC of every routine.
+DO $$
+DECLARE
+    v_role text;
+BEGIN
+    FOREACH v_role IN ARRAY ARRAY['queen_writer', 'queen_reader', 'queen_admin'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = v_role) THEN
+            BEGIN
+                EXECUTE pg_catalog.format('CREATE ROLE %I NOLOGIN', v_role);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN
+                NULL;  -- created meanwhile by an install in another database
+            END;
+        END IF;
+    END LOOP;
+END
+$$;
+
+REVOKE ALL ON ALL ROUTINES IN SCHEMA queen FROM PUBLIC, queen_writer, queen_reader, queen_admin;
+REVOKE ALL ON ALL TABLES IN SCHEMA queen FROM PUBLIC, queen_writer, queen_reader, queen_admin;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA queen FROM PUBLIC, queen_writer, queen_reader, queen_admin;
+GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
+
+-- ---------------------------------------------------------------- every role: read
+-- core (sql/queen.sql)
+GRANT EXECUTE ON FUNCTION
+    queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
+    queen.push_hint_stats(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
+    queen.committed_offset(text, text, text), queen.explain(text, text, text)
+    TO queen_reader, queen_writer, queen_admin;
+-- shared probe cache (sql/modules/50_probe_cache.sql)
+GRANT EXECUTE ON FUNCTION queen.probe_cache_shared(), queen.probe_cache_partitions()
+    TO queen_reader, queen_writer, queen_admin;
+GRANT SELECT ON queen.probe_cache TO queen_reader, queen_writer, queen_admin;
+
+-- ---------------------------------------------------------------- queen_reader and queen_writer
+-- streams (sql/modules/20_producers.sql, 30_stream_forks.sql)
+GRANT EXECUTE ON FUNCTION queen.blake3(bytea), queen.blake3_hex(bytea) TO queen_writer, queen_reader;
+GRANT EXECUTE ON FUNCTION queen.stream_offset(bigint), queen.stream_offset_parse(text)
+    TO queen_writer, queen_reader;
+GRANT EXECUTE ON FUNCTION
+    queen.stream_read(text, text, int, int, timestamptz),
+    queen.stream_head(text, timestamptz)
+    TO queen_reader, queen_writer;
+GRANT EXECUTE ON FUNCTION queen.fork_gone(text, timestamptz) TO queen_reader, queen_writer;
+-- dedup views (sql/modules/40_dedup_views.sql)
+GRANT EXECUTE ON FUNCTION queen.dedup_changelog(text, bigint, int), queen.dedup_stats(text),
+    queen.dedup_state_rows(text) TO queen_reader, queen_writer;
+
+-- ---------------------------------------------------------------- queen_writer: write
+-- push and ack (sql/queen.sql, sql/modules/10_resolve_partitions.sql)
+GRANT EXECUTE ON FUNCTION
+    queen.resolve_partition(text, text), queen.push(text, text, jsonb),
+    queen.push_segment(bigint, bytea, bytea, bigint, int, bytea),
+    queen.push_segments(bigint[], bytea[], bytea[], bigint[], int[], bytea[]),
+    queen.ack(text, text, text, text), queen.ack_offset(text, text, bigint, text),
+    queen.ack_batch(text, text, jsonb, text), queen.transaction(jsonb)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.resolve_partitions(text[], text[]) TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[],
+                                                    bigint[], int[], bytea[]) TO queen_writer;
+-- streams (sql/modules/20_producers.sql, 21_stream_append_batch.sql, 30_stream_forks.sql)
+GRANT EXECUTE ON FUNCTION
+    queen.stream_create(text, text, bigint, timestamptz, boolean, bytea[], timestamptz),
+    queen.stream_append(text, bytea[], text, text, bigint, bigint, text, text, boolean, text,
+                        bytea, timestamptz, boolean),
+    queen.stream_close(text, timestamptz),
+    queen.stream_delete(text, timestamptz)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.stream_append_batch(text[], int[], bytea[], text[], text[],
+    bigint[], bigint[], text[], text[], boolean[], text[], bytea[], boolean[], timestamptz)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.fork_create(text, text, bigint, timestamptz, boolean,
+                                            bytea[], text, text, bigint, timestamptz)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.fork_delete(text, timestamptz) TO queen_writer;
+-- dedup views (sql/modules/40_dedup_views.sql)
+GRANT EXECUTE ON FUNCTION queen.dedup_advance(text, int, timestamptz),
+    queen.dedup_watermark(text, bigint, timestamptz), queen.dedup_flush(text, timestamptz)
+    TO queen_writer;
+
+-- ---------------------------------------------------------------- queen_admin: administration
+GRANT EXECUTE ON FUNCTION
+    queen.configure(text, jsonb), queen.run_retention(int), queen.retention_step(jsonb, int),
+    queen.drop_queue(text)
+    TO queen_admin;
+GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, float8, jsonb) TO queen_admin;
+GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),
+    queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text) TO queen_admin;

@@ -1,0 +1,88 @@
+-- queen: exact, windowed deduplication for message logs kept in PostgreSQL.
+-- The schema part of the core: its tables and indexes and their pg_dump registrations, created
+-- once by CREATE EXTENSION. A later version changes them here (what a fresh install creates) AND
+-- in its hand-written delta sql/upgrade/<from>--<to>.sql (what an upgrade runs): see "Upgrades" in
+-- docs/sql-interface.md. The functions over these tables are in sql/queen.sql.
+\echo Use "CREATE EXTENSION queen" to load this file. \quit
+
+CREATE TABLE queen.queues (
+    id                   bigserial PRIMARY KEY,
+    name                 text NOT NULL UNIQUE,
+    dedup_window_seconds int NOT NULL DEFAULT 3600 CHECK (dedup_window_seconds >= 0),
+    retention_seconds    int CHECK (retention_seconds > 0),
+    dedup_by             text NOT NULL DEFAULT 'transactionId'
+                         CHECK (dedup_by IN ('transactionId', 'content')),
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    updated_at           timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE queen.log_partitions (
+    id          bigserial PRIMARY KEY,
+    queue_id    bigint NOT NULL REFERENCES queen.queues (id) ON DELETE CASCADE,
+    name        text NOT NULL,
+    last_offset bigint NOT NULL DEFAULT -1,
+    log_start   bigint NOT NULL DEFAULT 0,
+    txns_start  bigint NOT NULL DEFAULT 0,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (queue_id, name)
+);
+
+-- One row per pushed segment; data is the segment encoding of src/core/common/segment_codec.h.
+-- Column order is read positionally by src/pg/storage/log_scan.cpp: keep it.
+CREATE TABLE queen.log_segments (
+    partition_id  bigint NOT NULL,
+    base_offset   bigint NOT NULL,
+    end_offset    bigint NOT NULL,
+    created_at    timestamptz NOT NULL,
+    message_count int NOT NULL,
+    data          bytea NOT NULL,
+    PRIMARY KEY (partition_id, base_offset)
+);
+-- lz4: segments are written once and read back whole; pglz cost more CPU than the rest of a push.
+ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION lz4;
+
+-- The 16-byte xxh3_128 hashes of each segment's messages, in offset order, and their
+-- 16-byte message ids (so a duplicate's original id is read here, not out of its segment;
+-- NULL in rows written by other tools: then the segment is read). Kept inline (up to ~250
+-- messages a row) so the probe never chases TOAST pointers.
+CREATE TABLE queen.log_txns (
+    partition_id bigint NOT NULL,
+    base_offset  bigint NOT NULL,
+    end_offset   bigint NOT NULL,
+    created_at   timestamptz NOT NULL,
+    hashes       bytea NOT NULL,
+    message_ids  bytea,
+    PRIMARY KEY (partition_id, base_offset)
+) WITH (toast_tuple_target = 8160);
+ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE MAIN;
+ALTER TABLE queen.log_txns ALTER COLUMN message_ids SET STORAGE MAIN;
+-- The full-window probe and the probe cache's hydration read a partition's rows by time
+-- (created_at >= window start) through this index, so their cost follows the window, not the
+-- retained history (src/pg/queue/push_path.cpp, probe_full). One entry per pushed segment.
+CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at);
+
+CREATE TABLE queen.consumer_groups (
+    partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
+    group_name       text NOT NULL,
+    committed_offset bigint NOT NULL DEFAULT -1,
+    PRIMARY KEY (partition_id, group_name)
+);
+
+CREATE TABLE queen.consumer_acks (
+    partition_id   bigint NOT NULL,
+    group_name     text NOT NULL,
+    message_offset bigint NOT NULL,
+    PRIMARY KEY (partition_id, group_name, message_offset)
+);
+
+-- ---------------------------------------------------------------- backup
+-- Every table and sequence holding user data is extension configuration, so pg_dump dumps its
+-- rows (and the sequences' positions) and a restore into a fresh database is complete.
+SELECT pg_catalog.pg_extension_config_dump('queen.queues', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.queues_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_segments', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_txns', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.consumer_groups', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.consumer_acks', '');

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The benchmarks' option parser (sourced, not run): one table of options instead of a case
 # statement per script. The caller fills ARGS with one entry per option, then calls
 # args_parse "$@":

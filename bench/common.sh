@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by every benchmark script: what they share, each written once here or in the file it
 # names. Sets BENCH_DIR (bench/) and REPO (the checkout), and gives:
 #   log, die                    a timed line on stderr / that and exit 1
@@ -6,6 +7,7 @@
 #                               bench/bench.mk into build/bench/: `make bench-tools`)
 #   bench_pg_start / _stop      a throwaway PostgreSQL 15 of the benchmark's own, through
 #                               scripts/pg.sh (the only way a server is started; see there)
+#   bench_sql_server, q         run.sh's and durable.sh's server with database bench, its psql
 #   sidecar_start               a sidecar in the background (scripts/lib/sidecar.sh)
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$BENCH_DIR")
@@ -53,6 +55,7 @@ bench_pg_start() {
     fi
     bash "$REPO/scripts/pg.sh" remove >/dev/null 2>&1 || true
     log "initdb and start in $data"
+    mkdir -p "$(dirname "$data")"
     bash "$REPO/scripts/pg.sh" start 2>"$(dirname "$data")/pg.log" || {
         cat "$(dirname "$data")/pg.log" >&2
         die "the bench server did not start"
@@ -67,7 +70,7 @@ bench_pg_stop() { bash "$REPO/scripts/pg.sh" stop >/dev/null 2>&1 || true; }
 
 # bench_pg_conf MAX_CONNECTIONS SYNCHRONOUS_COMMIT SHARED_BUFFERS JIT PARALLEL COMMENT: the server
 # settings of bench/run.sh and bench/durable.sh (unix socket only, large WAL, no checkpoint
-# inside a measurement), printed for BENCH_PG_CONF.
+# inside a measurement), printed for BENCH_PG_CONF (bench_sql_server).
 bench_pg_conf() {
     cat <<CONF
 $6
@@ -85,6 +88,23 @@ checkpoint_timeout = 30min
 log_min_messages = warning
 log_checkpoints = on
 CONF
+}
+
+# psql against database bench of bench_sql_server, quiet, stopping at the first error.
+q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
+
+# bench_sql_server DATA PORT then bench_pg_conf's arguments: the server of bench/run.sh and
+# bench/durable.sh (queen.shared_probe_cache_mb 2048 unless SHARED_PROBE_CACHE_MB), stopped at
+# exit unless KEEP is 1, with an empty database bench; sets CONN, the load client's conninfo.
+bench_sql_server() {
+    local data=$1 port=$2
+    shift 2
+    BENCH_PG_CONF=$(bench_pg_conf "$@")
+    BENCH_PROBE_CACHE_MB=2048
+    bench_pg_start "$data" "$port"
+    [ "${KEEP:-0}" = 1 ] || trap bench_pg_stop EXIT
+    psql -X -q -d postgres -c "CREATE DATABASE bench"
+    CONN="host=$PGHOST port=$PGPORT dbname=bench user=postgres application_name=queenbench"
 }
 
 # make -j2 && make install of the extension from this checkout (output in $TMP/make.log);

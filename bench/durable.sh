@@ -9,7 +9,7 @@
 #
 #   bash bench/durable.sh              the recorded run (~40 min on 2 cores, ~12 of them prefill)
 #   bash bench/durable.sh --quick      a smoke run (1 round x 2 s, 10k/100k hashes of history;
-#                                      results in bench/tmp/quick/, ~4 min)
+#                                      results in bench/tmp/quick/durable/, ~4 min)
 #
 # History (h100k, h1m) is bulk-loaded, not pushed, into the very tables and indexes the push path
 # reads and writes, so the probe meets what it would meet after that many pushes:
@@ -51,7 +51,7 @@ usage() {
     cat <<EOF
 usage: bash bench/durable.sh [options]
   --quick              1 round x 2 s, 10k (h100k) and 100k (h1m) hashes of history; results
-                       in bench/tmp/quick/
+                       in bench/tmp/quick/durable/
   --rounds N           rounds ($ROUNDS)          --duration S   timed seconds ($DURATION)
   --warmup S           untimed seconds first ($WARMUP)
   --batches LIST       messages per call ($BATCHES)
@@ -75,7 +75,7 @@ ARGS=("--quick QUICK=1" "--rounds ROUNDS" "--duration DURATION" "--warmup WARMUP
     "--big-variants BIG_VARIANTS" "--variants VARIANTS" "--sync-commit SYNC_COMMIT" "--note NOTE"
     "--no-build BUILD=0" "--keep KEEP=1" "--port PORT")
 args_parse "$@"
-[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000 HIST_BIG=100000; OUT=$TMP/quick; }
+[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000 HIST_BIG=100000; OUT=$TMP/quick/durable; }
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
 RAW=$OUT/raw/durable-$STAMP.csv
@@ -85,13 +85,7 @@ CLIENT=$REPO/build/bench/queenbench
 mkdir -p "$TMP" "$OUT/raw"
 bench_tools build/bench/queenbench
 if [ "$BUILD" = 1 ]; then bench_build_extension; fi
-BENCH_PG_CONF=$(bench_pg_conf 100 "$SYNC_COMMIT" 2GB off 0 "# bench/durable.sh")
-BENCH_PROBE_CACHE_MB=2048
-bench_pg_start "$TMP/pgd/data" "$PORT"
-[ "$KEEP" = 1 ] || trap bench_pg_stop EXIT
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
-psql -X -q -d postgres -c "CREATE DATABASE bench"
-CONN="host=$PGHOST port=$PGPORT dbname=bench user=postgres application_name=queenbench"
+bench_sql_server "$TMP/pgd/data" "$PORT" 100 "$SYNC_COMMIT" 2GB off 0 "# bench/durable.sh"
 q -c "CREATE EXTENSION queen"
 q -f "$BENCH_DIR/sql/setup.sql"
 q -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null

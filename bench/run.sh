@@ -92,13 +92,7 @@ if [ "$BUILD" = 1 ] && ! bench_build_extension; then
 fi
 
 # ---- 2. a throwaway PostgreSQL ----
-BENCH_PG_CONF=$(bench_pg_conf 40 "$SYNC_COMMIT" "$SHARED_BUFFERS" "$JIT" "$PARALLEL" "# bench/run.sh")
-BENCH_PROBE_CACHE_MB=2048
-bench_pg_start "$TMP/pg/data" "$PORT"
-[ "$KEEP" = 1 ] || trap bench_pg_stop EXIT
-q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d bench "$@"; }
-psql -X -q -d postgres -c "CREATE DATABASE bench"
-CONN="host=$PGHOST port=$PGPORT dbname=bench user=postgres application_name=queenbench"
+bench_sql_server "$TMP/pg/data" "$PORT" 40 "$SYNC_COMMIT" "$SHARED_BUFFERS" "$JIT" "$PARALLEL" "# bench/run.sh"
 
 # ---- 3. schemas: queen (when it installs), bench, plref ----
 HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0 SEG_WINDOW=0

@@ -2,6 +2,8 @@
 # The block cache's memory, measured from the process (bench/sidecar/cache_memory.cpp) at 10M
 # resident hashes in three shapes; writes bench/sidecar/memory/RESULTS.md. A measurement, not a
 # test. The probe is built by make (build/bench/queen-sidecar-cache-memory).
+#   MEMORY_SHAPES="10 1000" MEMORY_OUT=/tmp/m.md bash bench/sidecar/memory.sh   a smoke run: other
+#   shapes ("partitions hashes-per-partition", comma-separated) and another output file
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/common.sh

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Starting a queen-sidecar for a test or a benchmark (sourced, not run): the one place that
 # knows how a sidecar is started in the background and how its ready line gives its port.
 #   source scripts/lib/sidecar.sh

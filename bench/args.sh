@@ -12,6 +12,10 @@
 ARGS=()
 ARGS_REST=()
 
+# Print the calling script's header comment (its lines 2.. up to the first line that is not a
+# comment): the usage of a script whose header documents its options.
+args_header() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }
+
 # args_parse "$@": see the header.
 args_parse() {
     local prog entry name rest found assign

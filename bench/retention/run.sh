@@ -24,7 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$REPO
 rounds=3 seconds=40 clients=4 batch=2000 rows=1000000 pause=0.02 OUT=$HERE
 # Print the options (this file's header).
-usage() { sed -n 2,19p "$0"; }
+usage() { args_header; }
 ARGS=("--rounds rounds" "--seconds seconds" "--clients clients" "--batch batch" "--rows rows"
     "--pause pause" "--out OUT")
 args_parse "$@"

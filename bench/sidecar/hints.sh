@@ -27,7 +27,7 @@ SIDECAR_FLAGS=${SIDECAR_FLAGS:-}
 
 source "$HERE/lib.sh"
 # Print the options (this file's header).
-usage() { sed -n 2,19p "$0"; }
+usage() { args_header; }
 ARGS=("--quick QUICK=1 ROUNDS=1 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=2" "--rounds ROUNDS"
     "--duration DURATION" "--w1m-partitions W1M_PARTS" "--w1m-warmup W1M_WARMUP" "--port PORT"
     "--sidecar-flags SIDECAR_FLAGS" "--no-build BUILD=0" "--note NOTE")

@@ -23,7 +23,7 @@ SIDECAR=$REPO/build/queen-sidecar
 LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
 ROUNDS=3 DURATION=10 BUDGET=128 MEMO=16 CONNS=32 FILL=1000000 OUT=$HERE/partitions/RESULTS.md
 # Print the options (this file's header).
-usage() { sed -n 2,19p "$0"; }
+usage() { args_header; }
 ARGS=("--rounds ROUNDS" "--duration DURATION" "--budget-mb BUDGET" "--memo-mb MEMO" "--fill FILL"
     "--out OUT")
 args_parse "$@"

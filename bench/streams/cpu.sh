@@ -16,7 +16,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$REPO
 SECS=8 PERF_DIR=
 # Print the options (this file's header).
-usage() { sed -n 2,12p "$0"; }
+usage() { args_header; }
 ARGS=("--seconds SECS" "--perf PERF_DIR" "--")
 args_parse "$@"
 set -- "${ARGS_REST[@]}"

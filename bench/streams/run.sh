@@ -24,7 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$REPO
 SECONDS_EACH=10 ROUNDS=2 OUT=$HERE/RESULTS.md RAW=$HERE/raw/raw.txt
 # Print the options (this file's header).
-usage() { sed -n 2,21p "$0"; }
+usage() { args_header; }
 ARGS=("--seconds SECONDS_EACH" "--rounds ROUNDS" "--out OUT" "--raw RAW")
 args_parse "$@"
 WORK=$(mktemp -d /tmp/queen-streams-bench.XXXXXX)

@@ -17,7 +17,7 @@ OUT=$HERE/RESULTS.md
 # shellcheck source=bench/common.sh
 . "$HERE/../common.sh"
 # Print the options (this file's header).
-usage() { sed -n 2,10p "$0"; }
+usage() { args_header; }
 ARGS=("--out OUT")
 args_parse "$@"
 # The raw figures go beside the record; a run with --out keeps them in a scratch file instead.

@@ -61,6 +61,7 @@ $(BUILD)/libqueencore.a: $(CORE_HOST_OBJS)
 
 -include tests/unit/unit.mk
 -include sidecar/sidecar.mk
+-include bench/bench.mk
 
 .PHONY: format
 format:

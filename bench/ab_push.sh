@@ -8,12 +8,15 @@
 #
 #   eval "$(bash scripts/dev-prefix.sh /opt/queen-<branch>)"; eval "$(bash scripts/pg.sh env)"
 #   bash bench/ab_push.sh A.so B.so [rounds] [seconds]
-# Leaves B installed at the end. Needs bench/tmp/queenbench (bench/durable.sh builds it).
+# Leaves B installed at the end. Builds the load client (make build/bench/queenbench).
 set -euo pipefail
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/common.sh
+. "$BENCH_DIR/common.sh"
 A=$1 B=$2 ROUNDS=${3:-3} SECS=${4:-5}
 LIB=$(pg_config --pkglibdir)/queen.so
-CLIENT=$BENCH_DIR/tmp/queenbench
+CLIENT=$REPO/build/bench/queenbench
+bench_tools build/bench/queenbench
 DB=queen_ab
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 psql -X -q -d "$DB" -c "CREATE EXTENSION queen" -f "$BENCH_DIR/sql/setup.sql" \

@@ -4,11 +4,12 @@
 # synchronous_commit = on, for 1, 10 and 100 messages per call, 8 and 64 clients, 100 partitions,
 # an empty window, 100k and 1M hashes per partition already stored. Every cell of a round runs once,
 # in a rotated order, so the noise of a shared machine hits all variants alike. A measurement, not
-# a test: it writes bench/results/DURABLE.md, the raw CSV and bench/results/durable.png.
+# a test: it writes bench/durable/RESULTS.md, bench/durable/durable.png and the raw CSV in
+# bench/durable/raw/.
 #
 #   bash bench/durable.sh              the recorded run (~40 min on 2 cores, ~12 of them prefill)
 #   bash bench/durable.sh --quick      a smoke run (1 round x 2 s, 10k/100k hashes of history;
-#                                      results in bench/tmp/quick/, ~4 min)
+#                                      results in bench/tmp/quick/durable/, ~4 min)
 #
 # History (h100k, h1m) is bulk-loaded, not pushed, into the very tables and indexes the push path
 # reads and writes, so the probe meets what it would meet after that many pushes:
@@ -27,16 +28,18 @@
 # before h1m's load (h100k is over by then).
 #   bash bench/durable.sh --help       every option
 #
-# Needs what bench/run.sh needs, plus python3-matplotlib for the plot. Builds the load client,
-# runs `make -j2 && make install` (skip with --no-build), starts its own PostgreSQL in
-# bench/tmp/pgd (unix socket only) and stops it at the end. The server binaries come from
+# Needs what bench/run.sh needs, plus python3-matplotlib for the plot. Builds the load client
+# (`make build/bench/queenbench`), runs `make -j2 && make install` (skip with --no-build), starts
+# its own PostgreSQL in bench/tmp/pgd/data through scripts/pg.sh (unix socket only) and stops it
+# at the end. The server binaries come from
 # $QUEEN_PGBIN (scripts/dev-prefix.sh sets it) or Debian's /usr/lib/postgresql/15/bin.
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(dirname "$BENCH_DIR")
+# shellcheck source=bench/common.sh
+. "$BENCH_DIR/common.sh"
 TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
-OUT=$BENCH_DIR/results
+OUT=$BENCH_DIR/durable
 
 ROUNDS=3 DURATION=4 WARMUP=1 PARTS=100 PAYLOAD=256 HIST=100000
 BATCHES="1,10,100" CLIENTS_LIST="8,64" SCENARIOS="empty,h100k,h1m" HIST_BIG=1000000
@@ -48,7 +51,7 @@ usage() {
     cat <<EOF
 usage: bash bench/durable.sh [options]
   --quick              1 round x 2 s, 10k (h100k) and 100k (h1m) hashes of history; results
-                       in bench/tmp/quick/
+                       in bench/tmp/quick/durable/
   --rounds N           rounds ($ROUNDS)          --duration S   timed seconds ($DURATION)
   --warmup S           untimed seconds first ($WARMUP)
   --batches LIST       messages per call ($BATCHES)
@@ -67,42 +70,22 @@ usage: bash bench/durable.sh [options]
   --no-build, --keep, --port N
 EOF
 }
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --quick) QUICK=1 ;;
-        --rounds) ROUNDS=$2; shift ;;
-        --duration) DURATION=$2; shift ;;
-        --warmup) WARMUP=$2; shift ;;
-        --batches) BATCHES=$2; shift ;;
-        --clients) CLIENTS_LIST=$2; shift ;;
-        --scenarios) SCENARIOS=$2; shift ;;
-        --history) HIST=$2; shift ;;
-        --history-big) HIST_BIG=$2; shift ;;
-        --big-variants) BIG_VARIANTS=$2; shift ;;
-        --variants) VARIANTS=$2; shift ;;
-        --sync-commit) SYNC_COMMIT=$2; shift ;;
-        --note) NOTE=$2; shift ;;
-        --no-build) BUILD=0 ;;
-        --keep) KEEP=1 ;;
-        --port) PORT=$2; shift ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "durable.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
-    esac
-    shift
-done
-[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000 HIST_BIG=100000; OUT=$TMP/quick; }
+ARGS=("--quick QUICK=1" "--rounds ROUNDS" "--duration DURATION" "--warmup WARMUP" "--batches BATCHES"
+    "--clients CLIENTS_LIST" "--scenarios SCENARIOS" "--history HIST" "--history-big HIST_BIG"
+    "--big-variants BIG_VARIANTS" "--variants VARIANTS" "--sync-commit SYNC_COMMIT" "--note NOTE"
+    "--no-build BUILD=0" "--keep KEEP=1" "--port PORT")
+args_parse "$@"
+[ "$QUICK" = 1 ] && { ROUNDS=1 DURATION=2 WARMUP=1 HIST=10000 HIST_BIG=100000; OUT=$TMP/quick/durable; }
 
 STAMP=$(date -u +%Y%m%d-%H%M%S)
-RAW=$OUT/durable-$STAMP.csv
-PGROOT=$TMP/pgd MAX_CONN=100 SHARED_BUFFERS=2GB JIT=off PARALLEL=0
-# shellcheck source=bench/common.sh
-. "$BENCH_DIR/common.sh"
+RAW=$OUT/raw/durable-$STAMP.csv
+CLIENT=$REPO/build/bench/queenbench
 
 # ---- the load client, the extension, a throwaway server ----
-mkdir -p "$TMP" "$OUT"
-build_client
-if [ "$BUILD" = 1 ]; then build_extension; fi
-start_server bench/durable.sh
+mkdir -p "$TMP" "$OUT/raw"
+bench_tools build/bench/queenbench
+if [ "$BUILD" = 1 ]; then bench_build_extension; fi
+bench_sql_server "$TMP/pgd/data" "$PORT" 100 "$SYNC_COMMIT" 2GB off 0 "# bench/durable.sh"
 q -c "CREATE EXTENSION queen"
 q -f "$BENCH_DIR/sql/setup.sql"
 q -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
@@ -207,5 +190,5 @@ log "measurements done in $(( $(date +%s) - START )) s"
 SUF=""; [ "$QUICK" = 1 ] && SUF="-quick"
 # Debian's python3 has python3-matplotlib; a pyenv python3 on PATH may not.
 PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
-"$PY" "$BENCH_DIR/durable_report.py" "$RAW" "$OUT/DURABLE$SUF.md" "$OUT/durable$SUF.png"
-log "wrote $OUT/DURABLE$SUF.md, $OUT/durable$SUF.png and $RAW"
+"$PY" "$BENCH_DIR/durable_report.py" "$RAW" "$OUT/RESULTS$SUF.md" "$OUT/durable$SUF.png"
+log "wrote $OUT/RESULTS$SUF.md, $OUT/durable$SUF.png and $RAW"

@@ -3,7 +3,8 @@
 # PL/pgSQL probe-then-allocate push (bench/sql/plref.sql), queen.push and the binary path
 # queen.push_segment (full-window probe and vouched), interleaved in rounds, for an empty/small
 # window and with 100k and 1M hashes already in each partition's window. A measurement, not a
-# test: it prints medians and ratios and writes bench/results/RESULTS.md plus the raw CSV.
+# test: it prints medians and ratios and writes bench/push/RESULTS.md plus the raw CSV in
+# bench/push/raw/.
 #
 #   bash bench/run.sh            full run (~22 min on 2 cores)
 #   bash bench/run.sh --quick    smoke run (~5 min; smaller windows; bench/tmp/quick/RESULTS-quick.md)
@@ -12,15 +13,17 @@
 # Needs these Debian 12 packages (this script installs nothing): postgresql-15 (server, initdb),
 # postgresql-client-15 (psql), postgresql-server-dev-15 and make (to build queen), libpq-dev and
 # libxxhash-dev and g++ (the load client), python3 (the report), util-linux (runuser).
-# It builds and installs the extension from this checkout (`make -j2 && make install`, skip with
-# --no-build), starts its own PostgreSQL 15 in bench/tmp/pg (unix socket only, run as the
+# It builds the load client (`make build/bench/queenbench`), builds and installs the extension
+# from this checkout (`make -j2 && make install`, skip with --no-build), starts its own
+# PostgreSQL 15 in bench/tmp/pg/data through scripts/pg.sh (unix socket only, run as the
 # postgres user when started as root), and stops it at the end (--keep leaves it running).
 set -euo pipefail
 
 BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(dirname "$BENCH_DIR")
+# shellcheck source=bench/common.sh
+. "$BENCH_DIR/common.sh"
 TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
-OUT=$BENCH_DIR/results
+OUT=$BENCH_DIR/push
 
 # ---- parameters (see --help) ----
 ROUNDS=5 DURATION=8 WARMUP=2 CLIENTS=8 BATCH=100 DUPS=10 VOUCH_DUPS=0 PAYLOAD=256
@@ -63,32 +66,12 @@ usage: bash bench/run.sh [options]
 EOF
 }
 
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --quick) QUICK=1 ;;
-        --rounds) ROUNDS=$2; shift ;;
-        --duration) DURATION=$2; shift ;;
-        --warmup) WARMUP=$2; shift ;;
-        --clients) CLIENTS=$2; shift ;;
-        --scenarios) SCENARIOS=$2; shift ;;
-        --variants) VARIANTS=$2; shift ;;
-        --w1m-partitions) W1M_PARTS=$2; shift ;;
-        --w100k-partitions) W100K_PARTS=$2; shift ;;
-        --vouch-dups) VOUCH_DUPS=$2; shift ;;
-        --sync-commit) SYNC_COMMIT=$2; shift ;;
-        --shared-buffers) SHARED_BUFFERS=$2; shift ;;
-        --jit) JIT=$2; shift ;;
-        --parallel) PARALLEL=$2; shift ;;
-        --port) PORT=$2; shift ;;
-        --no-build) BUILD=0 ;;
-        --keep) KEEP=1 ;;
-        --note) NOTE=$2; shift ;;
-        --segment-compression) SEG_COMPRESSION=$2; shift ;;
-        -h|--help) usage; exit 0 ;;
-        *) echo "run.sh: unknown option $1" >&2; usage >&2; exit 1 ;;
-    esac
-    shift
-done
+ARGS=("--quick QUICK=1" "--rounds ROUNDS" "--duration DURATION" "--warmup WARMUP" "--clients CLIENTS"
+    "--scenarios SCENARIOS" "--variants VARIANTS" "--w1m-partitions W1M_PARTS"
+    "--w100k-partitions W100K_PARTS" "--vouch-dups VOUCH_DUPS" "--sync-commit SYNC_COMMIT"
+    "--shared-buffers SHARED_BUFFERS" "--jit JIT" "--parallel PARALLEL" "--port PORT"
+    "--no-build BUILD=0" "--keep KEEP=1" "--note NOTE" "--segment-compression SEG_COMPRESSION")
+args_parse "$@"
 if [ "$QUICK" = 1 ]; then
     ROUNDS=2 DURATION=3 WARMUP=1 W100K_PARTS=16 W1M_PARTS=8
 fi
@@ -97,22 +80,19 @@ STAMP=$(date -u +%Y%m%d-%H%M%S)
 # A quick run is a smoke test: its files stay out of the repository, in bench/tmp/quick.
 [ "$QUICK" = 1 ] && OUT=$TMP/quick
 SUFFIX=""; [ "$QUICK" = 1 ] && SUFFIX="-quick"
-RAW=$OUT/raw$SUFFIX-$STAMP.csv
+RAW=$OUT/raw/raw$SUFFIX-$STAMP.csv
 RESULTS=$OUT/RESULTS$SUFFIX.md
-PGROOT=$TMP/pg
-MAX_CONN=40
-# shellcheck source=bench/common.sh
-. "$BENCH_DIR/common.sh"
+CLIENT=$REPO/build/bench/queenbench
 
 # ---- 1. the load client and the extension ----
-mkdir -p "$TMP" "$OUT"
-build_client
-if [ "$BUILD" = 1 ] && ! build_extension; then
+mkdir -p "$TMP" "$OUT/raw"
+bench_tools build/bench/queenbench
+if [ "$BUILD" = 1 ] && ! bench_build_extension; then
     log "WARNING: the extension did not build or install (see $TMP/make.log); queen variants will be skipped"
 fi
 
 # ---- 2. a throwaway PostgreSQL ----
-start_server bench/run.sh
+bench_sql_server "$TMP/pg/data" "$PORT" 40 "$SYNC_COMMIT" "$SHARED_BUFFERS" "$JIT" "$PARALLEL" "# bench/run.sh"
 
 # ---- 3. schemas: queen (when it installs), bench, plref ----
 HAVE_QUEEN=0 HAVE_PUSH=0 HAVE_SEG=0 HAVE_HASHFN=0 SEG_WINDOW=0

@@ -99,20 +99,11 @@ demo_sidecar() {
     log=$LOGS/sidecar.log
     conninfo="host=$PGHOST port=$PGPORT user=$PGUSER dbname=$DB"
     echo "\$ build/queen-sidecar --listen 127.0.0.1:$port --pg '$conninfo'"
-    "$bin" --listen "127.0.0.1:$port" --pg "$conninfo" </dev/null >"$log" 2>&1 &
-    SIDECAR_PID=$!
-    for ((i = 0; i < 300; i++)); do
-        grep -q 'ready' "$log" && break
-        kill -0 "$SIDECAR_PID" 2>/dev/null || {
-            cat "$log" >&2
-            SIDECAR_PID=
-            die "the sidecar exited before it was ready"
-        }
-        sleep 0.1
-    done
-    grep -q 'ready' "$log" || {
-        cat "$log" >&2
-        die "the sidecar did not print its ready line within 30 s"
+    # shellcheck source=scripts/lib/sidecar.sh
+    source "$ROOT/scripts/lib/sidecar.sh"
+    SIDECAR_WAIT_S=30 sidecar_start "$bin" "$log" --listen "127.0.0.1:$port" --pg "$conninfo" || {
+        SIDECAR_PID=
+        die "the sidecar did not get ready within 30 s (log above)"
     }
     grep 'ready' "$log"
 

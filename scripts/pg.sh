@@ -4,8 +4,19 @@
 #   scripts/pg.sh stop     stop (fast, then immediate, then SIGKILL); no-op when stopped
 #   scripts/pg.sh status   say whether it runs; exit 0 running, 3 stopped
 #   scripts/pg.sh env      print `export PG...` lines:  eval "$(scripts/pg.sh env)"
+#   scripts/pg.sh remove   stop, then delete the data folder (only one this script made)
+#   scripts/pg.sh crash    immediate shutdown (no checkpoint: the next start runs crash recovery)
+# Environment (every variable optional; tests and benchmarks use them for a server of their own):
+#   QUEEN_PGBIN                 PostgreSQL 15's programs (default /usr/lib/postgresql/15/bin)
 #   QUEEN_PGDATA, QUEEN_PGPORT  override the data folder / the port
 #   QUEEN_PG_CORES=1            let crashing server processes dump core in the data folder
+#   QUEEN_PRELOAD=0             start without queen in shared_preload_libraries
+#   QUEEN_SHARED_PROBE_CACHE_MB queen.shared_probe_cache_mb when preloaded (default 256)
+#   QUEEN_PG_LOCALE             initdb's --locale of a new cluster (default C.UTF-8; the
+#                               benchmarks use C)
+#   QUEEN_PG_CONF               more postgresql.conf lines ("name = value", one a line), written
+#                               after the defaults on every start, so they win: e.g. the
+#                               benchmarks' synchronous_commit, shared_buffers, max_connections
 #
 # Data folder: .pgdata/ in the checkout (QUEEN_PGDATA overrides). The unix socket lives in the
 # data folder, TCP listens on 127.0.0.1 only, the port is picked free from 55400-55499 (or
@@ -162,7 +173,7 @@ init_cluster() {
     local log
     log=$(mktemp)
     as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 \
-        --locale=C.UTF-8 --lc-messages=C --no-instructions >"$log" 2>&1 || {
+        --locale="${QUEEN_PG_LOCALE:-C.UTF-8}" --lc-messages=C --no-instructions >"$log" 2>&1 || {
         cat "$log" >&2
         rm -f "$log"
         die "initdb failed"
@@ -192,6 +203,10 @@ EOF
 shared_preload_libraries = 'queen'
 queen.shared_probe_cache_mb = ${QUEEN_SHARED_PROBE_CACHE_MB:-256}
 EOF
+    fi
+    # QUEEN_PG_CONF: the caller's settings last (PostgreSQL keeps the last value of a name).
+    if [[ -n ${QUEEN_PG_CONF:-} ]]; then
+        printf '# QUEEN_PG_CONF\n%s\n' "$QUEEN_PG_CONF" | as_pg tee -a "$DATA/queen.conf" >/dev/null
     fi
     echo "$1" | as_pg tee "$DATA/queen.port" >/dev/null
 }
@@ -325,6 +340,21 @@ cmd_env() {
     echo "export PGHOST=$DATA PGPORT=$port PGUSER=postgres PGDATABASE=postgres"
 }
 
+# Immediate shutdown, as a crash leaves the server: no shutdown checkpoint, so the next start
+# runs crash recovery. Tests use it to crash the server under a sidecar.
+cmd_crash() {
+    running_pid >/dev/null || die "not running (data $DATA)"
+    as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null
+    say "stopped (immediate)"
+}
+
+# Stop the server, then delete its data folder (remove_data refuses a folder that is not one).
+cmd_remove() {
+    cmd_stop
+    remove_data
+    say "removed $DATA"
+}
+
 # Serialise start/stop between concurrent callers in this checkout (a lock on this script's
 # own file: nothing to create or clean up).
 take_lock() {
@@ -340,8 +370,10 @@ main() {
         stop) take_lock && cmd_stop ;;
         status) cmd_status ;;
         env) cmd_env ;;
+        remove) take_lock && cmd_remove ;;
+        crash) take_lock && cmd_crash ;;
         *)
-            echo "usage: $0 start|stop|status|env" >&2
+            echo "usage: $0 start|stop|status|env|remove|crash" >&2
             exit 2
             ;;
     esac

@@ -11,6 +11,8 @@
 #          without the ack digest (queen.probe_cache = off).
 # Uses the PostgreSQL that `eval "$(bash scripts/pg.sh env)"` points at (a private one).
 #   bash bench/acks_probe/run.sh [seconds per measurement, default 10] [rounds, default 2]
+# Writes bench/acks_probe/RESULTS.md and the raw CSV in bench/acks_probe/raw/ (ACKS_OUT_DIR=DIR:
+# DIR/RESULTS.md and DIR/raw/ instead, e.g. for a smoke run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 secs=${1:-10}
@@ -18,7 +20,8 @@ rounds=${2:-2}
 clients=4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-out=$here/../results/acks_probe-$(date -u +%Y%m%d-%H%M%S).csv
+mkdir -p "${ACKS_OUT_DIR:-$here}/raw"
+out=${ACKS_OUT_DIR:-$here}/raw/acks_probe-$(date -u +%Y%m%d-%H%M%S).csv
 psql_q() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 echo "setting up (1M-hash prefill, 20,000 ack targets, history)..." >&2
@@ -101,5 +104,5 @@ psql_q -c "CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, cr
 moved=$(psql -XAtc "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                     WHERE q.name IN ('pb_plain', 'pb_hist') AND p.last_offset <> p.log_start")
 [[ $moved == 0 ]] || { echo "a probe push was not a duplicate" >&2; exit 1; }
-python3 "$here/report.py" "$out" "$sync_commit" "$secs" "$clients" > "$here/../results/ACKS_PROBE.md"
-echo "wrote $out and bench/results/ACKS_PROBE.md" >&2
+python3 "$here/report.py" "$out" "$sync_commit" "$secs" "$clients" > "${ACKS_OUT_DIR:-$here}/RESULTS.md"
+echo "wrote $out and ${ACKS_OUT_DIR:-$here}/RESULTS.md" >&2

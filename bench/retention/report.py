@@ -1,5 +1,6 @@
 """Report of bench/retention/run.sh: push latency (p50/p99) and throughput per phase, and the
-purge/baseline ratios. Arguments: tmp-dir out-dir stamp clients batch rows seconds commit."""
+purge/baseline ratios. Arguments: tmp-dir out-dir stamp clients batch rows seconds commit;
+writes out-dir/RESULTS.md and out-dir/raw/retention-purge-<stamp>.csv."""
 import csv
 import glob
 import os
@@ -53,7 +54,8 @@ for ph in phases:
     raw.append(row)
     summary[kind].append(row)
 
-with open(os.path.join(out, "retention-purge-%s.csv" % stamp), "w", newline="") as fh:
+os.makedirs(os.path.join(out, "raw"), exist_ok=True)
+with open(os.path.join(out, "raw", "retention-purge-%s.csv" % stamp), "w", newline="") as fh:
     csv.writer(fh).writerows(raw)
 
 
@@ -91,6 +93,6 @@ md.append("| pushes/s | %.1f | %.1f | %.2fx |" % (bt, pt, pt / bt))
 md.append("")
 md.append("Raw figures: `retention-purge-%s.csv`." % stamp)
 text = "\n".join(md) + "\n"
-with open(os.path.join(out, "retention-purge.md"), "w") as fh:
+with open(os.path.join(out, "RESULTS.md"), "w") as fh:
     fh.write(text)
 print(text)

@@ -7,30 +7,28 @@
 #             (500k segments + 500k hash rows, all past retention) of partition `bulk/big`;
 #             only pushes that started while the purge ran are counted.
 # Reports p50/p99 push latency and throughput of each phase and the purge-to-baseline ratios;
-# writes bench/results/retention-purge.md (and the raw figures beside it).
+# writes bench/retention/RESULTS.md (and the raw figures in bench/retention/raw/; --out DIR:
+# DIR/RESULTS.md and DIR/raw/ instead).
 #
 #   bash bench/retention/run.sh [--rounds N] [--seconds S] [--clients C] [--batch ROWS] [--rows N]
 #                               [--pause SECONDS]   (the procedure's pause between batches)
+#                               [--out DIR]
 #
 # Uses the running server of PGHOST/PGPORT/PGUSER (e.g. `bash scripts/pg.sh start` and
 # `eval "$(bash scripts/pg.sh env)"`) with queen installed; creates and drops database
 # queen_retention_bench. synchronous_commit = on for every session.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-rounds=3 seconds=40 clients=4 batch=2000 rows=1000000 pause=0.02
-while (($#)); do
-    case $1 in
-        --rounds) rounds=$2; shift 2 ;;
-        --seconds) seconds=$2; shift 2 ;;
-        --clients) clients=$2; shift 2 ;;
-        --batch) batch=$2; shift 2 ;;
-        --rows) rows=$2; shift 2 ;;
-        --pause) pause=$2; shift 2 ;;
-        *) echo "unknown argument $1" >&2; exit 2 ;;
-    esac
-done
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
+ROOT=$REPO
+rounds=3 seconds=40 clients=4 batch=2000 rows=1000000 pause=0.02 OUT=$HERE
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--rounds rounds" "--seconds seconds" "--clients clients" "--batch batch" "--rows rows"
+    "--pause pause" "--out OUT")
+args_parse "$@"
 DB=queen_retention_bench
-OUT=$ROOT/bench/results
 TMP=$(mktemp -d /tmp/queen-retention-bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 export PGOPTIONS="-c synchronous_commit=on"

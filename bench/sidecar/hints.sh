@@ -12,59 +12,34 @@
 # Reported per variant (medians over rounds): msg/s, p50/p99, spread; the cache's verdicts
 # (vouch, hinted, local hit...) and PostgreSQL's judgement of the hinted vouches
 # (queen_sidecar_hint_segments_total: confirmed / sent to the full probe).
-# Results: bench/results/SIDECAR_CACHE.md and a CSV beside it (--quick: build/bench/).
+# Results: bench/sidecar/cache/RESULTS.md and the CSV in bench/sidecar/cache/raw/ (--quick:
+# build/bench/). Its own PostgreSQL through scripts/pg.sh in /tmp/queen-hints-bench.XXXXXX.
 #
 #   bash bench/sidecar/hints.sh            recorded run, ~12 minutes on 2 cores
 #   bash bench/sidecar/hints.sh --quick    smoke run
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
-PGBIN=${PGBIN:-$(pg_config --bindir)}
-SIDECAR=$REPO/build/queen-sidecar
-LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
 
 ROUNDS=3 DURATION=10 WARMUP=3 W1M_WARMUP=8 CONNS=64 PARTS=100 W1M_PARTS=10
 W1M_HASHES=1000000 BATCH=10 DUPS=10 PAYLOAD=256 BUILD=1 QUICK=0 NOTE="" PORT=""
 SIDECAR_FLAGS=${SIDECAR_FLAGS:-}
 
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --quick) QUICK=1 ROUNDS=1 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=2 ;;
-        --rounds) ROUNDS=$2; shift ;;
-        --duration) DURATION=$2; shift ;;
-        --w1m-partitions) W1M_PARTS=$2; shift ;;
-        --w1m-warmup) W1M_WARMUP=$2; shift ;;
-        --port) PORT=$2; shift ;;
-        --sidecar-flags) SIDECAR_FLAGS=$2; shift ;;
-        --no-build) BUILD=0 ;;
-        --note) NOTE=$2; shift ;;
-        -h | --help) sed -n 2,18p "$0"; exit 0 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-
 source "$HERE/lib.sh"
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--quick QUICK=1 ROUNDS=1 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=2" "--rounds ROUNDS"
+    "--duration DURATION" "--w1m-partitions W1M_PARTS" "--w1m-warmup W1M_WARMUP" "--port PORT"
+    "--sidecar-flags SIDECAR_FLAGS" "--no-build BUILD=0" "--note NOTE")
+args_parse "$@"
 build_tools
 
-if [[ -z $PORT ]]; then
-    for p in $(seq 55460 55469); do
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [[ ! -e /tmp/queen-hints-bench-$p ]]; then
-            PORT=$p
-            break
-        fi
-    done
-fi
-[[ -n $PORT ]] || die "no free port in 55460-55469"
-ROOT=/tmp/queen-hints-bench-$PORT
-PGDATA=$ROOT/data
+ROOT=$(mktemp -d /tmp/queen-hints-bench.XXXXXX)
+chmod 755 "$ROOT"
 WORK=$ROOT/work
 mkdir -p "$WORK"
-[[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
 trap bench_cleanup EXIT
-start_bench_pg 100 on
-export PGHOST=$ROOT PGPORT=$PORT PGUSER=postgres
+start_bench_pg 100 on "$PORT"
 psql_q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 SYNC=$(psql_q -d postgres -c "SHOW synchronous_commit")
 [[ $SYNC == on ]] || die "synchronous_commit is $SYNC"
@@ -73,7 +48,7 @@ for db in bench_e bench_w; do
     psql_q -d $db -c "SET client_min_messages = warning; CREATE EXTENSION queen"
 done
 psql_q -d bench_e -c "CREATE SCHEMA bench; CREATE TABLE bench.plain_msgs (partition_id int NOT NULL, txn text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
-conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
+conninfo() { echo "host=$PGHOST port=$PGPORT dbname=$1 user=postgres"; }
 
 RESET_EXTRA="bench.plain_msgs"
 prefill_w1m
@@ -154,7 +129,7 @@ if ((QUICK)); then
     mkdir -p "$REPO/build/bench"
     OUT=$REPO/build/bench/SIDECAR_CACHE-quick.md RAW=$REPO/build/bench/sidecar-cache-quick.csv
 else
-    OUT=$REPO/bench/results/SIDECAR_CACHE.md RAW=$REPO/bench/results/sidecar-cache-$(date -u +%Y%m%d-%H%M).csv
+    OUT=$HERE/cache/RESULTS.md RAW=$HERE/cache/raw/sidecar-cache-$(date -u +%Y%m%d-%H%M).csv
 fi
 cp "$CSV" "$RAW"
 python3 "$HERE/hints_report.py" "$RAW" "$OUT" \

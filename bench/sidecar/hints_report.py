@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SIDECAR_CACHE.md for the issue-8 sidecar benchmark (bench/sidecar/hints.sh): medians over
+"""bench/sidecar/cache/RESULTS.md for the issue-8 sidecar benchmark (bench/sidecar/hints.sh): medians over
 rounds per variant, spread, the cache's verdict mix, the ratios and targets of issue 8."""
 import argparse
 import csv

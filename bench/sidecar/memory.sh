@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The block cache's memory, measured from the process (bench/sidecar/cache_memory.cpp) at 10M
-# resident hashes in three shapes; writes bench/sidecar/MEMORY.md. A measurement, not a test.
+# resident hashes in three shapes; writes bench/sidecar/memory/RESULTS.md. A measurement, not a
+# test. The probe is built by make (build/bench/queen-sidecar-cache-memory).
+#   MEMORY_SHAPES="10 1000" MEMORY_OUT=/tmp/m.md bash bench/sidecar/memory.sh   a smoke run: other
+#   shapes ("partitions hashes-per-partition", comma-separated) and another output file
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
-make -C "$REPO" -j2 build/libqueensidecar.a build/libqueencore.a >/dev/null
-mkdir -p "$REPO/build/bench"
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
 BIN=$REPO/build/bench/queen-sidecar-cache-memory
-g++ -std=c++17 -O2 -g -I"$REPO/src" -I"$REPO/sidecar" -I"$(pg_config --includedir)" -o "$BIN" \
-    "$HERE/cache_memory.cpp" "$REPO/build/libqueensidecar.a" "$REPO/build/libqueencore.a" \
-    -lpq -lsimdjson -lxxhash -pthread
-OUT=$HERE/MEMORY.md
+bench_tools "${BIN#"$REPO"/}"
+OUT=${MEMORY_OUT:-$HERE/memory/RESULTS.md}
+SHAPES=${MEMORY_SHAPES:-"10 1000000,10000 1000,1000000 10"}
 {
     echo "# queen sidecar: block cache memory per resident hash (issue 7)"
     echo
@@ -21,7 +22,8 @@ OUT=$HERE/MEMORY.md
     echo
     echo "| partitions x hashes | cache's count B/hash | malloc B/hash | RSS B/hash | count / malloc |"
     echo "| --- | ---: | ---: | ---: | ---: |"
-    for shape in "10 1000000" "10000 1000" "1000000 10"; do
+    IFS=, read -r -a shapes <<<"$SHAPES"
+    for shape in "${shapes[@]}"; do
         set -- $shape
         line=$("$BIN" --partitions "$1" --hashes-per "$2")
         kv() { tr ' ' '\n' <<<"$line" | sed -n "s/^$1=//p"; }

@@ -17,39 +17,25 @@
 #                                    [--fill N] [--out FILE]
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
 SIDECAR=$REPO/build/queen-sidecar
 LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
-ROUNDS=3 DURATION=10 BUDGET=128 MEMO=16 CONNS=32 FILL=1000000 OUT=$HERE/PARTITIONS.md
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --rounds) ROUNDS=$2; shift ;;
-        --duration) DURATION=$2; shift ;;
-        --budget-mb) BUDGET=$2; shift ;;
-        --memo-mb) MEMO=$2; shift ;;
-        --fill) FILL=$2; shift ;;
-        --out) OUT=$2; shift ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-make -C "$REPO" -j2 build/queen-sidecar build/libqueencore.a >/dev/null
-mkdir -p "$REPO/build/bench"
-g++ -std=c++17 -O2 -g -I"$REPO/src" -I"$(pg_config --includedir)" -o "$LOADGEN" "$HERE/loadgen.cpp" \
-    "$REPO/build/libqueencore.a" -lpq -lxxhash -pthread
+ROUNDS=3 DURATION=10 BUDGET=128 MEMO=16 CONNS=32 FILL=1000000 OUT=$HERE/partitions/RESULTS.md
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--rounds ROUNDS" "--duration DURATION" "--budget-mb BUDGET" "--memo-mb MEMO" "--fill FILL"
+    "--out OUT")
+args_parse "$@"
+bench_tools build/queen-sidecar build/bench/queen-sidecar-loadgen
 WORK=$(mktemp -d /tmp/queen-partitions-bench.XXXXXX)
 PMPID=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" | head -1)
 PMPID=$(ps -o ppid= -p "$PMPID" | tr -d ' ')
 Q=pb$(date +%s)
-"$SIDECAR" --listen 127.0.0.1:0 --dedup-cache-mb "$BUDGET" --partition-memo-mb "$MEMO" >"$WORK/sidecar.log" 2>&1 &
-SC=$!
-trap 'kill $SC 2>/dev/null; wait $SC 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 1 100); do
-    PORT=$(sed -n 's/.*ready: listening on 127\.0\.0\.1:\([0-9]*\)[^0-9].*/\1/p' "$WORK/sidecar.log")
-    [[ -n $PORT ]] && break
-    sleep 0.05
-done
-[[ -n $PORT ]] || { cat "$WORK/sidecar.log"; exit 1; }
+SC=""
+trap '[[ -n $SC ]] && { kill $SC 2>/dev/null; wait $SC 2>/dev/null; }; rm -rf "$WORK"' EXIT
+sidecar_start "$SIDECAR" "$WORK/sidecar.log" --dedup-cache-mb "$BUDGET" --partition-memo-mb "$MEMO" || exit 1
+SC=$SIDECAR_PID PORT=$SIDECAR_PORT
 rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$SC/status"; }
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | sed -n "s/^$1 //p"; }
 # run NAME PARTITIONS PREFIX [extra loadgen flags]: one measurement -> "msgs_per_s p50 p99"

@@ -10,24 +10,21 @@
 # Reported per variant (medians over rounds): messages/s, p50/p99 request latency, CPU-seconds
 # per million messages of sidecar(s) + PostgreSQL (from /proc/<pid>/stat), the cache's verdict
 # mix and its memory per resident hash (/metrics). Results: bench/sidecar/RESULTS.md and
-# raw.csv beside it (--quick: build/bench/sidecar-RESULTS-quick.md). A measurement, not a test.
+# bench/sidecar/raw/raw.csv (--quick: build/bench/sidecar-RESULTS-quick.md). A measurement, not a
+# test.
 #
 #   bash bench/sidecar/run.sh            full run, ~18 minutes on 2 cores
 #   bash bench/sidecar/run.sh --quick    smoke run, ~5 minutes
 #   bash bench/sidecar/run.sh --help     options
 #
 # Needs (installs nothing): postgresql-15 with queen installed (`make install`), g++, libpq-dev,
-# libxxhash-dev, curl, python3, util-linux (runuser). Starts its own PostgreSQL in
-# /tmp/queen-sidecar-bench-<port> (owned by postgres when run as root; TCP on 127.0.0.1 only,
-# port from 55450-55459) and removes it at the end (--keep leaves it).
+# libxxhash-dev, curl, python3, util-linux (runuser). Builds the sidecar and the load client
+# (make), starts its own PostgreSQL through scripts/pg.sh in /tmp/queen-sidecar-bench.XXXXXX/data
+# (owned by postgres when run as root; TCP on 127.0.0.1 only, a free port of scripts/pg.sh's
+# range unless --port) and removes it at the end (--keep leaves it).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO=$(cd "$HERE/../.." && pwd)
-PGBIN=${PGBIN:-$(pg_config --bindir)}
-SIDECAR=$REPO/build/queen-sidecar
-LOADGEN=$REPO/build/bench/queen-sidecar-loadgen
-
 ROUNDS=5 DURATION=10 WARMUP=3 W1M_WARMUP=6 CONNS=32 SQL_CLIENTS=8 PARTS=100 W1M_PARTS=10
 W1M_HASHES=1000000 BATCH=100 DUPS=10 PAYLOAD=256 BUILD=1 KEEP=0 QUICK=0 NOTE="" PORT=""
 SIDECAR_FLAGS="" SYNC_COMMIT=on
@@ -46,7 +43,7 @@ usage: bash bench/sidecar/run.sh [options]
   --sql-clients N       connections of the direct SQL client ($SQL_CLIENTS)
   --w1m-partitions N    partitions in the 1M scenario and its empty reference ($W1M_PARTS)
   --sidecar-flags "..." extra flags for every sidecar (e.g. "--pool-size 2")
-  --port N              PostgreSQL port (default: first free in 55450-55459)
+  --port N              PostgreSQL port (default: a free one, chosen by scripts/pg.sh)
   --sync-commit on|off  synchronous_commit of the bench server ($SYNC_COMMIT; the benchmark
                         of record commits durably, off only for a labelled extra run)
   --no-build            do not build the sidecar and the load client
@@ -55,59 +52,31 @@ usage: bash bench/sidecar/run.sh [options]
 EOF
 }
 
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --quick) QUICK=1 ROUNDS=2 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=4 ;;
-        --rounds) ROUNDS=$2; shift ;;
-        --duration) DURATION=$2; shift ;;
-        --warmup) WARMUP=$2; shift ;;
-        --connections) CONNS=$2; shift ;;
-        --sql-clients) SQL_CLIENTS=$2; shift ;;
-        --w1m-partitions) W1M_PARTS=$2; shift ;;
-        --sidecar-flags) SIDECAR_FLAGS=$2; shift ;;
-        --port) PORT=$2; shift ;;
-        --sync-commit) SYNC_COMMIT=$2; shift ;;
-        --no-build) BUILD=0 ;;
-        --keep) KEEP=1 ;;
-        --note) NOTE=$2; shift ;;
-        -h | --help) usage; exit 0 ;;
-        *) echo "unknown option $1" >&2; usage >&2; exit 2 ;;
-    esac
-    shift
-done
-
 source "$HERE/lib.sh"
+ARGS=("--quick QUICK=1 ROUNDS=2 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=4" "--rounds ROUNDS"
+    "--duration DURATION" "--warmup WARMUP" "--connections CONNS" "--sql-clients SQL_CLIENTS"
+    "--w1m-partitions W1M_PARTS" "--sidecar-flags SIDECAR_FLAGS" "--port PORT"
+    "--sync-commit SYNC_COMMIT" "--no-build BUILD=0" "--keep KEEP=1" "--note NOTE")
+args_parse "$@"
 build_tools
 [[ -f $(pg_config --sharedir)/extension/queen.control ]] || die "queen is not installed (make install)"
 
 # ---- the bench PostgreSQL ----
-if [[ -z $PORT ]]; then
-    for p in $(seq 55450 55459); do
-        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && [[ ! -e /tmp/queen-sidecar-bench-$p ]]; then
-            PORT=$p
-            break
-        fi
-    done
-fi
-[[ -n $PORT ]] || die "no free port in 55450-55459"
-ROOT=/tmp/queen-sidecar-bench-$PORT
-PGDATA=$ROOT/data
-mkdir -p "$ROOT"
-[[ $(id -u) -eq 0 ]] && chown postgres "$ROOT"
+ROOT=$(mktemp -d /tmp/queen-sidecar-bench.XXXXXX)
+chmod 755 "$ROOT"
 WORK=$ROOT/work
 mkdir -p "$WORK"
 
 # Stop sidecars (by pid) and the server; remove the folder unless --keep.
 trap bench_cleanup EXIT
 [[ $SYNC_COMMIT == on || $SYNC_COMMIT == off ]] || die "--sync-commit takes on or off"
-start_bench_pg 60 "$SYNC_COMMIT"
-export PGHOST=$ROOT PGPORT=$PORT PGUSER=postgres
+start_bench_pg 60 "$SYNC_COMMIT" "$PORT"
 psql_q() { psql -X -q -t -A -v ON_ERROR_STOP=1 "$@"; }
 for db in bench_e bench_w; do
     psql_q -d postgres -c "CREATE DATABASE $db"
     psql_q -d $db -c "SET client_min_messages = warning; CREATE EXTENSION queen"
 done
-conninfo() { echo "host=$ROOT port=$PORT dbname=$1 user=postgres"; }
+conninfo() { echo "host=$PGHOST port=$PGPORT dbname=$1 user=postgres"; }
 
 RESET_EXTRA=""
 prefill_w1m
@@ -202,7 +171,7 @@ if ((QUICK)); then
     mkdir -p "$REPO/build/bench"
     OUT=$REPO/build/bench/sidecar-RESULTS-quick.md RAW=$REPO/build/bench/sidecar-raw-quick.csv
 else
-    OUT=$HERE/RESULTS.md RAW=$HERE/raw.csv
+    OUT=$HERE/RESULTS.md RAW=$HERE/raw/raw.csv
 fi
 cp "$CSV" "$RAW"
 python3 "$HERE/report.py" "$RAW" "$OUT" \

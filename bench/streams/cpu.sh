@@ -11,19 +11,18 @@
 #   another build of it (an A/B against a second build directory).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
+ROOT=$REPO
 SECS=8 PERF_DIR=
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --seconds) SECS=$2; shift 2 ;;
-        --perf) PERF_DIR=$2; shift 2 ;;
-        --) shift; break ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--seconds SECS" "--perf PERF_DIR" "--")
+args_parse "$@"
+set -- "${ARGS_REST[@]}"
 WORK=$(mktemp -d /tmp/queen-streams-cpu.XXXXXX)
 chmod 755 "$WORK"
-export QUEEN_PGDATA=$WORK/pgdata
+export QUEEN_PGDATA=$WORK/pgdata QUEEN_PG_CONF="synchronous_commit = on"
 unset QUEEN_PGPORT PGHOST PGPORT
 SC=
 cleanup() {
@@ -32,20 +31,13 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-mkdir -p "$ROOT/build/bench"
-g++ -std=c++17 -O2 -pthread -o "$ROOT/build/bench/streamsbench" "$HERE/streamsbench.cpp"
+bench_tools build/bench/streamsbench build/queen-sidecar
 bash "$ROOT/scripts/pg.sh" start >"$WORK/pg.log" 2>&1 || { cat "$WORK/pg.log"; exit 1; }
 eval "$(bash "$ROOT/scripts/pg.sh" env)"
-psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
-"${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" --listen 127.0.0.1:0 ${SIDECAR_ARGS:-} >"$WORK/sidecar.log" 2>&1 &
-SC=$!
-for _ in $(seq 1 100); do
-    QPORT=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")
-    [[ -n $QPORT ]] && break
-    sleep 0.05
-done
-[[ -n ${QPORT:-} ]] || { cat "$WORK/sidecar.log"; exit 1; }
+# shellcheck disable=SC2086
+sidecar_start "${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" "$WORK/sidecar.log" ${SIDECAR_ARGS:-} || exit 1
+SC=$SIDECAR_PID QPORT=$SIDECAR_PORT
 PMPID=$(head -1 "$QUEEN_PGDATA/postmaster.pid")
 
 ticks() {  # the CPU ticks (user + system) of the sidecar and of the postmaster's children

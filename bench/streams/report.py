@@ -83,4 +83,4 @@ print("Published figures (other hardware, for context only, not comparable to th
       "Ursula on 3 x c7g.4xlarge (16 vCPU each) with Raft: 28.7k / 41.6k / 38.8k write ops/s at "
       "100 / 500 / 2k streams; the Durable Streams file-backed reference server on the same "
       "runs: 2.8k-3.6k ops/s.\n")
-print("Raw lines: `bench/streams/raw.txt`.")
+print("Raw lines: `bench/streams/raw/raw.txt`.")

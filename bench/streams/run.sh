@@ -14,23 +14,22 @@
 # Bodies are 64 bytes of application/octet-stream. Every raw line carries the 1-minute load
 # average before and after its run (other work on the machine slows the single-threaded
 # reference server far more than queen, so loaded rounds flatter the ratios). Writes
-# bench/streams/RESULTS.md (the raw lines in bench/streams/raw.txt).
-#   bash bench/streams/run.sh [--seconds 10] [--rounds 2] [--out FILE]
+# bench/streams/RESULTS.md (the raw lines in bench/streams/raw/raw.txt).
+#   bash bench/streams/run.sh [--seconds 10] [--rounds 2] [--out FILE] [--raw FILE]
+#   (a smoke run: --seconds 1 --rounds 1 --out /tmp/s.md --raw /tmp/s.txt)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-SECONDS_EACH=10 ROUNDS=2 OUT=$HERE/RESULTS.md
-while [[ $# -gt 0 ]]; do
-    case $1 in
-        --seconds) SECONDS_EACH=$2; shift 2 ;;
-        --rounds) ROUNDS=$2; shift 2 ;;
-        --out) OUT=$2; shift 2 ;;
-        *) echo "unknown option $1" >&2; exit 2 ;;
-    esac
-done
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
+ROOT=$REPO
+SECONDS_EACH=10 ROUNDS=2 OUT=$HERE/RESULTS.md RAW=$HERE/raw/raw.txt
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--seconds SECONDS_EACH" "--rounds ROUNDS" "--out OUT" "--raw RAW")
+args_parse "$@"
 WORK=$(mktemp -d /tmp/queen-streams-bench.XXXXXX)
 chmod 755 "$WORK"
-export QUEEN_PGDATA=$WORK/pgdata
+export QUEEN_PGDATA=$WORK/pgdata QUEEN_PG_CONF="synchronous_commit = on"
 unset QUEEN_PGPORT PGHOST PGPORT
 PIDS=()
 cleanup() {
@@ -41,26 +40,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mkdir -p "$ROOT/build/bench"
-g++ -std=c++17 -O2 -pthread -o "$ROOT/build/bench/streamsbench" "$HERE/streamsbench.cpp"
 BENCH=$ROOT/build/bench/streamsbench
+bench_tools build/bench/streamsbench build/queen-sidecar
 (cd "$ROOT/tests/conformance" && [[ -d node_modules/@durable-streams/server ]] || npm ci --no-audit --no-fund >/dev/null)
 
 bash "$ROOT/scripts/pg.sh" start >"$WORK/pg.log" 2>&1 || { cat "$WORK/pg.log"; exit 1; }
 eval "$(bash "$ROOT/scripts/pg.sh" env)"
-psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
 [[ $(psql -X -t -A -c "SHOW synchronous_commit") == on ]] || { echo "synchronous_commit is not on" >&2; exit 1; }
 [[ $(psql -X -t -A -c "SHOW fsync") == on ]] || { echo "fsync is not on" >&2; exit 1; }
 
-"$ROOT/build/queen-sidecar" --listen 127.0.0.1:0 >"$WORK/sidecar.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 1 100); do
-    QPORT=$(sed -n 's/^.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$WORK/sidecar.log")
-    [[ -n $QPORT ]] && break
-    sleep 0.05
-done
-[[ -n ${QPORT:-} ]] || { cat "$WORK/sidecar.log"; exit 1; }
+sidecar_start "$ROOT/build/queen-sidecar" "$WORK/sidecar.log" || exit 1
+PIDS+=("$SIDECAR_PID")
+QPORT=$SIDECAR_PORT
 RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir -p "$WORK/refdata"
 (cd "$ROOT/tests/conformance" && exec node ref-server.mjs "$RPORT" "$WORK/refdata") >"$WORK/ref.log" 2>&1 &
@@ -68,7 +60,7 @@ PIDS+=($!)
 for _ in $(seq 1 100); do grep -q READY "$WORK/ref.log" && break; sleep 0.1; done
 grep -q READY "$WORK/ref.log" || { cat "$WORK/ref.log"; exit 1; }
 
-RAW=$HERE/raw.txt
+mkdir -p "$(dirname "$RAW")"
 : >"$RAW"
 run() {  # run SERVER PORT SCENARIO ROUND args...
     local server=$1 port=$2 scen=$3 round=$4

@@ -3,8 +3,8 @@
 # one run with (a) the same operator in PL/pgSQL (plpgsql_dedup.sql) and (b) recomputing
 # SELECT DISTINCT ON (key) ... ORDER BY key, time over the whole log, plus the history test
 # (a view that has consumed 1k rows vs one that has consumed 1M, same new rows).
-# A measurement, not a test. Needs a running PostgreSQL with queen installed (PGHOST/PGPORT/
-# PGUSER, e.g. eval "$(bash scripts/pg.sh env)"); it creates and drops database queen_bench_views.
+# A measurement, not a test. Writes bench/views/RESULTS.md and bench/views/raw/raw.csv. Needs a
+# running PostgreSQL with queen installed (PGHOST/PGPORT/PGUSER, e.g. eval "$(bash scripts/pg.sh env)"); it creates and drops database queen_bench_views.
 #   bash bench/views/run.sh                    # full: history 100k, big 1M, 20 rounds x 1000 rows
 #   HIST=2000 BIG=20000 ROUNDS=3 BATCH=500 bash bench/views/run.sh --out /tmp/x.md   # smoke
 set -euo pipefail
@@ -14,7 +14,15 @@ BIG=${BIG:-1000000}
 ROUNDS=${ROUNDS:-20}
 BATCH=${BATCH:-1000}
 OUT=$HERE/RESULTS.md
-[[ ${1:-} == --out ]] && OUT=$2
+# shellcheck source=bench/common.sh
+. "$HERE/../common.sh"
+# Print the options (this file's header).
+usage() { args_header; }
+ARGS=("--out OUT")
+args_parse "$@"
+# The raw figures go beside the record; a run with --out keeps them in a scratch file instead.
+RAWCSV=$HERE/raw/raw.csv
+[[ $OUT == "$HERE/RESULTS.md" ]] || RAWCSV=$(mktemp /tmp/queen-views-raw.XXXXXX)
 DB=queen_bench_views
 export PGOPTIONS="-c synchronous_commit=on -c client_min_messages=warning"
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
@@ -39,12 +47,12 @@ P --csv -c "SELECT part, impl, variant, count(*) AS calls, sum(rows) AS rows,
                    round((max(rows) / percentile_cont(0.5) WITHIN GROUP (ORDER BY secs))::numeric, 0) AS rows_per_s,
                    round((1000 * percentile_cont(0.5) WITHIN GROUP (ORDER BY secs))::numeric, 2) AS p50_ms,
                    round((1000 * percentile_cont(0.99) WITHIN GROUP (ORDER BY secs))::numeric, 2) AS p99_ms
-              FROM bv.samples GROUP BY 1, 2, 3 ORDER BY 1 DESC, 3, 2" >"$HERE/raw.csv"
+              FROM bv.samples GROUP BY 1, 2, 3 ORDER BY 1 DESC, 3, 2" >"$RAWCSV"
 P --csv -c "SELECT * FROM bv.same_changelogs()" >"$HERE/changelogs.csv"
 P -t -A -c "SELECT version()" >"$HERE/version.txt"
-python3 "$HERE/report.py" "$HERE/raw.csv" "$HERE/changelogs.csv" "$HERE/version.txt" \
+python3 "$HERE/report.py" "$RAWCSV" "$HERE/changelogs.csv" "$HERE/version.txt" \
     "HIST=$HIST BIG=$BIG ROUNDS=$ROUNDS BATCH=$BATCH" "$(git -C "$HERE" rev-parse --short HEAD)" >"$OUT"
 rm -f "$HERE/changelogs.csv" "$HERE/version.txt"
-[[ $OUT == "$HERE/RESULTS.md" ]] || rm -f "$HERE/raw.csv"
+[[ $OUT == "$HERE/RESULTS.md" ]] || rm -f "$RAWCSV"
 cat "$OUT"
 psql -X -q -d postgres -c "DROP DATABASE $DB"

@@ -31,11 +31,11 @@ bash "$ROOT/scripts/pg.sh" start >/dev/null 2>&1 || fail "own PostgreSQL did not
 eval "$(bash "$ROOT/scripts/pg.sh" env)"
 sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
 PGOPTIONS="-c client_min_messages=warning" sql "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" --listen "127.0.0.1:$PORT" --pool-size 4 \
-    --pg "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" >"$WORK/sidecar.log" 2>&1 &
-SC_PID=$!
-for _ in $(seq 1 100); do grep -q "ready" "$WORK/sidecar.log" && break; sleep 0.05; done
+# shellcheck source=scripts/lib/sidecar.sh
+source "$ROOT/scripts/lib/sidecar.sh"
+sidecar_start "${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" "$WORK/sidecar.log" --pool-size 4 \
+    --pg "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" || fail "the sidecar did not start"
+SC_PID=$SIDECAR_PID PORT=$SIDECAR_PORT
 
 # round N: one request per partition p0..p15 (spread over all four connections), each must be
 # 201 with item 0 queued at offset N and item 1 a duplicate of round 0's message.
@@ -75,11 +75,7 @@ round 1 || fail "first requests after a PostgreSQL restart"
     || fail "expected the sidecar's backends"
 round 2 || fail "first requests after pg_terminate_backend"
 # Crash-restart (immediate stop: no shutdown checkpoint, crash recovery on start).
-if [[ $(id -u) -eq 0 ]]; then
-    (cd / && runuser -u postgres -- "$QUEEN_PGBIN/pg_ctl" -D "$QUEEN_PGDATA" -m immediate -w stop) >/dev/null
-else
-    "$QUEEN_PGBIN/pg_ctl" -D "$QUEEN_PGDATA" -m immediate -w stop >/dev/null
-fi
+bash "$ROOT/scripts/pg.sh" crash >/dev/null 2>&1 || fail "immediate stop"
 bash "$ROOT/scripts/pg.sh" start >/dev/null 2>&1 || fail "start after the crash"
 round 3 || fail "first requests after a crash-restart"
 

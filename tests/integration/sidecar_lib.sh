@@ -4,6 +4,8 @@
 set -euo pipefail
 QUEEN_ROOT=${QUEEN_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 SIDECAR_BIN=${SIDECAR_BIN:-$QUEEN_ROOT/build/queen-sidecar}
+# shellcheck source=scripts/lib/sidecar.sh
+source "$QUEEN_ROOT/scripts/lib/sidecar.sh"
 CLIENT="python3 $QUEEN_ROOT/tests/integration/sidecar_client.py"
 WORK=$(mktemp -d /tmp/queen-sidecar-it.XXXXXX)
 RUN_ID="it$$_$(date +%s)"
@@ -39,24 +41,18 @@ done
 PGOPTIONS="-c client_min_messages=warning" sql "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
 [[ -x $SIDECAR_BIN ]] || fail "no sidecar binary at $SIDECAR_BIN (run make)"
 
-# start_sidecar NAME [flags...]: start a sidecar on a free port; sets ${NAME}_PORT, ${NAME}_PID.
+# start_sidecar NAME [flags...]: start a sidecar of $SIDECAR_BIN on a free port
+# (scripts/lib/sidecar.sh); sets ${NAME}_PORT, ${NAME}_PID.
 start_sidecar() {
     local name=$1
     shift
-    local log=$WORK/sidecar-$name.log port="" i
-    : >"$log"  # exists before the first read (the background job opens it later)
-    "$SIDECAR_BIN" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
-    local pid=$!
-    SIDECAR_PIDS+=("$pid")
-    for i in $(seq 1 100); do
-        port=$(sed -n 's/.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\)[^0-9].*/\1/p' "$log")
-        [[ -n $port ]] && break
-        kill -0 "$pid" 2>/dev/null || fail "sidecar $name died at start: $(cat "$log")"
-        sleep 0.05
-    done
-    [[ -n $port ]] || fail "sidecar $name never became ready"
-    printf -v "${name}_PORT" '%s' "$port"
-    printf -v "${name}_PID" '%s' "$pid"
+    sidecar_start "$SIDECAR_BIN" "$WORK/sidecar-$name.log" "$@" 2>"$WORK/start-$name.err" || {
+        [[ -n ${SIDECAR_PID:-} ]] && SIDECAR_PIDS+=("$SIDECAR_PID")
+        fail "sidecar $name did not start: $(cat "$WORK/start-$name.err")"
+    }
+    SIDECAR_PIDS+=("$SIDECAR_PID")
+    printf -v "${name}_PORT" '%s' "$SIDECAR_PORT"
+    printf -v "${name}_PID" '%s' "$SIDECAR_PID"
 }
 
 # post PORT PATH BODY: prints "<status>\n<body>".

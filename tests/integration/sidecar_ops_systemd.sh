@@ -45,7 +45,7 @@ log=$WORK/sidecar-envfile.log
 pid=$!
 SIDECAR_PIDS+=("$pid")
 for i in $(seq 1 100); do
-    port=$(sed -n 's/.*queen-sidecar ready: listening on 127\.0\.0\.1:\([0-9]*\)[^0-9].*/\1/p' "$log")
+    port=$(sidecar_ready_port "$log")
     [[ -n $port ]] && break
     kill -0 "$pid" 2>/dev/null || fail "sidecar from the env file died: $(cat "$log")"
     sleep 0.05

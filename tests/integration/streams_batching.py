@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from http_helpers import http_request, psql
+from http_helpers import http_request, psql, start_sidecar
 
 SIDECAR = os.environ["SIDECAR_BIN"]
 WORK = os.environ["WORK"]
@@ -51,20 +51,10 @@ class Sidecar:
     def start(self):
         self.n += 1
         self.log = os.path.join(WORK, f"sidecar-batching-{self.name}-{self.n}.log")
-        f = open(self.log, "w")
-        self.proc = subprocess.Popen([SIDECAR, "--listen", "127.0.0.1:0", "--stream-writers", "1",
-                                      "--stream-direct", "0", "--stream-hold-ms", str(HOLD_MS)],
-                                     stdout=f, stderr=subprocess.STDOUT)
+        self.proc, self.port = start_sidecar(SIDECAR, self.log, ["--stream-writers", "1", "--stream-direct",
+                                                                 "0", "--stream-hold-ms", str(HOLD_MS)])
         STARTED.append(self.proc)
-        for _ in range(200):
-            txt = open(self.log).read()
-            if "ready: listening on 127.0.0.1:" in txt:
-                self.port = int(txt.split("127.0.0.1:")[1].split()[0])
-                return self
-            if self.proc.poll() is not None:
-                raise RuntimeError("sidecar died: " + txt)
-            time.sleep(0.05)
-        raise RuntimeError("sidecar never became ready")
+        return self
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)

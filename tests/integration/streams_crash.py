@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from http_helpers import http_request, psql
+from http_helpers import http_request, psql, start_sidecar
 
 ROOT = os.environ["QUEEN_ROOT"]
 SIDECAR = os.environ["SIDECAR_BIN"]
@@ -69,20 +69,9 @@ class Sidecar:
 
     def start(self):
         self.n += 1
-        log = open(os.path.join(WORK, f"sidecar-crash-{self.n}.log"), "w")
-        self.proc = subprocess.Popen([SIDECAR, "--listen", "127.0.0.1:0", "--stream-writers", "2"],
-                                     stdout=log, stderr=subprocess.STDOUT)
+        self.log_path = os.path.join(WORK, f"sidecar-crash-{self.n}.log")
+        self.proc, self.port = start_sidecar(SIDECAR, self.log_path, ["--stream-writers", "2"])
         STARTED.append(self.proc)
-        path = self.log_path = log.name
-        for _ in range(200):
-            txt = open(path).read()
-            if "ready: listening on 127.0.0.1:" in txt:
-                self.port = int(txt.split("127.0.0.1:")[1].split()[0])
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("sidecar died: " + txt)
-            time.sleep(0.05)
-        raise RuntimeError("sidecar never became ready")
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -186,12 +175,7 @@ def wait_gone(pids):
 
 def pg_crash_restart():
     """A PostgreSQL crash: immediate stop (no checkpoint; the restart runs crash recovery)."""
-    data = psql("SHOW data_directory")
-    pgbin = os.environ.get("QUEEN_PGBIN", "/usr/lib/postgresql/15/bin")
-    cmd = [pgbin + "/pg_ctl", "-D", data, "-m", "immediate", "-w", "stop"]
-    if os.geteuid() == 0:
-        cmd = ["runuser", "-u", "postgres", "--"] + cmd
-    subprocess.run(cmd, capture_output=True, cwd="/")
+    subprocess.run(["bash", os.path.join(ROOT, "scripts/pg.sh"), "crash"], capture_output=True)
     subprocess.run(["bash", os.path.join(ROOT, "scripts/pg.sh"), "start"], check=True,
                    capture_output=True)
     wait_pg()

@@ -9,7 +9,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d /tmp/queen-streams-crash.XXXXXX)
 chmod 755 "$WORK"
-export QUEEN_PGDATA=$WORK/pgdata
+export QUEEN_PGDATA=$WORK/pgdata QUEEN_PG_CONF="synchronous_commit = on"
 unset QUEEN_PGPORT PGHOST PGPORT
 cleanup() {
     bash "$ROOT/scripts/pg.sh" stop >/dev/null 2>&1 || true
@@ -18,7 +18,6 @@ cleanup() {
 trap cleanup EXIT
 bash "$ROOT/scripts/pg.sh" start >"$WORK/pg.log" 2>&1 || { cat "$WORK/pg.log"; exit 1; }
 eval "$(bash "$ROOT/scripts/pg.sh" env)"
-psql -X -q -v ON_ERROR_STOP=1 -c "ALTER SYSTEM SET synchronous_commit = on" -c "SELECT pg_reload_conf()" >/dev/null
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
 export WORK QUEEN_ROOT=$ROOT SIDECAR_BIN=${SIDECAR_BIN:-$ROOT/build/queen-sidecar}
 if ! timeout 600 python3 "$ROOT/tests/integration/streams_crash.py" "${STREAMS_CRASH_ROUNDS:-6}"; then

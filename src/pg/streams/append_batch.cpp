@@ -1,7 +1,7 @@
 // queen.stream_append_batch: many stream appends (of many streams and producers) in one call
 // and therefore one transaction and one commit: one statement for the caller instead of one
 // queen.stream_append per append, each append decided exactly as queen.stream_append decides
-// it (stream_append_decide, producer_append.h), its answer a row of its own (ord = its
+// it (stream_append_decide, append.h), its answer a row of its own (ord = its
 // 1-based position in the arrays). An append's refusal (out of order, a key conflict, a
 // closed stream, not found...) is its answer row; malformed parameters of any append raise
 // 22023 and nothing of the call is applied (the sidecar then runs each append alone).

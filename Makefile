@@ -68,3 +68,4 @@ format:
 	clang-format -i $(CORE_SRCS) $(PG_SRCS) $(wildcard src/*/*/*.h sidecar/*.cpp sidecar/*/*.cpp sidecar/*.h sidecar/*/*.h tests/unit/*.cpp)
 
 -include mk/checks.mk
+-include mk/asan-pg.mk

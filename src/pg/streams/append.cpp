@@ -353,22 +353,26 @@ static Datum digest_datum(const uint8 d[queen::kBlake3Bytes]) {
 static void producer_columns(const queen::ProducerDecision& d, bool known, AppendAnswer* a) {
     using O = queen::ProducerOutcome;
     O o = d.outcome;
-    a->has_pe = o != O::ProducerLimit;
-    a->pe = (int64)d.answer_epoch;
-    a->has_ps = a->has_pe && o != O::ProducerExpired && o != O::StaleEpoch && o != O::EpochClosed &&
-                o != O::UnclaimedEpoch && !(o == O::OutOfOrder && !known);
-    a->ps = (int64)d.answer_seq;
-    a->has_es = a->has_rs = o == O::OutOfOrder || o == O::UnclaimedEpoch;
-    a->es = (int64)d.expected_seq;
-    a->rs = (int64)d.received_seq;
-    a->has_ce = a->has_cs = d.has_closed;
-    a->ce = (int64)d.closed_epoch;
-    a->cs = (int64)d.closed_seq;
+    a->has_producer_epoch = o != O::ProducerLimit;
+    a->producer_epoch = (int64)d.answer_epoch;
+    a->has_producer_seq = a->has_producer_epoch && o != O::ProducerExpired &&
+                          o != O::StaleEpoch && o != O::EpochClosed && o != O::UnclaimedEpoch &&
+                          !(o == O::OutOfOrder && !known);
+    a->producer_seq = (int64)d.answer_seq;
+    a->has_expected_seq = a->has_received_seq = o == O::OutOfOrder || o == O::UnclaimedEpoch;
+    a->expected_seq = (int64)d.expected_seq;
+    a->received_seq = (int64)d.received_seq;
+    a->has_closed_epoch = a->has_closed_seq = d.has_closed;
+    a->closed_epoch = (int64)d.closed_epoch;
+    a->closed_seq = (int64)d.closed_seq;
 }
 
-// Clear the producer columns (answers about the stream, not the producer).
-static void clear_producer_columns(AppendAnswer* a) {
-    a->has_pe = a->has_ps = a->has_es = a->has_rs = a->has_ce = a->has_cs = false;
+// Clear the producer columns (answers about the stream, not the producer);
+// keep_expected_received leaves expected_seq and received_seq as the decision set them (the
+// refusals of an append that would apply, where the decision set neither).
+static void clear_producer_columns(AppendAnswer* a, bool keep_expected_received) {
+    a->has_producer_epoch = a->has_producer_seq = a->has_closed_epoch = a->has_closed_seq = false;
+    if (!keep_expected_received) a->has_expected_seq = a->has_received_seq = false;
 }
 
 // Bytewise comparison of two texts (COLLATE "C").
@@ -379,6 +383,254 @@ static int text_cmp_c(text* x, text* y) {
     return lx < ly ? -1 : (lx > ly ? 1 : 0);
 }
 
+// ---- the write statements of an applied append ----
+// The parameters of one statement: each added with its type and whether it is NULL, so the
+// types, values and SPI's null flags line up by construction.
+struct SpiParams {
+    static constexpr int kMax = 10;
+    Oid types[kMax];
+    Datum values[kMax];
+    char nulls[kMax + 1];
+    int n = 0;
+    bool any_null = false;
+    // Add $n+1.
+    void add(Oid type, Datum value, bool isnull = false) {
+        types[n] = type;
+        values[n] = isnull ? (Datum)0 : value;
+        nulls[n] = isnull ? 'n' : ' ';
+        any_null = any_null || isnull;
+        nulls[++n] = '\0';
+    }
+};
+
+// Run a prepared statement with its parameters.
+static void run_params(SPIPlanPtr* slot, const char* sql, SpiParams* p, int expect, const char* what) {
+    run(spi_plan(slot, sql, p->n, p->types), p->values, p->any_null ? p->nulls : nullptr, expect,
+        what);
+}
+
+// $1 partition id, $2 close, $3 producer id, $4 epoch, $5 seq, $6 Stream-Seq, $7 now.
+static const char* const kStreamUpdateSql =
+    "UPDATE queen.streams s SET closed = s.closed OR $2,"
+    "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
+    "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
+    "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
+    "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
+    " WHERE s.partition_id = $1";
+
+// $1 partition id, $2 producer id, $3 epoch, $4 digest, $5 start, $6 next, $7 closed,
+// $8 closed epoch, $9 closed seq, $10 now.
+static const char* const kProducerClaimSql =
+    "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
+    "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
+    "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
+    " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
+    " ON CONFLICT (partition_id, producer_id) DO UPDATE"
+    " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = EXCLUDED.newest_digest,"
+    "  newest_start = EXCLUDED.newest_start, newest_next = EXCLUDED.newest_next,"
+    "  newest_closed = EXCLUDED.newest_closed, claim_digest = EXCLUDED.claim_digest,"
+    "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
+    "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = EXCLUDED.last_seen";
+
+// $1 partition id, $2 producer id, $3 seq, $4 digest, $5 start, $6 next, $7 closed, $8 now.
+static const char* const kProducerNextSql =
+    "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
+    "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
+    " WHERE sp.partition_id = $1 AND sp.producer_id = $2";
+
+// The stream row after an append that closes, carries a Stream-Seq or touches a TTL stream.
+static void write_stream_row(const AppendRequest* q, int64 pid) {
+    SpiParams p;
+    p.add(INT8OID, Int64GetDatum(pid));
+    p.add(BOOLOID, BoolGetDatum(q->close));
+    p.add(TEXTOID, PointerGetDatum(q->producer_id), !q->has_prod);
+    p.add(INT8OID, Int64GetDatum((int64)q->pr.epoch), !q->has_prod);
+    p.add(INT8OID, Int64GetDatum((int64)q->pr.seq), !q->has_prod);
+    p.add(TEXTOID, PointerGetDatum(q->stream_seq), q->stream_seq == nullptr);
+    p.add(TIMESTAMPTZOID, TimestampTzGetDatum(q->now));
+    run_params(&plan_stream_update, kStreamUpdateSql, &p, SPI_OK_UPDATE, "stream update");
+}
+
+// The producer's row after a claim (seq 0 of a new epoch): inserted or replaced.
+static void write_producer_claim(const AppendRequest* q, const queen::ProducerDecision& d,
+                                 int64 pid, int64 start, int64 next) {
+    SpiParams p;
+    p.add(INT8OID, Int64GetDatum(pid));
+    p.add(TEXTOID, PointerGetDatum(q->producer_id));
+    p.add(INT8OID, Int64GetDatum((int64)q->pr.epoch));
+    p.add(BYTEAOID, digest_datum(q->body));
+    p.add(INT8OID, Int64GetDatum(start));
+    p.add(INT8OID, Int64GetDatum(next));
+    p.add(BOOLOID, BoolGetDatum(q->close));
+    p.add(INT8OID, Int64GetDatum((int64)d.closed_epoch), !d.has_closed);
+    p.add(INT8OID, Int64GetDatum((int64)d.closed_seq), !d.has_closed);
+    p.add(TIMESTAMPTZOID, TimestampTzGetDatum(q->now));
+    run_params(&plan_claim, kProducerClaimSql, &p, SPI_OK_INSERT, "claim");
+}
+
+// The producer's row after its next write of the epoch: in place when its version is known
+// and direct writes are allowed, else by a statement.
+static void write_producer_next(const AppendRequest* q, const StreamRead& r, int64 pid,
+                                int64 start, int64 next) {
+    Datum digest = digest_datum(q->body);
+    if (r.has_tid && stream_direct_ok()) {
+        stream_producer_update_direct(&r.producer_tid, (int64)q->pr.seq, digest, start, next,
+                                      q->close, q->now);
+        return;
+    }
+    SpiParams p;
+    p.add(INT8OID, Int64GetDatum(pid));
+    p.add(TEXTOID, PointerGetDatum(q->producer_id));
+    p.add(INT8OID, Int64GetDatum((int64)q->pr.seq));
+    p.add(BYTEAOID, digest);
+    p.add(INT8OID, Int64GetDatum(start));
+    p.add(INT8OID, Int64GetDatum(next));
+    p.add(BOOLOID, BoolGetDatum(q->close));
+    p.add(TIMESTAMPTZOID, TimestampTzGetDatum(q->now));
+    run_params(&plan_next, kProducerNextSql, &p, SPI_OK_UPDATE, "producer update");
+}
+
+// ---- the steps of one decision ----
+// How a step left the decision: answered (*a holds it), not final on this pass (pass 1 hands
+// it to pass 2), or go on to the next step.
+enum class Step { Answered, NeedsLock, Continue };
+
+// The stream's own refusals that come before the producer: gone or expired, a digest that is
+// not the body's.
+static Step check_stream_found(const AppendRequest* q, bool locked, int64 pid, StreamRead* r,
+                               AppendAnswer* a) {
+    if ((locked && pid < 0) ||
+        !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, r) ||
+        expired(r, q->now)) {
+        a->status = AppendStatus::NotFound;
+        return Step::Answered;
+    }
+    if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
+        a->status = AppendStatus::DigestMismatch;
+        return Step::Answered;
+    }
+    return Step::Continue;
+}
+
+// The producer state machine's decision (producer appends only). A producer the stream does
+// not know (new, or idle past the forget horizon) is decided under the lock only: its answer
+// depends on the other producers (idle ones swept first, then counted).
+static Step decide_producer_step(const AppendRequest* q, bool locked, StreamRead* r,
+                                 queen::ProducerDecision* d, AppendAnswer* a) {
+    if (!q->has_prod) return Step::Continue;
+    bool known = r->row_exists && r->last_seen > q->now - kForgetUsecs;
+    queen::StreamProducerContext ctx;
+    if (!known) {
+        if (!locked) return Step::NeedsLock;
+        sweep_idle(r, q->now);
+        count_producers(r->pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
+    }
+    ctx.epoch_floor = (uint64)r->epoch_floor;
+    queen::ProducerState s = known ? r->ps : queen::ProducerState{};
+    *d = queen::decide_producer(s, q->pr, ctx);
+    producer_columns(*d, known, a);
+    return Step::Continue;
+}
+
+// Whether the decision is a repeat of an applied write (answered as such even on a closed
+// stream).
+static bool is_repeat(const AppendRequest* q, const queen::ProducerDecision& d) {
+    using O = queen::ProducerOutcome;
+    return q->has_prod &&
+           (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted || d.outcome == O::KeyConflict);
+}
+
+// A closed stream (unless the append repeats an applied write) and a content-type mismatch.
+static Step check_stream_open(const AppendRequest* q, const StreamRead& r, bool repeat,
+                              AppendAnswer* a) {
+    if (r.closed && !repeat) {
+        clear_producer_columns(a, false);
+        a->status = (!q->has_prod && q->n == 0 && q->close) ? AppendStatus::AlreadyClosed
+                                                            : AppendStatus::StreamClosed;
+        a->has_next_offset = true;
+        a->next_offset = r.last_offset + 1;
+        a->has_closed = a->closed = true;
+        return Step::Answered;
+    }
+    if (!r.closed && q->has_ct && strcmp(q->media_type, r.media_type) != 0) {
+        clear_producer_columns(a, false);
+        a->status = AppendStatus::ContentTypeMismatch;
+        return Step::Answered;
+    }
+    return Step::Continue;
+}
+
+// A producer outcome other than Apply: answered when final (a repeat, a fenced epoch) or on
+// pass 2; a duplicate carries the original write's offsets.
+static Step answer_producer_refusal(const AppendRequest* q, bool locked, const StreamRead& r,
+                                    const queen::ProducerDecision& d, bool repeat, AppendAnswer* a) {
+    using O = queen::ProducerOutcome;
+    if (!q->has_prod || d.outcome == O::Apply) return Step::Continue;
+    bool final_answer = repeat || d.outcome == O::StaleEpoch || d.outcome == O::EpochClosed;
+    if (!locked && !final_answer) return Step::NeedsLock;
+    a->status = AppendStatus::Producer;
+    a->producer_outcome = d.outcome;
+    if (d.outcome == O::Duplicate) {
+        a->has_stream_offset = a->has_next_offset = a->has_closed = true;
+        a->stream_offset = r.newest_start;
+        a->next_offset = r.newest_next;
+        a->closed = r.newest_closed || r.closed;
+    } else if (d.outcome == O::DuplicateEvicted) {
+        a->has_closed = true;
+        a->closed = r.closed;
+    }
+    return Step::Answered;
+}
+
+// The refusals of an append that would apply (decided under the lock): a Stream-Seq not above
+// the last one, a message of a JSON stream that is not one JSON value.
+static Step check_content(const AppendRequest* q, const StreamRead& r, AppendAnswer* a) {
+    if (q->stream_seq != nullptr && r.has_last_seq &&
+        text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
+        clear_producer_columns(a, true);
+        a->status = AppendStatus::StreamSeqConflict;
+        a->has_next_offset = true;
+        a->next_offset = r.last_offset + 1;
+        return Step::Answered;
+    }
+    if (q->n > 0 && strcmp(r.media_type, "application/json") == 0 &&
+        stream_json_invalid_index(q->msgs, q->n) >= 0) {
+        clear_producer_columns(a, true);
+        a->status = AppendStatus::InvalidJson;
+        return Step::Answered;
+    }
+    return Step::Continue;
+}
+
+// Apply the append under the lock, in this transaction: the evicted producer, the data, the
+// stream row, the producer's row, the notification; the answer says applied.
+static void write_append(const AppendRequest* q, StreamRead* r, const queen::ProducerDecision& d,
+                         AppendAnswer* a) {
+    int64 pid = r->pid;
+    if (q->has_prod && d.evict_oldest) evict_oldest(r);
+    int64 start, next;
+    if (q->n > 0) {
+        int64 base, end;
+        stream_write_messages(pid, q->msgs, q->n, &base, &end);
+        start = base;
+        next = end + 1;
+    } else {
+        start = next = r->last_offset + 1;
+    }
+    if (q->close || q->stream_seq != nullptr || r->has_ttl) write_stream_row(q, pid);
+    if (q->has_prod) {
+        if (d.claim)
+            write_producer_claim(q, d, pid, start, next);
+        else
+            write_producer_next(q, *r, pid, start, next);
+    }
+    if (guc_stream_notify) Async_Notify("queen_streams", q->name_cstr);
+    a->status = AppendStatus::Applied;
+    a->has_stream_offset = a->has_next_offset = a->has_closed = true;
+    a->stream_offset = start;
+    a->next_offset = next;
+    a->closed = q->close;
+}
 
 // One pass of the decision (the protocol at the top of this file): pass 1 (locked false) on a
 // plain snapshot answers only what is final and writes nothing; pass 2 (locked: the caller
@@ -388,200 +640,22 @@ static bool decide_pass(const AppendRequest* q, bool locked, int64 pid, AppendAn
     memset(a, 0, sizeof *a);
     a->locked_pid = locked ? pid : -1;
     StreamRead r;
-    if ((locked && pid < 0) ||
-        !read_stream(pid, q->name, q->has_prod ? q->producer_id : nullptr, &r) ||
-        expired(&r, q->now)) {
-        a->status = "not_found";
-        return true;
-    }
-    pid = r.pid;
-    if (q->pr.has_digest && memcmp(q->pr.digest, q->body, queen::kBlake3Bytes) != 0) {
-        a->status = "digest_mismatch";
-        return true;
-    }
-
     queen::ProducerDecision d;
-    bool known = false;
-    if (q->has_prod) {
-        known = r.row_exists && r.last_seen > q->now - kForgetUsecs;
-        queen::StreamProducerContext ctx;
-        if (!known) {
-            if (!locked) return false;  // a new or forgotten producer: under the lock
-            // Only a new producer's answer depends on other producers (floor, count).
-            sweep_idle(&r, q->now);
-            count_producers(pid, q->now, &ctx.producer_count, &ctx.oldest_idle_seconds);
-        }
-        ctx.epoch_floor = (uint64)r.epoch_floor;
-        queen::ProducerState s = known ? r.ps : queen::ProducerState{};
-        d = queen::decide_producer(s, q->pr, ctx);
-        producer_columns(d, known, a);
+    Step s = check_stream_found(q, locked, pid, &r, a);
+    if (s == Step::Continue) s = decide_producer_step(q, locked, &r, &d, a);
+    bool repeat = is_repeat(q, d);
+    if (s == Step::Continue) s = check_stream_open(q, r, repeat, a);
+    if (s == Step::Continue) s = answer_producer_refusal(q, locked, r, d, repeat, a);
+    if (s == Step::Continue && !locked) s = Step::NeedsLock;  // it would apply: only under the lock
+    if (s == Step::Continue) s = check_content(q, r, a);
+    if (s == Step::Continue) {
+        write_append(q, &r, d, a);
+        s = Step::Answered;
     }
-    using O = queen::ProducerOutcome;
-    bool repeat =
-        q->has_prod && (d.outcome == O::Duplicate || d.outcome == O::DuplicateEvicted ||
-                        d.outcome == O::KeyConflict);
-    if (r.closed && !repeat) {  // only a repeat of an applied write is answered as such
-        clear_producer_columns(a);
-        a->status =
-            (!q->has_prod && q->n == 0 && q->close) ? "already_closed" : "stream_closed";
-        a->has_no = true;
-        a->no = r.last_offset + 1;
-        a->has_closed = a->closed = true;
-        return true;
-    }
-    if (!r.closed && q->has_ct && strcmp(q->media_type, r.media_type) != 0) {
-        clear_producer_columns(a);
-        a->status = "content_type_mismatch";
-        return true;
-    }
-    if (q->has_prod && d.outcome != O::Apply) {
-        bool final_answer = repeat || d.outcome == O::StaleEpoch || d.outcome == O::EpochClosed;
-        if (!locked && !final_answer) return false;  // not final: decide again under the lock
-        a->status = queen::producer_outcome_name(d.outcome);
-        if (d.outcome == O::Duplicate) {
-            a->has_so = a->has_no = a->has_closed = true;
-            a->so = r.newest_start;
-            a->no = r.newest_next;
-            a->closed = r.newest_closed || r.closed;
-        } else if (d.outcome == O::DuplicateEvicted) {
-            a->has_closed = true;
-            a->closed = r.closed;
-        }
-        return true;
-    }
-    if (!locked) return false;  // it would apply: only under the lock
-
-    if (q->stream_seq != nullptr && r.has_last_seq &&
-        text_cmp_c(q->stream_seq, r.last_stream_seq) <= 0) {
-        a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
-        a->status = "stream_seq_conflict";
-        a->has_no = true;
-        a->no = r.last_offset + 1;
-        return true;
-    }
-    if (q->n > 0 && strcmp(r.media_type, "application/json") == 0 &&
-        stream_json_invalid_index(q->msgs, q->n) >= 0) {
-        a->has_pe = a->has_ps = a->has_ce = a->has_cs = false;
-        a->status = "invalid_json";
-        return true;
-    }
-
-    // write: data, stream row, producer state, in this transaction under the lock
-    if (q->has_prod && d.evict_oldest) evict_oldest(&r);
-    int64 start, next;
-    if (q->n > 0) {
-        int64 base, end;
-        stream_write_messages(pid, q->msgs, q->n, &base, &end);
-        start = base;
-        next = end + 1;
-    } else {
-        start = next = r.last_offset + 1;
-    }
-    if (q->close || q->stream_seq != nullptr || r.has_ttl) {
-        Oid t[7] = {INT8OID, BOOLOID, TEXTOID, INT8OID, INT8OID, TEXTOID, TIMESTAMPTZOID};
-        Datum v[7] = {Int64GetDatum(pid),
-                      BoolGetDatum(q->close),
-                      PointerGetDatum(q->producer_id),
-                      Int64GetDatum((int64)q->pr.epoch),
-                      Int64GetDatum((int64)q->pr.seq),
-                      PointerGetDatum(q->stream_seq),
-                      TimestampTzGetDatum(q->now)};
-        char nulls[8] = {' ',
-                         ' ',
-                         q->has_prod ? ' ' : 'n',
-                         q->has_prod ? ' ' : 'n',
-                         q->has_prod ? ' ' : 'n',
-                         q->stream_seq ? ' ' : 'n',
-                         ' ',
-                         '\0'};
-        run(spi_plan(
-                &plan_stream_update,
-                "UPDATE queen.streams s SET closed = s.closed OR $2,"
-                "  closed_by_producer = CASE WHEN $2 THEN $3 ELSE s.closed_by_producer END,"
-                "  closed_by_epoch = CASE WHEN $2 THEN $4 ELSE s.closed_by_epoch END,"
-                "  closed_by_seq = CASE WHEN $2 THEN $5 ELSE s.closed_by_seq END,"
-                "  last_stream_seq = COALESCE($6, s.last_stream_seq), touched_at = $7"
-                " WHERE s.partition_id = $1",
-                7, t),
-            v, nulls, SPI_OK_UPDATE, "stream update");
-    }
-    if (q->has_prod) {
-        if (d.claim) {
-            Oid t[10] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID,
-                         INT8OID, BOOLOID, INT8OID, INT8OID,  TIMESTAMPTZOID};
-            Datum v[10] = {Int64GetDatum(pid),
-                           PointerGetDatum(q->producer_id),
-                           Int64GetDatum((int64)q->pr.epoch),
-                           digest_datum(q->body),
-                           Int64GetDatum(start),
-                           Int64GetDatum(next),
-                           BoolGetDatum(q->close),
-                           Int64GetDatum((int64)d.closed_epoch),
-                           Int64GetDatum((int64)d.closed_seq),
-                           TimestampTzGetDatum(q->now)};
-            char nulls[11] = {' ',
-                              ' ',
-                              ' ',
-                              ' ',
-                              ' ',
-                              ' ',
-                              ' ',
-                              d.has_closed ? ' ' : 'n',
-                              d.has_closed ? ' ' : 'n',
-                              ' ',
-                              '\0'};
-            run(spi_plan(
-                    &plan_claim,
-                    "INSERT INTO queen.stream_producers AS sp (partition_id, producer_id,"
-                    "  epoch, seq, newest_digest, newest_start, newest_next, newest_closed,"
-                    "  claim_digest, claim_closed_epoch, claim_closed_seq, last_seen)"
-                    " VALUES ($1, $2, $3, 0, $4, $5, $6, $7, $4, $8, $9, $10)"
-                    " ON CONFLICT (partition_id, producer_id) DO UPDATE"
-                    " SET epoch = EXCLUDED.epoch, seq = 0, newest_digest = "
-                    "EXCLUDED.newest_digest,"
-                    "  newest_start = EXCLUDED.newest_start, newest_next = "
-                    "EXCLUDED.newest_next,"
-                    "  newest_closed = EXCLUDED.newest_closed, claim_digest = "
-                    "EXCLUDED.claim_digest,"
-                    "  claim_closed_epoch = EXCLUDED.claim_closed_epoch,"
-                    "  claim_closed_seq = EXCLUDED.claim_closed_seq, last_seen = "
-                    "EXCLUDED.last_seen",
-                    10, t),
-                v, nulls, SPI_OK_INSERT, "claim");
-        } else {
-            Oid t[7] = {INT8OID, TEXTOID, INT8OID, BYTEAOID, INT8OID, INT8OID, BOOLOID};
-            Datum v[8] = {Int64GetDatum(pid),
-                          PointerGetDatum(q->producer_id),
-                          Int64GetDatum((int64)q->pr.seq),
-                          digest_datum(q->body),
-                          Int64GetDatum(start),
-                          Int64GetDatum(next),
-                          BoolGetDatum(q->close),
-                          TimestampTzGetDatum(q->now)};
-            Oid t8[8] = {t[0], t[1], t[2], t[3], t[4], t[5], t[6], TIMESTAMPTZOID};
-            if (r.has_tid && stream_direct_ok())
-                stream_producer_update_direct(&r.producer_tid, (int64)q->pr.seq, v[3], start,
-                                              next, q->close, q->now);
-            else
-                run(spi_plan(
-                    &plan_next,
-                    "UPDATE queen.stream_producers sp SET seq = $3, newest_digest = $4,"
-                    "  newest_start = $5, newest_next = $6, newest_closed = $7, last_seen = $8"
-                    " WHERE sp.partition_id = $1 AND sp.producer_id = $2",
-                    8, t8),
-                v, nullptr, SPI_OK_UPDATE, "producer update");
-        }
-    }
-    if (guc_stream_notify) Async_Notify("queen_streams", q->name_cstr);
-    a->status = "applied";
-    a->has_so = a->has_no = a->has_closed = true;
-    a->so = start;
-    a->no = next;
-    a->closed = q->close;
-    return true;
+    return s == Step::Answered;
 }
 
-// Decide and (pass 2) write (see producer_append.h). A caller that expects the append to
+// Decide and (pass 2) write (see append.h). A caller that expects the append to
 // apply (p_expect_apply: the next seq of a producer whose last write it saw applied) skips
 // pass 1, whose lock-free read could only send it on to pass 2 anyway: one statement fewer
 // per applied append. Pass 2 decides every answer by itself, so the hint changes no answer;
@@ -601,12 +675,12 @@ void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, App
         elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 answers
 }
 
-// Pass 1 only (see producer_append.h).
+// Pass 1 only (see append.h).
 bool stream_append_unlocked(const AppendRequest* q, AppendAnswer* a) {
     return q->has_prod && decide_pass(q, false, -1, a);
 }
 
-// Validate one append's parameters (see producer_append.h).
+// Validate one append's parameters (see append.h).
 void stream_append_parse(const Datum* v, const bool* isnull, Datum* msgs, int n, bool msgs_null,
                          TimestampTz now, bool expect_apply, AppendRequest* q) {
     *q = AppendRequest{};
@@ -670,28 +744,53 @@ void stream_append_parse(const Datum* v, const bool* isnull, Datum* msgs, int n,
     q->expect_apply = expect_apply;
 }
 
-// The answer's 10 columns (see producer_append.h).
+// The status column's text (see append.h).
+const char* append_status_name(const AppendAnswer& a) {
+    switch (a.status) {
+        case AppendStatus::Applied:
+            return "applied";
+        case AppendStatus::NotFound:
+            return "not_found";
+        case AppendStatus::DigestMismatch:
+            return "digest_mismatch";
+        case AppendStatus::StreamClosed:
+            return "stream_closed";
+        case AppendStatus::AlreadyClosed:
+            return "already_closed";
+        case AppendStatus::ContentTypeMismatch:
+            return "content_type_mismatch";
+        case AppendStatus::StreamSeqConflict:
+            return "stream_seq_conflict";
+        case AppendStatus::InvalidJson:
+            return "invalid_json";
+        case AppendStatus::Producer:
+            return queen::producer_outcome_name(a.producer_outcome);
+    }
+    return "unknown";
+}
+
+// The answer's 10 columns (see append.h).
 void stream_append_columns(const AppendAnswer& a, Datum* v, bool* nulls) {
-    v[0] = CStringGetTextDatum(a.status);
+    v[0] = CStringGetTextDatum(append_status_name(a));
     nulls[0] = false;
-    v[1] = a.has_so ? offset_text(a.so) : (Datum)0;
-    nulls[1] = !a.has_so;
-    v[2] = a.has_no ? offset_text(a.no) : (Datum)0;
-    nulls[2] = !a.has_no;
+    v[1] = a.has_stream_offset ? offset_text(a.stream_offset) : (Datum)0;
+    nulls[1] = !a.has_stream_offset;
+    v[2] = a.has_next_offset ? offset_text(a.next_offset) : (Datum)0;
+    nulls[2] = !a.has_next_offset;
     v[3] = BoolGetDatum(a.closed);
     nulls[3] = !a.has_closed;
-    v[4] = Int64GetDatum(a.pe);
-    nulls[4] = !a.has_pe;
-    v[5] = Int64GetDatum(a.ps);
-    nulls[5] = !a.has_ps;
-    v[6] = Int64GetDatum(a.es);
-    nulls[6] = !a.has_es;
-    v[7] = Int64GetDatum(a.rs);
-    nulls[7] = !a.has_rs;
-    v[8] = Int64GetDatum(a.ce);
-    nulls[8] = !a.has_ce;
-    v[9] = Int64GetDatum(a.cs);
-    nulls[9] = !a.has_cs;
+    v[4] = Int64GetDatum(a.producer_epoch);
+    nulls[4] = !a.has_producer_epoch;
+    v[5] = Int64GetDatum(a.producer_seq);
+    nulls[5] = !a.has_producer_seq;
+    v[6] = Int64GetDatum(a.expected_seq);
+    nulls[6] = !a.has_expected_seq;
+    v[7] = Int64GetDatum(a.received_seq);
+    nulls[7] = !a.has_received_seq;
+    v[8] = Int64GetDatum(a.closed_epoch);
+    nulls[8] = !a.has_closed_epoch;
+    v[9] = Int64GetDatum(a.closed_seq);
+    nulls[9] = !a.has_closed_seq;
 }
 
 }  // namespace queen_pg

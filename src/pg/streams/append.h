@@ -8,14 +8,35 @@
 
 namespace queen_pg {
 
-// The answer row; a false has_* leaves the column NULL.
+// What answered an append: the stream (it applied, or the stream's state refused it) or, for
+// Producer, the producer state machine (its outcome names the answer).
+enum class AppendStatus : uint8 {
+    Applied,              // "applied"
+    NotFound,             // "not_found": no such stream, or it expired
+    DigestMismatch,       // "digest_mismatch": Producer-Digest is not the body's
+    StreamClosed,         // "stream_closed"
+    AlreadyClosed,        // "already_closed": a close without messages or producer of a closed stream
+    ContentTypeMismatch,  // "content_type_mismatch"
+    StreamSeqConflict,    // "stream_seq_conflict": Stream-Seq not above the last one
+    InvalidJson,          // "invalid_json": a message of a JSON stream is not one JSON value
+    Producer,             // producer_outcome_name(producer_outcome): a refusal or a repeat
+};
+
+// The answer row (queen.stream_append's columns); a false has_* leaves its column NULL.
 struct AppendAnswer {
-    const char* status;
-    bool has_so, has_no, has_closed, has_pe, has_ps, has_es, has_rs, has_ce, has_cs;
-    int64 so, no, pe, ps, es, rs, ce, cs;
-    bool closed;
+    AppendStatus status;
+    queen::ProducerOutcome producer_outcome;  // with AppendStatus::Producer
+    bool has_stream_offset, has_next_offset, has_closed, has_producer_epoch, has_producer_seq,
+        has_expected_seq, has_received_seq, has_closed_epoch, has_closed_seq;
+    int64 stream_offset;   // first offset the append wrote (or, a duplicate, the original wrote)
+    int64 next_offset;     // the offset after it (refusals of a closed stream: the tail + 1)
+    bool closed;           // stream_closed
+    int64 producer_epoch, producer_seq, expected_seq, received_seq, closed_epoch, closed_seq;
     int64 locked_pid;  // the partition whose row lock the decision took (or found held), -1: none
 };
+
+// The status column's text.
+const char* append_status_name(const AppendAnswer& a);
 
 // The request, validated.
 struct AppendRequest {

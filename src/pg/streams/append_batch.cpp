@@ -1,7 +1,7 @@
 // queen.stream_append_batch: many stream appends (of many streams and producers) in one call
 // and therefore one transaction and one commit: one statement for the caller instead of one
 // queen.stream_append per append, each append decided exactly as queen.stream_append decides
-// it (stream_append_decide, producer_append.h), its answer a row of its own (ord = its
+// it (stream_append_decide, append.h), its answer a row of its own (ord = its
 // 1-based position in the arrays). An append's refusal (out of order, a key conflict, a
 // closed stream, not found...) is its answer row; malformed parameters of any append raise
 // 22023 and nothing of the call is applied (the sidecar then runs each append alone).
@@ -21,8 +21,10 @@
 //      snapshot does.
 //   C. the remaining appends are decided under their held lock (pass 2), stream after stream
 //      in ascending partition id, each stream's appends in their order.
+//
+// Every array of the call is palloc'd: an ERROR (malformed input, a failed statement, a cancel)
+// anywhere leaves nothing behind (src/pg/common/glue.h).
 #include <algorithm>
-#include <vector>
 
 #include "pg/streams/append.h"
 
@@ -74,15 +76,14 @@ int text_cmp(text* x, text* y) {
     return c != 0 ? c : (lx < ly ? -1 : (lx > ly ? 1 : 0));
 }
 
-// Lock the partition rows of the named streams in ascending partition id order (phase B) in
-// one statement; (*pids)[i] gets the partition id of names[i] (-1: no such stream).
-void lock_streams(const std::vector<text*>& names, std::vector<int64>* pids) {
-    pids->assign(names.size(), -1);
-    if (names.empty()) return;
-    std::vector<Datum> d(names.size());
-    for (std::size_t i = 0; i < names.size(); i++) d[i] = PointerGetDatum(names[i]);
-    ArrayType* arr = construct_array(d.data(), static_cast<int>(d.size()), TEXTOID, -1, false,
-                                     TYPALIGN_INT);
+// Lock the partition rows of the n named streams in ascending partition id order (phase B) in
+// one statement; pids[i] gets the partition id of names[i] (-1: no such stream).
+void lock_streams(text* const* names, int n, int64* pids) {
+    for (int i = 0; i < n; i++) pids[i] = -1;
+    if (n == 0) return;
+    Datum* d = static_cast<Datum*>(palloc(sizeof(Datum) * n));
+    for (int i = 0; i < n; i++) d[i] = PointerGetDatum(names[i]);
+    ArrayType* arr = construct_array(d, n, TEXTOID, -1, false, TYPALIGN_INT);
     Oid t[1] = {TEXTARRAYOID};
     Datum a[1] = {PointerGetDatum(arr)};
     int rc = SPI_execute_plan(spi_plan(&plan_lock_many,
@@ -97,10 +98,17 @@ void lock_streams(const std::vector<text*>& names, std::vector<int64>* pids) {
         bool n1, n2;
         text* nm = DatumGetTextPP(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &n1));
         int64 pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &n2));
-        for (std::size_t i = 0; i < names.size(); i++)
-            if ((*pids)[i] < 0 && text_cmp(names[i], nm) == 0) (*pids)[i] = pid;
+        for (int i = 0; i < n; i++)
+            if (pids[i] < 0 && text_cmp(names[i], nm) == 0) pids[i] = pid;
     }
+    pfree(d);
 }
+
+// The appends of one stream, in call order: by_name[next, end) are not answered yet.
+struct StreamGroup {
+    int next, end;
+    int64 pid;
+};
 
 }  // namespace
 
@@ -132,7 +140,7 @@ extern "C" Datum queen_stream_append_batch_v1(PG_FUNCTION_ARGS) {
         PG_ARGISNULL(13) ? GetCurrentTransactionStartTimestamp() : PG_GETARG_TIMESTAMPTZ(13);
 
     // validate every append before anything is written
-    std::vector<AppendRequest> reqs(static_cast<std::size_t>(n));
+    AppendRequest* reqs = static_cast<AppendRequest*>(palloc0(sizeof(AppendRequest) * Max(n, 1)));
     int used = 0;
     for (int k = 0; k < n; k++) {
         Datum v[11];
@@ -152,7 +160,7 @@ extern "C" Datum queen_stream_append_batch_v1(PG_FUNCTION_ARGS) {
         bool hn;
         elem(hints, k, &hv, &hn);
         stream_append_parse(v, isnull, cnt > 0 ? msgs.v + used : nullptr, cnt, cnt == 0, now,
-                            !hn && DatumGetBool(hv), &reqs[static_cast<std::size_t>(k)]);
+                            !hn && DatumGetBool(hv), &reqs[k]);
         used += cnt;
     }
     if (msgs.n > used) QUEEN_BAD_INPUT("counts add up to fewer than the messages given");
@@ -160,64 +168,58 @@ extern "C" Datum queen_stream_append_batch_v1(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
-    // the appends grouped by stream (bytewise name order), each group in call order
-    std::vector<int> by_name(static_cast<std::size_t>(n));
-    for (int k = 0; k < n; k++) by_name[static_cast<std::size_t>(k)] = k;
-    std::stable_sort(by_name.begin(), by_name.end(), [&](int x, int y) {
-        return text_cmp(reqs[static_cast<std::size_t>(x)].name, reqs[static_cast<std::size_t>(y)].name) < 0;
-    });
-    struct Group {
-        std::size_t next, end;  // the group's appends not answered yet: by_name[next, end)
-        int64 pid;
-    };
-    std::vector<Group> groups;
-    for (std::size_t i = 0; i < by_name.size();) {
-        std::size_t j = i + 1;
-        while (j < by_name.size() && text_cmp(reqs[static_cast<std::size_t>(by_name[i])].name,
-                                              reqs[static_cast<std::size_t>(by_name[j])].name) == 0)
-            j++;
-        groups.push_back(Group{i, j, -1});
+    // the appends grouped by stream (bytewise name order), each group in call order (these
+    // arrays live in SPI's memory until SPI_finish, after the answer rows are stored)
+    int* by_name = static_cast<int*>(palloc(sizeof(int) * Max(n, 1)));
+    for (int k = 0; k < n; k++) by_name[k] = k;
+    std::stable_sort(by_name, by_name + n,
+                     [&](int x, int y) { return text_cmp(reqs[x].name, reqs[y].name) < 0; });
+    StreamGroup* groups = static_cast<StreamGroup*>(palloc(sizeof(StreamGroup) * Max(n, 1)));
+    int ngroups = 0;
+    for (int i = 0; i < n;) {
+        int j = i + 1;
+        while (j < n && text_cmp(reqs[by_name[i]].name, reqs[by_name[j]].name) == 0) j++;
+        groups[ngroups++] = StreamGroup{i, j, -1};
         i = j;
     }
-    std::vector<AppendAnswer> answers(static_cast<std::size_t>(n));
+    AppendAnswer* answers = static_cast<AppendAnswer*>(palloc0(sizeof(AppendAnswer) * Max(n, 1)));
     // A. the leading appends of each stream that a plain snapshot answers for good
-    for (Group& g : groups) {
+    for (int gi = 0; gi < ngroups; gi++) {
+        StreamGroup& g = groups[gi];
         while (g.next < g.end) {
             int k = by_name[g.next];
-            const AppendRequest& q = reqs[static_cast<std::size_t>(k)];
-            if (q.expect_apply || !stream_append_unlocked(&q, &answers[static_cast<std::size_t>(k)]))
-                break;
+            if (reqs[k].expect_apply || !stream_append_unlocked(&reqs[k], &answers[k])) break;
             g.next++;
         }
     }
     // B. lock every stream with appends left, ascending partition id, one statement
-    std::vector<Group*> left;
-    std::vector<text*> left_names;
-    for (Group& g : groups)
-        if (g.next < g.end) {
-            left.push_back(&g);
-            left_names.push_back(reqs[static_cast<std::size_t>(by_name[g.next])].name);
+    StreamGroup** left = static_cast<StreamGroup**>(palloc(sizeof(StreamGroup*) * Max(ngroups, 1)));
+    text** left_names = static_cast<text**>(palloc(sizeof(text*) * Max(ngroups, 1)));
+    int64* pids = static_cast<int64*>(palloc(sizeof(int64) * Max(ngroups, 1)));
+    int nleft = 0;
+    for (int gi = 0; gi < ngroups; gi++)
+        if (groups[gi].next < groups[gi].end) {
+            left[nleft] = &groups[gi];
+            left_names[nleft++] = reqs[by_name[groups[gi].next]].name;
         }
-    std::vector<int64> pids;
-    lock_streams(left_names, &pids);
-    for (std::size_t i = 0; i < left.size(); i++) left[i]->pid = pids[i];
+    lock_streams(left_names, nleft, pids);
+    for (int i = 0; i < nleft; i++) left[i]->pid = pids[i];
     // C. the rest under the held locks, ascending partition id (no such stream: not found)
-    std::stable_sort(left.begin(), left.end(), [](const Group* x, const Group* y) {
+    std::stable_sort(left, left + nleft, [](const StreamGroup* x, const StreamGroup* y) {
         int64 a = x->pid < 0 ? PG_INT64_MAX : x->pid, b = y->pid < 0 ? PG_INT64_MAX : y->pid;
         return a < b;
     });
-    for (Group* g : left)
-        for (; g->next < g->end; g->next++) {
+    for (int i = 0; i < nleft; i++)
+        for (StreamGroup* g = left[i]; g->next < g->end; g->next++) {
             int k = by_name[g->next];
-            stream_append_decide(&reqs[static_cast<std::size_t>(k)], g->pid, true,
-                                 &answers[static_cast<std::size_t>(k)]);
+            stream_append_decide(&reqs[k], g->pid, true, &answers[k]);
         }
     for (int k = 0; k < n; k++) {
         Datum out[11];
         bool out_nulls[11];
         out[0] = Int32GetDatum(k + 1);
         out_nulls[0] = false;
-        stream_append_columns(answers[static_cast<std::size_t>(k)], out + 1, out_nulls + 1);
+        stream_append_columns(answers[k], out + 1, out_nulls + 1);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, out, out_nulls);
     }
     SPI_finish();

@@ -1,4 +1,4 @@
-// Shared pieces of the stream functions (src/pg/streams/functions.cpp, producer_append.cpp).
+// Shared pieces of the stream functions (src/pg/streams/functions.cpp, append.cpp).
 #pragma once
 #include "pg/common/glue.h"
 

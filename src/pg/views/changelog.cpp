@@ -62,7 +62,7 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     bool* label_null = static_cast<bool*>(palloc(sizeof(bool) * n));
     size_t size = 0;
     cxx_capture(err, [&] {
-        labels = new std::string[n];
+        labels = run->labels = new std::string[n];  // freed with the run, even on an ERROR
         for (const Change& c : run->out)
             size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
         ChangeBlockWriter w(VARHDRSZ);  // the bytea's length word goes in front: no copy
@@ -80,7 +80,6 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
         }
         run->block = w.take();
     });
-    if (err.failed) delete[] labels;
     cxx_raise(err);
     // the block as a bytea in place: run->block (kept until the call ends) begins with room
     // for the length word; malloc's alignment suits a varlena
@@ -92,7 +91,6 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     SPIPlanPtr plan = spi_plan(&plan_log,
         "INSERT INTO queen.dedup_change_blocks (view_id, first_seq, last_seq, changes)"
         " VALUES ($1, $2, $3, $4)", 4, types);
-    run->labels = labels;  // freed with the run if the insert errors out
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: dedup changelog write failed");
     result_in_memory(rsinfo, size + (size_t) n * 64);

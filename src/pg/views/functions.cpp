@@ -129,15 +129,12 @@ void load_pending(Run* run, const ViewRow* v, CxxError* err) {
         " WHERE view_id = $1 ORDER BY pos", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup pending lookup failed");
-    std::vector<Row>* bundle = nullptr;
-    cxx_capture(*err, [&] { bundle = new std::vector<Row>(SPI_processed); });
+    std::vector<Row>& bundle = run->pending;  // in the run: row_from may raise an ERROR
+    cxx_capture(*err, [&] { bundle.resize(SPI_processed); });
     cxx_raise(*err);
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++)
-        row_from(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &(*bundle)[i], err);
-    cxx_capture(*err, [&] {
-        run->op->restore(v->has_wm, v->wm, v->late, std::move(*bundle));
-        delete bundle;
-    });
+        row_from(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &bundle[i], err);
+    cxx_capture(*err, [&] { run->op->restore(v->has_wm, v->wm, v->late, std::move(bundle)); });
     cxx_raise(*err);
 }
 

@@ -38,7 +38,9 @@ enum class Mode { Advance, Watermark, Flush };
 using BucketRow = queen::dedup::CachedBucket;
 
 // Everything C++ of one call, on the heap; deleted by a memory-context callback when the call
-// errors out (no C++ object lives on the stack across a PostgreSQL call).
+// errors out (no C++ object lives on the stack across a PostgreSQL call). A step that needs a
+// C++ container across an SPI statement keeps it here (the scratch members below), never on
+// its own stack or behind a raw `new`: an ERROR then frees it with the run.
 struct Run {
     Options opts;
     Deduplicator* op = nullptr;
@@ -69,7 +71,14 @@ struct Run {
     TimestampTz now = 0;                 // the call's processing time
     std::vector<Change> out;
     std::string block;                   // VARHDRSZ bytes of room, then the packed changelog block
-    std::string* labels = nullptr;       // display keys of out (new[])
+    std::string* labels = nullptr;       // display keys of out (new[]; owned from allocation)
+    // scratch of single steps, alive across their SPI statements
+    std::vector<Row> pending;            // load_pending: the persisted bundle before restore
+    std::vector<uint32_t> to_load;       // load_buckets: the buckets it reads
+    std::vector<std::string> cand_keys;  // load_candidates: released candidates' keys
+    std::vector<int64_t> cand_arrivals;  //   and their arrivals
+    std::vector<uint32_t> write_order;   // write_states: written buckets in ascending order
+    std::string delta_bytes;             // write_delta_row: the packed delta row
     explicit Run(const Options& o) : opts(o), op(new Deduplicator(o)) {}
     ~Run() {
         delete op;

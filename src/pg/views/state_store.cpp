@@ -19,8 +19,6 @@
 // token this backend wrote last; any (sub)transaction abort after storing into it clears it.
 // So the copy is never older than the table. It holds a key's state only with the key's whole
 // bucket, so a key a cached bucket lacks has no state.
-#include <malloc.h>
-
 #include <algorithm>
 #include <map>
 
@@ -81,18 +79,11 @@ void cache_subxact(SubXactEvent ev, SubTransactionId, SubTransactionId, void*) {
 }
 
 // The cache, created (and the callbacks registered) on first use; nullptr without memory.
-// A backend that drives dedup views allocates and frees the same few MB per call (rows,
-// changes, the packed block, the result): from then on malloc keeps freed memory for the next
-// call instead of handing it back and faulting fresh pages in again (at most kKeepFreeBytes
-// held; large blocks still come from mmap only above kMmapFromBytes).
-constexpr int kKeepFreeBytes = 256 << 20;
-constexpr int kMmapFromBytes = 32 << 20;
+// It only ever holds what a committed call stored; malloc's settings stay the process's own.
 StateCache* state_cache() {
     if (g_cache == nullptr) {
         g_cache = new (std::nothrow) StateCache(kStateCacheBytes);
         if (g_cache == nullptr) return nullptr;
-        (void) mallopt(M_MMAP_THRESHOLD, kMmapFromBytes);
-        (void) mallopt(M_TRIM_THRESHOLD, kKeepFreeBytes);
         RegisterXactCallback(cache_xact, nullptr);
         RegisterSubXactCallback(cache_subxact, nullptr);
     }
@@ -194,9 +185,11 @@ void overlay_deltas(Run* run, uint32_t b) {
     }
 }
 
-// Read the given buckets (none known to the call yet) from the table (take_bucket_rows), the
-// view's delta rows laid over them; a bucket without a row is known empty.
-void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& buckets, CxxError* err) {
+// Read the buckets of run->to_load (none known to the call yet) from the table
+// (take_bucket_rows), the view's delta rows laid over them; a bucket without a row is known
+// empty.
+void load_buckets(Run* run, const ViewRow* v, CxxError* err) {
+    const std::vector<uint32_t>& buckets = run->to_load;
     int n = (int) buckets.size();
     if (n == 0) return;
     read_deltas(run, v, err);  // before the bucket rows: it replaces the SPI result
@@ -221,15 +214,16 @@ void load_buckets(Run* run, const ViewRow* v, const std::vector<uint32_t>& bucke
     cxx_raise(*err);
 }
 
-// The buckets of the given keys that the call does not know yet, each once.
-std::vector<uint32_t> unknown_buckets(Run* run, const ViewRow* v, const std::vector<std::string>& keys) {
-    std::vector<uint32_t> out;
+// The buckets of the given keys that the call does not know yet, each once, into
+// run->to_load (C++ code only: run inside cxx_capture).
+void unknown_buckets(Run* run, const ViewRow* v, const std::vector<std::string>& keys) {
+    std::vector<uint32_t>& out = run->to_load;
+    out.clear();
     std::unordered_map<uint32_t, bool> seen;
     for (const std::string& k : keys) {
         uint32_t b = bucket_of(k, run->nbuckets);
         if (known_bucket(run, v, b) == nullptr && seen.emplace(b, true).second) out.push_back(b);
     }
-    return out;
 }
 
 }  // namespace
@@ -249,10 +243,9 @@ void load_cached(Run* run, const ViewRow* v) {
 // the backend's copy knows.
 void load_states(Run* run, const ViewRow* v, CxxError* err) {
     if (run->keys.empty()) return;
-    std::vector<uint32_t> buckets;
-    cxx_capture(*err, [&] { buckets = unknown_buckets(run, v, run->keys); });
+    cxx_capture(*err, [&] { unknown_buckets(run, v, run->keys); });
     cxx_raise(*err);
-    load_buckets(run, v, buckets, err);
+    load_buckets(run, v, err);
 }
 
 // Load the rowtime keep-first candidates a watermark releases (kind 2 states, with their
@@ -269,9 +262,9 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
         " WHERE view_id = $1 AND rowtime >= $3 AND rowtime <= $2", 3, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
-    std::vector<std::string> keys;
-    std::vector<int64> arrivals;
-    std::vector<uint32_t> buckets;
+    // the candidates' keys and arrivals live in the run: SPI calls follow
+    std::vector<std::string>& keys = run->cand_keys;
+    std::vector<int64>& arrivals = run->cand_arrivals;
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
         const char* kp;
         int kl;
@@ -283,9 +276,9 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
             arrivals.push_back(a);
         });
     }
-    cxx_capture(*err, [&] { buckets = unknown_buckets(run, v, keys); });
+    cxx_capture(*err, [&] { unknown_buckets(run, v, keys); });
     cxx_raise(*err);
-    load_buckets(run, v, buckets, err);
+    load_buckets(run, v, err);
     cxx_capture(*err, [&] {
         for (size_t i = 0; i < keys.size(); i++) {
             KeyState* own = run->st.find_own(keys[i]);
@@ -589,7 +582,6 @@ bool use_delta(const Run* run, const ViewRow* v) {
 void write_delta_row(Run* run, const ViewRow* v) {
     const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
     bool rowtime = v->has_rowtime_path;
-    std::string* bytes = nullptr;
     CxxError err;
     cxx_capture(err, [&] {
         std::vector<const KeyState*> states;
@@ -607,11 +599,10 @@ void write_delta_row(Run* run, const ViewRow* v) {
         BucketWriter w;
         w.reserve(size);
         for (const PackedState& p : packed) w.add(p);
-        bytes = new std::string(w.take());
+        run->delta_bytes = w.take();
     });
     cxx_raise(err);
-    Datum d = varlena_datum(*bytes);  // a palloc'd copy: nothing C++ is held across the insert
-    delete bytes;
+    Datum d = varlena_datum(run->delta_bytes);  // a palloc'd copy for the insert
     run->state_deltas = v->state_deltas + 1;
     run->delta_states_count = v->delta_states + (int64) dirty.size();
     write_delta(v, run->state_deltas, d);
@@ -621,14 +612,15 @@ void write_delta_row(Run* run, const ViewRow* v) {
 // their keys that the call does not know yet.
 void prepare_fold(Run* run, const ViewRow* v, CxxError* err) {
     read_deltas(run, v, err);
-    std::vector<uint32_t> buckets;
     cxx_capture(*err, [&] {
+        std::vector<uint32_t>& buckets = run->to_load;
+        buckets.clear();
         for (auto& kv : run->delta_keys)
             if (known_bucket(run, v, kv.first) == nullptr) buckets.push_back(kv.first);
         std::sort(buckets.begin(), buckets.end());
     });
     cxx_raise(*err);
-    load_buckets(run, v, buckets, err);
+    load_buckets(run, v, err);
 }
 
 }  // namespace
@@ -657,11 +649,12 @@ void write_states(Run* run, const ViewRow* v) {
         build_buckets(run, v, fold, &err);
     }
     int total = (int) run->written_buckets.size();
-    std::vector<uint32_t>* order = nullptr;  // buckets in ascending order: a stable write order
+    // buckets in ascending order: a stable write order (in the run: SPI calls follow)
+    std::vector<uint32_t>& order = run->write_order;
     cxx_capture(err, [&] {
-        order = new std::vector<uint32_t>();
-        for (auto& kv : run->written_buckets) order->push_back(kv.first);
-        std::sort(order->begin(), order->end());
+        order.clear();
+        for (auto& kv : run->written_buckets) order.push_back(kv.first);
+        std::sort(order.begin(), order.end());
     });
     cxx_raise(err);
     BucketRel rel = {};
@@ -672,7 +665,7 @@ void write_states(Run* run, const ViewRow* v) {
         Datum* bs = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         Datum* ss = static_cast<Datum*>(palloc(sizeof(Datum) * total));
         int n = 0;
-        for (uint32_t b : *order) {
+        for (uint32_t b : order) {
             BucketRow& row = run->written_buckets[b];
             if (row.exists != updates) continue;
             if (updates && row.locator != 0) {
@@ -728,7 +721,6 @@ void write_states(Run* run, const ViewRow* v) {
                  SPI_processed, n);
         take_locators(run);
     }
-    delete order;
     if (fold) {
         delete_deltas(v, v->state_deltas);
         run->state_deltas = 0;

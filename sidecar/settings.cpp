@@ -18,7 +18,8 @@ constexpr int64_t TiB = int64_t(1) << 40;
 std::string env_name(const char* name) {
     std::string e = "QUEEN_";
     for (const char* p = name; *p; p++)
-        e.push_back(*p == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(*p))));
+        e.push_back(*p == '-' ? '_'
+                              : static_cast<char>(std::toupper(static_cast<unsigned char>(*p))));
     return e;
 }
 

@@ -73,10 +73,10 @@ struct SettingSpec {
     const char* str_default = "";
     int64_t min = 0, max = 0;  // Int rows: inclusive limits
     SettingUnit unit = SettingUnit::Plain;
-    const char* accepts = nullptr;                 // String rows: what a valid value looks like
-    bool (*valid)(const std::string&) = nullptr;   // String rows: nullptr = anything
+    const char* accepts = nullptr;                // String rows: what a valid value looks like
+    bool (*valid)(const std::string&) = nullptr;  // String rows: nullptr = anything
     bool has_password = false;  // String rows: a libpq connection string (logged without it)
-    bool runtime = false;  // can change while the daemon runs (no setting can today)
+    bool runtime = false;       // can change while the daemon runs (no setting can today)
     const char* help = "";
 };
 

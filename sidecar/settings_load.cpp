@@ -43,8 +43,8 @@ Status check_strings(const Settings& st) {
         if (spec.type != SettingType::String || !spec.valid) continue;
         const std::string& v = st.*spec.str_field;
         if (!spec.valid(v))
-            return Status(StatusCode::BadRequest,
-                          std::string("--") + spec.name + ": expected " + spec.accepts + ", got " + v);
+            return Status(StatusCode::BadRequest, std::string("--") + spec.name + ": expected " +
+                                                      spec.accepts + ", got " + v);
     }
     return Status::ok();
 }

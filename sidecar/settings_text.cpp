@@ -105,8 +105,8 @@ std::string settings_help() {
         "Every flag can also be given by its environment variable; a flag wins.\n";
     h += runtime_line() + "\n\n";
     for (const auto& spec : setting_specs()) {
-        std::string flag = std::string("  --") + spec.name +
-                           (spec.type == SettingType::Int ? " N" : " TEXT");
+        std::string flag =
+            std::string("  --") + spec.name + (spec.type == SettingType::Int ? " N" : " TEXT");
         h += flag + std::string(flag.size() < 34 ? 34 - flag.size() : 1, ' ') + spec.env + "\n";
         h += wrap(spec.help, "      ", 100);
         h += "      default " + human_default(spec) + "; accepts " + human_limits(spec) + "\n";
@@ -121,8 +121,8 @@ std::string settings_markdown() {
     for (const auto& spec : setting_specs()) {
         const bool quoted = spec.type == SettingType::String && *spec.str_default;
         const std::string def = quoted ? "`" + std::string(spec.str_default) + "`"
-                                       : spec.type == SettingType::Int ? human_default(spec)
-                                                                       : "`" + human_default(spec) + "`";
+                                : spec.type == SettingType::Int ? human_default(spec)
+                                                                : "`" + human_default(spec) + "`";
         m += std::string("| `--") + spec.name + "` | `" + spec.env + "` | " + def + " | " +
              human_limits(spec) + " | " + spec.help + " |\n";
     }

@@ -127,11 +127,11 @@ TEST_F(SettingsTest, EveryFieldHasOneRow) {
 
 // The environment variable's name comes from the flag's.
 TEST_F(SettingsTest, EnvironmentNames) {
-    std::map<std::string, std::string> want = {{"listen", "QUEEN_LISTEN"},
-                                               {"pool-size", "QUEEN_POOL_SIZE"},
-                                               {"dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB"},
-                                               {"stream-producer-cache",
-                                                "QUEEN_STREAM_PRODUCER_CACHE"}};
+    std::map<std::string, std::string> want = {
+        {"listen", "QUEEN_LISTEN"},
+        {"pool-size", "QUEEN_POOL_SIZE"},
+        {"dedup-cache-mb", "QUEEN_DEDUP_CACHE_MB"},
+        {"stream-producer-cache", "QUEEN_STREAM_PRODUCER_CACHE"}};
     int seen = 0;
     for (const auto& spec : setting_specs())
         if (want.count(spec.name)) {
@@ -180,12 +180,14 @@ TEST_F(SettingsTest, LimitsAreEnforced) {
         EXPECT_EQ(st.*spec.int_field, spec.min);
         EXPECT_EQ(load({n, std::to_string(spec.max)}, &st), "") << n;
         EXPECT_EQ(st.*spec.int_field, spec.max);
-        const std::string below = std::to_string(spec.min - 1), above = std::to_string(spec.max + 1);
+        const std::string below = std::to_string(spec.min - 1),
+                          above = std::to_string(spec.max + 1);
         EXPECT_EQ(load({n + "=" + below}, &st), n + ": " + below + " is outside " + range);
         EXPECT_EQ(load({n, above}, &st), n + ": " + above + " is outside " + range);
         EXPECT_EQ(load({n + "=12x"}, &st), n + ": not an integer: 12x");
         EXPECT_EQ(load({n + "="}, &st), n + ": not an integer: ");
-        EXPECT_EQ(load({n, "99999999999999999999"}, &st), n + ": not an integer: 99999999999999999999");
+        EXPECT_EQ(load({n, "99999999999999999999"}, &st),
+                  n + ": not an integer: 99999999999999999999");
         EXPECT_EQ(st.*spec.int_field, spec.max) << "a refused value leaves the field alone";
         setenv(spec.env.c_str(), above.c_str(), 1);
         EXPECT_EQ(load({}, &st), spec.env + ": " + n + ": " + above + " is outside " + range);
@@ -252,7 +254,8 @@ TEST_F(SettingsTest, TextsListEveryRow) {
               std::string::npos);
     EXPECT_NE(help.find("      default 16 MiB; accepts [1 KiB, 1 GiB]\n"), std::string::npos);
     EXPECT_NE(help.find("      default 4; accepts [1, 64]\n"), std::string::npos);
-    EXPECT_NE(help.find("      default \"127.0.0.1:6632\"; accepts HOST:PORT\n"), std::string::npos);
+    EXPECT_NE(help.find("      default \"127.0.0.1:6632\"; accepts HOST:PORT\n"),
+              std::string::npos);
     EXPECT_NE(md.find("| `--max-pending-bytes` | `QUEEN_MAX_PENDING_BYTES` | 512 MiB | "
                       "[64 KiB, 1 TiB] | "),
               std::string::npos);
@@ -365,7 +368,8 @@ TEST_F(SettingsTest, DocsTableIsGenerated) {
     const std::string root = repo_root();
     ASSERT_NE(root, "") << "run from the checkout: docs/sidecar.md not found";
     const std::string doc = read_text(root + "/docs/sidecar.md");
-    const std::string begin = "<!-- settings table: generated", end = "<!-- end of settings table -->";
+    const std::string begin = "<!-- settings table: generated",
+                      end = "<!-- end of settings table -->";
     std::size_t b = doc.find(begin), e = doc.find(end);
     ASSERT_NE(b, std::string::npos) << "no begin marker";
     ASSERT_NE(e, std::string::npos) << "no end marker";

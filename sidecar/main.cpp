@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
         sql_backends.push_back(
             std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
     Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock, std::move(sql_backends));
-    Api api(st, flusher, cache, metrics);
+    Api api(parse_limits(st), flusher, cache, metrics);
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(st.pg);

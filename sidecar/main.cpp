@@ -94,7 +94,6 @@ int main(int argc, char** argv) {
     LogFormat lf = LogFormat::Text;
     parse_log_format(st.log_format, &lf);
     log_configure(lf);
-    QLOG_INFO("queen-sidecar settings: %s", settings_effective(st).c_str());
     // Before any thread exists: every thread inherits the mask, only signal_thread takes them.
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -212,6 +211,9 @@ int main(int argc, char** argv) {
     QLOG_INFO("queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)",
               host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
               cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
+    // Every effective setting, after the ready line (scripts take the first "127.0.0.1:" of the
+    // log for the bound port).
+    QLOG_INFO("queen-sidecar settings: %s", settings_effective(st).c_str());
 
     std::vector<std::thread> threads;
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });

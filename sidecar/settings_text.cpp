@@ -111,7 +111,7 @@ std::string settings_help() {
         h += wrap(spec.help, "      ", 100);
         h += "      default " + human_default(spec) + "; accepts " + human_limits(spec) + "\n";
     }
-    h += "\n  --settings-markdown               print docs/sidecar.md's settings table\n";
+    h += "\n  --settings-markdown             print docs/sidecar.md's settings table\n";
     return h;
 }
 

@@ -1,4 +1,4 @@
-// queen-sidecar: settings, wiring, the ready line, signals and the staged shutdown.
+// queen-sidecar: settings (settings.h; each part's configuration from settings_wiring.h), wiring, the ready line, signals and the staged shutdown.
 //
 // Signals: SIGTERM and SIGINT are blocked in every thread and taken by one signal thread
 // (sigtimedwait), so they are seen whatever the event loop is doing.
@@ -31,6 +31,7 @@
 #include "common/metrics.h"
 #include "queue/pg_backend.h"
 #include "settings.h"
+#include "settings_wiring.h"
 #include "streams/api.h"
 #include "streams/pg_backend.h"
 #include "streams/pg_direct.h"
@@ -76,10 +77,14 @@ void signal_thread(sigset_t set, int64_t drain_timeout_ms, std::function<void(in
 // Build everything from the settings, serve until a signal, drain, exit.
 int main(int argc, char** argv) {
     Settings st;
-    bool help = false;
-    Status s = load_settings(argc, argv, &st, &help);
-    if (help) {
+    SettingsRequest request = SettingsRequest::Run;
+    Status s = load_settings(argc, argv, &st, &request);
+    if (request == SettingsRequest::Help) {
         std::fputs(settings_help().c_str(), stdout);
+        return 0;
+    }
+    if (request == SettingsRequest::Markdown) {
+        std::fputs(settings_markdown().c_str(), stdout);
         return 0;
     }
     if (!s.is_ok()) {
@@ -104,11 +109,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(st.clock_offset_ms));
     }
     Metrics metrics;
-    CacheConfig cc;
-    cc.enabled = st.dedup_cache != 0;
-    cc.budget_bytes = st.dedup_cache_mb << 20;
-    cc.idle_seal_ms = st.idle_seal_ms;
-    cc.idle_drop_ms = std::max<int64_t>(st.idle_seal_ms, 60000);
+    const CacheConfig cc = cache_config(st);
     BlockCache cache(cc, clock);
     std::vector<std::unique_ptr<Backend>> backends;
     for (int64_t i = 0; i < st.pool_size; i++) {
@@ -123,51 +124,27 @@ int main(int argc, char** argv) {
         }
         backends.push_back(std::move(pg));
     }
-    FlusherConfig fc;
-    fc.max_segment_items = st.max_segment_items;
-    fc.max_flush_partitions = st.max_flush_partitions;
-    fc.max_pending_items = st.max_pending_items;
-    fc.meta_ttl_ms = st.meta_ttl_ms;
-    fc.memo_bytes = st.partition_memo_mb << 20;
-    fc.named_first_contact = st.named_first_contact != 0;
-    fc.max_segment_bytes = st.max_segment_bytes;
-    fc.max_flush_bytes = st.max_flush_bytes;
-    fc.max_pending_bytes = st.max_pending_bytes;
-    fc.resolve_deadline_ms = st.resolve_deadline_ms;
     // The non-push endpoints get connections of their own (never queued behind pushes).
     std::vector<std::unique_ptr<Backend>> sql_backends;
     for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)
         sql_backends.push_back(
             std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
-    Flusher flusher(fc, std::move(backends), cache, metrics, clock, std::move(sql_backends));
-    Api api(st, flusher, cache, metrics);
+    Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock, std::move(sql_backends));
+    Api api(parse_limits(st), flusher, cache, metrics);
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(st.pg);
     streams::Engine stream_engine(
         [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
-        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch), [&st] {
-            streams::HoldLimits h;
-            h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
-            return h;
-        }(), st.stream_gather_us, st.stream_cohort_us);
+        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch),
+        stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
-    streams::StreamsLimits stream_limits;
-    stream_limits.long_poll_ms = st.stream_long_poll_ms;
-    stream_limits.producer_cache = st.stream_producer_cache != 0;
-    StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);
+    StreamsApi streams_api(stream_engine, stream_waiters, streams_limits(st));
     api.mount("/v1/stream/", [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
                                             Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
-    ServerLimits lim;
-    lim.body_limit = st.max_body_bytes;
-    lim.max_connections = st.max_connections;
-    lim.idle_timeout_ms = st.idle_timeout_ms;
-    lim.header_timeout_ms = st.header_timeout_ms;
-    lim.body_timeout_ms = st.body_timeout_ms;
-    lim.write_timeout_ms = st.write_timeout_ms;
-    HttpServer server(ioc, api, metrics, lim);
+    HttpServer server(ioc, api, metrics, server_limits(st));
     // The streams' direct path: its connection watched by this loop (destroyed before ioc).
     std::unique_ptr<streams::StreamsPgDirect> stream_direct;
     if (st.stream_direct) {
@@ -234,6 +211,9 @@ int main(int argc, char** argv) {
     QLOG_INFO("queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)",
               host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
               cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
+    // Every effective setting, after the ready line (scripts take the first "127.0.0.1:" of the
+    // log for the bound port).
+    QLOG_INFO("queen-sidecar settings: %s", settings_effective(st).c_str());
 
     std::vector<std::thread> threads;
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });

@@ -1,5 +1,9 @@
-// The daemon's settings: one declarative table (name, flag, environment variable, type,
-// default, limits), read from flags first and the environment second.
+// The daemon's settings and their one declarative table (settings.cpp). Each setting is one row:
+// flag name, type, default, limits, help, whether it can change at run time. Everything else is
+// made from the rows: the defaults of Settings, the environment variable's name, parsing of the
+// environment and the flags with their errors (settings_load.cpp), --help, the effective-settings
+// log line and docs/sidecar.md's settings table (settings_text.cpp). Nothing else holds a default:
+// the parts' configurations are filled from a parsed Settings (settings_wiring.h).
 #pragma once
 
 #include <cstdint>
@@ -10,65 +14,93 @@
 
 namespace queen::sidecar {
 
+// Every field is one row of the table; its default, limits and meaning are in that row.
 struct Settings {
-    std::string listen = "127.0.0.1:6632";
-    std::string pg = "";                  // libpq connection string ("" = libpq defaults/PG* env)
-    int64_t pool_size = 4;                // PostgreSQL connections (flush workers)
-    int64_t http_threads = 1;             // threads running the HTTP event loop
-    int64_t dedup_cache = 1;              // 0 disables the block cache: every answer is -1
-    int64_t dedup_cache_mb = 512;         // the cache's memory budget
-    int64_t max_body_bytes = 16 << 20;    // larger request bodies get 413
-    int64_t max_items = 10000;            // more items in one request get 413
-    int64_t max_payload_bytes = 1 << 20;  // a larger single payload gets 413
-    int64_t max_segment_items = 10000;    // messages in one flushed segment
-    int64_t max_flush_partitions = 64;    // partitions fused into one push_segments call
-    int64_t max_pending_items = 1000000;  // queued-but-unflushed items before 429
-    int64_t meta_ttl_ms = 30000;          // partition metadata memo TTL
-    int64_t partition_memo_mb = 16;       // partition metadata memo budget
-    int64_t named_first_contact = 1;      // 1: a memo miss is resolved inside its push
-    int64_t idle_seal_ms = 10000;         // idle partitions' hot buffers are sealed after this
-    int64_t drain_timeout_ms = 30000;     // SIGTERM: longest wait for in-flight work
-    int64_t connect_timeout_s = 3;        // PostgreSQL connect timeout
-    int64_t max_connections = 1024;       // client connections; one more gets 503
-    int64_t idle_timeout_ms = 60000;      // kept-alive connection waiting for a request
-    int64_t header_timeout_ms = 10000;    // first byte of a request to the end of its headers
-    int64_t body_timeout_ms = 30000;      // end of the headers to the end of the body
-    int64_t write_timeout_ms = 60000;     // sending one answer
-    std::string log_format = "text";      // text | json
-    int64_t clock_offset_ms = 0;          // TEST ONLY: shifts the sidecar's wall clock
-    int64_t max_segment_bytes = 64 << 20;    // one partition's segment in one flush
-    int64_t max_flush_bytes = 128 << 20;     // one push_segments call
-    int64_t max_pending_bytes = 512 << 20;   // queued-but-unflushed bytes before 429
-    int64_t resolve_deadline_ms = 10000;     // lost COMMIT: longest outcome lookup before 503
-    int64_t stream_writers = 8;           // Durable Streams: writer connections (one shared queue)
-    int64_t stream_readers = 2;           // Durable Streams: reader connections
-    int64_t stream_max_batch = 256;       // appends fused into one transaction
-    int64_t stream_long_poll_ms = 4000;   // a long-poll with no news answers 204 after this
-    int64_t stream_hold_ms = 20;          // a pipelined append waits this long for its predecessor
-    int64_t stream_direct = 1;            // a lone append runs on the event loop's own connection
-    int64_t stream_cohort_us = 300;       // a writer waits this long for a cohort's producers
-    int64_t stream_gather_us = 300;       // a writer waits this long for a pipelining burst
-    int64_t stream_producer_cache = 1;    // 0: no producer state in the sidecar (no hints, no holding)
+    Settings();  // every field at its row's default
+
+    std::string listen;
+    std::string pg;  // libpq connection string ("" = libpq defaults/PG* env)
+    int64_t pool_size;
+    int64_t http_threads;
+    int64_t dedup_cache;
+    int64_t dedup_cache_mb;
+    int64_t max_body_bytes;
+    int64_t max_items;
+    int64_t max_payload_bytes;
+    int64_t max_segment_items;
+    int64_t max_flush_partitions;
+    int64_t max_pending_items;
+    int64_t meta_ttl_ms;
+    int64_t partition_memo_mb;
+    int64_t named_first_contact;
+    int64_t idle_seal_ms;
+    int64_t drain_timeout_ms;
+    int64_t connect_timeout_s;
+    int64_t max_connections;
+    int64_t idle_timeout_ms;
+    int64_t header_timeout_ms;
+    int64_t body_timeout_ms;
+    int64_t write_timeout_ms;
+    std::string log_format;
+    int64_t clock_offset_ms;  // TEST ONLY
+    int64_t max_segment_bytes;
+    int64_t max_flush_bytes;
+    int64_t max_pending_bytes;
+    int64_t resolve_deadline_ms;
+    int64_t stream_writers;
+    int64_t stream_readers;
+    int64_t stream_max_batch;
+    int64_t stream_long_poll_ms;
+    int64_t stream_hold_ms;
+    int64_t stream_direct;
+    int64_t stream_cohort_us;
+    int64_t stream_gather_us;
+    int64_t stream_producer_cache;
 };
 
-// One row of the table (exposed for --help and the docs).
+enum class SettingType : uint8_t { Int, String };
+// How an integer is shown in --help and the docs (parsing is the same for all).
+enum class SettingUnit : uint8_t { Plain, Bytes };  // Bytes: as KiB/MiB/GiB/TiB when exact
+
+// One row of the table.
 struct SettingSpec {
-    const char* name;  // flag without the leading "--"
-    const char* env;   // environment variable, or nullptr
-    bool is_string;
-    int64_t min, max;  // limits for integers
-    const char* help;
+    const char* name = nullptr;  // flag without the leading "--"
+    std::string env;             // QUEEN_ + name upper-cased, '-' -> '_'
+    SettingType type = SettingType::Int;
+    int64_t Settings::*int_field = nullptr;      // Int rows
+    std::string Settings::*str_field = nullptr;  // String rows
+    int64_t int_default = 0;
+    const char* str_default = "";
+    int64_t min = 0, max = 0;  // Int rows: inclusive limits
+    SettingUnit unit = SettingUnit::Plain;
+    const char* accepts = nullptr;                // String rows: what a valid value looks like
+    bool (*valid)(const std::string&) = nullptr;  // String rows: nullptr = anything
+    bool has_password = false;  // String rows: a libpq connection string (logged without it)
+    bool runtime = false;       // can change while the daemon runs (no setting can today)
+    const char* help = "";
 };
 
-// The table itself.
+// The table itself, in --help and docs order.
 const std::vector<SettingSpec>& setting_specs();
 
+// What the command line asks for besides the settings.
+enum class SettingsRequest : uint8_t { Run, Help, Markdown };
+
 // Fill settings from the environment, then from argv (flags win). Returns BadRequest with a
-// message for an unknown flag or a value out of limits. *want_help is set for --help.
+// message for an unknown flag or a value out of limits. *request is Help for --help/-h and
+// Markdown for --settings-markdown (the rest of argv is then not read).
+Status load_settings(int argc, char** argv, Settings* out, SettingsRequest* request);
+// The same; *want_help is set for --help.
 Status load_settings(int argc, char** argv, Settings* out, bool* want_help);
 
 // The --help text generated from the table.
 std::string settings_help();
+// docs/sidecar.md's settings table (and the line after it) generated from the table.
+std::string settings_markdown();
+// "name=value ..." of every row, for the start-up log line (the password of --pg hidden).
+std::string settings_effective(const Settings& st);
+// One row's value as a flag takes it (the inverse of parsing).
+std::string setting_value(const SettingSpec& spec, const Settings& st);
 
 // Split "HOST:PORT"; false when malformed.
 bool split_host_port(const std::string& s, std::string* host, uint16_t* port);

@@ -113,11 +113,8 @@ bool url_decode(const std::string& in, std::string* out) {
     return true;
 }
 
-Api::Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics)
-    : flusher_(flusher), cache_(cache), metrics_(metrics) {
-    limits_.max_items = settings.max_items;
-    limits_.max_payload_bytes = settings.max_payload_bytes;
-}
+Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics)
+    : limits_(limits), flusher_(flusher), cache_(cache), metrics_(metrics) {}
 
 void Api::mount(std::string prefix, RouteFn fn) {
     mounts_.emplace_back(std::move(prefix), std::move(fn));

@@ -14,7 +14,6 @@
 #include "queue/flusher.h"
 #include "common/metrics.h"
 #include "queue/push_request.h"
-#include "settings.h"
 
 namespace queen::sidecar {
 
@@ -56,7 +55,7 @@ class PgProbe;
 
 class Api {
 public:
-    Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics);
+    Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics);
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply);
     // The one extension point of the router: requests under prefix (e.g. "/v1/stream/") go to

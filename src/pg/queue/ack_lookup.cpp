@@ -17,8 +17,9 @@
 // Locks: none of its own (AccessShareLock on the log table and its index while reading). Acks
 // call it while holding their consumer group row lock; it never touches partition rows.
 #include "core/probe/probe_digest.h"
-#include "pg/queue/push_path.h"  // core headers first, then the glue (pg/log_scan.h)
 #include "pg/probe/gap_scan.h"
+#include "pg/probe/probe_cache.h"
+#include "pg/storage/written_here.h"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(queen_log_find_hash_after_v1);

@@ -5,7 +5,9 @@
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
 #include "core/common/uuidv7.h"
+#include "pg/queue/answer_store.h"
 #include "pg/queue/push_path.h"
+#include "pg/queue/reserved_queues.h"
 
 extern "C" {
 #include "utils/jsonb.h"

@@ -22,17 +22,22 @@
 // nothing). A digest whose update is under way has valid = 0, so even a failure there (none
 // can raise) would leave a digest nobody trusts (it is dropped when next found).
 //
+// This file is the shared implementation of the probe-cache interface (probe_cache.h): the
+// algorithm's steps (check, hydrate, catch up, look up, confirm, fall back) are written once
+// there; here are only where the digest lives, its locking, admission and eviction.
+//
 // Soundness (as the per-backend cache, docs/push-path.md; the probe stays the decider):
 //   * Pushes to one partition are serialized by its queen.log_partitions row lock, held by the
 //     caller for the whole probe, so one partition's digest is read and changed by one backend
 //     at a time; the digest locks only order that against eviction, compaction and statistics.
-//     A backend reads the digest's header (watermark, anchor), releases the locks, scans the
-//     gap rows, then locks again and applies them only if the slot's generation is unchanged
-//     (an eviction in between bumps it: the backend then takes the full probe).
+//     A backend reads the digest's header (watermark, anchor) in find(), releases the locks,
+//     scans the gap rows (the interface's catch-up, probe_cache.cpp; gap_add keeps them), then
+//     locks again in lookup_and_apply() and applies them only if the slot's generation is
+//     unchanged (an eviction in between bumps it: the backend then takes the full probe).
 //   * Born complete: a digest is published only after a hydration scan read every row that is
 //     or can again be inside the window (the scan itself decided the push).
 //   * Committed only: nothing is learned by a transaction that wrote the partition (the caller
-//     passes dirty); the rows read under the lock were committed by the lock's earlier holders.
+//     passes dirty: storage/written_here.h); the rows read under the lock were committed by the lock's earlier holders.
 //   * Identity: the key is (database, log_txns OID, partition id); the anchor row is read back
 //     before every use (TRUNCATE, restore, a recreated extension or a reused partition id drop
 //     the digest), and a watermark above last_offset or a purge watermark that moved back too.
@@ -516,7 +521,8 @@ SharedProbeCache shared;
 // Phase 1: the key's slot, and a copy of its digest's header under the digest lock.
 bool SharedProbeCache::find(ProbeCtx* c, DigestView* out) {
     k_ = key_of(c);
-    ngap_ = 0;
+    gap_ = nullptr;  // a gap left by a probe that fell back lives in that call's memory
+    ngap_ = cap_ = 0;
     have_ = find_slot(k_, &f_);
     if (!have_ || f_.state != kResident) return false;
     queen::CompactDigest hd(reinterpret_cast<uint8*>(&f_.h));  // header-only view

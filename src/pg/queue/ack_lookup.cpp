@@ -4,7 +4,7 @@
 // every occurrence of every 8-byte prefix), brought up to date by reading only the rows
 // committed since, and every candidate it names is confirmed against the stored row.
 //
-// The ack digest follows the probe cache's rules (src/pg/queue/push_path.cpp):
+// The ack digest follows the probe cache's rules (src/pg/probe/probe_cache.h):
 //   * born complete: hydration reads every retained row of the partition once;
 //   * committed rows only: nothing is learned while this transaction has written the
 //     partition (its rows could still roll back); such rows are only searched;

@@ -4,7 +4,7 @@
 // in item order; followers inherit their leader's answer.
 #pragma once
 #include "pg/probe/probe_ctx.h"
-#include "pg/queue/push_path.h"
+#include "pg/queue/push_batch.h"
 
 namespace queen_pg {
 

@@ -4,7 +4,7 @@
 // the window bound the rows the probe reads.
 #pragma once
 #include "pg/probe/probe_ctx.h"
-#include "pg/queue/push_path.h"
+#include "pg/queue/push_batch.h"
 
 namespace queen_pg {
 

@@ -2,27 +2,10 @@
 // queen.transaction, the streams' writes): the push driver, lock -> narrow -> probe ->
 // allocate -> write (push_path.cpp).
 #pragma once
-#include "core/probe/probe.h"
-#include "core/common/segment_codec.h"
+#include "pg/queue/push_batch.h"
 #include "pg/storage/partition_lock.h"
 
 namespace queen_pg {
-
-// One call's messages, in palloc'd arrays.
-struct PushBatch {
-    int n;
-    queen::MessageView* msgs;
-    queen::Hash128* hashes;
-    const uint8* segment;  // the caller's encoded blob (binary path), reused when all survive
-    Size segment_len;
-};
-
-// One item's answer.
-struct PushAnswer {
-    queen::VerdictKind kind;
-    int64 offset;
-    queen::Uuid id;
-};
 
 // Options of the push core for the call in progress. A caller that changes them puts the
 // defaults back before it returns, also when it leaves by an error (push_named.cpp does so in

@@ -1,6 +1,7 @@
 // The write stage of a push: the survivors appended to the partition's log under the row lock.
 #pragma once
-#include "pg/queue/push_path.h"
+#include "pg/queue/push_batch.h"
+#include "pg/storage/partition_lock.h"
 
 namespace queen_pg {
 

@@ -1,7 +1,7 @@
 // The extension's per-backend probe cache ("digest"): what one backend has already read of a
 // partition's queen.log_txns rows, so a later push reads only the rows committed since.
 //
-// Soundness contract (the glue in src/pg/queue/push_path.cpp keeps it):
+// Soundness contract (the glue in src/pg/probe/probe_cache*.cpp keeps it):
 //   * every hash stored at an offset <= verified_upto() whose row is (or may later be) inside
 //     the window has been ingested; rows older than the hydration cutoff can never re-enter
 //     the window, so they need not be;

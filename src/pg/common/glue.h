@@ -65,17 +65,17 @@ struct Storage {
     Oid log_segments_pkey;
     Oid log_txns_created;  // (partition_id, created_at) index; InvalidOid before 0.2.0's upgrade
 };
-void storage_lookup(Storage* out);
+void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp
 
 // Prepare a statement once per backend and keep the plan (plancache revalidates it).
 SPIPlanPtr spi_plan(SPIPlanPtr* slot, const char* sql, int nargs, Oid* types);
 
+// Connect SPI for one statement path (nested inside a caller's connection when it has one);
+// the caller ends it with SPI_finish() after copying what it read.
+void spi_open();
+
 // Errors with SQLSTATE 22023 (invalid_parameter_value).
 #define QUEEN_BAD_INPUT(...) \
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg(__VA_ARGS__)))
-
-// Backend settings (src/pg/module.cpp).
-extern bool guc_probe_cache;
-extern int guc_probe_cache_mb;
 
 }  // namespace queen_pg

@@ -1,5 +1,6 @@
-// The anchor-checked gap scan every probe digest uses to catch up (the per-backend push cache
-// in push_path.cpp, the shared cache in probe_cache_shm.cpp, the ack digests in ack_lookup.cpp).
+// The anchor-checked gap scan every probe digest uses to catch up (the probe caches' catch-up in
+// probe_cache.cpp, for the per-backend and the shared cache alike; the ack digests in
+// src/pg/queue/ack_lookup.cpp).
 //
 // A digest remembers its anchor: the newest stored log_txns tuple it learned (offsets, the
 // inserting transaction id and the first hash prefix). Catching up reads the partition's rows

@@ -22,17 +22,22 @@
 // nothing). A digest whose update is under way has valid = 0, so even a failure there (none
 // can raise) would leave a digest nobody trusts (it is dropped when next found).
 //
+// This file is the shared implementation of the probe-cache interface (probe_cache.h): the
+// algorithm's steps (check, hydrate, catch up, look up, confirm, fall back) are written once
+// there; here are only where the digest lives, its locking, admission and eviction.
+//
 // Soundness (as the per-backend cache, docs/push-path.md; the probe stays the decider):
 //   * Pushes to one partition are serialized by its queen.log_partitions row lock, held by the
 //     caller for the whole probe, so one partition's digest is read and changed by one backend
 //     at a time; the digest locks only order that against eviction, compaction and statistics.
-//     A backend reads the digest's header (watermark, anchor), releases the locks, scans the
-//     gap rows, then locks again and applies them only if the slot's generation is unchanged
-//     (an eviction in between bumps it: the backend then takes the full probe).
+//     A backend reads the digest's header (watermark, anchor) in find(), releases the locks,
+//     scans the gap rows (the interface's catch-up, probe_cache.cpp; gap_add keeps them), then
+//     locks again in lookup_and_apply() and applies them only if the slot's generation is
+//     unchanged (an eviction in between bumps it: the backend then takes the full probe).
 //   * Born complete: a digest is published only after a hydration scan read every row that is
 //     or can again be inside the window (the scan itself decided the push).
 //   * Committed only: nothing is learned by a transaction that wrote the partition (the caller
-//     passes dirty); the rows read under the lock were committed by the lock's earlier holders.
+//     passes dirty: storage/written_here.h); the rows read under the lock were committed by the lock's earlier holders.
 //   * Identity: the key is (database, log_txns OID, partition id); the anchor row is read back
 //     before every use (TRUNCATE, restore, a recreated extension or a reused partition id drop
 //     the digest), and a watermark above last_offset or a purge watermark that moved back too.
@@ -48,7 +53,7 @@
 // building a digest until enough idle space exists.
 #include "core/probe/compact_digest.h"
 #include "pg/probe/probe_cache_shm.h"
-#include "pg/probe/probe_ctx.h"
+#include "pg/probe/probe_cache_backend.h"
 #include "pg/probe/gap_scan.h"
 
 #include <vector>
@@ -212,7 +217,7 @@ struct Found {
 };
 
 // Find the key's slot and copy what the probe needs; stamps it used.
-bool find(const ShmKey& k, Found* out) {
+bool find_slot(const ShmKey& k, Found* out) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
     if (e == nullptr) {
@@ -250,7 +255,7 @@ void free_slot(int32 i) {
 }
 
 // Drop a digest found unusable (if it is still the one that was found).
-void drop(const ShmKey& k, const Found& f) {
+void drop_slot(const ShmKey& k, const Found& f) {
     LWLockAcquire(dir_lock(), LW_EXCLUSIVE);
     ShmSlot* s = &slots[f.slot];
     if (s->state != kFree && s->generation == f.generation && memcmp(&s->key, &k, sizeof k) == 0) {
@@ -446,61 +451,6 @@ bool publish(const ShmKey& k, const uint8* local, Size len, uint64 hashes, uint6
     return ok;
 }
 
-// The anchor for a digest brought up to last_offset: the newest row read when it holds
-// last_offset, else that row read back; none when the partition has no retained row.
-queen::DigestAnchor anchor_at_last(ProbeCtx* c, const queen::DigestAnchor& newest) {
-    queen::DigestAnchor a;
-    LogRow row;
-    if (newest.set && newest.end == c->ps->last_offset) return newest;
-    if (c->ps->last_offset >= c->ps->txns_start &&
-        log_row_at(c->st, false, c->pid, c->ps->last_offset, c->snap, &row)) {
-        a = row_anchor(&row);
-        pfree(row.owned);
-    }
-    return a;
-}
-
-// Hydrate: read (and probe) every row that is or can again be inside the window, build the
-// digest in this backend's memory and publish it. The scan decided the push either way.
-void hydrate_shared(ProbeCtx* c, const ShmKey& k) {
-    CxxError err;
-    if (builder == nullptr) cxx_capture(err, [&] { builder = new queen::DigestBuilder(); });
-    if (err.failed) return;
-    cxx_capture(err, [&] { builder->reset(); });
-    LogRow row;
-    LogScan scan;
-    queen::DigestAnchor newest;
-    log_scan_begin_hydration(&scan, c);
-    while (log_scan_next(&scan, &row)) {
-        cache_stats.rows_read++;
-        Size count = row_hash_count(c, &row);
-        probe_if_in_window(c, &row, count);
-        if (row.created_at >= c->cutoff && !err.failed)
-            cxx_capture(err, [&] { builder->add_row(row.base_offset, row.blob, count, row.created_at); });
-        if (!newest.set || row.base_offset > newest.base) newest = row_anchor(&row);
-    }
-    log_scan_end(&scan);
-    if (err.failed) {
-        cxx_capture(err, [&] { builder->reset(); });
-        return;  // out of memory: no digest, the scan decided
-    }
-    queen::DigestAnchor anchor = anchor_at_last(c, newest);
-    Size len = builder->region_bytes();
-    uint8* local = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, len));
-    bool built = builder->build(local, len, c->ps->window, c->ps->last_offset + 1);
-    cxx_capture(err, [&] { builder->reset(); });
-    if (built) {
-        queen::CompactDigest d(local);
-        CompactHeader& h = d.header();
-        h.verified_upto = c->ps->last_offset;
-        h.anchor = anchor;
-        h.txns_start_seen = c->ps->txns_start;
-        h.valid = 1;
-        publish(k, local, len, h.used, h.capacity);
-    }
-    pfree(local);
-}
-
 // A gap row kept for ingestion.
 struct GapRow {
     int64 base;
@@ -531,6 +481,247 @@ void grow_digest(ProbeCtx* c, const ShmKey& k, const uint8* src, const GapRow* g
         publish(k, local, len, h.used, h.capacity, true);
     }
     pfree(local);
+}
+
+// The shared cache as an implementation of the probe-cache interface (probe_cache.h). Between
+// the steps of one probe it keeps what phase 1 found (the slot, its generation, a copy of the
+// digest's header) and the gap rows read, in this backend's memory; every step below takes
+// and releases its own locks (see the lock order at the top of this file).
+class SharedProbeCache final : public ProbeCache {
+public:
+    void usage(int* partitions, int64* bytes) override;
+
+protected:
+    bool find(ProbeCtx* c, DigestView* out) override;
+    void drop(ProbeCtx* c) override;
+    bool admit(ProbeCtx* c) override;
+    bool hydration_begin(ProbeCtx* c) override;
+    bool hydration_add(ProbeCtx* c, const LogRow* row, Size count) override;
+    void hydration_end(ProbeCtx* c, bool complete, const queen::DigestAnchor& anchor) override;
+    void gap_begin(ProbeCtx* c) override;
+    bool gap_add(ProbeCtx* c, const LogRow* row, Size count) override;
+    bool settle(ProbeCtx* c, bool learn, const queen::DigestAnchor& next, int64 known,
+                int64* cand) override;
+
+private:
+    ShmKey k_;
+    Found f_;
+    bool have_ = false;  // f_ holds the key's slot (resident or refused)
+    GapRow* gap_ = nullptr;
+    int ngap_ = 0, cap_ = 0;
+
+    uint8* grow_room(bool learn, uint64 more);
+    bool lookup_and_apply(ProbeCtx* c, bool learn, const queen::DigestAnchor& next, int64 known,
+                          int64 top, uint64 more, uint8* grow_src, bool* grow, int64* cand);
+    void forget_gap();
+};
+
+SharedProbeCache shared;
+
+// Phase 1: the key's slot, and a copy of its digest's header under the digest lock.
+bool SharedProbeCache::find(ProbeCtx* c, DigestView* out) {
+    k_ = key_of(c);
+    gap_ = nullptr;  // a gap left by a probe that fell back lives in that call's memory
+    ngap_ = cap_ = 0;
+    have_ = find_slot(k_, &f_);
+    if (!have_ || f_.state != kResident) return false;
+    queen::CompactDigest hd(reinterpret_cast<uint8*>(&f_.h));  // header-only view
+    out->sound = f_.h.magic == queen::kCompactMagic && f_.h.valid == 1;
+    out->window = f_.h.window_s;
+    out->verified_upto = f_.h.verified_upto;
+    out->txns_start_seen = f_.h.txns_start_seen;
+    out->wants_rebuild = hd.wants_rebuild(c->cutoff);
+    out->anchor = f_.h.anchor;
+    return true;
+}
+
+// Drop the digest found unusable (if it is still the one phase 1 found).
+void SharedProbeCache::drop(ProbeCtx* c) {
+    drop_slot(k_, f_);
+    have_ = false;
+}
+
+// No thrash: a refused partition is admitted only once enough idle space could be obtained
+// (directory lock SHARED while the slots are counted).
+bool SharedProbeCache::admit(ProbeCtx* c) {
+    if (!have_ || f_.state != kRefused) return true;
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    bool admissible = f_.needed <= hdr->arena_bytes && obtainable(f_.slot, now_us()) >= f_.needed;
+    LWLockRelease(dir_lock());
+    if (!admissible) pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+    return admissible;
+}
+
+// Hydration builds the digest in this backend's memory (no lock): an empty builder.
+bool SharedProbeCache::hydration_begin(ProbeCtx* c) {
+    CxxError err;
+    if (builder == nullptr) cxx_capture(err, [&] { builder = new queen::DigestBuilder(); });
+    if (!err.failed) cxx_capture(err, [&] { builder->reset(); });
+    return !err.failed;
+}
+
+// One hydration row into the builder; false when out of memory.
+bool SharedProbeCache::hydration_add(ProbeCtx* c, const LogRow* row, Size count) {
+    CxxError err;
+    cxx_capture(err, [&] { builder->add_row(row->base_offset, row->blob, count, row->created_at); });
+    return !err.failed;
+}
+
+// Build the digest up to date with last_offset and publish it (admission, eviction or
+// refusal under the directory lock, in publish()); out of memory: nothing is published.
+void SharedProbeCache::hydration_end(ProbeCtx* c, bool complete,
+                                     const queen::DigestAnchor& anchor) {
+    CxxError err;
+    if (builder == nullptr) return;
+    if (!complete) {
+        cxx_capture(err, [&] { builder->reset(); });
+        return;  // out of memory: no digest, the scan decided
+    }
+    Size len = builder->region_bytes();
+    uint8* local = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, len));
+    bool built = builder->build(local, len, c->ps->window, c->ps->last_offset + 1);
+    cxx_capture(err, [&] { builder->reset(); });
+    if (built) {
+        queen::CompactDigest d(local);
+        CompactHeader& h = d.header();
+        h.verified_upto = c->ps->last_offset;
+        h.anchor = anchor;
+        h.txns_start_seen = c->ps->txns_start;
+        h.valid = 1;
+        publish(k_, local, len, h.used, h.capacity);
+    }
+    pfree(local);
+}
+
+// The gap rows are kept (copied, no lock) until phase 2 applies them.
+void SharedProbeCache::gap_begin(ProbeCtx* c) {
+    cap_ = 4;
+    ngap_ = 0;
+    gap_ = static_cast<GapRow*>(palloc(sizeof(GapRow) * cap_));
+}
+
+// Keep one gap row.
+bool SharedProbeCache::gap_add(ProbeCtx* c, const LogRow* row, Size count) {
+    if (ngap_ == cap_) {
+        cap_ *= 2;
+        gap_ = static_cast<GapRow*>(repalloc(gap_, sizeof(GapRow) * cap_));
+    }
+    uint8* copy = static_cast<uint8*>(palloc(count * queen::kHashBytes));
+    memcpy(copy, row->blob, count * queen::kHashBytes);
+    gap_[ngap_++] = GapRow{row->base_offset, count, row->created_at, copy};
+    return true;
+}
+
+// Phase 2 and what follows it: apply the gap and look the leaders up under the digest lock,
+// grow a full digest outside every lock, free the gap.
+bool SharedProbeCache::settle(ProbeCtx* c, bool learn, const queen::DigestAnchor& next,
+                              int64 known, int64* cand) {
+    uint64 more = 0;
+    int64 top = -1;
+    for (int j = 0; j < ngap_; j++) {
+        more += gap_[j].count;
+        top = Max(top, gap_[j].base + (int64) gap_[j].count - 1);
+    }
+    uint8* grow_src = grow_room(learn, more);
+    bool grow = false;
+    bool applied = lookup_and_apply(c, learn, next, known, top, more, grow_src, &grow, cand);
+    if (grow) grow_digest(c, k_, grow_src, gap_, ngap_, more, next);
+    if (grow_src != nullptr) pfree(grow_src);
+    forget_gap();
+    if (applied) pg_atomic_fetch_add_u64(&hdr->lookups, 1);
+    return applied;
+}
+
+// A gap that will not fit: room to copy the digest out (allocated before any lock), so it
+// grows from its own entries instead of re-reading the stored rows. nullptr when not needed.
+uint8* SharedProbeCache::grow_room(bool learn, uint64 more) {
+    if (!learn || ngap_ == 0 ||
+        (double) (f_.h.used + more) <= (double) f_.h.capacity * queen::CompactDigest::kMaxLoad)
+        return nullptr;
+    Size old_len = queen::CompactDigest::bytes_for(f_.h.capacity);
+    return static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, old_len));
+}
+
+// Under the directory lock SHARED find the slot again, then under its digest lock (SHARED
+// when not learning, EXCLUSIVE when applying the gap) and only if it is still the digest
+// phase 1 read: look the leaders up, then apply the gap: ingest it, or (full) copy the digest
+// out to grow it (*grow), or invalidate it. Only memory under the locks. False when the digest
+// went away or is invalid.
+bool SharedProbeCache::lookup_and_apply(ProbeCtx* c, bool learn, const queen::DigestAnchor& next,
+                                        int64 known, int64 top, uint64 more, uint8* grow_src,
+                                        bool* grow, int64* cand) {
+    bool applied = false;
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k_, HASH_FIND, nullptr));
+    if (e == nullptr || e->slot != f_.slot || slots[f_.slot].generation != f_.generation ||
+        slots[f_.slot].state != kResident) {
+        LWLockRelease(dir_lock());
+        return false;
+    }
+    ShmSlot* s = &slots[f_.slot];
+    LWLockAcquire(slot_lock(f_.slot), learn ? LW_EXCLUSIVE : LW_SHARED);
+    LWLockRelease(dir_lock());
+    queen::CompactDigest d(reinterpret_cast<uint8*>(slot_header(s)));
+    if (d.valid()) {
+        for (int i = 0; i < c->n; i++) {
+            cand[i] = -1;
+            if (c->leader[i] != i) continue;
+            int64 o = d.lookup(c->hashes[i]);
+            if (o >= 0 && o <= known) cand[i] = o;  // absent at or below the watermark
+        }
+        applied = true;
+        if (learn) {
+            CompactHeader& h = d.header();
+            bool in_range = ngap_ == 0 || (d.can_ingest(gap_[0].base, 0) &&
+                                           (uint64) (top - h.base_offset) < 0xFFFFFFFFull);
+            bool overflow = ngap_ > 0 && !(in_range && (double) (h.used + more) <=
+                                                          (double) h.capacity * queen::CompactDigest::kMaxLoad);
+            if (overflow && in_range && grow_src != nullptr && h.capacity == f_.h.capacity) {
+                // full: copied out and grown by the caller; this one stays valid at its watermark
+                memcpy(grow_src, slot_header(s), queen::CompactDigest::bytes_for(f_.h.capacity));
+                *grow = true;
+            } else if (overflow) {
+                h.valid = 0;  // dropped and re-hydrated when next found
+            } else {
+                h.valid = 0;
+                for (int j = 0; j < ngap_; j++)
+                    d.ingest_row(gap_[j].base, gap_[j].blob, gap_[j].count, gap_[j].created);
+                h.verified_upto = c->ps->last_offset;
+                h.anchor = next;
+                h.txns_start_seen = c->ps->txns_start;
+                h.valid = 1;
+                s->hashes = h.used;
+            }
+        }
+    }
+    LWLockRelease(slot_lock(f_.slot));
+    return applied;
+}
+
+// Free the kept gap rows.
+void SharedProbeCache::forget_gap() {
+    for (int j = 0; j < ngap_; j++) pfree(gap_[j].blob);
+    if (gap_ != nullptr) pfree(gap_);
+    gap_ = nullptr;
+    ngap_ = cap_ = 0;
+}
+
+// Resident digests of this database's queen.log_txns (not those of a dropped extension's,
+// which stay until evicted).
+void SharedProbeCache::usage(int* partitions, int64* bytes) {
+    *partitions = 0;
+    *bytes = 0;
+    if (hdr == nullptr) return;
+    Storage st;
+    storage_lookup(&st);
+    LWLockAcquire(dir_lock(), LW_SHARED);
+    for (int32 i = 0; i < hdr->nslots; i++)
+        if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
+            slots[i].key.rel == st.log_txns) {
+            (*partitions)++;
+            *bytes += (int64) slots[i].extent_len;
+        }
+    LWLockRelease(dir_lock());
 }
 
 }  // namespace
@@ -564,181 +755,8 @@ void probe_cache_shm_init() {
 // Active once the area is attached.
 bool shared_probe_cache_active() { return hdr != nullptr; }
 
-// The probe through the shared digest: phase 1 reads the digest's header under its lock;
-// the gap scan runs without locks; phase 2 applies the gap (when learning) and looks the
-// leaders up under the digest lock if the digest is still the one read in phase 1; then the
-// hits are confirmed against the stored rows without locks.
-bool shared_probe_with_digest(ProbeCtx* c, bool dirty) {
-    ShmKey k = key_of(c);
-    Found f;
-    bool have = find(k, &f);
-    if (have && f.state == kResident) {
-        queen::CompactDigest hd(reinterpret_cast<uint8*>(&f.h));  // header-only view
-        if (f.h.magic != queen::kCompactMagic || f.h.valid != 1 || f.h.window_s != c->ps->window ||
-            f.h.verified_upto > c->ps->last_offset || f.h.txns_start_seen > c->ps->txns_start ||
-            hd.wants_rebuild(c->cutoff)) {
-            drop(k, f);
-            have = false;
-        }
-    }
-    if (!have || f.state != kResident) {
-        if (dirty) return false;  // our own uncommitted rows are there: do not learn now
-        if (have && f.state == kRefused) {
-            LWLockAcquire(dir_lock(), LW_SHARED);
-            bool admissible = f.needed <= hdr->arena_bytes && obtainable(f.slot, now_us()) >= f.needed;
-            LWLockRelease(dir_lock());
-            if (!admissible) {
-                pg_atomic_fetch_add_u64(&hdr->refusals, 1);
-                return false;  // the full probe decides; no digest is built in vain
-            }
-        }
-        hydrate_shared(c, k);
-        return true;  // the hydration scan read every in-window row: best[] is authoritative
-    }
-
-    // The gap: the anchor row (checked), then every row above it, probed directly.
-    int64 known = f.h.verified_upto;
-    queen::DigestAnchor want = f.h.anchor, newest;
-    int ngap = 0, cap = 4;
-    GapRow* gap = static_cast<GapRow*>(palloc(sizeof(GapRow) * cap));
-    LogRow row;
-    GapScan scan;
-    gap_scan_begin(&scan, c->st, c->pid, want, known, c->snap, &cache_stats.rows_read);
-    while (gap_scan_next(&scan, &row)) {
-        Size count = row_hash_count(c, &row);
-        probe_if_in_window(c, &row, count);
-        if (!dirty && row.created_at >= c->cutoff) {
-            if (ngap == cap) {
-                cap *= 2;
-                gap = static_cast<GapRow*>(repalloc(gap, sizeof(GapRow) * cap));
-            }
-            uint8* copy = static_cast<uint8*>(palloc(count * queen::kHashBytes));
-            memcpy(copy, row.blob, count * queen::kHashBytes);
-            gap[ngap++] = GapRow{row.base_offset, count, row.created_at, copy};
-        }
-        if (!newest.set || row.base_offset > newest.base) newest = row_anchor(&row);
-    }
-    if (!gap_scan_end(&scan)) {
-        drop(k, f);
-        cache_stats.fallbacks++;
-        reset_best(c);
-        return false;
-    }
-    queen::DigestAnchor next_anchor;
-    if (!dirty) {
-        if (newest.set) next_anchor = newest;
-        else if (known == c->ps->last_offset) next_anchor = want;  // nothing new: the anchor holds
-        else next_anchor = anchor_at_last(c, newest);
-    }
-    int64* cand = static_cast<int64*>(palloc(sizeof(int64) * c->n));
-    uint64 more = 0;
-    int64 top = -1;
-    for (int j = 0; j < ngap; j++) {
-        more += gap[j].count;
-        top = Max(top, gap[j].base + (int64) gap[j].count - 1);
-    }
-    // A gap that will not fit: room to copy the digest out (allocated before any lock), so it
-    // grows from its own entries instead of re-reading the stored rows.
-    Size old_len = queen::CompactDigest::bytes_for(f.h.capacity);
-    uint8* grow_src = nullptr;
-    if (!dirty && ngap > 0 &&
-        (double) (f.h.used + more) > (double) f.h.capacity * queen::CompactDigest::kMaxLoad)
-        grow_src = static_cast<uint8*>(MemoryContextAllocHuge(CurrentMemoryContext, old_len));
-    bool grow = false;
-
-    // Phase 2: under the digest lock, only memory.
-    bool applied = false, overflow = false;
-    LWLockAcquire(dir_lock(), LW_SHARED);
-    ShmEntry* e = static_cast<ShmEntry*>(hash_search(directory, &k, HASH_FIND, nullptr));
-    if (e != nullptr && e->slot == f.slot && slots[f.slot].generation == f.generation &&
-        slots[f.slot].state == kResident) {
-        ShmSlot* s = &slots[f.slot];
-        LWLockAcquire(slot_lock(f.slot), dirty ? LW_SHARED : LW_EXCLUSIVE);
-        LWLockRelease(dir_lock());
-        queen::CompactDigest d(reinterpret_cast<uint8*>(slot_header(s)));
-        if (d.valid()) {
-            for (int i = 0; i < c->n; i++) {
-                cand[i] = -1;
-                if (c->leader[i] != i) continue;
-                int64 o = d.lookup(c->hashes[i]);
-                if (o >= 0 && o <= known) cand[i] = o;  // absent at or below the watermark
-            }
-            applied = true;
-            if (!dirty) {
-                CompactHeader& h = d.header();
-                bool in_range = ngap == 0 || (d.can_ingest(gap[0].base, 0) &&
-                                              (uint64) (top - h.base_offset) < 0xFFFFFFFFull);
-                overflow = ngap > 0 && !(in_range && (double) (h.used + more) <=
-                                                         (double) h.capacity * queen::CompactDigest::kMaxLoad);
-                if (overflow && in_range && grow_src != nullptr && h.capacity == f.h.capacity) {
-                    // full: copied out and grown below; this one stays valid at its watermark
-                    memcpy(grow_src, slot_header(s), old_len);
-                    grow = true;
-                } else if (overflow) {
-                    h.valid = 0;  // dropped and re-hydrated when next found
-                } else {
-                    h.valid = 0;
-                    for (int j = 0; j < ngap; j++)
-                        d.ingest_row(gap[j].base, gap[j].blob, gap[j].count, gap[j].created);
-                    h.verified_upto = c->ps->last_offset;
-                    h.anchor = next_anchor;
-                    h.txns_start_seen = c->ps->txns_start;
-                    h.valid = 1;
-                    s->hashes = h.used;
-                }
-            }
-        }
-        LWLockRelease(slot_lock(f.slot));
-    } else {
-        LWLockRelease(dir_lock());
-    }
-    if (grow) grow_digest(c, k, grow_src, gap, ngap, more, next_anchor);
-    if (grow_src != nullptr) pfree(grow_src);
-    for (int j = 0; j < ngap; j++) pfree(gap[j].blob);
-    pfree(gap);
-    if (!applied) {  // evicted meanwhile, or invalid: the full probe decides
-        pfree(cand);
-        cache_stats.fallbacks++;
-        reset_best(c);
-        return false;
-    }
-    pg_atomic_fetch_add_u64(&hdr->lookups, 1);
-    bool decided = true;
-    for (int i = 0; i < c->n && decided; i++) {
-        if (cand[i] < 0) continue;
-        cache_stats.hits++;
-        if (confirm_hit(c, i, cand[i])) {
-            c->best[i] = cand[i];  // below every offset the gap scan could have found
-            cache_stats.confirmed++;
-        } else {
-            decided = false;
-        }
-    }
-    pfree(cand);
-    if (!decided) {
-        cache_stats.fallbacks++;
-        reset_best(c);
-    }
-    return decided;
-}
-
-// Resident digests of this database's queen.log_txns (not those of a dropped extension's,
-// which stay until evicted).
-void shared_probe_cache_database_usage(int* partitions, int64* bytes) {
-    *partitions = 0;
-    *bytes = 0;
-    if (hdr == nullptr) return;
-    Storage st;
-    storage_lookup(&st);
-    LWLockAcquire(dir_lock(), LW_SHARED);
-    for (int32 i = 0; i < hdr->nslots; i++)
-        if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
-            slots[i].key.rel == st.log_txns) {
-            (*partitions)++;
-            *bytes += (int64) slots[i].extent_len;
-        }
-    LWLockRelease(dir_lock());
-}
+// See probe_cache_shm.h.
+ProbeCache* shared_probe_cache() { return &shared; }
 
 }  // namespace queen_pg
 
@@ -774,10 +792,9 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
         v[0] = CStringGetTextDatum(guc_probe_cache ? "backend" : "off");
         v[1] = Int64GetDatum((int64) guc_probe_cache_mb * 1024 * 1024 * MaxBackends);
         nulls[2] = nulls[3] = true;
-        ProbeCacheStats s;
         int p;
         int64 b;
-        probe_cache_stats(&s, &p, &b);
+        backend_probe_cache()->usage(&p, &b);
         parts = p;
         used = b;
     }

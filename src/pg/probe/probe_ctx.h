@@ -1,9 +1,11 @@
-// What one probe of the push path needs (src/pg/queue/push_path.cpp), shared with the probe caches'
-// glue (src/pg/probe/probe_cache_shm.cpp): the locked partition, the window, the snapshot, the
-// call's leaders and the per-leader results.
+// What one probe of a push needs (the push driver, src/pg/queue/push_path.cpp, fills it): the
+// locked partition, the window, the snapshot, the call's leaders and the per-leader results;
+// and the row-level steps every probe shares (the full probe and both probe caches).
 #pragma once
+#include "core/common/uuidv7.h"
 #include "core/probe/probe.h"
-#include "pg/queue/push_path.h"
+#include "pg/storage/log_scan.h"
+#include "pg/storage/partition_lock.h"
 
 namespace queen_pg {
 
@@ -14,7 +16,7 @@ struct ProbeCtx {
     int64 floor;  // positions at or below are vouched for or purged
     TimestampTz win_start;
     TimestampTz cutoff;  // win_start minus 5 s of skew slack: older rows never count again
-    Snapshot snap;
+    Snapshot snap;       // taken after the partition row lock (see push_path.cpp)
     const queen::ProbeIndex* index;
     const queen::Hash128* hashes;
     const int32* leader;
@@ -24,14 +26,20 @@ struct ProbeCtx {
     bool* have_found_id;
 };
 
-// This backend's probe counters (queen.probe_cache_stats()).
+// Counters of this backend's probes (queen.probe_cache_stats()).
+struct ProbeCacheStats {
+    int64 hits;
+    int64 confirmed;
+    int64 fallbacks;
+    int64 rows_read;
+};
 extern ProbeCacheStats cache_stats;
 
 // Hash count of a stored row, rejecting a corrupt blob.
 Size row_hash_count(const ProbeCtx* c, const LogRow* row);
 // Probe one stored row against the call's leaders when it is inside the window.
 void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count);
-// Confirm a digest hit at `cand` for leader i against the stored row.
+// Confirm a digest hit at `cand` for leader i against the stored row (keeps the original's id).
 bool confirm_hit(ProbeCtx* c, int i, int64 cand);
 // Reset a probe's results to "no match".
 void reset_best(ProbeCtx* c);

@@ -4,7 +4,7 @@
 // every occurrence of every 8-byte prefix), brought up to date by reading only the rows
 // committed since, and every candidate it names is confirmed against the stored row.
 //
-// The ack digest follows the probe cache's rules (src/pg/queue/push_path.cpp):
+// The ack digest follows the probe cache's rules (src/pg/probe/probe_cache.h):
 //   * born complete: hydration reads every retained row of the partition once;
 //   * committed rows only: nothing is learned while this transaction has written the
 //     partition (its rows could still roll back); such rows are only searched;
@@ -17,8 +17,9 @@
 // Locks: none of its own (AccessShareLock on the log table and its index while reading). Acks
 // call it while holding their consumer group row lock; it never touches partition rows.
 #include "core/probe/probe_digest.h"
-#include "pg/queue/push_path.h"  // core headers first, then the glue (pg/log_scan.h)
 #include "pg/probe/gap_scan.h"
+#include "pg/probe/probe_cache.h"
+#include "pg/storage/written_here.h"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(queen_log_find_hash_after_v1);

@@ -8,7 +8,9 @@
 // change a row we hold, and each partition is pushed once: the state stays exact).
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
+#include "pg/queue/answer_store.h"
 #include "pg/queue/push_segments.h"
+#include "pg/queue/reserved_queues.h"
 
 extern "C" {
 #include "common/jsonapi.h"

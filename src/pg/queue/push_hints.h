@@ -2,6 +2,7 @@
 // stored rows, then push the rest under the plain vouch, or everything with the full probe.
 #pragma once
 #include "core/probe/vouch_hints.h"
+#include "pg/queue/push_narrow.h"
 #include "pg/queue/push_path.h"
 
 namespace queen_pg {

@@ -5,7 +5,9 @@
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
 #include "core/common/uuidv7.h"
+#include "pg/queue/answer_store.h"
 #include "pg/queue/push_path.h"
+#include "pg/queue/reserved_queues.h"
 
 extern "C" {
 #include "utils/jsonb.h"
@@ -27,7 +29,7 @@ static queen::UuidV7Generator* uuid_generator() {
     return gen;
 }
 
-// Find (or create) the partition and lock it (push_path.cpp's protocol, step 1): one statement
+// Find (or create) the partition and lock it (partition_lock.cpp's protocol): one statement
 // when it exists; returns its id, whether its queue dedups by content, and the locked state.
 static int64 find_and_lock_partition(text* queue, text* partition, bool* by_content,
                                      PartitionState* ps) {

@@ -2,7 +2,7 @@
 // queen.probe_cache_stats(). Reads take no locks beyond AccessShare on the tables.
 #include "core/common/segment_codec.h"
 #include "pg/storage/log_scan.h"
-#include "pg/queue/push_path.h"
+#include "pg/probe/partition_probe.h"
 #include "pg/queue/read.h"
 
 extern "C" {

@@ -15,7 +15,7 @@
 // happens before partition locks. Then the misses are looked up again (a queue dropped
 // meanwhile makes another round; in REPEATABLE READ a row committed after our snapshot makes
 // the insert fail with 40001 instead of looping).
-#include "pg/queue/push_path.h"  // core headers first (reserved_queue_check)
+#include "pg/queue/reserved_queues.h"
 #include "pg/queue/resolve_names.h"
 #include "pg/storage/direct_write.h"
 

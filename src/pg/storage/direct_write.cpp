@@ -85,6 +85,16 @@ static void fill_queen_rels(QueenRels* out) {
 // The cached relations, looked up again after an invalidation.
 const QueenRels* queen_rels() { return rels_cache.get(fill_queen_rels); }
 
+// Look up queen's tables and primary keys (cached per backend by queen_rels()).
+void storage_lookup(Storage* out) {
+    const QueenRels* r = queen_rels();
+    out->log_txns = r->log_txns;
+    out->log_txns_pkey = r->log_txns_pkey;
+    out->log_segments = r->log_segments;
+    out->log_segments_pkey = r->log_segments_pkey;
+    out->log_txns_created = r->log_txns_created;  // may be missing
+}
+
 // Register queen.direct_write.
 void direct_write_define_settings() {
     DefineCustomBoolVariable(

@@ -1,0 +1,76 @@
+// The probe stage (see partition_probe.h): the active probe cache when it may narrow the
+// probe, else (or when it cannot decide) the authoritative full-window probe.
+//
+// Locks: none of its own. The caller holds the partition row lock and took c->snap after it;
+// the shared cache takes its LWLocks inside its steps (probe_cache_shm.cpp).
+#include "core/probe/probe_digest.h"
+#include "pg/probe/partition_probe.h"
+#include "pg/probe/probe_cache_backend.h"
+#include "pg/probe/probe_cache_shm.h"
+#include "pg/storage/written_here.h"
+
+namespace queen_pg {
+
+// The authoritative full-window probe: every row holding an offset above the floor that is
+// inside the window.
+//
+// Without a vouch it reads the (partition_id, created_at) index from the window start: only
+// rows that can be inside the window are read, however much older history is retained (no
+// retention run needed). This stays exact when the clock steps back: created_at is not
+// monotonic in offset order then (a row stamped before the step can carry a later time than
+// the rows after it), so no offset bound is derived from time at all. The index selects on
+// created_at itself, the very predicate that defines "inside the window", so every row with
+// created_at >= win_start is read whatever its offset, and no other row can match. With a
+// vouch (or before the 0.2.0 index exists) the span (floor, last_offset] is read by primary
+// key and filtered by time, as the vouch already bounds it to a few rows.
+static void probe_full(ProbeCtx* c) {
+    LogRow row;
+    LogScan scan;
+    bool vouched = c->floor > c->ps->txns_start - 1;
+    if (!vouched && OidIsValid(c->st->log_txns_created)) {
+        log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
+        while (log_scan_next(&scan, &row)) {
+            cache_stats.rows_read++;
+            probe_if_in_window(c, &row, row_hash_count(c, &row));
+        }
+        log_scan_end(&scan);
+        return;
+    }
+    // the row straddling the floor, if one starts at or below it
+    if (log_row_at(c->st, false, c->pid, c->floor + 1, c->snap, &row)) {
+        if (row.base_offset <= c->floor) probe_if_in_window(c, &row, row_hash_count(c, &row));
+        pfree(row.owned);
+    }
+    log_scan_begin(&scan, c->st, false, c->pid, c->floor, c->snap);
+    while (log_scan_next(&scan, &row)) {
+        cache_stats.rows_read++;
+        probe_if_in_window(c, &row, row_hash_count(c, &row));
+    }
+    log_scan_end(&scan);
+}
+
+// The cache that serves this backend: with queen preloaded, the server-wide shared cache
+// (this backend's own digests are then never built); else this backend's.
+static ProbeCache* active_cache() {
+    return shared_probe_cache_active() ? shared_probe_cache() : backend_probe_cache();
+}
+
+// The probe through the active cache. False when the full probe must decide. Nothing is
+// learned while this transaction wrote the partition; no cache at all once its marks were lost.
+static bool probe_cached(ProbeCtx* c) {
+    if (written_marks_lost()) return false;
+    return active_cache()->probe(c, wrote_partition_here(c->pid));
+}
+
+// See partition_probe.h.
+void probe_partition(ProbeCtx* c, bool may_cache) {
+    if (!may_cache || !guc_probe_cache || !probe_cached(c)) probe_full(c);
+}
+
+// Report the counters and the active cache's usage.
+void probe_cache_stats(ProbeCacheStats* out, int* partitions, int64* bytes) {
+    *out = cache_stats;
+    active_cache()->usage(partitions, bytes);
+}
+
+}  // namespace queen_pg

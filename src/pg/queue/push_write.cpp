@@ -1,0 +1,147 @@
+// The write stage of a push (see push_write.h).
+//
+// Locks: no further row lock. The caller holds the partition row lock (FOR NO KEY UPDATE,
+// partition_lock.cpp), and the allocator update replaces the very row version this transaction
+// locked; the inserts take the RowExclusiveLock of the equivalent INSERT (direct_write.cpp).
+// A duplicate writes nothing: this stage runs only when something survived.
+#include "pg/queue/push_write.h"
+#include "pg/storage/direct_write.h"
+#include "pg/storage/written_here.h"
+
+extern "C" {
+#include "access/xact.h"
+}
+
+namespace queen_pg {
+
+static SPIPlanPtr plan_set_last, plan_insert_segment, plan_insert_txns;
+
+// A bytea of the given size, uninitialized.
+static bytea* new_bytea(Size len) {
+    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + len));
+    SET_VARSIZE(b, VARHDRSZ + len);
+    return b;
+}
+
+// The three writes done directly (see direct_write.cpp): the allocator bump of the row version
+// this transaction locked (a HOT update: no index entry), then the segment and the log_txns
+// rows with their index entries. False (nothing written) when a table's shape rules it out:
+// a trigger, row security, or other columns than sql/queen.sql defines.
+static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
+                         TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
+    const QueenRels* r = queen_rels();
+    EState* estate = CreateExecutorState();
+    DirectTable parts, segs, txns;
+    direct_open(&parts, r->log_partitions, estate, true);
+    direct_open(&segs, r->log_segments, estate);
+    direct_open(&txns, r->log_txns, estate);
+    bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
+              direct_insert_ok(txns.rel) && RelationGetDescr(segs.rel)->natts == 6 &&
+              RelationGetDescr(txns.rel)->natts == 6;
+    if (ok) {
+        int cols[1] = {r->p_last_offset};
+        Datum last[1] = {Int64GetDatum(end)};
+        ItemPointerData tid = ps->tid;
+        direct_update(&parts, &tid, 1, cols, last);
+        bool nulls[6] = {false, false, false, false, false, false};
+        Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+        direct_insert(&segs, a_seg, nulls);
+        Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
+        direct_insert(&txns, a_txn, nulls);
+    }
+    direct_close(&txns);
+    direct_close(&segs);
+    direct_close(&parts);
+    FreeExecutorState(estate);
+    if (ok) CommandCounterIncrement();  // visible to what follows, as after a statement
+    return ok;
+}
+
+static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                      bytea* seg, bytea* hashes, bytea* ids);
+
+// Write the survivors: bump the allocator, insert one segment row and one log_txns row.
+static void write_survivors(int64 pid, const PartitionState* ps,
+                            const PushBatch* b, const queen::ItemVerdict* v, int survivors,
+                            TimestampTz now) {
+    int64 base = ps->last_offset + 1, end = ps->last_offset + survivors;
+    bytea* seg;
+    if (survivors == b->n && b->segment != nullptr) {
+        seg = new_bytea(b->segment_len);
+        memcpy(VARDATA(seg), b->segment, b->segment_len);
+    } else {
+        Size len = queen::kSegmentHeaderBytes;
+        for (int i = 0; i < b->n; i++)
+            if (v[i].kind == queen::VerdictKind::Queued)
+                len += queen::segment_entry_size(b->msgs[i].txn.size(), b->msgs[i].payload.size());
+        seg = new_bytea(len);
+        uint8* p = reinterpret_cast<uint8*>(VARDATA(seg));
+        p = queen::segment_write_header(p, (uint32_t) survivors);
+        for (int i = 0; i < b->n; i++)
+            if (v[i].kind == queen::VerdictKind::Queued) p = queen::segment_write_entry(p, b->msgs[i]);
+    }
+    bytea* hashes = new_bytea((Size) survivors * queen::kHashBytes);
+    bytea* ids = new_bytea((Size) survivors * 16);
+    uint8* h = reinterpret_cast<uint8*>(VARDATA(hashes));
+    uint8* id = reinterpret_cast<uint8*>(VARDATA(ids));
+    for (int i = 0; i < b->n; i++)
+        if (v[i].kind == queen::VerdictKind::Queued) {
+            memcpy(h, b->hashes[i].b, queen::kHashBytes);
+            h += queen::kHashBytes;
+            memcpy(id, b->msgs[i].id.b, 16);
+            id += 16;
+        }
+
+    if (!(ps->direct && guc_direct_write &&
+          write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
+        write_spi(pid, base, end, now, survivors, seg, hashes, ids);
+    pfree(seg);
+    pfree(hashes);
+    pfree(ids);
+}
+
+// The three writes as SQL statements (queen.direct_write off, or a table with triggers).
+static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                      bytea* seg, bytea* hashes, bytea* ids) {
+    spi_open();
+    Oid t_set[2] = {INT8OID, INT8OID};
+    Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
+    if (SPI_execute_plan(spi_plan(&plan_set_last,
+                             "UPDATE queen.log_partitions SET last_offset = $2 WHERE id = $1", 2,
+                             t_set),
+                         a_set, nullptr, false, 0) != SPI_OK_UPDATE)
+        elog(ERROR, "queen: allocator update failed");
+
+    Oid t_seg[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+    Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_segment,
+                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
+                             " created_at, message_count, data) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_seg),
+                         a_seg, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: segment insert failed");
+
+    Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
+    Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_txns,
+                             "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
+                             " created_at, hashes, message_ids) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_txn),
+                         a_txn, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: log_txns insert failed");
+    SPI_finish();
+}
+
+// The write, then the mark: no later push of the partition learns these rows before they
+// commit.
+void push_write(int64 pid, const PartitionState* ps, const PushBatch* b,
+                const queen::ItemVerdict* v, int survivors, TimestampTz now) {
+    write_survivors(pid, ps, b, v, survivors, now);
+    written_mark(pid);
+}
+
+}  // namespace queen_pg

@@ -1,0 +1,35 @@
+// The partition row lock every writer of a partition's log takes first (push, push_segment(s),
+// transaction, run_retention): queen.log_partitions' row, FOR NO KEY UPDATE, held until the
+// transaction ends. See partition_lock.cpp for the protocol.
+#pragma once
+#include "pg/common/glue.h"
+
+extern "C" {
+#include "storage/itemptr.h"
+}
+
+namespace queen_pg {
+
+// The locked partition row.
+struct PartitionState {
+    int64 last_offset;
+    int64 txns_start;
+    int64 log_start;
+    int32 window;
+    bool reserved;        // its queue's name starts with "__queen_" (queen's own modules)
+    bool direct;          // locked by direct access (tid valid) rather than by SQL
+    ItemPointerData tid;  // the locked row version (direct only)
+};
+
+// True for a queue name reserved for queen's own modules (starts with "__queen_").
+bool queue_name_reserved(const char* name, Size len);
+
+// Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist).
+void partition_lock(int64 partition_id, PartitionState* out);
+
+// Look the partition up by name and lock it in the same statement (for queen.push: one
+// statement instead of a lookup then a lock); false when it does not exist (nothing locked).
+bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
+                            PartitionState* out);
+
+}  // namespace queen_pg

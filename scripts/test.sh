@@ -222,7 +222,7 @@ stage_installcheck() {
     # Every suite again with the per-backend probe cache off: the verdicts, and so the
     # expected files, must not change. (The probe_cache tests switch it themselves.)
     local regress isolation
-    regress=$(cd "$ROOT/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -v -e '^queen' -e '^probe_cache$' | tr '\n' ' ')
+    regress=$(cd "$ROOT/tests/regress/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -v '^probe_cache$' | tr '\n' ' ')
     isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | grep -v '^probe_cache' | tr '\n' ' ')
     PGOPTIONS="-c queen.probe_cache=off" run_regress_suite regress-cache-off ISOLATION "$ROOT" "REGRESS=$regress"
     PGOPTIONS="-c queen.probe_cache=off" run_regress_suite isolation-cache-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"

@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     stream_limits.long_poll_ms = st.stream_long_poll_ms;
     stream_limits.producer_cache = st.stream_producer_cache != 0;
     StreamsApi streams_api(stream_engine, stream_waiters, stream_limits);
-    api.mount("/v1/stream/", [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
+    api.mount("/v1/stream/", Endpoint::Stream, [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
                                             Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });
 
     asio::io_context ioc(static_cast<int>(st.http_threads));

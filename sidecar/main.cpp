@@ -140,7 +140,10 @@ int main(int argc, char** argv) {
         sql_backends.push_back(
             std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
     Flusher flusher(fc, std::move(backends), cache, metrics, clock, std::move(sql_backends));
-    Api api(st, flusher, cache, metrics);
+    ParseLimits push_limits;
+    push_limits.max_items = st.max_items;
+    push_limits.max_payload_bytes = st.max_payload_bytes;
+    Api api(push_limits, flusher, cache, metrics);
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(st.pg);

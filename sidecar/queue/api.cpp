@@ -75,11 +75,8 @@ bool parse_int(const std::string& s, int64_t* out) {
 
 }  // namespace
 
-Api::Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics)
-    : flusher_(flusher), cache_(cache), metrics_(metrics) {
-    limits_.max_items = settings.max_items;
-    limits_.max_payload_bytes = settings.max_payload_bytes;
-}
+Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics)
+    : limits_(limits), flusher_(flusher), cache_(cache), metrics_(metrics) {}
 
 // Add a mounted surface (before serving starts: mounts_ is read without a lock).
 void Api::mount(std::string prefix, Endpoint ep, RouteFn fn) {

@@ -15,7 +15,6 @@
 #include "queue/block_cache.h"
 #include "queue/flusher.h"
 #include "queue/push_request.h"
-#include "settings.h"
 
 namespace queen::sidecar {
 
@@ -23,7 +22,8 @@ class PgProbe;
 
 class Api final : public Handler {
 public:
-    Api(const Settings& settings, Flusher& flusher, BlockCache& cache, Metrics& metrics);
+    // limits: what one push body may hold (from the settings, in main.cpp).
+    Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics);
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply) override;
     // The one extension point of the router: requests under prefix (e.g. "/v1/stream/") go to

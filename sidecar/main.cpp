@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
         stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     StreamsApi streams_api(stream_engine, stream_waiters, streams_limits(st));
-    api.mount("/v1/stream/", [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
+    api.mount("/v1/stream/", Endpoint::Stream, [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
                                             Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });
 
     asio::io_context ioc(static_cast<int>(st.http_threads));

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
 
+#include "common/clock.h"
 #include "common/json_writer.h"
 
 namespace queen::sidecar {
@@ -105,9 +105,8 @@ void log_at(LogLevel level, const char* fmt, ...) {
     if (n < 0) return;
     std::string msg(buf, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1));
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    using namespace std::chrono;
-    const int64_t now = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-    const std::string line = log_render(level, now, msg);
+    // The sidecar's one wall clock (a test's --clock-offset-ms shifts the stamps too).
+    const std::string line = log_render(level, SystemClock::instance().wall_ms(), msg);
     std::size_t off = 0;
     while (off < line.size()) {
         ssize_t w = ::write(2, line.data() + off, line.size() - off);

@@ -6,8 +6,6 @@
 
 #include <cstdio>
 
-#include "queue/block_cache.h"
-
 namespace queen::sidecar {
 
 namespace {
@@ -16,10 +14,16 @@ const double kCountBounds[Histogram::kBuckets] = {1,   2,   5,    10,   20,   50
 const double kSecondBounds[Histogram::kBuckets] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 const char* kEndpointNames[] = {"push",        "configure", "ack",     "ack_batch", "pop",
-                                "transaction", "health",    "metrics", "other"};
+                                "transaction", "health",    "metrics", "other",
+                                "stream"};
+static_assert(sizeof kEndpointNames / sizeof kEndpointNames[0] ==
+                  static_cast<std::size_t>(Endpoint::kCount),
+              "one name per endpoint");
 
-// Append one "name value" sample with optional labels.
-void sample(std::string* out, const char* name, const char* labels, double v) {
+}  // namespace
+
+// One "name{labels} value" line.
+void metric_sample(std::string* out, const char* name, const char* labels, double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", v);
     out->append(name);
@@ -27,13 +31,11 @@ void sample(std::string* out, const char* name, const char* labels, double v) {
     out->append(" ").append(buf).append("\n");
 }
 
-// Append HELP and TYPE lines.
-void header(std::string* out, const char* name, const char* type, const char* help) {
+// HELP and TYPE lines.
+void metric_header(std::string* out, const char* name, const char* type, const char* help) {
     out->append("# HELP ").append(name).append(" ").append(help).append("\n");
     out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
-}  // namespace
-
 // Copy the bounds.
 Histogram::Histogram(const double (&bounds)[kBuckets]) {
     for (int i = 0; i < kBuckets; i++) bounds_[i] = bounds[i];
@@ -50,7 +52,7 @@ void Histogram::observe(double v) noexcept {
 
 // Cumulative buckets as Prometheus wants them.
 void Histogram::render(std::string* out, const char* name, const char* help) const {
-    header(out, name, "histogram", help);
+    metric_header(out, name, "histogram", help);
     uint64_t cum = 0;
     std::string bucket = std::string(name) + "_bucket";
     for (int i = 0; i <= kBuckets; i++) {
@@ -60,10 +62,10 @@ void Histogram::render(std::string* out, const char* name, const char* help) con
             std::snprintf(label, sizeof label, "le=\"%g\"", bounds_[i]);
         else
             std::snprintf(label, sizeof label, "le=\"+Inf\"");
-        sample(out, bucket.c_str(), label, static_cast<double>(cum));
+        metric_sample(out, bucket.c_str(), label, static_cast<double>(cum));
     }
-    sample(out, (std::string(name) + "_sum").c_str(), nullptr, sum_micros_.load() / 1e6);
-    sample(out, (std::string(name) + "_count").c_str(), nullptr,
+    metric_sample(out, (std::string(name) + "_sum").c_str(), nullptr, sum_micros_.load() / 1e6);
+    metric_sample(out, (std::string(name) + "_count").c_str(), nullptr,
            static_cast<double>(count_.load()));
 }
 
@@ -86,23 +88,23 @@ static void render_process_memory(std::string* out) {
         if (std::fscanf(f, "%ld %ld", &pages_total, &pages_resident) != 2) pages_resident = 0;
         std::fclose(f);
     }
-    header(out, "queen_sidecar_process_resident_bytes", "gauge",
+    metric_header(out, "queen_sidecar_process_resident_bytes", "gauge",
            "resident set size of the process (/proc/self/statm)");
-    sample(out, "queen_sidecar_process_resident_bytes", nullptr,
+    metric_sample(out, "queen_sidecar_process_resident_bytes", nullptr,
            static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)));
     const struct mallinfo2 mi = mallinfo2();
-    header(out, "queen_sidecar_malloc_bytes", "gauge",
+    metric_header(out, "queen_sidecar_malloc_bytes", "gauge",
            "bytes malloc has handed out: in_use (all arenas + mmapped) and free (held, not in use)");
-    sample(out, "queen_sidecar_malloc_bytes", "kind=\"in_use\"",
+    metric_sample(out, "queen_sidecar_malloc_bytes", "kind=\"in_use\"",
            static_cast<double>(mi.uordblks + mi.hblkhd));
-    sample(out, "queen_sidecar_malloc_bytes", "kind=\"free\"", static_cast<double>(mi.fordblks));
+    metric_sample(out, "queen_sidecar_malloc_bytes", "kind=\"free\"", static_cast<double>(mi.fordblks));
 }
 
 // Everything, in one text body.
-std::string render_metrics(const Metrics& m, const BlockCache* cache) {
+std::string render_metrics(const Metrics& m) {
     std::string out;
     out.reserve(8192);
-    header(&out, "queen_sidecar_requests_total", "counter",
+    metric_header(&out, "queen_sidecar_requests_total", "counter",
            "HTTP requests by endpoint and status class");
     for (int e = 0; e < static_cast<int>(Endpoint::kCount); e++)
         for (int c = 1; c <= 5; c++) {
@@ -111,115 +113,77 @@ std::string render_metrics(const Metrics& m, const BlockCache* cache) {
             char labels[96];
             std::snprintf(labels, sizeof labels, "endpoint=\"%s\",code=\"%dxx\"", kEndpointNames[e],
                           c);
-            sample(&out, "queen_sidecar_requests_total", labels, static_cast<double>(v));
+            metric_sample(&out, "queen_sidecar_requests_total", labels, static_cast<double>(v));
         }
-    header(&out, "queen_sidecar_messages_total", "counter", "pushed messages by final status");
-    sample(&out, "queen_sidecar_messages_total", "status=\"queued\"", m.messages_queued.load());
-    sample(&out, "queen_sidecar_messages_total", "status=\"duplicate\"",
+    metric_header(&out, "queen_sidecar_messages_total", "counter", "pushed messages by final status");
+    metric_sample(&out, "queen_sidecar_messages_total", "status=\"queued\"", m.messages_queued.load());
+    metric_sample(&out, "queen_sidecar_messages_total", "status=\"duplicate\"",
            m.messages_duplicate.load());
-    sample(&out, "queen_sidecar_messages_total", "status=\"error\"", m.messages_failed.load());
-    header(&out, "queen_sidecar_local_duplicates_total", "counter",
+    metric_sample(&out, "queen_sidecar_messages_total", "status=\"error\"", m.messages_failed.load());
+    metric_header(&out, "queen_sidecar_local_duplicates_total", "counter",
            "duplicates caught before SQL, by layer");
-    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"1\"",
+    metric_sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"1\"",
            m.messages_layer1_duplicate.load());
-    sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"2\"",
+    metric_sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"2\"",
            m.messages_layer2_duplicate.load());
-    header(&out, "queen_sidecar_flushes_total", "counter", "segments flushed");
-    sample(&out, "queen_sidecar_flushes_total", nullptr, m.flushes.load());
-    header(&out, "queen_sidecar_sql_calls_total", "counter", "SQL statements run");
-    sample(&out, "queen_sidecar_sql_calls_total", nullptr, m.sql_calls.load());
-    header(&out, "queen_sidecar_sql_errors_total", "counter", "SQL statements that failed");
-    sample(&out, "queen_sidecar_sql_errors_total", nullptr, m.sql_errors.load());
-    header(&out, "queen_sidecar_pg_connects_total", "counter",
+    metric_header(&out, "queen_sidecar_flushes_total", "counter", "segments flushed");
+    metric_sample(&out, "queen_sidecar_flushes_total", nullptr, m.flushes.load());
+    metric_header(&out, "queen_sidecar_sql_calls_total", "counter", "SQL statements run");
+    metric_sample(&out, "queen_sidecar_sql_calls_total", nullptr, m.sql_calls.load());
+    metric_header(&out, "queen_sidecar_sql_errors_total", "counter", "SQL statements that failed");
+    metric_sample(&out, "queen_sidecar_sql_errors_total", nullptr, m.sql_errors.load());
+    metric_header(&out, "queen_sidecar_pg_connects_total", "counter",
            "PostgreSQL connections opened / failed");
-    sample(&out, "queen_sidecar_pg_connects_total", "result=\"ok\"", m.pg_connects.load());
-    sample(&out, "queen_sidecar_pg_connects_total", "result=\"failed\"",
+    metric_sample(&out, "queen_sidecar_pg_connects_total", "result=\"ok\"", m.pg_connects.load());
+    metric_sample(&out, "queen_sidecar_pg_connects_total", "result=\"failed\"",
            m.pg_connect_failures.load());
-    header(&out, "queen_sidecar_pg_up", "gauge", "1 when the last PostgreSQL call succeeded");
-    sample(&out, "queen_sidecar_pg_up", nullptr, m.pg_up.load());
-    header(&out, "queen_sidecar_pending_items", "gauge", "items waiting for a flush");
-    sample(&out, "queen_sidecar_pending_items", nullptr,
+    metric_header(&out, "queen_sidecar_pg_up", "gauge", "1 when the last PostgreSQL call succeeded");
+    metric_sample(&out, "queen_sidecar_pg_up", nullptr, m.pg_up.load());
+    metric_header(&out, "queen_sidecar_pending_items", "gauge", "items waiting for a flush");
+    metric_sample(&out, "queen_sidecar_pending_items", nullptr,
            static_cast<double>(m.pending_items.load()));
-    header(&out, "queen_sidecar_inflight_requests", "gauge", "requests being served");
-    sample(&out, "queen_sidecar_inflight_requests", nullptr,
+    metric_header(&out, "queen_sidecar_inflight_requests", "gauge", "requests being served");
+    metric_sample(&out, "queen_sidecar_inflight_requests", nullptr,
            static_cast<double>(m.inflight_requests.load()));
-    header(&out, "queen_sidecar_connections_open", "gauge", "client connections being served");
-    sample(&out, "queen_sidecar_connections_open", nullptr,
+    metric_header(&out, "queen_sidecar_connections_open", "gauge", "client connections being served");
+    metric_sample(&out, "queen_sidecar_connections_open", nullptr,
            static_cast<double>(m.connections_open.load()));
-    header(&out, "queen_sidecar_connections_rejected_total", "counter",
+    metric_header(&out, "queen_sidecar_connections_rejected_total", "counter",
            "connections refused with 503 over --max-connections");
-    sample(&out, "queen_sidecar_connections_rejected_total", nullptr,
+    metric_sample(&out, "queen_sidecar_connections_rejected_total", nullptr,
            m.connections_rejected.load());
-    header(&out, "queen_sidecar_accept_errors_total", "counter",
+    metric_header(&out, "queen_sidecar_accept_errors_total", "counter",
            "accept() failures (each one backs off before accepting again)");
-    sample(&out, "queen_sidecar_accept_errors_total", nullptr, m.accept_errors.load());
-    header(&out, "queen_sidecar_client_timeouts_total", "counter",
+    metric_sample(&out, "queen_sidecar_accept_errors_total", nullptr, m.accept_errors.load());
+    metric_header(&out, "queen_sidecar_client_timeouts_total", "counter",
            "connections closed by a header, body, idle or write deadline");
-    sample(&out, "queen_sidecar_client_timeouts_total", nullptr, m.client_timeouts.load());
-    header(&out, "queen_sidecar_hint_segments_total", "counter",
+    metric_sample(&out, "queen_sidecar_client_timeouts_total", nullptr, m.client_timeouts.load());
+    metric_header(&out, "queen_sidecar_hint_segments_total", "counter",
            "hinted vouches as PostgreSQL judged them: confirmed, or sent to the full probe");
-    sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"confirmed\"", m.hint_confirmed.load());
-    sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"fallback\"", m.hint_fallbacks.load());
-    header(&out, "queen_sidecar_partitions_resolved_total", "counter",
+    metric_sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"confirmed\"", m.hint_confirmed.load());
+    metric_sample(&out, "queen_sidecar_hint_segments_total", "outcome=\"fallback\"", m.hint_fallbacks.load());
+    metric_header(&out, "queen_sidecar_partitions_resolved_total", "counter",
            "partitions looked up in PostgreSQL (metadata memo misses, batched per flush)");
-    sample(&out, "queen_sidecar_partitions_resolved_total", nullptr, m.partitions_resolved.load());
-    header(&out, "queen_sidecar_partitions_named_total", "counter",
+    metric_sample(&out, "queen_sidecar_partitions_resolved_total", nullptr, m.partitions_resolved.load());
+    metric_header(&out, "queen_sidecar_partitions_named_total", "counter",
            "memo misses resolved inside their push (queen.push_segments_named)");
-    sample(&out, "queen_sidecar_partitions_named_total", nullptr, m.partitions_named.load());
-    header(&out, "queen_sidecar_named_hinted_segments_total", "counter",
+    metric_sample(&out, "queen_sidecar_partitions_named_total", nullptr, m.partitions_named.load());
+    metric_header(&out, "queen_sidecar_named_hinted_segments_total", "counter",
            "segments sent with a hinted vouch in a push that also named a partition");
-    sample(&out, "queen_sidecar_named_hinted_segments_total", nullptr,
+    metric_sample(&out, "queen_sidecar_named_hinted_segments_total", nullptr,
            m.named_hinted_segments.load());
-    header(&out, "queen_sidecar_memo_bytes", "gauge",
+    metric_header(&out, "queen_sidecar_memo_bytes", "gauge",
            "bytes the partition metadata memo holds (allocator chunks)");
-    sample(&out, "queen_sidecar_memo_bytes", nullptr, static_cast<double>(m.memo_bytes.load()));
-    header(&out, "queen_sidecar_memo_entries", "gauge", "partitions in the metadata memo");
-    sample(&out, "queen_sidecar_memo_entries", nullptr, static_cast<double>(m.memo_entries.load()));
-    header(&out, "queen_sidecar_memo_evictions_total", "counter",
+    metric_sample(&out, "queen_sidecar_memo_bytes", nullptr, static_cast<double>(m.memo_bytes.load()));
+    metric_header(&out, "queen_sidecar_memo_entries", "gauge", "partitions in the metadata memo");
+    metric_sample(&out, "queen_sidecar_memo_entries", nullptr, static_cast<double>(m.memo_entries.load()));
+    metric_header(&out, "queen_sidecar_memo_evictions_total", "counter",
            "metadata memo entries dropped over its budget");
-    sample(&out, "queen_sidecar_memo_evictions_total", nullptr, m.memo_evictions.load());
+    metric_sample(&out, "queen_sidecar_memo_evictions_total", nullptr, m.memo_evictions.load());
     render_process_memory(&out);
     m.flush_messages.render(&out, "queen_sidecar_flush_messages", "messages per flushed segment");
     m.flush_partitions.render(&out, "queen_sidecar_flush_partitions", "segments per push SQL call");
     m.sql_seconds.render(&out, "queen_sidecar_sql_seconds", "SQL call latency");
-    if (cache) {
-        static const char* names[] = {"vouch", "disabled",    "suppressed", "local_hit",
-                                      "gap",   "load_failed", "hinted"};
-        static_assert(sizeof names / sizeof names[0] == static_cast<int>(Verdict::kCount),
-                      "one name per verdict");
-        header(&out, "queen_sidecar_cache_verdicts_total", "counter",
-               "p_verified answers: vouch, or the reason for -1");
-        for (int v = 0; v < static_cast<int>(Verdict::kCount); v++) {
-            char labels[48];
-            std::snprintf(labels, sizeof labels, "verdict=\"%s\"", names[v]);
-            sample(&out, "queen_sidecar_cache_verdicts_total", labels,
-                   cache->verdict_count(static_cast<Verdict>(v)));
-        }
-        header(&out, "queen_sidecar_cache_resident_bytes", "gauge",
-               "bytes held by the block cache");
-        sample(&out, "queen_sidecar_cache_resident_bytes", nullptr,
-               static_cast<double>(cache->resident_bytes()));
-        header(&out, "queen_sidecar_cache_resident_hashes", "gauge",
-               "hashes held by the block cache");
-        sample(&out, "queen_sidecar_cache_resident_hashes", nullptr,
-               static_cast<double>(cache->resident_hashes()));
-        header(&out, "queen_sidecar_cache_partitions", "gauge", "partitions with a cache entry");
-        sample(&out, "queen_sidecar_cache_partitions", nullptr,
-               static_cast<double>(cache->entries()));
-        header(&out, "queen_sidecar_cache_suppressed_partitions", "gauge",
-               "partitions suppressed by memory pressure");
-        sample(&out, "queen_sidecar_cache_suppressed_partitions", nullptr,
-               static_cast<double>(cache->suppressed_partitions()));
-        header(&out, "queen_sidecar_cache_events_total", "counter",
-               "hydrations, top-ups, evictions, warnings");
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"hydration\"",
-               cache->hydrations());
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"topup\"", cache->topups());
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"empty_birth\"",
-               cache->empty_births());
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"eviction\"", cache->evictions());
-        sample(&out, "queen_sidecar_cache_events_total", "event=\"warning\"", cache->warnings());
-    }
     return out;
 }
 

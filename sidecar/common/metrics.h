@@ -1,5 +1,7 @@
 // Process-wide counters and histograms, rendered as Prometheus text by render_metrics().
-// Everything is a relaxed atomic: no locks.
+// Everything is a relaxed atomic: no locks. Parts above common (the block cache) render their
+// own figures after these with metric_header() and metric_sample(), so this file knows none
+// of them.
 #pragma once
 
 #include <atomic>
@@ -7,8 +9,6 @@
 #include <string>
 
 namespace queen::sidecar {
-
-class BlockCache;
 
 // A fixed-bucket histogram (upper bounds in the unit of the metric).
 class Histogram {
@@ -37,6 +37,7 @@ enum class Endpoint : int {
     Health,
     Metrics,
     Other,
+    Stream,  // every route of the streams surface (/v1/stream/...)
     kCount
 };
 
@@ -77,7 +78,12 @@ struct Metrics {
     void count_request(Endpoint ep, int http_status) noexcept;
 };
 
-// The Prometheus exposition (cache may be null).
-std::string render_metrics(const Metrics& m, const BlockCache* cache);
+// The Prometheus exposition of m.
+std::string render_metrics(const Metrics& m);
+
+// Append a metric's HELP and TYPE lines to a Prometheus exposition.
+void metric_header(std::string* out, const char* name, const char* type, const char* help);
+// Append one "name{labels} value" sample (labels may be null or empty).
+void metric_sample(std::string* out, const char* name, const char* labels, double v);
 
 }  // namespace queen::sidecar

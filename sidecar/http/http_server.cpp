@@ -9,6 +9,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/clock.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 
@@ -27,12 +28,6 @@ using Strand = asio::strand<asio::io_context::executor_type>;
 using Socket = asio::basic_stream_socket<tcp, Strand>;
 using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Strand>;
-
-// Monotonic milliseconds (accept log rate limit).
-int64_t mono_ms() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
 
 // An error answer of the server itself.
 HttpResponse server_error(int status, const char* code, const std::string& message) {
@@ -210,7 +205,7 @@ private:
             r.headers.emplace_back(std::move(name), std::string(f.value()));
         }
         disarm();  // no deadline while the request is being served
-        srv_.api().handle(std::move(r),
+        srv_.handler().handle(std::move(r),
                           [self = shared_from_this(), keep, version](HttpResponse resp) {
                               asio::post(self->sock_.get_executor(),
                                          [self, keep, version, resp = std::move(resp)]() mutable {
@@ -311,12 +306,12 @@ private:
 
 }  // namespace
 
-HttpServer::HttpServer(asio::io_context& ioc, Api& api, Metrics& metrics, ServerLimits limits)
+HttpServer::HttpServer(asio::io_context& ioc, Handler& handler, Metrics& metrics, ServerLimits limits)
     : ioc_(ioc),
       accept_strand_(asio::make_strand(ioc)),
       acceptor_(accept_strand_),
       accept_timer_(accept_strand_),
-      api_(api),
+      handler_(handler),
       metrics_(metrics),
       limits_(limits) {}
 
@@ -368,7 +363,7 @@ void HttpServer::do_accept() {
 void HttpServer::on_accept_error(const boost::system::error_code& ec) {
     metrics_.accept_errors++;
     accept_backoff_ms_ = accept_backoff_ms_ ? std::min<int64_t>(1000, accept_backoff_ms_ * 2) : 10;
-    const int64_t now = mono_ms();
+    const int64_t now = SystemClock::instance().mono_ms();
     if (last_accept_log_ms_ < 0 || now - last_accept_log_ms_ >= 1000) {
         last_accept_log_ms_ = now;
         QLOG_WARN("accept failed: %s; retrying in %lld ms (%lld connections open)",

@@ -8,7 +8,7 @@
 //     connection), header (first byte to the end of the headers), body (end of the headers to
 //     the end of the body), write (sending the answer). A deadline that passes closes the
 //     connection (slow clients cannot hold a connection with a trickle of bytes). No deadline
-//     runs while the Api serves a request;
+//     runs while the Handler serves a request;
 //   - a request is read whole (body limit -> 413) into a 64 KiB buffer;
 //   - accept() failures (EMFILE when file descriptors run out, ENFILE, ENOBUFS...) back off
 //     10 ms doubling to 1 s before the next accept, instead of spinning.
@@ -26,9 +26,9 @@
 #include <memory>
 #include <string>
 
-#include "queue/api.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "http/message.h"
 
 namespace queen::sidecar {
 
@@ -43,7 +43,7 @@ struct ServerLimits {
 
 class HttpServer {
 public:
-    HttpServer(boost::asio::io_context& ioc, Api& api, Metrics& metrics, ServerLimits limits);
+    HttpServer(boost::asio::io_context& ioc, Handler& handler, Metrics& metrics, ServerLimits limits);
     // Bind and listen; *bound_port gets the actual port (useful with port 0).
     Status listen(const std::string& host, uint16_t port, uint16_t* bound_port);
     // Start accepting connections.
@@ -55,7 +55,7 @@ public:
     // Requests read but not yet fully answered.
     int64_t inflight() const noexcept { return inflight_.load(); }
 
-    Api& api() noexcept { return api_; }
+    Handler& handler() noexcept { return handler_; }
     Metrics& metrics() noexcept { return metrics_; }
     const ServerLimits& limits() const noexcept { return limits_; }
     void add_inflight(int64_t d) noexcept {
@@ -73,7 +73,7 @@ private:
     boost::asio::steady_timer accept_timer_;
     int64_t accept_backoff_ms_ = 0;     // on accept_strand_
     int64_t last_accept_log_ms_ = -1;   // on accept_strand_
-    Api& api_;
+    Handler& handler_;
     Metrics& metrics_;
     ServerLimits limits_;
     std::atomic<bool> draining_{false};

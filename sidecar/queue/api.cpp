@@ -61,21 +61,6 @@ void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend
     });
 }
 
-// Split "a=1&b=2" and find key (decoded); false when absent.
-bool query_param(const std::string& query, const std::string& key, std::string* out) {
-    std::size_t pos = 0;
-    while (pos <= query.size()) {
-        std::size_t amp = query.find('&', pos);
-        if (amp == std::string::npos) amp = query.size();
-        std::string part = query.substr(pos, amp - pos);
-        std::size_t eq = part.find('=');
-        std::string k = part.substr(0, eq);
-        if (k == key) return url_decode(eq == std::string::npos ? "" : part.substr(eq + 1), out);
-        pos = amp + 1;
-    }
-    return false;
-}
-
 // A non-negative decimal; false otherwise.
 bool parse_int(const std::string& s, int64_t* out) {
     if (s.empty() || s.size() > 18) return false;
@@ -90,52 +75,28 @@ bool parse_int(const std::string& s, int64_t* out) {
 
 }  // namespace
 
-// %XX decoding.
-bool url_decode(const std::string& in, std::string* out) {
-    out->clear();
-    for (std::size_t i = 0; i < in.size(); i++) {
-        if (in[i] != '%') {
-            out->push_back(in[i]);
-            continue;
-        }
-        if (i + 2 >= in.size()) return false;
-        auto hex = [](char c) {
-            return c >= '0' && c <= '9'   ? c - '0'
-                   : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                   : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                          : -1;
-        };
-        int hi = hex(in[i + 1]), lo = hex(in[i + 2]);
-        if (hi < 0 || lo < 0) return false;
-        out->push_back(static_cast<char>(hi << 4 | lo));
-        i += 2;
-    }
-    return true;
-}
-
 Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics)
     : limits_(limits), flusher_(flusher), cache_(cache), metrics_(metrics) {}
 
-void Api::mount(std::string prefix, RouteFn fn) {
-    mounts_.emplace_back(std::move(prefix), std::move(fn));
+// Add a mounted surface (before serving starts: mounts_ is read without a lock).
+void Api::mount(std::string prefix, Endpoint ep, RouteFn fn) {
+    mounts_.push_back(Mount{std::move(prefix), ep, std::move(fn)});
 }
 
-// Route by method and path: mounted prefixes first, then the built-in table below.
+// Route by method and path: mounted prefixes first, then the built-in table below. Every
+// answer, mounted or built in, is counted by endpoint and status class.
 void Api::handle(HttpRequest&& req, Reply reply) {
-    std::string path = req.target, query;
-    std::size_t qm = path.find('?');
-    if (qm != std::string::npos) {
-        query = path.substr(qm + 1);
-        path.resize(qm);
-    }
-    for (auto& [prefix, fn] : mounts_)
-        if (path.rfind(prefix, 0) == 0) return fn(std::move(req), path, query, std::move(reply));
+    std::string path, query;
+    split_target(req.target, &path, &query);
     auto counted = [this, reply = std::move(reply)](Endpoint ep) {
         return [this, reply, ep](HttpResponse r) {
             metrics_.count_request(ep, r.status);
             reply(std::move(r));
         };
     };
+    for (Mount& m : mounts_)
+        if (path.rfind(m.prefix, 0) == 0)
+            return m.fn(std::move(req), path, query, counted(m.ep));
     if (req.method == "POST" && path == "/api/v1/push")
         return push(std::move(req), counted(Endpoint::Push));
     if (req.method == "POST" && path == "/api/v1/configure")
@@ -151,7 +112,8 @@ void Api::handle(HttpRequest&& req, Reply reply) {
     if (req.method == "GET" && path == "/metrics") {
         HttpResponse r;
         r.content_type = "text/plain; version=0.0.4";
-        r.body = render_metrics(metrics_, &cache_);
+        r.body = render_metrics(metrics_);
+        cache_.render_metrics(&r.body);
         return counted(Endpoint::Metrics)(std::move(r));
     }
     const std::string pop_prefix = "/api/v1/pop/queue/";

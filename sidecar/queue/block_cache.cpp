@@ -353,6 +353,26 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
     return true;
 }
 
+// Sift the survivors out of a push's answer and feed them to on_commit (no lock of its own:
+// on_commit takes what it needs).
+void BlockCache::on_push_committed(int64_t pid, const queen::Hash128* hashes,
+                                   const std::vector<EntryOut>& rows) {
+    std::vector<queen::Hash128> survivors;
+    int64_t base = -1, created_ms = 0;
+    bool contiguous = true;
+    for (std::size_t k = 0; k < rows.size(); k++) {
+        created_ms = std::max(created_ms, rows[k].created_ms);
+        if (rows[k].status != EntryStatus::Queued) continue;
+        if (base < 0)
+            base = rows[k].offset;
+        else if (rows[k].offset != base + static_cast<int64_t>(survivors.size()))
+            contiguous = false;
+        survivors.push_back(hashes[k]);
+    }
+    if (!survivors.empty() && contiguous)
+        on_commit(pid, base, survivors.data(), survivors.size(), created_ms);
+}
+
 // A commit: contiguous -> append and advance; gap -> record it (and still append ours);
 // overlap -> full rebuild.
 void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors,

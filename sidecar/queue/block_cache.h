@@ -145,6 +145,19 @@ public:
     void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n,
                    int64_t created_ms);
 
+    // A committed push's answer fed back: rows[k] answers hashes[k] (the segment's distinct
+    // hashes, in order). The rows answered `queued` are the survivors; when their offsets are
+    // contiguous (as the extension allocates them) they go to on_commit from the first one,
+    // with the latest created_ms among the rows. Non-contiguous survivors are not fed (the
+    // entry catches up from the database instead). What the flusher, the tests and the
+    // benchmarks all call after a push.
+    void on_push_committed(int64_t pid, const queen::Hash128* hashes,
+                           const std::vector<EntryOut>& rows);
+
+    // Append this cache's figures (verdicts, resident bytes and hashes, entries, events) to a
+    // /metrics body (queue/cache_metrics.cpp).
+    void render_metrics(std::string* out) const;
+
     // Drop pid's entry (PostgreSQL refused its vouch: the log moved back, e.g. a restore); the
     // next flush builds it again from the database.
     void forget(int64_t pid);

@@ -587,15 +587,38 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
     attempt(b, ctx, all, true);
 }
 
-// Build one segment per partition from the units (layer 2), ask the cache for p_verified when
-// vouching, push them all in one call, feed commits back to the cache, answer every item.
+// One fused call's arguments: a SegmentIn per segment (pointing into the Segs) and, when any
+// partition goes by name, every segment's names.
+struct Flusher::Call {
+    std::vector<SegmentIn> in;
+    std::vector<PartitionName> names;  // used for the segments with pid < 0
+    bool named = false;                // push_segments_named (else push_segments)
+};
+
+// Push units in one call, as its stages: segments (layer 2), the call's arguments (vouches),
+// the call, then either the answers (feeding the cache) or what a failure calls for.
 void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                       bool vouch) {
     if (units.empty()) return;
     if (abandoning_.load())
         return fail_units(units, Status(StatusCode::Unavailable,
                                         "the sidecar stopped before this message was sent"));
-    // Segments in partition order of first appearance.
+    std::vector<Seg> segs = gather_segments(units);
+    for (Seg& sg : segs) fold_segment(sg, ctx.metas[sg.part].window_s > 0);
+    Call call = prepare_call(b, ctx, segs, vouch);
+    std::vector<std::vector<EntryOut>> out;
+    Status s = send_call(b, ctx, segs, call, &out);
+    if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
+    if (!s.is_ok()) return after_failure(b, ctx, units, call, s, vouch);
+    for (std::size_t i = 0; i < segs.size(); i++) {
+        cache_.on_push_committed(ctx.metas[segs[i].part].pid, segs[i].hashes.data(), out[i]);
+        answer_segment(segs[i], out[i]);
+    }
+}
+
+// One segment per partition, in partition order of first appearance, holding its units'
+// items in unit order.
+std::vector<Flusher::Seg> Flusher::gather_segments(const std::vector<const Unit*>& units) {
     std::vector<Seg> segs;
     std::unordered_map<std::size_t, std::size_t> seg_of_part;
     for (std::size_t u = 0; u < units.size(); u++) {
@@ -610,46 +633,51 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             sg.unit_of.push_back(static_cast<uint32_t>(u));
         }
     }
+    return segs;
+}
+
+// Layer 2 over one segment: first-wins on the hash (an open-addressing table of leader
+// positions); followers point at their leader. Without fold (window 0) every item is its own
+// leader (the extension writes them all). Then the leaders' segment and hash blob.
+void Flusher::fold_segment(Seg& sg, bool fold) {
     constexpr uint32_t kNoSlot = UINT32_MAX;
-    std::vector<uint32_t> first;  // layer-2 table, reused for every segment
-    for (Seg& sg : segs) {
-        const auto& pend = sg.pend;
-        // Window 0: no folding, every item is its own leader (the extension writes them all).
-        const bool fold = ctx.metas[sg.part].window_s > 0;
-        // First-wins on the hash: an open-addressing table of leader positions.
-        std::size_t cap = 16;
-        while (cap < pend.size() * 2) cap <<= 1;
-        first.assign(cap, kNoSlot);
-        sg.leader_of.resize(pend.size());
-        sg.is_leader.assign(pend.size(), 0);
-        sg.hashes.reserve(pend.size());
-        queen::SegmentBuilder builder;
-        for (std::size_t k = 0; k < pend.size(); k++) {
-            const PushItem& it = pend[k].job->req.items[pend[k].idx];
-            std::size_t slot = HashOfHash()(it.hash) & (cap - 1);
-            while (first[slot] != kNoSlot && !(sg.hashes[first[slot]] == it.hash))
-                slot = (slot + 1) & (cap - 1);
-            if (fold && first[slot] != kNoSlot) {
-                sg.leader_of[k] = first[slot];
-                metrics_.messages_layer2_duplicate++;
-                continue;
-            }
-            if (first[slot] == kNoSlot) first[slot] = static_cast<uint32_t>(sg.hashes.size());
-            sg.leader_of[k] = sg.hashes.size();
-            sg.is_leader[k] = 1;
-            sg.hashes.push_back(it.hash);
-            sg.ids.push_back(it.id);
-            builder.add(queen::MessageView{it.id, queen::ContentType::Json, it.txn, it.payload});
+    const auto& pend = sg.pend;
+    std::size_t cap = 16;
+    while (cap < pend.size() * 2) cap <<= 1;
+    std::vector<uint32_t> first(cap, kNoSlot);
+    sg.leader_of.resize(pend.size());
+    sg.is_leader.assign(pend.size(), 0);
+    sg.hashes.reserve(pend.size());
+    queen::SegmentBuilder builder;
+    for (std::size_t k = 0; k < pend.size(); k++) {
+        const PushItem& it = pend[k].job->req.items[pend[k].idx];
+        std::size_t slot = HashOfHash()(it.hash) & (cap - 1);
+        while (first[slot] != kNoSlot && !(sg.hashes[first[slot]] == it.hash))
+            slot = (slot + 1) & (cap - 1);
+        if (fold && first[slot] != kNoSlot) {
+            sg.leader_of[k] = first[slot];
+            metrics_.messages_layer2_duplicate++;
+            continue;
         }
-        sg.segment = builder.finish();
-        sg.hash_blob.assign(reinterpret_cast<const char*>(sg.hashes.data()),
-                            sg.hashes.size() * kHashBytes);
+        if (first[slot] == kNoSlot) first[slot] = static_cast<uint32_t>(sg.hashes.size());
+        sg.leader_of[k] = sg.hashes.size();
+        sg.is_leader[k] = 1;
+        sg.hashes.push_back(it.hash);
+        sg.ids.push_back(it.id);
+        builder.add(queen::MessageView{it.id, queen::ContentType::Json, it.txn, it.payload});
     }
-    std::vector<SegmentIn> in;
-    in.reserve(segs.size());
-    bool named = false;
-    std::vector<PartitionName> names;  // used for the segments with pid < 0
-    names.reserve(segs.size());
+    sg.segment = builder.finish();
+    sg.hash_blob.assign(reinterpret_cast<const char*>(sg.hashes.data()),
+                        sg.hashes.size() * kHashBytes);
+}
+
+// The call's arguments: each segment's partition, window and, when vouching, the cache's
+// p_verified and hints; a first contact (or a cold partition) makes the call a named one.
+Flusher::Call Flusher::prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs,
+                                    bool vouch) {
+    Call call;
+    call.in.reserve(segs.size());
+    call.names.reserve(segs.size());
     for (Seg& sg : segs) {
         const PartitionMeta& meta = ctx.metas[sg.part];
         SegmentIn si;
@@ -672,35 +700,41 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         if (si.verified < 0) sg.hints.clear();
         si.window_s = meta.pid >= 0 ? meta.window_s : 0;
         si.hints = &sg.hints;
-        names.push_back({(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition});
-        named |= meta.pid < 0 || cold;  // first contact folded into the push: no vouch, named
-        in.push_back(si);
+        call.names.push_back({(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition});
+        call.named |= meta.pid < 0 || cold;  // first contact folded into the push: no vouch, named
+        call.in.push_back(si);
         metrics_.flush_messages.observe(static_cast<double>(sg.hashes.size()));
     }
-    if (named)
+    if (call.named)
         for (const Seg& sg : segs) metrics_.named_hinted_segments += sg.hints.empty() ? 0 : 1;
-    metrics_.flush_partitions.observe(static_cast<double>(in.size()));
-    std::vector<std::vector<EntryOut>> out;
+    metrics_.flush_partitions.observe(static_cast<double>(call.in.size()));
+    return call;
+}
+
+// Send the call and time it. An answer of the wrong shape is Unknown (it committed, but cannot
+// be read). After a named call that committed, the named partitions' metadata as of this
+// commit serves the rest of this flush and the memo (last_offset includes this push, as a
+// resolve right after it would say).
+Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs,
+                          const Call& call, std::vector<std::vector<EntryOut>>* out) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<PartitionMeta> named_metas;
-    Status s = named ? b.push_segments_named(in, names, &out, &named_metas) : b.push_segments(in, &out);
+    Status s = call.named ? b.push_segments_named(call.in, call.names, out, &named_metas)
+                          : b.push_segments(call.in, out);
     metrics_.sql_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     metrics_.flushes += segs.size();
     if (s.is_ok()) {
-        bool shape_ok = out.size() == segs.size();
+        bool shape_ok = out->size() == segs.size();
         for (std::size_t i = 0; shape_ok && i < segs.size(); i++)
-            shape_ok = out[i].size() == segs[i].hashes.size();
-        // It committed, but the answer cannot be read: find out what is stored instead.
+            shape_ok = (*out)[i].size() == segs[i].hashes.size();
         if (!shape_ok)
             s = Status(StatusCode::Unknown, "push_segments returned an answer of the wrong shape");
     }
-    if (s.is_ok() && named) {
-        // The named partitions' metadata as of this commit: for the rest of this flush and
-        // the memo (last_offset includes this push, as a resolve right after it would say).
+    if (s.is_ok() && call.named) {
         const int64_t now = clock_.mono_ms();
         for (std::size_t i = 0; i < segs.size() && i < named_metas.size(); i++) {
-            if (in[i].pid >= 0) continue;
+            if (call.in[i].pid >= 0) continue;
             ctx.metas[segs[i].part] = named_metas[i];
             memo_.put((*ctx.parts)[segs[i].part]->key, named_metas[i], now);
         }
@@ -708,71 +742,59 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
         metrics_.memo_entries.store(static_cast<int64_t>(memo_.size()));
         metrics_.memo_evictions.store(memo_.evictions());
     }
-    if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
-    if (!s.is_ok()) {
-        if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
-        // First once whole without vouches: a refused vouch (e.g. one above a last_offset that
-        // a restore moved back) must not cost a split.
-        if (vouch && splittable(s)) {
-            forget_refused_vouch(s, in);
-            return attempt(b, ctx, units, false);
-        }
-        if (splittable(s) && units.size() > 1) {
-            // Only some unit is at fault: halve and try each half on its own (no vouches, so a
-            // refused vouch cannot be the reason twice).
-            const std::size_t half = units.size() / 2;
-            std::vector<const Unit*> lo(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(half));
-            std::vector<const Unit*> hi(units.begin() + static_cast<std::ptrdiff_t>(half), units.end());
-            attempt(b, ctx, lo, false);
-            attempt(b, ctx, hi, false);
-            return;
-        }
-        return fail_units(units, s);
+    return s;
+}
+
+// A call that failed (not lost): first once whole without vouches (a refused vouch, e.g. one
+// above a last_offset that a restore moved back, must not cost a split); then, for a data
+// error, halves tried on their own (no vouches, so a refused vouch cannot be the reason
+// twice); otherwise every item fails with s.
+void Flusher::after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                            const Call& call, const Status& s, bool vouch) {
+    if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
+    if (vouch && splittable(s)) {
+        forget_refused_vouch(s, call.in);
+        return attempt(b, ctx, units, false);
     }
-    for (std::size_t i = 0; i < segs.size(); i++) {
-        Seg& sg = segs[i];
-        const auto& rows = out[i];
-        // Survivors got contiguous offsets from the segment's base B: feed the cache.
-        std::vector<queen::Hash128> survivors;
-        int64_t base = -1, created_ms = 0;
-        bool contiguous = true;
-        for (std::size_t k = 0; k < rows.size(); k++) {
-            created_ms = std::max(created_ms, rows[k].created_ms);
-            if (rows[k].status != EntryStatus::Queued) continue;
-            if (base < 0)
-                base = rows[k].offset;
-            else if (rows[k].offset != base + static_cast<int64_t>(survivors.size()))
-                contiguous = false;
-            survivors.push_back(sg.hashes[k]);
-        }
-        if (!survivors.empty() && contiguous)
-            cache_.on_commit(ctx.metas[sg.part].pid, base, survivors.data(), survivors.size(), created_ms);
-        const auto& pend = sg.pend;
-        for (std::size_t k = 0; k < pend.size(); k++) {
-            const std::size_t l = sg.leader_of[k];
-            const EntryOut& r = rows[l];
-            PushJob* job = pend[k].job;
-            if (r.status == EntryStatus::Unknown) {  // fail closed: never guess `duplicate`
-                job->fail(pend[k].idx, Status(StatusCode::Internal,
-                                              "PostgreSQL answered an unknown status"));
-                metrics_.messages_failed++;
-                finish_item(job);
-                continue;
-            }
-            ItemAnswer& a = job->answers[pend[k].idx];
-            a.id = r.id;
-            a.offset = r.offset;
-            a.status = sg.is_leader[k] ? r.status : EntryStatus::Duplicate;
-            // A duplicate of this very message is the copy an earlier attempt of this flush
-            // stored (its answer was lost): it is this request's write.
-            if (sg.is_leader[k] && a.status == EntryStatus::Duplicate && r.id == sg.ids[l])
-                a.status = EntryStatus::Queued;
-            if (a.status == EntryStatus::Queued)
-                metrics_.messages_queued++;
-            else
-                metrics_.messages_duplicate++;
+    if (splittable(s) && units.size() > 1) {
+        const std::size_t half = units.size() / 2;
+        std::vector<const Unit*> lo(units.begin(), units.begin() + static_cast<std::ptrdiff_t>(half));
+        std::vector<const Unit*> hi(units.begin() + static_cast<std::ptrdiff_t>(half), units.end());
+        attempt(b, ctx, lo, false);
+        attempt(b, ctx, hi, false);
+        return;
+    }
+    fail_units(units, s);
+}
+
+// Answer every item of a committed segment from its leader's row: a follower is a duplicate
+// of its leader; a leader answered `duplicate` of its own message id is the copy an earlier
+// attempt of this flush stored (its answer was lost), so it is this request's write; an
+// unknown status fails closed (never guessed `duplicate`).
+void Flusher::answer_segment(const Seg& sg, const std::vector<EntryOut>& rows) {
+    const auto& pend = sg.pend;
+    for (std::size_t k = 0; k < pend.size(); k++) {
+        const std::size_t l = sg.leader_of[k];
+        const EntryOut& r = rows[l];
+        PushJob* job = pend[k].job;
+        if (r.status == EntryStatus::Unknown) {
+            job->fail(pend[k].idx, Status(StatusCode::Internal,
+                                          "PostgreSQL answered an unknown status"));
+            metrics_.messages_failed++;
             finish_item(job);
+            continue;
         }
+        ItemAnswer& a = job->answers[pend[k].idx];
+        a.id = r.id;
+        a.offset = r.offset;
+        a.status = sg.is_leader[k] ? r.status : EntryStatus::Duplicate;
+        if (sg.is_leader[k] && a.status == EntryStatus::Duplicate && r.id == sg.ids[l])
+            a.status = EntryStatus::Queued;
+        if (a.status == EntryStatus::Queued)
+            metrics_.messages_queued++;
+        else
+            metrics_.messages_duplicate++;
+        finish_item(job);
     }
 }
 

@@ -174,6 +174,7 @@ private:
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
     };
     struct Seg;
+    struct Call;
 
     void worker_loop(Backend* b, std::size_t lane);
     // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
@@ -185,6 +186,17 @@ private:
                  std::vector<std::vector<Pending>>& items);
     // Push units in one call; split on data errors, resolve lost answers (see the top).
     void attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
+    // attempt's stages: segments by partition, layer 2 and encoding of one segment, the call's
+    // arguments (asking the cache for vouches), the call itself, a failed call's retries, and
+    // the answers of a committed segment.
+    std::vector<Seg> gather_segments(const std::vector<const Unit*>& units);
+    void fold_segment(Seg& sg, bool fold);
+    Call prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs, bool vouch);
+    Status send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs, const Call& call,
+                     std::vector<std::vector<EntryOut>>* out);
+    void after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                       const Call& call, const Status& s, bool vouch);
+    void answer_segment(const Seg& sg, const std::vector<EntryOut>& rows);
     // The answer of a call was lost: find out what committed, answer or send again.
     void resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                          std::vector<Seg>& segs, const Status& why);

@@ -12,7 +12,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "queue/api.h"
+#include "http/message.h"
+#include "http/target.h"
 #include "streams/engine.h"
 #include "streams/waiters.h"
 

@@ -7,6 +7,7 @@
 #   - pop answers carry what an ack needs (transactionId, partitionId, consumerGroup), and an
 #     ack built from them succeeds;
 #   - /health/live and /health/ready tell liveness from readiness;
+#   - stream routes are counted in /metrics' request counters (endpoint="stream");
 #   - every log line has a timestamp and a level; --log-format json writes one object per line.
 source "$(dirname "$0")/sidecar_lib.sh"
 Q=${RUN_ID}_wire
@@ -100,6 +101,22 @@ out=$(curl -s "http://127.0.0.1:$A_PORT/api/v1/pop/queue/$Q/partition/p1?batch=5
 [[ $(json_get "$out" '[x["transactionId"] for x in d["messages"]]') == "['t3']" ]] || fail "after the ack: $out"
 out=$(post "$A_PORT" /api/v1/ack "{\"transactionId\":\"t3\",\"partitionId\":$pid,\"status\":\"completed\",\"consumerGroup\":\"g1\"}")
 [[ $(tail -n +2 <<<"$out") == '{"transactionId":"t3","success":true}' ]] || fail "/ack by partitionId: $out"
+
+# Stream routes are counted in /metrics like the queue's: A has served no stream request
+# before these three (a create 201, a catch-up read 200, a HEAD of a missing stream 404).
+S=${RUN_ID}_wire_stream
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+    "http://127.0.0.1:$A_PORT/v1/stream/$S")
+[[ $code == 201 ]] || fail "stream create: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$A_PORT/v1/stream/$S?offset=-1")
+[[ $code == 200 ]] || fail "stream read: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -I "http://127.0.0.1:$A_PORT/v1/stream/${S}_none")
+[[ $code == 404 ]] || fail "stream head of a missing stream: $code"
+m=$(curl -sf "http://127.0.0.1:$A_PORT/metrics")
+[[ $(sed -n 's/^queen_sidecar_requests_total{endpoint="stream",code="2xx"} //p' <<<"$m") == 2 ]] ||
+    fail "stream 2xx answers not counted in /metrics: $(grep requests_total <<<"$m")"
+[[ $(sed -n 's/^queen_sidecar_requests_total{endpoint="stream",code="4xx"} //p' <<<"$m") == 1 ]] ||
+    fail "stream 4xx answers not counted in /metrics: $(grep requests_total <<<"$m")"
 
 # Logs: a timestamp and a level on every line, text and JSON.
 start_sidecar J --log-format json --pg "host=127.0.0.1 port=1 user=nobody dbname=none" --connect-timeout-s 1

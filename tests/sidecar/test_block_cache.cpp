@@ -49,15 +49,7 @@ struct World {
         std::vector<std::vector<EntryOut>> out;
         SegmentIn in{m.pid, &blob, &seg, v, m.window_s};
         EXPECT_TRUE(store.push({in}, &out).is_ok());
-        std::vector<queen::Hash128> surv;
-        int64_t base = -1;
-        for (std::size_t i = 0; i < out[0].size(); i++)
-            if (out[0][i].status == EntryStatus::Queued) {
-                if (base < 0) base = out[0][i].offset;
-                surv.push_back(hs[i]);
-            }
-        if (!surv.empty())
-            cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
+        cache.on_push_committed(m.pid, hs.data(), out[0]);
         return out[0];
     }
 };
@@ -202,6 +194,38 @@ TEST(BlockCache, OverlapForcesFullRebuild) {
     EXPECT_EQ(w.store.calls_window, before + 1);
     EXPECT_EQ(why, Verdict::Vouch);
     EXPECT_FALSE(w.cache.inspect(m.pid).force_rebuild);
+}
+
+// The feedback of a push's answer: only the `queued` rows are fed, from the first one's offset,
+// stamped with the latest created_ms among the rows; survivors whose offsets are not
+// contiguous are not fed at all (and do not mark the entry for a rebuild).
+TEST(BlockCache, PushAnswerFeedsContiguousSurvivorsOnly) {
+    World w;
+    auto m = w.meta();
+    w.flush(m, txns("a", 5));
+    const EntryInfo before = w.cache.inspect(m.pid);
+    ASSERT_EQ(before.verified_upto, 4);
+    const int64_t t = w.clock.wall_ms();
+    const std::vector<queen::Hash128> hs = {queen::txn_hash("n0"), queen::txn_hash("a1"),
+                                            queen::txn_hash("n1")};
+    std::vector<EntryOut> rows(3);
+    rows[0].status = EntryStatus::Queued, rows[0].offset = 5, rows[0].created_ms = t;
+    rows[1].status = EntryStatus::Duplicate, rows[1].offset = 1, rows[1].created_ms = t + 5000;
+    rows[2].status = EntryStatus::Queued, rows[2].offset = 6, rows[2].created_ms = t + 2000;
+    w.cache.on_push_committed(m.pid, hs.data(), rows);
+    EntryInfo after = w.cache.inspect(m.pid);
+    EXPECT_EQ(after.verified_upto, 6);
+    EXPECT_EQ(after.resident, before.resident + 2);
+    EXPECT_FALSE(after.force_rebuild);
+    EXPECT_EQ(w.cache.db_now_ms(), t + 5000);  // the latest row's time, clock not moved
+    rows[0].offset = 7;
+    rows[2].offset = 9;  // a hole between the survivors: nothing is fed
+    w.cache.on_push_committed(m.pid, hs.data(), rows);
+    after = w.cache.inspect(m.pid);
+    EXPECT_EQ(after.verified_upto, 6);
+    EXPECT_EQ(after.resident, before.resident + 2);
+    EXPECT_FALSE(after.force_rebuild);
+    EXPECT_EQ(after.gaps, 0u);
 }
 
 TEST(BlockCache, LocalHitOnlyRoutesTheSegmentToTheFullProbe) {
@@ -607,14 +631,7 @@ HintedFlush hinted_flush(World& w, const PartitionMeta& m, const std::vector<std
     std::vector<std::vector<EntryOut>> out;
     SegmentIn in{m.pid, &blob, &seg, r.verified, m.window_s, &r.hints};
     EXPECT_TRUE(w.store.push({in}, &out).is_ok());
-    std::vector<queen::Hash128> surv;
-    int64_t base = -1;
-    for (std::size_t i = 0; i < out[0].size(); i++)
-        if (out[0][i].status == EntryStatus::Queued) {
-            if (base < 0) base = out[0][i].offset;
-            surv.push_back(hs[i]);
-        }
-    if (!surv.empty()) w.cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
+    w.cache.on_push_committed(m.pid, hs.data(), out[0]);
     r.out = out[0];
     return r;
 }

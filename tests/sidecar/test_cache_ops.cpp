@@ -58,15 +58,7 @@ struct SkewWorld {
         std::vector<std::vector<EntryOut>> out;
         SegmentIn in{m.pid, &blob, &seg, v, m.window_s};
         EXPECT_TRUE(store.push({in}, &out).is_ok());
-        std::vector<queen::Hash128> surv;
-        int64_t base = -1;
-        for (std::size_t i = 0; i < out[0].size(); i++)
-            if (out[0][i].status == EntryStatus::Queued) {
-                if (base < 0) base = out[0][i].offset;
-                surv.push_back(hs[i]);
-            }
-        if (!surv.empty())
-            cache.on_commit(m.pid, base, surv.data(), surv.size(), out[0][0].created_ms);
+        cache.on_push_committed(m.pid, hs.data(), out[0]);
         return out[0];
     }
 };

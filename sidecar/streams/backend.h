@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -44,8 +45,32 @@ struct AppendArgs {
     std::optional<std::string> body;  // the raw body the digest covers (JSON streams)
     bool expect_apply = false;  // a hint: the next seq of a producer seen applied (no answer changes)
 };
+// The answer of queen.stream_append, one value per word the extension answers
+// (docs/producers.md); Unrecognised for a word this sidecar does not know (answered 500).
+enum class AppendStatus {
+    Unrecognised,
+    Applied,              // applied
+    Duplicate,            // duplicate
+    DuplicateEvicted,     // duplicate_evicted
+    OutOfOrder,           // out_of_order
+    UnclaimedEpoch,       // unclaimed_epoch
+    StaleEpoch,           // stale_epoch
+    EpochClosed,          // epoch_closed
+    KeyConflict,          // key_conflict
+    ProducerExpired,      // producer_expired
+    ProducerLimit,        // producer_limit
+    StreamClosed,         // stream_closed
+    AlreadyClosed,        // already_closed
+    ContentTypeMismatch,  // content_type_mismatch
+    StreamSeqConflict,    // stream_seq_conflict
+    DigestMismatch,       // digest_mismatch
+    NotFound,             // not_found
+};
+// The extension's word as an AppendStatus (Unrecognised for any other word).
+AppendStatus append_status_from_word(std::string_view word) noexcept;
+
 struct AppendAnswer {
-    std::string status;  // see docs/producers.md: applied, duplicate, ...
+    AppendStatus status = AppendStatus::Unrecognised;
     std::optional<std::string> stream_offset, next_offset;
     bool stream_closed = false;
     std::optional<int64_t> producer_epoch, producer_seq, expected_seq, received_seq,

@@ -28,7 +28,7 @@ protected:
     static void applied(const std::vector<const AppendArgs*>& batch, std::vector<AppendAnswer>* out) {
         out->assign(batch.size(), AppendAnswer{});
         for (std::size_t i = 0; i < batch.size(); i++) {
-            (*out)[i].status = "applied";
+            (*out)[i].status = AppendStatus::Applied;
             (*out)[i].producer_epoch = 0;
             (*out)[i].producer_seq = batch[i]->seq;
         }

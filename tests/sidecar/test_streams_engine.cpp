@@ -58,7 +58,7 @@ public:
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
         leave(names);
         out->assign(batch.size(), AppendAnswer{});
-        for (auto& o : *out) o.status = "applied";
+        for (auto& o : *out) o.status = AppendStatus::Applied;
         return Status::ok();
     }
 private:

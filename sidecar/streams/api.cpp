@@ -490,20 +490,24 @@ std::string stream_location(const std::string& origin, const std::string& name) 
 
 // The answers of queen.fork_create that refuse a create, one row each.
 struct CreateRefusal {
-    const char* status;
+    CreateStatus status;
     int http;
     ErrorCode code;
     const char* message;
 };
 constexpr CreateRefusal kCreateRefusals[] = {
-    {"conflict", 409, ErrorCode::StreamExists, "the stream exists with another configuration"},
-    {"gone", 409, ErrorCode::Gone, "the name is held by forks of a deleted stream"},
-    {"source_not_found", 404, ErrorCode::SourceNotFound, "the fork's source does not exist"},
-    {"source_gone", 409, ErrorCode::SourceGone, "the fork's source was deleted"},
-    {"content_type_mismatch", 409, ErrorCode::ContentTypeMismatch,
+    {CreateStatus::Conflict, 409, ErrorCode::StreamExists,
+     "the stream exists with another configuration"},
+    {CreateStatus::Gone, 409, ErrorCode::Gone, "the name is held by forks of a deleted stream"},
+    {CreateStatus::SourceNotFound, 404, ErrorCode::SourceNotFound,
+     "the fork's source does not exist"},
+    {CreateStatus::SourceGone, 409, ErrorCode::SourceGone, "the fork's source was deleted"},
+    {CreateStatus::ContentTypeMismatch, 409, ErrorCode::ContentTypeMismatch,
      "Content-Type differs from the source's"},
-    {"bad_offset", 400, ErrorCode::BadFork, "the fork offset is beyond the source's tail"},
-    {"bad_sub_offset", 400, ErrorCode::BadFork, "the fork sub-offset is beyond the data there"},
+    {CreateStatus::BadOffset, 400, ErrorCode::BadFork,
+     "the fork offset is beyond the source's tail"},
+    {CreateStatus::BadSubOffset, 400, ErrorCode::BadFork,
+     "the fork sub-offset is beyond the data there"},
 };
 
 // The extension's answer to a create as HTTP: 201 with Location (created), 200 (exists), or
@@ -512,13 +516,14 @@ HttpResponse create_response(const CreateArgs& a, const CreateAnswer& x,
                              const std::string& origin) {
     for (const CreateRefusal& f : kCreateRefusals)
         if (x.status == f.status) return error(f.http, f.code, f.message);
-    if (x.status != "created" && x.status != "exists")
+    const bool created = x.status == CreateStatus::Created;
+    if (!created && x.status != CreateStatus::Exists)
         return error(500, ErrorCode::Internal, "unknown answer from the extension");
-    HttpResponse r = empty(x.status == "created" ? 201 : 200);
+    HttpResponse r = empty(created ? 201 : 200);
     r.headers.emplace_back("Content-Type", x.content_type);
     r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
     if (x.closed) r.headers.emplace_back("Stream-Closed", "true");
-    if (x.status == "created") r.headers.emplace_back("Location", stream_location(origin, a.name));
+    if (created) r.headers.emplace_back("Location", stream_location(origin, a.name));
     return r;
 }
 
@@ -546,7 +551,7 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         Status s = b.create(a, &x);
         if (!s.is_ok()) return reply(backend_error(s));
         HttpResponse r = create_response(a, x, origin);
-        if (x.status == "created") w->local_commit(a.name);
+        if (x.status == CreateStatus::Created) w->local_commit(a.name);
         reply(std::move(r));
     });
 }

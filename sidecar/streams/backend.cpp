@@ -1,4 +1,5 @@
-// The words of the extension's typed answers as enums (see streams_backend.h).
+// The words of the extension's typed answers (queen.stream_append, queen.fork_create) as
+// enums (see streams/backend.h).
 #include "streams/backend.h"
 
 namespace queen::sidecar::streams {
@@ -27,6 +28,22 @@ constexpr AppendWord kAppendWords[] = {
     {"digest_mismatch", AppendStatus::DigestMismatch},
     {"not_found", AppendStatus::NotFound},
 };
+// Every word queen.fork_create answers with and its value.
+struct CreateWord {
+    std::string_view word;
+    CreateStatus status;
+};
+constexpr CreateWord kCreateWords[] = {
+    {"created", CreateStatus::Created},
+    {"exists", CreateStatus::Exists},
+    {"conflict", CreateStatus::Conflict},
+    {"gone", CreateStatus::Gone},
+    {"source_not_found", CreateStatus::SourceNotFound},
+    {"source_gone", CreateStatus::SourceGone},
+    {"content_type_mismatch", CreateStatus::ContentTypeMismatch},
+    {"bad_offset", CreateStatus::BadOffset},
+    {"bad_sub_offset", CreateStatus::BadSubOffset},
+};
 }  // namespace
 
 // The word's value; Unrecognised for a word not in the table.
@@ -34,6 +51,13 @@ AppendStatus append_status_from_word(std::string_view word) noexcept {
     for (const AppendWord& w : kAppendWords)
         if (w.word == word) return w.status;
     return AppendStatus::Unrecognised;
+}
+
+// The word's value; Unrecognised for a word not in the table.
+CreateStatus create_status_from_word(std::string_view word) noexcept {
+    for (const CreateWord& w : kCreateWords)
+        if (w.word == word) return w.status;
+    return CreateStatus::Unrecognised;
 }
 
 }  // namespace queen::sidecar::streams

@@ -24,10 +24,25 @@ struct CreateArgs {
     std::optional<std::string> source, fork_offset;  // a fork (30_stream_forks.sql)
     std::optional<int64_t> sub_offset;
 };
+// The answer of queen.fork_create, one value per word it answers; Unrecognised for a word this
+// sidecar does not know (answered 500).
+enum class CreateStatus {
+    Unrecognised,
+    Created,              // created
+    Exists,               // exists (the same configuration)
+    Conflict,             // conflict (another configuration)
+    Gone,                 // gone (the name is held by forks of a deleted stream)
+    SourceNotFound,       // source_not_found
+    SourceGone,           // source_gone
+    ContentTypeMismatch,  // content_type_mismatch
+    BadOffset,            // bad_offset
+    BadSubOffset,         // bad_sub_offset
+};
+// The extension's word as a CreateStatus (Unrecognised for any other word).
+CreateStatus create_status_from_word(std::string_view word) noexcept;
+
 struct CreateAnswer {
-    // created | exists | conflict | gone | source_not_found | source_gone |
-    // content_type_mismatch | bad_offset | bad_sub_offset
-    std::string status;
+    CreateStatus status = CreateStatus::Unrecognised;
     std::string next_offset, content_type;
     bool closed = false;
 };

@@ -205,7 +205,7 @@ Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     Status s = exec(kCreate, 9, v, len, fmt, &r);
     if (!s.is_ok()) return s;
     Row row{r};
-    out->status = row.text(0);
+    out->status = create_status_from_word(row.text(0));
     out->next_offset = row.text(1);
     out->content_type = row.text(2);
     out->closed = row.boolean(3);

@@ -13,7 +13,7 @@ namespace queen::sidecar::streams {
 class StubStreamsBackend : public StreamsBackend {
 public:
     Status create(const CreateArgs&, CreateAnswer* out) override {
-        out->status = "created";
+        out->status = CreateStatus::Created;
         return Status::ok();
     }
     Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {

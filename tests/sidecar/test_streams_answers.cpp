@@ -1,6 +1,7 @@
-// The streams surface's typed answers and vocabularies: every word of queen.stream_append as
-// its AppendStatus, the one table of error codes (lower case for the queue API, upper case on
-// the streams surface), the PostgreSQL wire helper's array codecs, and the target splitter.
+// The streams surface's typed answers and vocabularies: every word of queen.stream_append and
+// queen.fork_create as its enum, the one table of error codes (lower case for the queue API,
+// upper case on the streams surface), the PostgreSQL wire helper's array codecs, and the
+// target splitter.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -38,6 +39,24 @@ TEST(StreamsAnswers, EveryAppendWordHasItsStatus) {
     EXPECT_EQ(append_status_from_word("Applied"), AppendStatus::Unrecognised);
     EXPECT_EQ(append_status_from_word("applied "), AppendStatus::Unrecognised);
     EXPECT_EQ(AppendAnswer{}.status, AppendStatus::Unrecognised);
+}
+
+TEST(StreamsAnswers, EveryCreateWordHasItsStatus) {
+    const std::pair<const char*, CreateStatus> words[] = {
+        {"created", CreateStatus::Created},
+        {"exists", CreateStatus::Exists},
+        {"conflict", CreateStatus::Conflict},
+        {"gone", CreateStatus::Gone},
+        {"source_not_found", CreateStatus::SourceNotFound},
+        {"source_gone", CreateStatus::SourceGone},
+        {"content_type_mismatch", CreateStatus::ContentTypeMismatch},
+        {"bad_offset", CreateStatus::BadOffset},
+        {"bad_sub_offset", CreateStatus::BadSubOffset},
+    };
+    for (const auto& w : words) EXPECT_EQ(create_status_from_word(w.first), w.second) << w.first;
+    EXPECT_EQ(create_status_from_word("applied"), CreateStatus::Unrecognised);
+    EXPECT_EQ(create_status_from_word(""), CreateStatus::Unrecognised);
+    EXPECT_EQ(CreateAnswer{}.status, CreateStatus::Unrecognised);
 }
 
 TEST(StreamsAnswers, OneCodeTableTwoSpellings) {

@@ -41,7 +41,7 @@ public:
             r_->order[a.name].push_back(-1);  // a task marks its place as -1
         }
         leave({a.name});
-        out->status = "created";
+        out->status = CreateStatus::Created;
         return Status::ok();
     }
     Status append_batch(const std::vector<const AppendArgs*>& batch,

@@ -25,3 +25,13 @@ SystemClock& SystemClock::instance() {
 }
 
 }  // namespace queen::sidecar
+
+namespace queen::sidecar {
+
+// Microseconds from the steady clock (see clock.h; added for the streams engine).
+int64_t system_mono_us() noexcept {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace queen::sidecar

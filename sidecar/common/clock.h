@@ -50,3 +50,12 @@ private:
 };
 
 }  // namespace queen::sidecar
+
+namespace queen::sidecar {
+
+// Added for the streams engine (sidecar/streams/engine.cpp): monotonic microseconds from the
+// same steady clock as SystemClock::mono_ms, for its waits of a few hundred microseconds
+// (gather, cohorts) that milliseconds cannot measure.
+int64_t system_mono_us() noexcept;
+
+}  // namespace queen::sidecar

@@ -2,7 +2,14 @@
 // message with no server internals (no PL/pgSQL CONTEXT lines, no statement names, no libpq
 // socket paths). Statuses that carry a SQLSTATE are mapped by SQLSTATE first, then by kind.
 // The full internal text of every 5xx goes to the log instead. The code table is in
-// docs/sidecar.md ("Errors"); codes are part of the wire and never change meaning.
+// docs/sidecar.md ("Errors") and docs/streams-http.md; codes are part of the wire and never
+// change meaning.
+//
+// One vocabulary for both HTTP surfaces: every code either surface answers is an ErrorCode,
+// written once in errors.cpp's table. The queue API (and the HTTP server's own refusals) spell
+// a code as the table does, in lower case (`not_found`); the Durable Streams surface at
+// /v1/stream spells the same code in upper case (`NOT_FOUND`), as that protocol does (Ursula's
+// spec fixes `PRODUCER_LIMIT`, which tests/integration/streams_answers.py asserts).
 #pragma once
 
 #include <string>
@@ -10,6 +17,71 @@
 #include "common/status.h"
 
 namespace queen::sidecar {
+
+enum class ErrorCode : int {
+    // Both surfaces.
+    BadRequest,
+    NotFound,
+    Conflict,
+    Unavailable,
+    Internal,
+    // The queue API: SQLSTATEs and Status kinds (public_error), routing, the HTTP server.
+    InvalidParameter,
+    InvalidInput,
+    ValueTooLong,
+    PermissionDenied,
+    TooLarge,
+    LockTimeout,
+    StatementTimeout,
+    SerializationFailure,
+    Deadlock,
+    Busy,
+    OutcomeUnknown,
+    NoRoute,
+    NotReady,
+    ShuttingDown,
+    BodyTooLarge,
+    HeaderTooLarge,
+    MalformedHttp,
+    TooManyConnections,
+    // The streams surface: its requests' checks and the extension's typed answers.
+    Gone,
+    MethodNotAllowed,
+    BadName,
+    BadFork,
+    BadTtl,
+    BadExpiresAt,
+    BadJson,
+    BadProducer,
+    BadDigest,
+    BadStreamSeq,
+    BadOffset,
+    BadLive,
+    OffsetRequired,
+    EmptyBody,
+    NoContentType,
+    ProducerOnCreate,
+    StreamExists,
+    SourceNotFound,
+    SourceGone,
+    ContentTypeMismatch,
+    SequenceGap,
+    SequenceConflict,
+    EpochNotClaimed,
+    StaleEpoch,
+    EpochClosed,
+    KeyConflict,
+    ProducerExpired,
+    ProducerLimit,
+    StreamClosed,
+    DigestMismatch,
+    kCount
+};
+
+// A code as the queue API spells it (lower case: "not_found").
+const char* error_code_text(ErrorCode c) noexcept;
+// The same code as the streams surface spells it (upper case: "NOT_FOUND").
+const std::string& error_code_upper(ErrorCode c);
 
 struct PublicError {
     int http = 500;

@@ -1,21 +1,19 @@
 // libpq implementation of the Backend (see pg_backend.h).
 #include "queue/pg_backend.h"
 
+#include "common/clock.h"
 #include "common/pg_idle_check.h"
-
-#include <arpa/inet.h>
+#include "common/pg_wire.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
 namespace queen::sidecar {
 
-namespace {
+using namespace pg;  // the wire helper: OIDs, big-endian values, arrays, columns, failures
 
-constexpr Oid kInt8 = 20, kInt4 = 23, kText = 25, kBytea = 17, kInt8Array = 1016,
-              kByteaArray = 1001, kInt4Array = 1007, kTextArray = 1009;
+namespace {
 
 struct StmtDef {
     const char* name;
@@ -123,57 +121,6 @@ static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per stat
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
 constexpr std::size_t kMaxParamBytes = std::size_t(1) << 30;
 
-// Monotonic milliseconds.
-int64_t mono_ms() {
-    using namespace std::chrono;
-    return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
-}
-
-// Big-endian encoders/decoders for binary parameters and results.
-void put_be64(std::string* out, int64_t v) {
-    uint64_t u = static_cast<uint64_t>(v);
-    for (int i = 7; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
-}
-void put_be32(std::string* out, int32_t v) {
-    uint32_t u = static_cast<uint32_t>(v);
-    for (int i = 3; i >= 0; i--) out->push_back(static_cast<char>(u >> (8 * i)));
-}
-int64_t get_be64(const char* p) {
-    uint64_t u = 0;
-    for (int i = 0; i < 8; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
-    return static_cast<int64_t>(u);
-}
-int32_t get_be32(const char* p) {
-    uint32_t u = 0;
-    for (int i = 0; i < 4; i++) u = u << 8 | static_cast<uint8_t>(p[i]);
-    return static_cast<int32_t>(u);
-}
-
-// A one-dimensional binary array header for n elements of type elem.
-std::string array_header(Oid elem, int32_t n) {
-    std::string a;
-    put_be32(&a, 1);  // ndim
-    put_be32(&a, 0);  // no nulls
-    put_be32(&a, static_cast<int32_t>(elem));
-    put_be32(&a, n);  // dimension
-    put_be32(&a, 1);  // lower bound
-    return a;
-}
-
-// Binary int8 column value (checks the length).
-bool col_int8(PGresult* r, int row, int col, int64_t* out) {
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 8) return false;
-    *out = get_be64(PQgetvalue(r, row, col));
-    return true;
-}
-
-// Binary int4 column value.
-bool col_int4(PGresult* r, int row, int col, int32_t* out) {
-    if (PQgetisnull(r, row, col) || PQgetlength(r, row, col) != 4) return false;
-    *out = get_be32(PQgetvalue(r, row, col));
-    return true;
-}
-
 // Decode (base, end, created_ms, hashes) rows starting at column 1.
 Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
     const int n = PQntuples(r);
@@ -189,14 +136,6 @@ Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
     return Status::ok();
 }
 
-// RAII for PGresult.
-struct ResultGuard {
-    PGresult* r = nullptr;
-    ~ResultGuard() {
-        if (r) PQclear(r);
-    }
-};
-
 // The array parameters of push_segments (and push_segments_named: with named, a segment
 // with pid < 0 sends a NULL id and its names; the others send empty names).
 struct SegArrays {
@@ -206,7 +145,9 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
                         const std::vector<PartitionName>* names, SegArrays* a) {
     const bool named = names != nullptr;
     const int32_t n = static_cast<int32_t>(segs.size());
-    a->pids = array_header(kInt8, n);
+    const bool null_pids =
+        named && std::any_of(segs.begin(), segs.end(), [](const SegmentIn& sg) { return sg.pid < 0; });
+    a->pids = array_header(kInt8, n, null_pids);
     a->vers = array_header(kInt8, n);
     a->hashes = array_header(kBytea, n);
     a->blobs = array_header(kBytea, n);
@@ -215,8 +156,6 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
     if (named) {
         a->qs = array_header(kText, n);
         a->ps = array_header(kText, n);
-        for (const SegmentIn& sg : segs)
-            if (sg.pid < 0) a->pids[7] = 1;  // the has-nulls flag (second big-endian int32)
     }
     std::size_t hash_bytes = 0, blob_bytes = 0;
     for (const SegmentIn& sg : segs) {
@@ -233,7 +172,7 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
     for (std::size_t i = 0; i < segs.size(); i++) {
         const SegmentIn& sg = segs[i];
         if (named && sg.pid < 0) {
-            put_be32(&a->pids, -1);  // NULL
+            put_null_element(&a->pids);
         } else {
             put_be32(&a->pids, 8);
             put_be64(&a->pids, sg.pid);
@@ -241,22 +180,16 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
         if (named) {
             const std::string_view q = sg.pid < 0 ? (*names)[i].queue : std::string_view();
             const std::string_view p = sg.pid < 0 ? (*names)[i].partition : std::string_view();
-            put_be32(&a->qs, static_cast<int32_t>(q.size()));
-            a->qs.append(q);
-            put_be32(&a->ps, static_cast<int32_t>(p.size()));
-            a->ps.append(p);
+            put_element(&a->qs, q);
+            put_element(&a->ps, p);
         }
         put_be32(&a->vers, 8);
         put_be64(&a->vers, sg.verified);
         put_be32(&a->wins, 4);
         put_be32(&a->wins, sg.window_s);
-        put_be32(&a->hashes, static_cast<int32_t>(sg.hashes->size()));
-        a->hashes.append(*sg.hashes);
-        put_be32(&a->blobs, static_cast<int32_t>(sg.segment->size()));
-        a->blobs.append(*sg.segment);
-        const std::size_t hl = sg.hints ? sg.hints->size() : 0;
-        put_be32(&a->hints, static_cast<int32_t>(hl));
-        if (hl) a->hints.append(*sg.hints);
+        put_element(&a->hashes, *sg.hashes);
+        put_element(&a->blobs, *sg.segment);
+        put_element(&a->hints, sg.hints ? std::string_view(*sg.hints) : std::string_view());
     }
     return Status::ok();
 }
@@ -324,7 +257,7 @@ void PgBackend::disconnect() {
 Status PgBackend::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();
     disconnect();
-    const int64_t now = mono_ms();
+    const int64_t now = SystemClock::instance().mono_ms();
     if (now - last_failure_mono_ < 500)
         return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
     const std::string timeout = std::to_string(connect_timeout_s_);
@@ -345,17 +278,15 @@ Status PgBackend::ensure_connected() {
                           "queen-sidecar",
                           conninfo_.c_str(),
                           nullptr};
-    conn_ = PQconnectdbParams(keys, vals, 1);
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK) {
-        std::string msg = conn_ ? PQerrorMessage(conn_) : "out of memory";
-        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-        disconnect();
+    std::string err;
+    conn_ = pg::connect(keys, vals, &err);
+    if (!conn_) {
         last_failure_mono_ = now;
         if (metrics_) {
             metrics_->pg_connect_failures++;
             metrics_->pg_up = 0;
         }
-        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable: " + msg);
+        return Status(StatusCode::Unavailable, err);
     }
     if (metrics_) metrics_->pg_connects++;
     std::lock_guard<std::mutex> lk(cancel_mu_);
@@ -377,17 +308,12 @@ Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
     *broken = false;
     if (metrics_) metrics_->sql_errors++;
     // The primary message only: no CONTEXT lines (server internals) travel to clients.
-    const char* primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : nullptr;
-    std::string msg = primary ? primary
-                      : res   ? PQresultErrorMessage(res)
-                              : (conn_ ? PQerrorMessage(conn_) : "no connection");
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    std::string state = st ? st : "";
+    std::string msg = res || conn_ ? failure_text(conn_, res, true) : "no connection";
+    const std::string state = sqlstate(res);
     // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
-    // the connection unexpectedly", a failed send), so the connection is not to be trusted.
-    if (!conn_ || PQstatus(conn_) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
-        state.rfind("57P", 0) == 0 || state == "53300") {
+    // the connection unexpectedly", a failed send), so the connection is not to be trusted;
+    // nor after too many connections (53300).
+    if (connection_broken(conn_, state) || state == "53300") {
         disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;
         *broken = true;
@@ -467,10 +393,8 @@ Status PgBackend::resolve_partitions(const std::vector<PartitionName>& names,
     const int32_t n = static_cast<int32_t>(names.size());
     std::string qs = array_header(kText, n), ps = array_header(kText, n);
     for (const PartitionName& pn : names) {
-        put_be32(&qs, static_cast<int32_t>(pn.queue.size()));
-        qs.append(pn.queue);
-        put_be32(&ps, static_cast<int32_t>(pn.partition.size()));
-        ps.append(pn.partition);
+        put_element(&qs, pn.queue);
+        put_element(&ps, pn.partition);
     }
     const char* v[] = {qs.data(), ps.data()};
     int len[] = {static_cast<int>(qs.size()), static_cast<int>(ps.size())}, fmt[] = {1, 1};

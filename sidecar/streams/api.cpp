@@ -1,9 +1,11 @@
 // The Durable Streams handlers (see streams_api.h).
 #include "streams/api.h"
 
-#include <chrono>
-#include <cstdio>
+#include <cctype>
+#include <optional>
 
+#include "common/clock.h"
+#include "common/errors.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "streams/wire.h"
@@ -24,12 +26,6 @@ const char* const kExposeHeaders =
     "producer-received-seq, producer-outcome, producer-closed-epoch, producer-closed-seq, "
     "etag, content-type, location";
 
-int64_t wall_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 // Headers every answer carries (CORS and the browser security pair).
 void common_headers(HttpResponse* r) {
     r->headers.emplace_back("Access-Control-Allow-Origin", "*");
@@ -40,14 +36,15 @@ void common_headers(HttpResponse* r) {
     r->headers.emplace_back("Cross-Origin-Resource-Policy", "cross-origin");
 }
 
-// A JSON error answer with a stable code.
-HttpResponse error(int status, const char* code, const std::string& msg) {
+// A JSON error answer with a stable code (common/errors.h: the one vocabulary, spelled in
+// upper case on this surface).
+HttpResponse error(int status, ErrorCode code, const std::string& msg) {
     HttpResponse r;
     r.status = status;
     r.body = "{\"error\":";
     json_append_string(&r.body, msg);
     r.body += ",\"code\":\"";
-    r.body += code;
+    r.body += error_code_upper(code);
     r.body += "\"}";
     return r;
 }
@@ -56,19 +53,18 @@ HttpResponse error(int status, const char* code, const std::string& msg) {
 HttpResponse backend_error(const Status& s) {
     switch (s.code()) {
         case StatusCode::BadRequest:
-            return error(400, "BAD_REQUEST", s.message());
+            return error(400, ErrorCode::BadRequest, s.message());
         case StatusCode::Unavailable: {
             QLOG_WARN("streams: answered 503: %s", s.message().c_str());
-            HttpResponse r = error(503, "UNAVAILABLE",
+            HttpResponse r = error(503, ErrorCode::Unavailable,
                                    "PostgreSQL is unavailable; the outcome is unknown: retry the "
                                    "same request unchanged");
             r.headers.emplace_back("Retry-After", "1");
             return r;
         }
         default:
-            std::fprintf(stderr, "queen-sidecar: streams: %s (SQLSTATE %s)\n",
-                         s.message().c_str(), s.sqlstate().c_str());
-            return error(500, "INTERNAL", "internal error");
+            QLOG_ERROR("streams: %s (SQLSTATE %s)", s.message().c_str(), s.sqlstate().c_str());
+            return error(500, ErrorCode::Internal, "internal error");
     }
 }
 
@@ -85,9 +81,21 @@ void add(HttpResponse* r, const char* name, int64_t v) {
     r->headers.emplace_back(name, std::to_string(v));
 }
 
+// A producer write refused with 403: its Producer-Outcome word and code (one row per answer).
+struct Refusal {
+    AppendStatus status;
+    const char* outcome;
+    ErrorCode code;
+};
+constexpr Refusal kRefusals[] = {
+    {AppendStatus::StaleEpoch, "stale-epoch", ErrorCode::StaleEpoch},
+    {AppendStatus::EpochClosed, "epoch-closed;by=claim", ErrorCode::EpochClosed},
+    {AppendStatus::KeyConflict, "key-conflict", ErrorCode::KeyConflict},
+    {AppendStatus::ProducerExpired, "producer-expired", ErrorCode::ProducerExpired},
+};
+
 // The typed answer of queen.stream_append as HTTP (docs/streams-http.md has the table).
 HttpResponse append_response(const AppendArgs& a, const AppendAnswer& x) {
-    const std::string& st = x.status;
     auto producer_pair = [&](HttpResponse* r) {
         if (x.producer_epoch) add(r, "Producer-Epoch", *x.producer_epoch);
         if (x.producer_seq) add(r, "Producer-Seq", *x.producer_seq);
@@ -101,86 +109,89 @@ HttpResponse append_response(const AppendArgs& a, const AppendAnswer& x) {
         if (x.next_offset) add(r, "Stream-Next-Offset", *x.next_offset);
         if (x.stream_closed) add(r, "Stream-Closed", std::string("true"));
     };
-    if (st == "applied") {
-        // A producer's data append is 200; a close-only POST (no body) is 204 like any close.
-        HttpResponse r = empty(a.producer && !a.messages.empty() ? 200 : 204);
-        receipt(&r);
-        producer_pair(&r);
-        closed_pair(&r);
-        return r;
+    switch (x.status) {
+        case AppendStatus::Applied:
+        case AppendStatus::Duplicate: {
+            // A producer's data append is 200; a close-only POST (no body) is 204 like any
+            // close; a duplicate is 204.
+            const bool data = x.status == AppendStatus::Applied && a.producer && !a.messages.empty();
+            HttpResponse r = empty(data ? 200 : 204);
+            receipt(&r);
+            producer_pair(&r);
+            closed_pair(&r);
+            return r;
+        }
+        case AppendStatus::DuplicateEvicted: {
+            HttpResponse r = empty(204);
+            add(&r, "Producer-Outcome", std::string("receipt-evicted"));
+            producer_pair(&r);
+            closed_pair(&r);
+            return r;
+        }
+        case AppendStatus::OutOfOrder: {
+            HttpResponse r = error(409, ErrorCode::SequenceGap, "producer sequence gap");
+            if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
+            if (x.expected_seq) add(&r, "Producer-Expected-Seq", *x.expected_seq);
+            if (x.received_seq) add(&r, "Producer-Received-Seq", *x.received_seq);
+            return r;
+        }
+        case AppendStatus::UnclaimedEpoch: {
+            HttpResponse r = error(400, ErrorCode::EpochNotClaimed,
+                                   "a new epoch must be claimed with Producer-Seq 0");
+            if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
+            add(&r, "Producer-Expected-Seq", x.expected_seq.value_or(0));
+            if (x.received_seq) add(&r, "Producer-Received-Seq", *x.received_seq);
+            return r;
+        }
+        case AppendStatus::StaleEpoch:
+        case AppendStatus::EpochClosed:
+        case AppendStatus::KeyConflict:
+        case AppendStatus::ProducerExpired:
+            for (const Refusal& f : kRefusals) {
+                if (f.status != x.status) continue;
+                HttpResponse r =
+                    error(403, f.code, std::string("producer write refused: ") + f.outcome);
+                add(&r, "Producer-Outcome", std::string(f.outcome));
+                if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
+                if (x.status == AppendStatus::KeyConflict && x.producer_seq)
+                    add(&r, "Producer-Seq", *x.producer_seq);
+                if (x.status == AppendStatus::EpochClosed) closed_pair(&r);
+                return r;
+            }
+            break;
+        case AppendStatus::ProducerLimit:
+            return error(429, ErrorCode::ProducerLimit,
+                         "the stream holds 4096 producers and none has been idle for an hour");
+        case AppendStatus::StreamClosed: {
+            HttpResponse r = error(409, ErrorCode::StreamClosed, "the stream is closed");
+            add(&r, "Stream-Closed", std::string("true"));
+            if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
+            return r;
+        }
+        case AppendStatus::AlreadyClosed: {
+            HttpResponse r = empty(204);
+            add(&r, "Stream-Closed", std::string("true"));
+            if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
+            return r;
+        }
+        case AppendStatus::ContentTypeMismatch:
+            return error(409, ErrorCode::ContentTypeMismatch,
+                         "Content-Type does not match the stream's");
+        case AppendStatus::StreamSeqConflict: {
+            HttpResponse r = error(409, ErrorCode::SequenceConflict,
+                                   "Stream-Seq is not above the last one");
+            if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
+            return r;
+        }
+        case AppendStatus::DigestMismatch:
+            return error(400, ErrorCode::DigestMismatch,
+                         "Producer-Digest is not the BLAKE3-256 of the body");
+        case AppendStatus::NotFound:
+            return error(404, ErrorCode::NotFound, "no such stream");
+        case AppendStatus::Unrecognised:
+            break;
     }
-    if (st == "duplicate") {
-        HttpResponse r = empty(204);
-        receipt(&r);
-        producer_pair(&r);
-        closed_pair(&r);
-        return r;
-    }
-    if (st == "duplicate_evicted") {
-        HttpResponse r = empty(204);
-        add(&r, "Producer-Outcome", std::string("receipt-evicted"));
-        producer_pair(&r);
-        closed_pair(&r);
-        return r;
-    }
-    if (st == "out_of_order") {
-        HttpResponse r = error(409, "SEQUENCE_GAP", "producer sequence gap");
-        if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
-        if (x.expected_seq) add(&r, "Producer-Expected-Seq", *x.expected_seq);
-        if (x.received_seq) add(&r, "Producer-Received-Seq", *x.received_seq);
-        return r;
-    }
-    if (st == "unclaimed_epoch") {
-        HttpResponse r = error(400, "EPOCH_NOT_CLAIMED",
-                               "a new epoch must be claimed with Producer-Seq 0");
-        if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
-        add(&r, "Producer-Expected-Seq", x.expected_seq.value_or(0));
-        if (x.received_seq) add(&r, "Producer-Received-Seq", *x.received_seq);
-        return r;
-    }
-    if (st == "stale_epoch" || st == "epoch_closed" || st == "key_conflict" ||
-        st == "producer_expired") {
-        const char* outcome = st == "stale_epoch"    ? "stale-epoch"
-                              : st == "epoch_closed" ? "epoch-closed;by=claim"
-                              : st == "key_conflict" ? "key-conflict"
-                                                     : "producer-expired";
-        const char* code = st == "stale_epoch"    ? "STALE_EPOCH"
-                           : st == "epoch_closed" ? "EPOCH_CLOSED"
-                           : st == "key_conflict" ? "KEY_CONFLICT"
-                                                  : "PRODUCER_EXPIRED";
-        HttpResponse r = error(403, code, std::string("producer write refused: ") + outcome);
-        add(&r, "Producer-Outcome", std::string(outcome));
-        if (x.producer_epoch) add(&r, "Producer-Epoch", *x.producer_epoch);
-        if (st == "key_conflict" && x.producer_seq) add(&r, "Producer-Seq", *x.producer_seq);
-        if (st == "epoch_closed") closed_pair(&r);
-        return r;
-    }
-    if (st == "producer_limit")
-        return error(429, "PRODUCER_LIMIT",
-                     "the stream holds 4096 producers and none has been idle for an hour");
-    if (st == "stream_closed") {
-        HttpResponse r = error(409, "STREAM_CLOSED", "the stream is closed");
-        add(&r, "Stream-Closed", std::string("true"));
-        if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
-        return r;
-    }
-    if (st == "already_closed") {
-        HttpResponse r = empty(204);
-        add(&r, "Stream-Closed", std::string("true"));
-        if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
-        return r;
-    }
-    if (st == "content_type_mismatch")
-        return error(409, "CONTENT_TYPE_MISMATCH", "Content-Type does not match the stream's");
-    if (st == "stream_seq_conflict") {
-        HttpResponse r = error(409, "SEQUENCE_CONFLICT", "Stream-Seq is not above the last one");
-        if (x.next_offset) add(&r, "Stream-Next-Offset", *x.next_offset);
-        return r;
-    }
-    if (st == "digest_mismatch")
-        return error(400, "DIGEST_MISMATCH", "Producer-Digest is not the BLAKE3-256 of the body");
-    if (st == "not_found") return error(404, "NOT_FOUND", "no such stream");
-    return error(500, "INTERNAL", "unknown answer from the extension");
+    return error(500, ErrorCode::Internal, "unknown answer from the extension");
 }
 
 // 404, or 410 when the name is held by its forks (one more query, only on this path).
@@ -189,8 +200,8 @@ HttpResponse missing(StreamsBackend& b, const std::string& name, bool empty_body
     Status s = b.gone(name, &g);
     if (!s.is_ok()) return backend_error(s);
     if (empty_body) return empty(g ? 410 : 404);
-    return g ? error(410, "GONE", "the stream was deleted; its forks still hold the name")
-             : error(404, "NOT_FOUND", "no such stream");
+    return g ? error(410, ErrorCode::Gone, "the stream was deleted; its forks still hold the name")
+             : error(404, ErrorCode::NotFound, "no such stream");
 }
 
 // A fork offset: the 20-digit offsets of this server, or the all-zero offset in the
@@ -226,7 +237,7 @@ public:
           has_cursor_(has_cursor),
           base64_(base64_data),
           json_(json),
-          end_ms_(Waiters::mono_ms() + api.limits_.sse_max_ms) {}
+          end_ms_(SystemClock::instance().mono_ms() + api.limits_.sse_max_ms) {}
 
     void next(Emit emit) override {
         if (cancelled_.load() || finished_) return emit("", true);
@@ -278,7 +289,7 @@ private:
             return emit(std::move(out), end);
         }
         // Nothing new: wait for a wake-up, a keep-alive or the connection's end.
-        const int64_t now = Waiters::mono_ms();
+        const int64_t now = SystemClock::instance().mono_ms();
         if (now >= end_ms_ || cancelled_.load()) {
             finished_ = true;
             return emit("", true);
@@ -293,7 +304,7 @@ private:
                     return emit("", true);
                 }
                 if (woke) return self->round(std::move(emit));
-                if (Waiters::mono_ms() >= self->end_ms_) {
+                if (SystemClock::instance().mono_ms() >= self->end_ms_) {
                     self->finished_ = true;
                     return emit("", true);
                 }
@@ -310,7 +321,7 @@ private:
             c += ",\"streamClosed\":true}";
         } else {
             std::string cur =
-                response_cursor(has_cursor_ ? &cursor_ : nullptr, wall_ms());
+                response_cursor(has_cursor_ ? &cursor_ : nullptr, SystemClock::instance().wall_ms());
             c += ",\"streamCursor\":";
             json_append_string(&c, cur);
             if (up_to_date) c += ",\"upToDate\":true";
@@ -347,12 +358,8 @@ void StreamsApi::begin_drain() {
 
 // Route by method; every answer gets the common headers.
 void StreamsApi::handle(HttpRequest&& req, Reply reply) {
-    std::string path = req.target, query;
-    std::size_t qm = path.find('?');
-    if (qm != std::string::npos) {
-        query = path.substr(qm + 1);
-        path.resize(qm);
-    }
+    std::string path, query;
+    split_target(req.target, &path, &query);
     Reply out = [reply = std::move(reply)](HttpResponse r) {
         common_headers(&r);
         reply(std::move(r));
@@ -361,28 +368,28 @@ void StreamsApi::handle(HttpRequest&& req, Reply reply) {
     const std::string prefix = "/v1/stream/";
     if (path.size() <= prefix.size() || !url_decode(path.substr(prefix.size()), &name) ||
         name.empty())
-        return out(error(404, "NOT_FOUND", "no stream name in the path"));
+        return out(error(404, ErrorCode::NotFound, "no stream name in the path"));
     if (name.size() > kMaxStreamNameBytes || name.find('\0') != std::string::npos)
-        return out(error(400, "BAD_NAME", "stream names are 1..1024 bytes without NUL"));
+        return out(error(400, ErrorCode::BadName, "stream names are 1..1024 bytes without NUL"));
     if (req.method == "OPTIONS") return out(empty(204));
     if (req.method == "PUT") return create(name, req, std::move(out));
     if (req.method == "POST") return append(name, req, std::move(out));
     if (req.method == "GET") return get(name, query, req, std::move(out));
     if (req.method == "HEAD") return head(name, std::move(out));
     if (req.method == "DELETE") return remove(name, std::move(out));
-    HttpResponse r = error(405, "METHOD_NOT_ALLOWED", "method not allowed");
+    HttpResponse r = error(405, ErrorCode::MethodNotAllowed, "method not allowed");
     r.headers.emplace_back("Allow", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
     out(std::move(r));
 }
 
-// PUT: create (idempotent with the same configuration).
-void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) {
-    const HeaderList& h = req.headers;
-    if (has_any_producer_header(h))
-        return reply(error(400, "PRODUCER_ON_CREATE",
-                           "a create takes no producer headers: create, then claim an epoch"));
-    CreateArgs a;
-    a.name = name;
+namespace {
+
+// A request refused before it reaches the extension (its 400 answer), or nothing.
+using Refused = std::optional<HttpResponse>;
+
+// A create's fork headers into *a: Stream-Forked-From (a stream's name or path),
+// Stream-Fork-Offset and Stream-Fork-Sub-Offset, which need it.
+Refused read_fork(const HeaderList& h, CreateArgs* a) {
     const std::string* from = find_header(h, "stream-forked-from");
     const std::string* fork_off = find_header(h, "stream-fork-offset");
     const std::string* sub = find_header(h, "stream-fork-sub-offset");
@@ -392,58 +399,149 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         if (src.rfind(pfx, 0) == 0) src = src.substr(pfx.size());
         if (src.empty() || !url_decode(src, &decoded) || decoded.empty() ||
             decoded.size() > kMaxStreamNameBytes)
-            return reply(error(400, "BAD_FORK", "Stream-Forked-From must name a stream"));
-        a.source = decoded;
+            return error(400, ErrorCode::BadFork, "Stream-Forked-From must name a stream");
+        a->source = decoded;
     }
     if (fork_off) {
         std::string o;
-        if (!from) return reply(error(400, "BAD_FORK", "Stream-Fork-Offset needs Stream-Forked-From"));
+        if (!from)
+            return error(400, ErrorCode::BadFork, "Stream-Fork-Offset needs Stream-Forked-From");
         if (!parse_fork_offset(*fork_off, &o))
-            return reply(error(400, "BAD_FORK", "Stream-Fork-Offset is not an offset"));
-        a.fork_offset = o;
+            return error(400, ErrorCode::BadFork, "Stream-Fork-Offset is not an offset");
+        a->fork_offset = o;
     }
     if (sub) {
         int64_t v;
         if (!from)
-            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset needs Stream-Forked-From"));
+            return error(400, ErrorCode::BadFork,
+                         "Stream-Fork-Sub-Offset needs Stream-Forked-From");
         if (!parse_ttl(*sub, &v))
-            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset must be a decimal integer"));
+            return error(400, ErrorCode::BadFork,
+                         "Stream-Fork-Sub-Offset must be a decimal integer");
         if (v > 0 && !fork_off)
-            return reply(error(400, "BAD_FORK", "Stream-Fork-Sub-Offset needs Stream-Fork-Offset"));
-        a.sub_offset = v;
+            return error(400, ErrorCode::BadFork, "Stream-Fork-Sub-Offset needs Stream-Fork-Offset");
+        a->sub_offset = v;
     }
+    return std::nullopt;
+}
+
+// A create's configuration into *a: Content-Type (application/octet-stream when absent or
+// implausible, except for a fork, which takes its source's), Stream-TTL or Stream-Expires-At,
+// Stream-Closed.
+Refused read_configuration(const HeaderList& h, CreateArgs* a) {
     const std::string* ct = find_header(h, "content-type");
     if (ct && looks_like_content_type(*ct))
-        a.content_type = *ct;
-    else if (!from)
-        a.content_type = "application/octet-stream";
+        a->content_type = *ct;
+    else if (!a->source)
+        a->content_type = "application/octet-stream";
     const std::string* ttl = find_header(h, "stream-ttl");
     const std::string* exp = find_header(h, "stream-expires-at");
     if (ttl && exp)
-        return reply(error(400, "BAD_TTL", "Stream-TTL and Stream-Expires-At are exclusive"));
+        return error(400, ErrorCode::BadTtl, "Stream-TTL and Stream-Expires-At are exclusive");
     if (ttl) {
         int64_t v;
         if (!parse_ttl(*ttl, &v) || v <= 0)
-            return reply(error(400, "BAD_TTL", "Stream-TTL must be a positive integer"));
-        a.ttl_seconds = v;
+            return error(400, ErrorCode::BadTtl, "Stream-TTL must be a positive integer");
+        a->ttl_seconds = v;
     }
     if (exp) {
         std::string v;
         if (!parse_expires_at(*exp, &v))
-            return reply(error(400, "BAD_EXPIRES_AT", "Stream-Expires-At must be RFC 3339"));
-        a.expires_at = v;
+            return error(400, ErrorCode::BadExpiresAt, "Stream-Expires-At must be RFC 3339");
+        a->expires_at = v;
     }
     const std::string* closed = find_header(h, "stream-closed");
-    a.closed = closed && *closed == "true";
-    if (!req.body.empty()) {
-        if (a.content_type ? is_json_type(*a.content_type)
-                           : from && ct && is_json_type(*ct)) {
-            std::string e = split_json(req.body, true, &a.messages);
-            if (!e.empty()) return reply(error(400, "BAD_JSON", e));
+    a->closed = closed && *closed == "true";
+    return std::nullopt;
+}
+
+// A create's initial data into *a: a JSON stream's body flattened one level (`[]` allowed),
+// any other body one message. A fork without a plausible Content-Type of its own is JSON
+// when its header says so.
+Refused read_initial_data(const HeaderList& h, std::string&& body, CreateArgs* a) {
+    if (body.empty()) return std::nullopt;
+    const std::string* ct = find_header(h, "content-type");
+    if (a->content_type ? is_json_type(*a->content_type)
+                        : a->source && ct && is_json_type(*ct)) {
+        std::string e = split_json(body, true, &a->messages);
+        if (!e.empty()) return error(400, ErrorCode::BadJson, e);
+    } else {
+        a->messages.push_back(std::move(body));
+    }
+    return std::nullopt;
+}
+
+// The absolute Location of a created stream: origin + /v1/stream/ + the name, percent-encoded
+// except for unreserved characters and '/'.
+std::string stream_location(const std::string& origin, const std::string& name) {
+    std::string loc = origin + "/v1/stream/";
+    for (unsigned char c : name) {
+        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+            loc.push_back(static_cast<char>(c));
         } else {
-            a.messages.push_back(std::move(req.body));
+            static const char* hex = "0123456789ABCDEF";
+            loc.push_back('%');
+            loc.push_back(hex[c >> 4]);
+            loc.push_back(hex[c & 15]);
         }
     }
+    return loc;
+}
+
+// The answers of queen.fork_create that refuse a create, one row each.
+struct CreateRefusal {
+    CreateStatus status;
+    int http;
+    ErrorCode code;
+    const char* message;
+};
+constexpr CreateRefusal kCreateRefusals[] = {
+    {CreateStatus::Conflict, 409, ErrorCode::StreamExists,
+     "the stream exists with another configuration"},
+    {CreateStatus::Gone, 409, ErrorCode::Gone, "the name is held by forks of a deleted stream"},
+    {CreateStatus::SourceNotFound, 404, ErrorCode::SourceNotFound,
+     "the fork's source does not exist"},
+    {CreateStatus::SourceGone, 409, ErrorCode::SourceGone, "the fork's source was deleted"},
+    {CreateStatus::ContentTypeMismatch, 409, ErrorCode::ContentTypeMismatch,
+     "Content-Type differs from the source's"},
+    {CreateStatus::BadOffset, 400, ErrorCode::BadFork,
+     "the fork offset is beyond the source's tail"},
+    {CreateStatus::BadSubOffset, 400, ErrorCode::BadFork,
+     "the fork sub-offset is beyond the data there"},
+};
+
+// The extension's answer to a create as HTTP: 201 with Location (created), 200 (exists), or
+// its refusal.
+HttpResponse create_response(const CreateArgs& a, const CreateAnswer& x,
+                             const std::string& origin) {
+    for (const CreateRefusal& f : kCreateRefusals)
+        if (x.status == f.status) return error(f.http, f.code, f.message);
+    const bool created = x.status == CreateStatus::Created;
+    if (!created && x.status != CreateStatus::Exists)
+        return error(500, ErrorCode::Internal, "unknown answer from the extension");
+    HttpResponse r = empty(created ? 201 : 200);
+    r.headers.emplace_back("Content-Type", x.content_type);
+    r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
+    if (x.closed) r.headers.emplace_back("Stream-Closed", "true");
+    if (created) r.headers.emplace_back("Location", stream_location(origin, a.name));
+    return r;
+}
+
+}  // namespace
+
+// PUT: create (idempotent with the same configuration): read the headers and the initial
+// data, then run queen.fork_create on the stream's writer and answer what it says.
+void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) {
+    const HeaderList& h = req.headers;
+    if (has_any_producer_header(h))
+        return reply(error(400, ErrorCode::ProducerOnCreate,
+                           "a create takes no producer headers: create, then claim an epoch"));
+    CreateArgs a;
+    a.name = name;
+    Refused refused = read_fork(h, &a);
+    if (!refused) refused = read_configuration(h, &a);
+    if (!refused) refused = read_initial_data(h, std::move(req.body), &a);
+    if (refused) return reply(std::move(*refused));
     Waiters* w = &waiters_;
     const std::string* host = find_header(h, "host");
     std::string origin = "http://" + (host ? *host : std::string("127.0.0.1"));
@@ -452,42 +550,8 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
         CreateAnswer x;
         Status s = b.create(a, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status == "conflict")
-            return reply(error(409, "STREAM_EXISTS",
-                               "the stream exists with another configuration"));
-        if (x.status == "gone")
-            return reply(error(409, "GONE", "the name is held by forks of a deleted stream"));
-        if (x.status == "source_not_found")
-            return reply(error(404, "SOURCE_NOT_FOUND", "the fork's source does not exist"));
-        if (x.status == "source_gone")
-            return reply(error(409, "SOURCE_GONE", "the fork's source was deleted"));
-        if (x.status == "content_type_mismatch")
-            return reply(error(409, "CONTENT_TYPE_MISMATCH", "Content-Type differs from the source's"));
-        if (x.status == "bad_offset")
-            return reply(error(400, "BAD_FORK", "the fork offset is beyond the source's tail"));
-        if (x.status == "bad_sub_offset")
-            return reply(error(400, "BAD_FORK", "the fork sub-offset is beyond the data there"));
-        if (x.status != "created" && x.status != "exists")
-            return reply(error(500, "INTERNAL", "unknown answer from the extension"));
-        HttpResponse r = empty(x.status == "created" ? 201 : 200);
-        r.headers.emplace_back("Content-Type", x.content_type);
-        r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
-        if (x.closed) r.headers.emplace_back("Stream-Closed", "true");
-        if (x.status == "created") {
-            std::string loc = origin + "/v1/stream/";
-            for (unsigned char c : a.name) {
-                if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-                    loc.push_back(static_cast<char>(c));
-                } else {
-                    static const char* hex = "0123456789ABCDEF";
-                    loc.push_back('%');
-                    loc.push_back(hex[c >> 4]);
-                    loc.push_back(hex[c & 15]);
-                }
-            }
-            r.headers.emplace_back("Location", loc);
-            w->local_commit(a.name);
-        }
+        HttpResponse r = create_response(a, x, origin);
+        if (x.status == CreateStatus::Created) w->local_commit(a.name);
         reply(std::move(r));
     });
 }
@@ -499,7 +563,7 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     a.name = name;
     ProducerTuple p;
     std::string e = parse_producer(h, &p);
-    if (!e.empty()) return reply(error(400, "BAD_PRODUCER", e));
+    if (!e.empty()) return reply(error(400, ErrorCode::BadProducer, e));
     if (p.present) {
         a.producer = true;
         a.producer_id = p.id;
@@ -507,26 +571,26 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
         a.seq = p.seq;
     }
     e = parse_digest(h, &a.digest);
-    if (!e.empty()) return reply(error(400, "BAD_DIGEST", e));
+    if (!e.empty()) return reply(error(400, ErrorCode::BadDigest, e));
     if (a.digest && !a.producer)
-        return reply(error(400, "BAD_DIGEST", "Producer-Digest needs the producer headers"));
+        return reply(error(400, ErrorCode::BadDigest, "Producer-Digest needs the producer headers"));
     if (const std::string* inc = find_header(h, "stream-incarnation")) a.incarnation = *inc;
     if (const std::string* sq = find_header(h, "stream-seq")) {
-        if (sq->empty()) return reply(error(400, "BAD_STREAM_SEQ", "Stream-Seq is empty"));
+        if (sq->empty()) return reply(error(400, ErrorCode::BadStreamSeq, "Stream-Seq is empty"));
         a.stream_seq = *sq;
     }
     const std::string* closed = find_header(h, "stream-closed");
     a.close = closed && *closed == "true";
     const std::string* ct = find_header(h, "content-type");
     if (req.body.empty()) {
-        if (!a.close) return reply(error(400, "EMPTY_BODY", "an append needs a body"));
+        if (!a.close) return reply(error(400, ErrorCode::EmptyBody, "an append needs a body"));
     } else {
         if (!ct || ct->empty())
-            return reply(error(400, "NO_CONTENT_TYPE", "Content-Type is required"));
+            return reply(error(400, ErrorCode::NoContentType, "Content-Type is required"));
         a.content_type = *ct;
         if (is_json_type(*ct)) {
             e = split_json(req.body, false, &a.messages);
-            if (!e.empty()) return reply(error(400, "BAD_JSON", e));
+            if (!e.empty()) return reply(error(400, ErrorCode::BadJson, e));
             a.body = std::move(req.body);
         } else {
             a.messages.push_back(std::move(req.body));
@@ -550,12 +614,12 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
     engine_.append(std::move(a), [this, reply = std::move(reply), shape, eng, nm,
                                   hint_key = std::move(hint_key)](Status s, AppendAnswer x) {
         if (!s.is_ok()) return reply(backend_error(s));
-        if (!hint_key.empty() && x.status == "applied" && x.producer_epoch && x.producer_seq) {
+        if (!hint_key.empty() && x.status == AppendStatus::Applied && x.producer_epoch && x.producer_seq) {
             std::lock_guard<std::mutex> lk(hints_mu_);
             if (applied_.size() >= kMaxHints) applied_.clear();
             applied_[hint_key] = {*x.producer_epoch, *x.producer_seq};
         }
-        if (x.status == "not_found")
+        if (x.status == AppendStatus::NotFound)
             return eng->on_reader([reply, nm](StreamsBackend& b) { reply(missing(b, nm)); });
         reply(append_response(shape, x));
     });
@@ -588,8 +652,8 @@ void StreamsApi::remove(const std::string& name, Reply reply) {
         Status s = b.remove(name, &st);
         if (!s.is_ok()) return reply(backend_error(s));
         if (st == "gone")
-            return reply(error(410, "GONE", "the stream was deleted; its forks still hold the name"));
-        if (st != "deleted") return reply(error(404, "NOT_FOUND", "no such stream"));
+            return reply(error(410, ErrorCode::Gone, "the stream was deleted; its forks still hold the name"));
+        if (st != "deleted") return reply(error(404, ErrorCode::NotFound, "no such stream"));
         w->local_commit(name);
         reply(empty(204));
     });
@@ -636,19 +700,19 @@ void StreamsApi::get(const std::string& name, const std::string& query, HttpRequ
                      Reply reply) {
     std::string offset, live, cursor;
     int n_off = query_values(query, "offset", &offset);
-    if (n_off > 1) return reply(error(400, "BAD_OFFSET", "more than one offset"));
+    if (n_off > 1) return reply(error(400, ErrorCode::BadOffset, "more than one offset"));
     if (n_off == 1 && (offset.empty() || !valid_read_offset(offset)))
-        return reply(error(400, "BAD_OFFSET", "offset must be -1, now or an offset of this stream"));
+        return reply(error(400, ErrorCode::BadOffset, "offset must be -1, now or an offset of this stream"));
     int n_live = query_values(query, "live", &live);
     bool has_cursor = query_values(query, "cursor", &cursor) > 0;
     if (n_live > 0 && live != "long-poll" && live != "sse")
-        return reply(error(400, "BAD_LIVE", "live must be long-poll or sse"));
+        return reply(error(400, ErrorCode::BadLive, "live must be long-poll or sse"));
     if (n_live > 0 && n_off == 0)
-        return reply(error(400, "OFFSET_REQUIRED", "live reads need an offset"));
+        return reply(error(400, ErrorCode::OffsetRequired, "live reads need an offset"));
     if (n_off == 0) offset = "-1";
     if (live == "long-poll")
         return long_poll(name, offset, cursor, has_cursor,
-                         Waiters::mono_ms() + limits_.long_poll_ms, std::move(reply));
+                         SystemClock::instance().mono_ms() + limits_.long_poll_ms, std::move(reply));
     const std::string* inm = find_header(req.headers, "if-none-match");
     std::optional<std::string> if_none_match;
     if (inm) if_none_match = *inm;
@@ -712,7 +776,7 @@ void StreamsApi::long_poll(std::string name, std::string offset, std::string cur
                           self->limits_.read_max_bytes, &x);
         if (!s.is_ok()) return reply(backend_error(s));
         if (x.status != "ok") return reply(missing(b, name));
-        std::string cur = response_cursor(has_cursor ? &cursor : nullptr, wall_ms());
+        std::string cur = response_cursor(has_cursor ? &cursor : nullptr, SystemClock::instance().wall_ms());
         if (!x.messages.empty())
             return reply(data_response(name, offset, x, nullptr, &cur));
         auto nothing = [&](bool closed) {
@@ -726,7 +790,7 @@ void StreamsApi::long_poll(std::string name, std::string offset, std::string cur
             return r;
         };
         if (x.closed) return reply(nothing(true));
-        if (Waiters::mono_ms() >= deadline || self->draining_.load()) return reply(nothing(false));
+        if (SystemClock::instance().mono_ms() >= deadline || self->draining_.load()) return reply(nothing(false));
         // Wait from the tail we saw ("now" becomes a concrete offset).
         std::string at = x.next_offset;
         HttpResponse timeout_answer = nothing(false);

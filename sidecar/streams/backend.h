@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -23,10 +24,25 @@ struct CreateArgs {
     std::optional<std::string> source, fork_offset;  // a fork (30_stream_forks.sql)
     std::optional<int64_t> sub_offset;
 };
+// The answer of queen.fork_create, one value per word it answers; Unrecognised for a word this
+// sidecar does not know (answered 500).
+enum class CreateStatus {
+    Unrecognised,
+    Created,              // created
+    Exists,               // exists (the same configuration)
+    Conflict,             // conflict (another configuration)
+    Gone,                 // gone (the name is held by forks of a deleted stream)
+    SourceNotFound,       // source_not_found
+    SourceGone,           // source_gone
+    ContentTypeMismatch,  // content_type_mismatch
+    BadOffset,            // bad_offset
+    BadSubOffset,         // bad_sub_offset
+};
+// The extension's word as a CreateStatus (Unrecognised for any other word).
+CreateStatus create_status_from_word(std::string_view word) noexcept;
+
 struct CreateAnswer {
-    // created | exists | conflict | gone | source_not_found | source_gone |
-    // content_type_mismatch | bad_offset | bad_sub_offset
-    std::string status;
+    CreateStatus status = CreateStatus::Unrecognised;
     std::string next_offset, content_type;
     bool closed = false;
 };
@@ -44,8 +60,32 @@ struct AppendArgs {
     std::optional<std::string> body;  // the raw body the digest covers (JSON streams)
     bool expect_apply = false;  // a hint: the next seq of a producer seen applied (no answer changes)
 };
+// The answer of queen.stream_append, one value per word the extension answers
+// (docs/producers.md); Unrecognised for a word this sidecar does not know (answered 500).
+enum class AppendStatus {
+    Unrecognised,
+    Applied,              // applied
+    Duplicate,            // duplicate
+    DuplicateEvicted,     // duplicate_evicted
+    OutOfOrder,           // out_of_order
+    UnclaimedEpoch,       // unclaimed_epoch
+    StaleEpoch,           // stale_epoch
+    EpochClosed,          // epoch_closed
+    KeyConflict,          // key_conflict
+    ProducerExpired,      // producer_expired
+    ProducerLimit,        // producer_limit
+    StreamClosed,         // stream_closed
+    AlreadyClosed,        // already_closed
+    ContentTypeMismatch,  // content_type_mismatch
+    StreamSeqConflict,    // stream_seq_conflict
+    DigestMismatch,       // digest_mismatch
+    NotFound,             // not_found
+};
+// The extension's word as an AppendStatus (Unrecognised for any other word).
+AppendStatus append_status_from_word(std::string_view word) noexcept;
+
 struct AppendAnswer {
-    std::string status;  // see docs/producers.md: applied, duplicate, ...
+    AppendStatus status = AppendStatus::Unrecognised;
     std::optional<std::string> stream_offset, next_offset;
     bool stream_closed = false;
     std::optional<int64_t> producer_epoch, producer_seq, expected_seq, received_seq,

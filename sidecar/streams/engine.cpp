@@ -4,20 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
-namespace queen::sidecar::streams {
+#include "common/clock.h"
 
-namespace {
-int64_t mono_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-int64_t mono_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
-}  // namespace
+namespace queen::sidecar::streams {
 
 Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
                int64_t gather_us, int64_t cohort_us)
@@ -62,7 +51,7 @@ void Engine::stop() {
 // finishes (it looks at the queue before it waits again), so one wake-up is enough; waking a
 // writer for every append cost a thread switch per append on a box with few cores.
 void Engine::enqueue_locked(Item it) {
-    arrived_locked(it, mono_us());
+    arrived_locked(it, system_mono_us());
     wq_.items.push_back(std::move(it));
     if (gathering_ > 0) {  // the gathering writer takes it
         gather_cv_.notify_all();
@@ -92,7 +81,7 @@ void Engine::push_write(Item it) {
 
 // Under wq_.mu (lk): run an append on the direct path when it may (try_direct), else queue it.
 void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
-    arrived_locked(it, mono_us());
+    arrived_locked(it, system_mono_us());
     if (try_direct(lk, &it)) return;
     enqueue_locked(std::move(it));
 }
@@ -104,7 +93,7 @@ void Engine::submit_locked(std::unique_lock<std::mutex>& lk, Item it) {
 bool Engine::try_direct(std::unique_lock<std::mutex>& lk, Item* it) {
     if (direct_ == nullptr || direct_busy_ || stop_ || !it->is_append || !wq_.items.empty() ||
         idle_ < n_writers_ || held_.count(it->name) || !direct_->ready() ||
-        expected_locked(mono_us()) > 0 ||
+        expected_locked(system_mono_us()) > 0 ||
         (!it->hold_key.empty() && hold_.last_depth(it->hold_key) > 1))
         return false;
     direct_busy_ = true;
@@ -125,12 +114,12 @@ bool Engine::try_direct(std::unique_lock<std::mutex>& lk, Item* it) {
 // for what queued behind it meanwhile), then answer.
 void Engine::direct_done(const std::shared_ptr<Item>& it, Status s, AppendAnswer x) {
     if (s.is_ok()) {
-        if (changed_ && x.status == "applied") changed_(it->args.name);
+        if (changed_ && x.status == AppendStatus::Applied) changed_(it->args.name);
         note_answer(it.get(), x);
     }
     {
         std::lock_guard<std::mutex> lk(wq_.mu);
-        if (s.is_ok()) answered_locked(*it, mono_us());
+        if (s.is_ok()) answered_locked(*it, system_mono_us());
         held_.erase(it->name);
         direct_busy_ = false;
         if (!it->hold_key.empty()) hold_.finished(it->hold_key, it->answer_epoch, it->answer_seq);
@@ -149,10 +138,10 @@ void Engine::connect_direct() {
     {
         std::lock_guard<std::mutex> lk(wq_.mu);
         if (direct_ == nullptr || direct_busy_ || stop_ || direct_->ready() ||
-            mono_ms() < direct_retry_ms_)
+            SystemClock::instance().mono_ms() < direct_retry_ms_)
             return;
         direct_busy_ = true;
-        direct_retry_ms_ = mono_ms() + 1000;
+        direct_retry_ms_ = SystemClock::instance().mono_ms() + 1000;
     }
     (void)direct_->connect();  // a failure is retried later; meanwhile the writers take all
     std::lock_guard<std::mutex> lk(wq_.mu);
@@ -178,7 +167,7 @@ void Engine::append(AppendArgs args, AppendDone done) {
     for (const auto& m : args.messages) bytes += static_cast<int64_t>(m.size());
     const int64_t epoch = args.epoch, seq = args.seq;
     it.args = std::move(args);
-    const int64_t now = mono_ms();
+    const int64_t now = SystemClock::instance().mono_ms();
     std::unique_lock<std::mutex> lk(wq_.mu);
     const uint64_t id = next_id_++;
     std::vector<uint64_t> released;
@@ -210,8 +199,9 @@ void Engine::hold_loop() {
         if (d < 0)
             hold_cv_.wait(lk);
         else
+            // d is in SystemClock::mono_ms, which reads the steady clock
             hold_cv_.wait_until(lk, std::chrono::steady_clock::time_point(std::chrono::milliseconds(d)));
-        hold_.expired(mono_ms(), &ids);
+        hold_.expired(SystemClock::instance().mono_ms(), &ids);
         release_locked(ids, false);
     }
 }
@@ -306,9 +296,9 @@ bool Engine::take_batch(std::vector<Item>* batch, std::vector<std::string>* held
 // of a cohort are expected back (recent_, see streams_engine.h). A producer sending one append at a time alone never waits.
 void Engine::gather(std::unique_lock<std::mutex>& lk, std::vector<Item>* batch,
                     std::vector<std::string>* held) {
-    const int64_t start = mono_us();
+    const int64_t start = system_mono_us();
     for (;;) {
-        const int64_t now = mono_us();
+        const int64_t now = system_mono_us();
         bool short_of_one = false;  // (a), for at most gather_us
         if (now < start + gather_us_) {
             std::unordered_map<std::string, int64_t> count;
@@ -375,7 +365,7 @@ void Engine::writer_loop() {
             // out: a producer's next append may then go to any writer at once.
             std::lock_guard<std::mutex> lk(wq_.mu);
             for (const auto& n : held) held_.erase(n);
-            const int64_t now = mono_us();
+            const int64_t now = system_mono_us();
             for (const auto& it : batch) {
                 if (it.hold_key.empty()) continue;
                 hold_.finished(it.hold_key, it.answer_epoch, it.answer_seq);
@@ -393,9 +383,9 @@ void Engine::writer_loop() {
 void Engine::note_answer(Item* it, const AppendAnswer& x) {
     if (it->hold_key.empty() || !x.producer_epoch) return;
     it->answer_epoch = *x.producer_epoch;
-    if ((x.status == "applied" || x.status == "duplicate") && x.producer_seq)
+    if ((x.status == AppendStatus::Applied || x.status == AppendStatus::Duplicate) && x.producer_seq)
         it->answer_seq = *x.producer_seq;
-    else if (x.status == "out_of_order" && x.expected_seq)
+    else if (x.status == AppendStatus::OutOfOrder && x.expected_seq)
         it->answer_seq = *x.expected_seq - 1;
 }
 
@@ -411,7 +401,7 @@ bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
     if (s.is_ok()) {
         for (std::size_t i = 0; i < batch.size(); i++) {
             const AppendAnswer& x = answers[i];
-            if (changed_ && (x.status == "applied")) changed_(batch[i].args.name);
+            if (changed_ && (x.status == AppendStatus::Applied)) changed_(batch[i].args.name);
             note_answer(&batch[i], x);
             (*out)[i].second = std::move(answers[i]);
         }
@@ -426,7 +416,7 @@ bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
         std::vector<const AppendArgs*> one{&it.args};
         std::vector<AppendAnswer> a;
         Status s1 = b.append_batch(one, &a);
-        if (s1.is_ok() && changed_ && a[0].status == "applied") changed_(it.args.name);
+        if (s1.is_ok() && changed_ && a[0].status == AppendStatus::Applied) changed_(it.args.name);
         if (s1.is_ok()) note_answer(&it, a[0]);
         (*out)[i] = {s1, s1.is_ok() ? std::move(a[0]) : AppendAnswer{}};
     }

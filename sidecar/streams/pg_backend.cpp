@@ -3,12 +3,13 @@
 #include "streams/pg_backend.h"
 
 #include "common/pg_idle_check.h"
-
-#include <arpa/inet.h>
+#include "common/pg_wire.h"
 
 #include <cstring>
 
 namespace queen::sidecar::streams {
+
+using namespace pg;  // the wire helper: OIDs, big-endian values, arrays, rows, failures
 
 namespace {
 
@@ -43,121 +44,6 @@ const char* const kSql[] = {
     " $12::bytea[], $13::bool[])",
 };
 
-constexpr uint32_t kByteaOid = 17, kTextOid = 25, kInt4Oid = 23, kInt8Oid = 20, kBoolOid = 16;
-
-// Big-endian helpers.
-void put32(std::string* s, uint32_t v) {
-    v = htonl(v);
-    s->append(reinterpret_cast<const char*>(&v), 4);
-}
-uint32_t get32(const char* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return ntohl(v);
-}
-int64_t get64(const char* p) {
-    uint64_t hi = get32(p), lo = get32(p + 4);
-    return static_cast<int64_t>(hi << 32 | lo);
-}
-
-// PostgreSQL's binary array format for a one-dimensional bytea[].
-std::string bytea_array(const std::vector<std::string>& items) {
-    std::string out;
-    std::size_t n = 20;
-    for (const auto& m : items) n += 4 + m.size();
-    out.reserve(n);
-    if (items.empty()) {
-        put32(&out, 0);
-        put32(&out, 0);
-        put32(&out, kByteaOid);
-        return out;
-    }
-    put32(&out, 1);
-    put32(&out, 0);
-    put32(&out, kByteaOid);
-    put32(&out, static_cast<uint32_t>(items.size()));
-    put32(&out, 1);
-    for (const auto& m : items) {
-        put32(&out, static_cast<uint32_t>(m.size()));
-        out += m;
-    }
-    return out;
-}
-
-// PostgreSQL's binary array format for a one-dimensional array of n elements of type oid;
-// elem(i, &out) appends element i's bytes and returns false for a NULL element.
-template <typename F>
-std::string binary_array(uint32_t oid, std::size_t n, F elem) {
-    std::string out;
-    put32(&out, 1);
-    put32(&out, 1);  // has NULLs: allowed either way
-    put32(&out, oid);
-    put32(&out, static_cast<uint32_t>(n));
-    put32(&out, 1);
-    std::string e;
-    for (std::size_t i = 0; i < n; i++) {
-        e.clear();
-        if (!elem(i, &e)) {
-            put32(&out, 0xffffffffu);
-            continue;
-        }
-        put32(&out, static_cast<uint32_t>(e.size()));
-        out += e;
-    }
-    return out;
-}
-
-void put64(std::string* s, int64_t v) {
-    put32(s, static_cast<uint32_t>(static_cast<uint64_t>(v) >> 32));
-    put32(s, static_cast<uint32_t>(v));
-}
-
-// Elements of a binary one-dimensional array of byte-like values (bytea, text).
-bool parse_array(const char* p, int len, std::vector<std::string>* out) {
-    out->clear();
-    if (len < 12) return false;
-    uint32_t ndim = get32(p);
-    if (ndim == 0) return true;
-    if (ndim != 1 || len < 20) return false;
-    uint32_t n = get32(p + 12);
-    const char* q = p + 20;
-    const char* end = p + len;
-    out->reserve(n);
-    for (uint32_t i = 0; i < n; i++) {
-        if (q + 4 > end) return false;
-        int32_t l = static_cast<int32_t>(get32(q));
-        q += 4;
-        if (l < 0) {
-            out->emplace_back();
-            continue;
-        }
-        if (q + l > end) return false;
-        out->emplace_back(q, static_cast<std::size_t>(l));
-        q += l;
-    }
-    return true;
-}
-
-// Column accessors over one row of a binary result.
-struct Row {
-    PGresult* r;
-    int row = 0;
-    bool null(int c) const { return PQgetisnull(r, row, c); }
-    std::string text(int c) const {
-        return null(c) ? std::string()
-                       : std::string(PQgetvalue(r, row, c), PQgetlength(r, row, c));
-    }
-    std::optional<std::string> opt_text(int c) const {
-        if (null(c)) return std::nullopt;
-        return text(c);
-    }
-    std::optional<int64_t> opt_int(int c) const {
-        if (null(c)) return std::nullopt;
-        return get64(PQgetvalue(r, row, c));
-    }
-    bool boolean(int c) const { return !null(c) && PQgetvalue(r, row, c)[0] != 0; }
-};
-
 // Optional text parameter.
 const char* opt(const std::optional<std::string>& v) { return v ? v->c_str() : nullptr; }
 
@@ -165,7 +51,7 @@ const char* opt(const std::optional<std::string>& v) { return v ? v->c_str() : n
 
 // The parameters of one queen.stream_append call (pointers into a and the two strings).
 AppendParams::AppendParams(const AppendArgs& a)
-    : msgs(bytea_array(a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
+    : msgs(bytes_array(kBytea, a.messages)), ep(std::to_string(a.epoch)), sq(std::to_string(a.seq)) {
     const char* vals[12] = {a.name.c_str(),
                             msgs.data(),
                             opt(a.content_type),
@@ -189,7 +75,7 @@ AppendParams::AppendParams(const AppendArgs& a)
 // Decode one queen.stream_append answer row (row `row`, its columns from `c0` on).
 void decode_append(PGresult* r, int row, int c0, AppendAnswer* o) {
     Row x{r, row};
-    o->status = x.text(c0 + 0);
+    o->status = append_status_from_word(x.text(c0 + 0));
     o->stream_offset = x.opt_text(c0 + 1);
     o->next_offset = x.opt_text(c0 + 2);
     o->stream_closed = x.boolean(c0 + 3);
@@ -222,15 +108,7 @@ PGconn* streams_connect(const std::string& conninfo, int connect_timeout_s, std:
     const char* keys[] = {"dbname", "connect_timeout", "application_name", "options", nullptr};
     const char* vals[] = {conninfo.c_str(), timeout.c_str(), "queen-sidecar-streams",
                           "-c queen.stream_notify=off", nullptr};
-    PGconn* conn = PQconnectdbParams(keys, vals, 1);
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
-        while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-        if (conn) PQfinish(conn);
-        *err = "PostgreSQL is unreachable: " + msg;
-        return nullptr;
-    }
-    return conn;
+    return pg::connect(keys, vals, err);
 }
 
 // Connect when not connected (or when the idle connection turned out dead).
@@ -245,14 +123,11 @@ Status StreamsPgBackend::ensure_connected() {
 
 // A failed result as a Status (see streams_pg_backend.h).
 Status streams_failure(PGconn* conn, PGresult* res, const char* what, bool* broken) {
-    const char* st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    std::string state = st ? st : "";
-    std::string msg = res ? PQresultErrorMessage(res) : (conn ? PQerrorMessage(conn) : "");
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    const std::string state = sqlstate(res);
+    const std::string msg = failure_text(conn, res);
     *broken = false;
     // No SQLSTATE: libpq's own failure (the server went away mid-statement).
-    if (!conn || PQstatus(conn) != CONNECTION_OK || state.empty() || state.rfind("08", 0) == 0 ||
-        state.rfind("57P", 0) == 0) {
+    if (connection_broken(conn, state)) {
         *broken = true;
         return Status(StatusCode::Unavailable,
                       std::string(what) + ": the PostgreSQL connection broke", state);
@@ -314,7 +189,7 @@ Status StreamsPgBackend::exec(Stmt st, int n, const char* const* values, const i
 Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     std::string ttl = a.ttl_seconds ? std::to_string(*a.ttl_seconds) : "";
     std::string sub = a.sub_offset ? std::to_string(*a.sub_offset) : "";
-    std::string msgs = bytea_array(a.messages);
+    std::string msgs = bytes_array(kBytea, a.messages);
     const char* v[9] = {a.name.c_str(),
                         opt(a.content_type),
                         a.ttl_seconds ? ttl.c_str() : nullptr,
@@ -330,7 +205,7 @@ Status StreamsPgBackend::create(const CreateArgs& a, CreateAnswer* out) {
     Status s = exec(kCreate, 9, v, len, fmt, &r);
     if (!s.is_ok()) return s;
     Row row{r};
-    out->status = row.text(0);
+    out->status = create_status_from_word(row.text(0));
     out->next_offset = row.text(1);
     out->content_type = row.text(2);
     out->closed = row.boolean(3);
@@ -361,7 +236,7 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
     const std::size_t n = batch.size();
     using Opt = const std::optional<std::string>&;
     auto text_col = [&](auto get) {
-        return binary_array(kTextOid, n, [&](std::size_t i, std::string* e) {
+        return array_of(kText, n, [&](std::size_t i, std::string* e) {
             Opt v = get(*batch[i]);
             if (!v) return false;
             *e = *v;
@@ -369,14 +244,14 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
         });
     };
     auto int8_col = [&](auto get) {
-        return binary_array(kInt8Oid, n, [&](std::size_t i, std::string* e) {
+        return array_of(kInt8, n, [&](std::size_t i, std::string* e) {
             if (!batch[i]->producer) return false;
-            put64(e, get(*batch[i]));
+            put_be64(e, get(*batch[i]));
             return true;
         });
     };
     auto bool_col = [&](auto get) {
-        return binary_array(kBoolOid, n, [&](std::size_t i, std::string* e) {
+        return array_of(kBool, n, [&](std::size_t i, std::string* e) {
             e->push_back(get(*batch[i]) ? 1 : 0);
             return true;
         });
@@ -385,16 +260,16 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
     for (const AppendArgs* a : batch)
         for (const auto& m : a->messages) all_msgs.push_back(m);  // 64-byte bodies: cheap
     std::string cols[13] = {
-        binary_array(kTextOid, n,
+        array_of(kText, n,
                      [&](std::size_t i, std::string* e) { return *e = batch[i]->name, true; }),
-        binary_array(kInt4Oid, n,
+        array_of(kInt4, n,
                      [&](std::size_t i, std::string* e) {
-                         put32(e, static_cast<uint32_t>(batch[i]->messages.size()));
+                         put_be32(e, static_cast<int32_t>(batch[i]->messages.size()));
                          return true;
                      }),
-        bytea_array(all_msgs),
+        bytes_array(kBytea, all_msgs),
         text_col([](const AppendArgs& a) -> Opt { return a.content_type; }),
-        binary_array(kTextOid, n,
+        array_of(kText, n,
                      [&](std::size_t i, std::string* e) {
                          if (!batch[i]->producer) return false;
                          *e = batch[i]->producer_id;
@@ -406,7 +281,7 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
         text_col([](const AppendArgs& a) -> Opt { return a.incarnation; }),
         bool_col([](const AppendArgs& a) { return a.close; }),
         text_col([](const AppendArgs& a) -> Opt { return a.stream_seq; }),
-        binary_array(kByteaOid, n,
+        array_of(kBytea, n,
                      [&](std::size_t i, std::string* e) {
                          if (!batch[i]->body) return false;
                          *e = *batch[i]->body;
@@ -436,7 +311,7 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
         return Status(StatusCode::Internal, "expected one answer row per append");
     }
     for (int row = 0; row < PQntuples(r); row++) {
-        std::size_t ord = static_cast<std::size_t>(get32(PQgetvalue(r, row, 0)));
+        std::size_t ord = static_cast<std::size_t>(static_cast<uint32_t>(get_be32(PQgetvalue(r, row, 0))));
         if (ord < 1 || ord > n) {
             PQclear(r);
             return Status(StatusCode::Internal, "answer row out of range");
@@ -457,8 +332,8 @@ Status StreamsPgBackend::read(const std::string& name, const std::string& offset
     Row row{r};
     out->status = row.text(0);
     out->content_type = row.text(1);
-    bool ok = parse_array(PQgetvalue(r, 0, 2), PQgetlength(r, 0, 2), &out->messages) &&
-              parse_array(PQgetvalue(r, 0, 3), PQgetlength(r, 0, 3), &out->offsets);
+    bool ok = parse_bytes_array(PQgetvalue(r, 0, 2), PQgetlength(r, 0, 2), &out->messages) &&
+              parse_bytes_array(PQgetvalue(r, 0, 3), PQgetlength(r, 0, 3), &out->offsets);
     out->next_offset = row.text(4);
     out->up_to_date = row.boolean(5);
     out->closed = row.boolean(6);

@@ -1,6 +1,8 @@
 // Long-poll/SSE wake-ups (see streams_waiters.h).
 #include "streams/waiters.h"
 
+#include "common/pg_wire.h"
+
 #include <libpq-fe.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -40,12 +42,6 @@ std::string text_array(const std::vector<std::string>& items) {
     return out;
 }
 }  // namespace
-
-int64_t Waiters::mono_ms() {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 Waiters::Waiters(std::string conninfo) : conninfo_(std::move(conninfo)) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -208,15 +204,16 @@ void Waiters::run() {
             std::lock_guard<std::mutex> lk(mu_);
             if (stop_) break;
         }
-        const int64_t now = mono_ms();
+        const int64_t now = SystemClock::instance().mono_ms();
         if (!conn && now >= next_connect) {
             // synchronous_commit off: a relayed NOTIFY's commit waits for no WAL flush.
             const char* keys[] = {"dbname", "connect_timeout", "application_name", "options",
                                   nullptr};
             const char* vals[] = {conninfo_.c_str(), "3", "queen-sidecar-listen",
                                   "-c synchronous_commit=off", nullptr};
-            conn = PQconnectdbParams(keys, vals, 1);
-            bool ok = conn && PQstatus(conn) == CONNECTION_OK;
+            std::string err;  // unused: the loop retries every kReconnectMs
+            conn = pg::connect(keys, vals, &err);
+            bool ok = conn != nullptr;
             if (ok) {
                 PGresult* r = PQexec(conn, "LISTEN queen_streams");
                 ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -248,12 +245,12 @@ void Waiters::run() {
                 ssize_t n = ::read(wake_fd_, &cnt, sizeof cnt);
                 (void)n;
             }
-            const int64_t after = mono_ms();
+            const int64_t after = SystemClock::instance().mono_ms();
             if (after >= next_relay && relay(conn)) next_relay = after + kRelayGapMs;
             if (!PQconsumeInput(conn) || PQstatus(conn) != CONNECTION_OK) {
                 PQfinish(conn);
                 conn = nullptr;
-                next_connect = mono_ms() + kReconnectMs;
+                next_connect = SystemClock::instance().mono_ms() + kReconnectMs;
                 notify_all();
             } else {
                 const int self = PQbackendPID(conn);
@@ -269,7 +266,7 @@ void Waiters::run() {
             cv_.wait_for(lk, std::chrono::milliseconds(kTickMs), [this] { return stop_; });
         }
         // Expire deadlines.
-        const int64_t t = mono_ms();
+        const int64_t t = SystemClock::instance().mono_ms();
         {
             std::lock_guard<std::mutex> lk(mu_);
             for (auto it = waiters_.begin(); it != waiters_.end();) {

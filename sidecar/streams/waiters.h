@@ -31,6 +31,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/clock.h"
+
 namespace queen::sidecar::streams {
 
 class Waiters {
@@ -59,8 +61,6 @@ public:
     void local_commit(const std::string& name);
     // Wake every waiter (shutdown, or a lost LISTEN connection).
     void notify_all();
-
-    static int64_t mono_ms();
 
 private:
     struct Waiter {

@@ -62,6 +62,10 @@ std::string split_json(const std::string& body, bool allow_empty_array,
 // Read offsets: "-1", "now", or 20 digits (the extension's rendering).
 bool valid_read_offset(std::string_view s);
 
+// The streams surface's target splitting, in one place (the two functions below) until the
+// HTTP layer's own path/query splitter (sidecar/http) takes their place.
+// A request target split at its first '?' into the path and the query (without the '?').
+void split_target(const std::string& target, std::string* path, std::string* query);
 // The value of key in a query string, percent-decoded, and how often it occurs.
 int query_values(const std::string& query, std::string_view key, std::string* first);
 

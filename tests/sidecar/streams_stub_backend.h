@@ -13,7 +13,7 @@ namespace queen::sidecar::streams {
 class StubStreamsBackend : public StreamsBackend {
 public:
     Status create(const CreateArgs&, CreateAnswer* out) override {
-        out->status = "created";
+        out->status = CreateStatus::Created;
         return Status::ok();
     }
     Status read(const std::string&, const std::string&, int64_t, int64_t, ReadAnswer*) override {
@@ -28,7 +28,7 @@ protected:
     static void applied(const std::vector<const AppendArgs*>& batch, std::vector<AppendAnswer>* out) {
         out->assign(batch.size(), AppendAnswer{});
         for (std::size_t i = 0; i < batch.size(); i++) {
-            (*out)[i].status = "applied";
+            (*out)[i].status = AppendStatus::Applied;
             (*out)[i].producer_epoch = 0;
             (*out)[i].producer_seq = batch[i]->seq;
         }

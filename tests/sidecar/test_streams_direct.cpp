@@ -90,7 +90,7 @@ public:
             s_->leave(name);
             inflight_--;
             AppendAnswer x;
-            x.status = "applied";
+            x.status = AppendStatus::Applied;
             x.producer_epoch = 0;
             x.producer_seq = seq;
             done(Status::ok(), std::move(x));

@@ -41,7 +41,7 @@ public:
             r_->order[a.name].push_back(-1);  // a task marks its place as -1
         }
         leave({a.name});
-        out->status = "created";
+        out->status = CreateStatus::Created;
         return Status::ok();
     }
     Status append_batch(const std::vector<const AppendArgs*>& batch,
@@ -58,7 +58,7 @@ public:
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
         leave(names);
         out->assign(batch.size(), AppendAnswer{});
-        for (auto& o : *out) o.status = "applied";
+        for (auto& o : *out) o.status = AppendStatus::Applied;
         return Status::ok();
     }
 private:

@@ -41,31 +41,6 @@ private:
     std::string sqlstate_;
 };
 
-// The stable machine-readable name of a Status kind (the `code` of an error answer).
-inline const char* status_code_name(StatusCode c) noexcept {
-    switch (c) {
-        case StatusCode::Ok:
-            return "ok";
-        case StatusCode::BadRequest:
-            return "bad_request";
-        case StatusCode::TooLarge:
-            return "too_large";
-        case StatusCode::Busy:
-            return "busy";
-        case StatusCode::Unavailable:
-            return "unavailable";
-        case StatusCode::Unknown:
-            return "outcome_unknown";
-        case StatusCode::Conflict:
-            return "conflict";
-        case StatusCode::NotFound:
-            return "not_found";
-        case StatusCode::Internal:
-            return "internal";
-    }
-    return "internal";
-}
-
 // The HTTP status code for a Status kind.
 inline int http_code(StatusCode c) noexcept {
     switch (c) {

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "common/clock.h"
+#include "common/errors.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 
@@ -30,10 +31,10 @@ using Timer = asio::basic_waitable_timer<std::chrono::steady_clock,
                                          asio::wait_traits<std::chrono::steady_clock>, Strand>;
 
 // An error answer of the server itself.
-HttpResponse server_error(int status, const char* code, const std::string& message) {
+HttpResponse server_error(int status, ErrorCode code, const std::string& message) {
     HttpResponse r;
     r.status = status;
-    r.body = json_error_body(message, code);
+    r.body = json_error_body(message, error_code_text(code));
     return r;
 }
 
@@ -69,7 +70,7 @@ public:
             res->set(http::field::retry_after, "1");
             res->keep_alive(false);
             res->body() = json_error_body("too many client connections; retry later",
-                                          "too_many_connections");
+                                          error_code_text(ErrorCode::TooManyConnections));
             res->prepare_payload();
             self->arm(std::chrono::milliseconds(2000));
             http::async_write(self->sock_, *res,
@@ -172,19 +173,19 @@ private:
             srv_.add_inflight(1);
             if (ec == http::error::body_limit) {
                 srv_.metrics().count_request(Endpoint::Other, 413);
-                return write(server_error(413, "body_too_large",
+                return write(server_error(413, ErrorCode::BodyTooLarge,
                                           "request body is larger than " +
                                               std::to_string(srv_.limits().body_limit) + " bytes"),
                              11, false);
             }
             if (ec == http::error::header_limit) {
                 srv_.metrics().count_request(Endpoint::Other, 431);
-                return write(server_error(431, "header_too_large",
+                return write(server_error(431, ErrorCode::HeaderTooLarge,
                                           "request headers are larger than 64 KiB"),
                              11, false);
             }
             srv_.metrics().count_request(Endpoint::Other, 400);
-            return write(server_error(400, "malformed_http", "malformed HTTP request"), 11, false);
+            return write(server_error(400, ErrorCode::MalformedHttp, "malformed HTTP request"), 11, false);
         }
         srv_.add_inflight(1);
         http::request<http::string_body> req = parser_->release();
@@ -192,7 +193,7 @@ private:
         const unsigned version = req.version();
         if (srv_.draining()) {
             srv_.metrics().count_request(Endpoint::Other, 503);
-            return write(server_error(503, "shutting_down", "the sidecar is shutting down"),
+            return write(server_error(503, ErrorCode::ShuttingDown, "the sidecar is shutting down"),
                          version, false);
         }
         HttpRequest r;

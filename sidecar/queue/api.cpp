@@ -30,10 +30,10 @@ HttpResponse error_response(const Status& s, int64_t index = -1) {
 }
 
 // A 4xx/5xx with a code of the sidecar's own (routing, health).
-HttpResponse coded_error(int http, const char* code, const std::string& message) {
+HttpResponse coded_error(int http, ErrorCode code, const std::string& message) {
     HttpResponse r;
     r.status = http;
-    r.body = json_error_body(message, code);
+    r.body = json_error_body(message, error_code_text(code));
     return r;
 }
 
@@ -125,7 +125,7 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
             return pop(q, p, query, counted(Endpoint::Pop));
     }
-    counted(Endpoint::Other)(coded_error(404, "no_route", "no route for " + req.method + " " + path));
+    counted(Endpoint::Other)(coded_error(404, ErrorCode::NoRoute, "no route for " + req.method + " " + path));
 }
 
 // /health/live: the process serves HTTP (always 200 while it answers at all).
@@ -139,9 +139,9 @@ void Api::health(const std::string& path, Reply reply) {
         r.body = "{\"status\":\"live\"}";
     } else if (path == "/health/ready") {
         if (draining)
-            r = coded_error(503, "shutting_down", "the sidecar is shutting down");
+            r = coded_error(503, ErrorCode::ShuttingDown, "the sidecar is shutting down");
         else if (!pg)
-            r = coded_error(503, "not_ready", "PostgreSQL is unreachable");
+            r = coded_error(503, ErrorCode::NotReady, "PostgreSQL is unreachable");
         else
             r.body = "{\"status\":\"ready\",\"postgres\":\"up\"}";
     } else {

@@ -187,16 +187,6 @@ bool valid_read_offset(std::string_view s) {
     return true;
 }
 
-// Everything before the first '?' is the path, everything after it the query.
-void split_target(const std::string& target, std::string* path, std::string* query) {
-    const std::size_t qm = target.find('?');
-    path->assign(target, 0, qm);
-    if (qm == std::string::npos)
-        query->clear();
-    else
-        query->assign(target, qm + 1, std::string::npos);
-}
-
 // Walk "a=1&b=2"; percent-decode the first match.
 int query_values(const std::string& query, std::string_view key, std::string* first) {
     int n = 0;

@@ -10,7 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "queue/api.h"
+#include "http/message.h"
+#include "http/target.h"
 
 namespace queen::sidecar::streams {
 
@@ -62,11 +63,10 @@ std::string split_json(const std::string& body, bool allow_empty_array,
 // Read offsets: "-1", "now", or 20 digits (the extension's rendering).
 bool valid_read_offset(std::string_view s);
 
-// The streams surface's target splitting, in one place (the two functions below) until the
-// HTTP layer's own path/query splitter (sidecar/http) takes their place.
-// A request target split at its first '?' into the path and the query (without the '?').
-void split_target(const std::string& target, std::string* path, std::string* query);
-// The value of key in a query string, percent-decoded, and how often it occurs.
+// Targets are split by the HTTP layer's split_target (http/target.h). The streams surface reads
+// its parameters with this one: the value of key in a query string, '+' read as a space and
+// percent-decoded (http/target.h's url_decode), and how often key occurs (a repeated offset,
+// live or cursor is refused).
 int query_values(const std::string& query, std::string_view key, std::string* first);
 
 // "event: <type>\n" + one "data:" line per payload line (CR, LF and CRLF all split) + "\n".

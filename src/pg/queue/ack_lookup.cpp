@@ -88,19 +88,30 @@ static bool ack_catch_up(const Storage* st, int64 pid, queen::PartitionDigest* d
 // The digest search: candidates at or below the digest's watermark, confirmed one by one.
 static int64 digest_search(const Storage* st, int64 pid, queen::PartitionDigest* d, int64 known,
                            const queen::Hash128* h, int64 after, Snapshot snap) {
+    // The candidates are copied into palloc'd memory before any heap access: nothing with a
+    // destructor stays alive across log_row_at, which can raise an ERROR (glue.h's rule).
     std::vector<int64_t>* cands = nullptr;
-    int64 found = -1;
+    int64* offsets = nullptr;
+    std::size_t n = 0;
     CxxError err;
     cxx_capture(err, [&] {
         cands = new std::vector<int64_t>();
         d->candidates(*h, after, cands);
     });
-    if (err.failed) {
-        delete cands;
-        cxx_raise(err);
+    if (!err.failed && !cands->empty()) {
+        n = cands->size();
+        // MCXT_ALLOC_NO_OOM: a NULL instead of an ERROR while cands is alive.
+        offsets = (int64*) palloc_extended(n * sizeof(int64), MCXT_ALLOC_NO_OOM);
+        if (offsets)
+            for (std::size_t i = 0; i < n; i++) offsets[i] = (*cands)[i];
     }
-    for (std::size_t i = 0; i < cands->size() && found < 0; i++) {
-        int64 cand = (*cands)[i];
+    delete cands;
+    if (err.failed) cxx_raise(err);
+    if (n > 0 && !offsets)
+        ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+    int64 found = -1;
+    for (std::size_t i = 0; i < n && found < 0; i++) {
+        int64 cand = offsets[i];
         if (cand > known) break;
         LogRow row;
         if (!log_row_at(st, false, pid, cand, snap, &row)) continue;  // purged since
@@ -110,7 +121,7 @@ static int64 digest_search(const Storage* st, int64 pid, queen::PartitionDigest*
             found = cand;
         pfree(row.owned);
     }
-    delete cands;
+    if (offsets) pfree(offsets);
     return found;
 }
 

@@ -265,7 +265,7 @@ private:
         ReadAnswer ra;
         Status s = b.read(name_, offset_, api_.limits_.read_max_messages,
                           api_.limits_.read_max_bytes, &ra);
-        if (!s.is_ok() || ra.status != "ok") {
+        if (!s.is_ok() || !ra.found) {
             finished_ = true;
             return emit("", true);
         }
@@ -631,7 +631,7 @@ void StreamsApi::head(const std::string& name, Reply reply) {
         HeadAnswer x;
         Status s = b.head(name, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") return reply(missing(b, name, true));
+        if (!x.found) return reply(missing(b, name, true));
         HttpResponse r = empty(200);
         r.headers.emplace_back("Content-Type", x.content_type);
         r.headers.emplace_back("Stream-Next-Offset", x.next_offset);
@@ -648,12 +648,12 @@ void StreamsApi::head(const std::string& name, Reply reply) {
 void StreamsApi::remove(const std::string& name, Reply reply) {
     Waiters* w = &waiters_;
     engine_.on_writer(name, [name, reply = std::move(reply), w](StreamsBackend& b) {
-        std::string st;
+        RemoveStatus st = RemoveStatus::NotFound;
         Status s = b.remove(name, &st);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (st == "gone")
+        if (st == RemoveStatus::Gone)
             return reply(error(410, ErrorCode::Gone, "the stream was deleted; its forks still hold the name"));
-        if (st != "deleted") return reply(error(404, ErrorCode::NotFound, "no such stream"));
+        if (st != RemoveStatus::Deleted) return reply(error(404, ErrorCode::NotFound, "no such stream"));
         w->local_commit(name);
         reply(empty(204));
     });
@@ -724,7 +724,7 @@ void StreamsApi::get(const std::string& name, const std::string& query, HttpRequ
             HeadAnswer x;
             Status s = b.head(name, &x);
             if (!s.is_ok()) return reply(backend_error(s));
-            if (x.status != "ok") return reply(missing(b, name));
+            if (!x.found) return reply(missing(b, name));
             const bool text = is_sse_text_type(x.content_type);
             auto body = std::make_shared<SseBody>(*self, name, offset == "now" ? x.next_offset : offset,
                                                   cursor, has_cursor, !text,
@@ -749,7 +749,7 @@ void StreamsApi::get(const std::string& name, const std::string& query, HttpRequ
         ReadAnswer x;
         Status s = b.read(name, offset, max_m, max_b, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") return reply(missing(b, name));
+        if (!x.found) return reply(missing(b, name));
         if (offset == "now") {
             HttpResponse r = empty(200);
             r.headers.emplace_back("Content-Type", x.content_type);
@@ -775,7 +775,7 @@ void StreamsApi::long_poll(std::string name, std::string offset, std::string cur
         Status s = b.read(name, offset, self->limits_.read_max_messages,
                           self->limits_.read_max_bytes, &x);
         if (!s.is_ok()) return reply(backend_error(s));
-        if (x.status != "ok") return reply(missing(b, name));
+        if (!x.found) return reply(missing(b, name));
         std::string cur = response_cursor(has_cursor ? &cursor : nullptr, SystemClock::instance().wall_ms());
         if (!x.messages.empty())
             return reply(data_response(name, offset, x, nullptr, &cur));

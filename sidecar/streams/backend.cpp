@@ -60,4 +60,11 @@ CreateStatus create_status_from_word(std::string_view word) noexcept {
     return CreateStatus::Unrecognised;
 }
 
+// The word's value (any word but deleted and gone is NotFound).
+RemoveStatus remove_status_from_word(std::string_view word) noexcept {
+    if (word == "deleted") return RemoveStatus::Deleted;
+    if (word == "gone") return RemoveStatus::Gone;
+    return RemoveStatus::NotFound;
+}
+
 }  // namespace queen::sidecar::streams

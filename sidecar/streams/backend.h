@@ -92,8 +92,14 @@ struct AppendAnswer {
         closed_epoch, closed_seq;
 };
 
+// What queen.stream_delete answered: the stream deleted, gone (deleted earlier while forks
+// still hold its name), or not found.
+enum class RemoveStatus { Deleted, Gone, NotFound };
+// The word's value (any word but deleted and gone is NotFound).
+RemoveStatus remove_status_from_word(std::string_view word) noexcept;
+
 struct ReadAnswer {
-    std::string status;  // ok | not_found
+    bool found = false;  // the stream exists (else the extension answered not_found)
     std::string content_type;
     std::vector<std::string> messages, offsets;
     std::string next_offset;
@@ -101,7 +107,7 @@ struct ReadAnswer {
 };
 
 struct HeadAnswer {
-    std::string status;  // ok | not_found
+    bool found = false;  // the stream exists (else the extension answered not_found)
     std::string content_type, next_offset;
     bool closed = false;
     std::optional<int64_t> ttl_seconds;
@@ -120,7 +126,7 @@ public:
                         int64_t max_bytes, ReadAnswer* out) = 0;
     virtual Status head(const std::string& name, HeadAnswer* out) = 0;
     // deleted | not_found | gone
-    virtual Status remove(const std::string& name, std::string* status) = 0;
+    virtual Status remove(const std::string& name, RemoveStatus* status) = 0;
     // True when the name is held by its forks (410 instead of 404).
     virtual Status gone(const std::string& name, bool* out) = 0;
 };

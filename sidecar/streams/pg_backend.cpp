@@ -330,7 +330,7 @@ Status StreamsPgBackend::read(const std::string& name, const std::string& offset
     Status s = exec(kRead, 4, v, nullptr, nullptr, &r);
     if (!s.is_ok()) return s;
     Row row{r};
-    out->status = row.text(0);
+    out->found = row.text(0) == "ok";
     out->content_type = row.text(1);
     bool ok = parse_bytes_array(PQgetvalue(r, 0, 2), PQgetlength(r, 0, 2), &out->messages) &&
               parse_bytes_array(PQgetvalue(r, 0, 3), PQgetlength(r, 0, 3), &out->offsets);
@@ -348,7 +348,7 @@ Status StreamsPgBackend::head(const std::string& name, HeadAnswer* out) {
     Status s = exec(kHead, 1, v, nullptr, nullptr, &r);
     if (!s.is_ok()) return s;
     Row row{r};
-    out->status = row.text(0);
+    out->found = row.text(0) == "ok";
     out->content_type = row.text(1);
     out->next_offset = row.text(2);
     out->closed = row.boolean(3);
@@ -358,12 +358,12 @@ Status StreamsPgBackend::head(const std::string& name, HeadAnswer* out) {
     return Status::ok();
 }
 
-Status StreamsPgBackend::remove(const std::string& name, std::string* status) {
+Status StreamsPgBackend::remove(const std::string& name, RemoveStatus* status) {
     const char* v[1] = {name.c_str()};
     PGresult* r;
     Status s = exec(kDelete, 1, v, nullptr, nullptr, &r);
     if (!s.is_ok()) return s;
-    *status = Row{r}.text(0);
+    *status = remove_status_from_word(Row{r}.text(0));
     PQclear(r);
     return Status::ok();
 }

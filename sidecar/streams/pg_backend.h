@@ -50,7 +50,7 @@ public:
     Status read(const std::string& name, const std::string& offset, int64_t max_messages,
                 int64_t max_bytes, ReadAnswer* out) override;
     Status head(const std::string& name, HeadAnswer* out) override;
-    Status remove(const std::string& name, std::string* status) override;
+    Status remove(const std::string& name, RemoveStatus* status) override;
     Status gone(const std::string& name, bool* out) override;
 
 private:

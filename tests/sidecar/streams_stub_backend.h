@@ -20,7 +20,7 @@ public:
         return Status::ok();
     }
     Status head(const std::string&, HeadAnswer*) override { return Status::ok(); }
-    Status remove(const std::string&, std::string*) override { return Status::ok(); }
+    Status remove(const std::string&, RemoveStatus*) override { return Status::ok(); }
     Status gone(const std::string&, bool*) override { return Status::ok(); }
 
 protected:

@@ -59,6 +59,16 @@ TEST(StreamsAnswers, EveryCreateWordHasItsStatus) {
     EXPECT_EQ(CreateAnswer{}.status, CreateStatus::Unrecognised);
 }
 
+TEST(StreamsAnswers, DeleteWordsAndLookupsAreTyped) {
+    EXPECT_EQ(remove_status_from_word("deleted"), RemoveStatus::Deleted);
+    EXPECT_EQ(remove_status_from_word("gone"), RemoveStatus::Gone);
+    EXPECT_EQ(remove_status_from_word("not_found"), RemoveStatus::NotFound);
+    EXPECT_EQ(remove_status_from_word("Deleted"), RemoveStatus::NotFound);
+    EXPECT_EQ(remove_status_from_word(""), RemoveStatus::NotFound);
+    EXPECT_FALSE(ReadAnswer{}.found);  // a read or head the backend did not fill is a 404
+    EXPECT_FALSE(HeadAnswer{}.found);
+}
+
 TEST(StreamsAnswers, OneCodeTableTwoSpellings) {
     EXPECT_STREQ(error_code_text(ErrorCode::NotFound), "not_found");
     EXPECT_EQ(error_code_upper(ErrorCode::NotFound), "NOT_FOUND");

@@ -851,7 +851,7 @@ $$;
 -- commits after every batch, so it holds at most one partition lock at a time, for one batch.
 -- p_pause_seconds sleeps between batches, holding nothing, to leave the machine's CPU and WAL
 -- to pushes during a long purge (like vacuum's cost delay). The defaults (2000 rows, 20 ms) are
--- the measured ones of bench/results/retention-purge.md.
+-- the measured ones of bench/retention/RESULTS.md.
 -- SECURITY INVOKER on purpose (a SECURITY DEFINER procedure may not COMMIT): everything it
 -- does happens in queen.retention_step, which is SECURITY DEFINER; the body uses no unqualified
 -- operator or function, so the caller's search_path cannot change it either.

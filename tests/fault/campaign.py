@@ -61,6 +61,10 @@ class Pg:
         self.host, self.port = env["PGHOST"], env["PGPORT"]
         self.psql_env = dict(os.environ, PGHOST=self.host, PGPORT=self.port, PGUSER="postgres",
                              PGDATABASE="postgres")
+        # A crash-restart comes back on this port or fails (pg.sh would otherwise move to
+        # another free port when a server started meanwhile took it, and the sidecars'
+        # conninfo and psql would point at nothing).
+        self.env["QUEEN_PGPORT"] = self.port
 
     def crash_restart(self):
         cmd = [os.path.join(self.pgbin, "pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"]

@@ -101,3 +101,16 @@ GRANT EXECUTE ON FUNCTION
 GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, float8, jsonb) TO queen_admin;
 GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),
     queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text) TO queen_admin;
+
+-- ---------------------------------------------------------------- the consuming model (issue 18)
+-- sql/modules/60_consume*.sql: wire partition ids and the dead-letter listing for every role;
+-- pops, acks, lease renewal and the broker's transaction for writers; deletes for admins.
+GRANT EXECUTE ON FUNCTION queen.partition_uuid(bigint), queen.partition_of_uuid(text),
+    queen.dlq_messages(text, text, int, int)
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION
+    queen.pop(text, text, text, int, int, text, text, timestamptz),
+    queen.ack_messages(jsonb, text), queen.renew_lease(text, int), queen.transaction_wire(jsonb)
+    TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.delete_queue(text), queen.delete_consumer_group(text, boolean)
+    TO queen_admin;

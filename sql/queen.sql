@@ -23,6 +23,17 @@
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch).
+--   * the consuming model (sql/modules/60_consume.sql) adds, after any partition locks:
+--     a group's subscription row (created at its first pop of a queue, before any state row),
+--     then queen.consumer_state rows (FOR UPDATE) in ascending (partition id, group name
+--     COLLATE "C") order, created in that same order, then the queen.consumer_groups row of a
+--     (partition, group) whose state row it holds (the cursor), then queen.consumer_dlq inserts
+--     (no lock beyond the foreign key's KEY SHARE). A pop takes no partition lock at all (it
+--     reads the log through queen.read) and claims several partitions with SKIP LOCKED, so it
+--     never waits on a push nor on another pop; wire acks and renewals lock every state row
+--     they touch before changing any; queen.transaction_wire locks its partitions first, then
+--     its state rows, so a transaction mixing pushes and acks never deadlocks with a pop, an
+--     ack or another transaction.
 
 -- ---------------------------------------------------------------- C entry points
 CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea
@@ -182,7 +193,14 @@ BEGIN
 END
 $$;
 
--- Full replace of a queue's options; an omitted key returns to its default.
+-- Full replace of a queue's options; an omitted key returns to its default. Options are queen's
+-- own (dedupWindowSeconds, dedupBy; retentionSeconds is shared) and Queen MQ's 15
+-- (queen.consume_defaults(): stored, echoed, and honoured where docs/queen-compatibility.md
+-- says so); any other key is 22023. A configure naming one of Queen's own 14 keys (the wire's,
+-- which always sends them) also creates the partition "Default", like the broker. The answer:
+-- {configured, queue, queueId, partitionId (Default's UUID or null), namespace, task, options
+-- (Queen's 15 as stored), dedupWindowSeconds, retentionSeconds, dedupBy}.
+-- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock).
 CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -195,6 +213,11 @@ DECLARE
     v_by      text := 'transactionId';
     v_old     int;
     v_val     jsonb;
+    v_queen   jsonb := queen.consume_defaults();
+    v_wire    boolean := false;
+    v_qid     bigint;
+    v_pid     bigint;
+    v_maxwait numeric;
 BEGIN
     IF p_queue IS NULL OR p_queue = '' THEN
         RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
@@ -204,9 +227,13 @@ BEGIN
         RAISE EXCEPTION 'options must be a JSON object' USING ERRCODE = '22023';
     END IF;
     FOR v_key IN SELECT jsonb_object_keys(v_opts) LOOP
-        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy') THEN
+        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy')
+           AND NOT (v_queen ? v_key) THEN
             RAISE EXCEPTION 'unknown option "%"', v_key USING ERRCODE = '22023',
-                HINT = 'Options are dedupWindowSeconds, retentionSeconds and dedupBy.';
+                HINT = 'Options are dedupWindowSeconds, dedupBy and Queen''s 15 queue options (docs/queen-compatibility.md).';
+        END IF;
+        IF v_queen ? v_key AND v_key <> 'retentionSeconds' THEN
+            v_wire := true;
         END IF;
     END LOOP;
 
@@ -220,14 +247,15 @@ BEGIN
         v_window := v_val::int;
     END IF;
 
+    -- retentionSeconds: 0 (Queen's default) or null keeps forever
     v_val := v_opts -> 'retentionSeconds';
     IF v_val IS NOT NULL AND jsonb_typeof(v_val) <> 'null' THEN
         IF jsonb_typeof(v_val) <> 'number' OR v_val::numeric <> trunc(v_val::numeric)
-           OR v_val::numeric < 1 OR v_val::numeric > 2147483647 THEN
-            RAISE EXCEPTION 'retentionSeconds must be a whole number of seconds > 0 (or null)'
+           OR v_val::numeric < 0 OR v_val::numeric > 2147483647 THEN
+            RAISE EXCEPTION 'retentionSeconds must be a whole number of seconds > 0 (or 0 or null: keep)'
                 USING ERRCODE = '22023';
         END IF;
-        v_ret := v_val::int;
+        v_ret := NULLIF(v_val::int, 0);
     END IF;
 
     v_val := v_opts -> 'dedupBy';
@@ -238,7 +266,15 @@ BEGIN
         v_by := v_val #>> '{}';
     END IF;
 
-    SELECT dedup_window_seconds INTO v_old FROM queen.queues WHERE name = p_queue FOR NO KEY UPDATE;
+    -- Queen's options: checked one by one, unsent (or null) ones back to their defaults
+    v_queen := queen.consume_options_check(v_opts);
+    -- maxWaitTimeSeconds bounds how long a message is kept, like retentionSeconds
+    v_maxwait := (v_queen ->> 'maxWaitTimeSeconds')::numeric;
+    IF v_maxwait > 0 THEN
+        v_ret := least(COALESCE(v_ret, 2147483647), least(v_maxwait, 2147483647)::int);
+    END IF;
+
+    SELECT id, dedup_window_seconds INTO v_qid, v_old FROM queen.queues WHERE name = p_queue FOR NO KEY UPDATE;
     IF FOUND THEN
         IF NOT (v_opts ? 'dedupWindowSeconds') AND v_old <> 3600 THEN
             RAISE NOTICE 'queue "%": dedupWindowSeconds was % and is reset to the default 3600', p_queue, v_old
@@ -248,18 +284,29 @@ BEGIN
         UPDATE queen.queues
            SET dedup_window_seconds = v_window, retention_seconds = v_ret, dedup_by = v_by,
                updated_at = now()
-         WHERE name = p_queue;
+         WHERE id = v_qid;
     ELSE
         INSERT INTO queen.queues (name, dedup_window_seconds, retention_seconds, dedup_by)
         VALUES (p_queue, v_window, v_ret, v_by)
         ON CONFLICT (name) DO UPDATE
            SET dedup_window_seconds = EXCLUDED.dedup_window_seconds,
                retention_seconds = EXCLUDED.retention_seconds,
-               dedup_by = EXCLUDED.dedup_by, updated_at = now();
+               dedup_by = EXCLUDED.dedup_by, updated_at = now()
+        RETURNING id INTO v_qid;
+    END IF;
+    INSERT INTO queen.queue_options (queue_id, options) VALUES (v_qid, v_queen)
+    ON CONFLICT (queue_id) DO UPDATE SET options = EXCLUDED.options;
+    IF v_wire THEN
+        SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, 'Default') r;
+    ELSE
+        SELECT id INTO v_pid FROM queen.log_partitions WHERE queue_id = v_qid AND name = 'Default';
     END IF;
 
     RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
-                              'retentionSeconds', v_ret, 'dedupBy', v_by);
+                              'retentionSeconds', v_ret, 'dedupBy', v_by,
+                              'configured', true, 'queueId', v_qid,
+                              'partitionId', queen.partition_uuid(v_pid),
+                              'namespace', NULL, 'task', NULL, 'options', v_queen);
 END
 $$;
 

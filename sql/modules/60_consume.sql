@@ -1,0 +1,243 @@
+-- queen: the consuming model of Queen MQ's wire (issue 18; the facts are
+-- ../shared/reference/queen-client-wire-facts.md, the differences docs/queen-compatibility.md):
+-- pops with leases per (partition, group), acks and nacks with retries and the dead-letter
+-- queue, lease renewal, subscription modes, queue and group deletion, and the broker's
+-- transaction. Its tables are in sql/schema/50_consume.sql; the sidecar's HTTP routes call
+-- these functions and add nothing to their semantics.
+--
+-- Locks (the order is written at the top of sql/queen.sql):
+--   partition rows (ascending id; only queen.transaction_wire takes them, through its pushes)
+--   -> a group's subscription row (created at its first pop of a queue)
+--   -> queen.consumer_state rows, FOR UPDATE, ascending (partition id, group name COLLATE "C"),
+--      created in that order too
+--   -> the queen.consumer_groups row (the cursor) of a (partition, group) whose state row is held
+--   -> queen.consumer_dlq inserts.
+-- A pop never locks a partition row (it reads through queen.read) and claims the partitions of
+-- an any-partition pop with SKIP LOCKED, ascending, so it waits on nobody but a concurrent
+-- creator of the same state row. Acks and renewals lock all the state rows they will touch, in
+-- the order, before changing anything.
+
+-- ---------------------------------------------------------------- partition ids on the wire
+-- The wire's partitionId: a UUID string made of the partition's id (the sidecar writes the same
+-- mapping in src/core/common/partition_uuid.h). NULL for NULL.
+CREATE OR REPLACE FUNCTION queen.partition_uuid(p_id bigint) RETURNS uuid
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ('00000000-0000-8000-8000-' || pg_catalog.lpad(pg_catalog.to_hex(p_id), 12, '0'))::uuid
+     WHERE p_id >= 0 AND p_id < 281474976710656
+$$;
+
+-- The partition id of a wire partitionId, or NULL when the text is not of that form.
+CREATE OR REPLACE FUNCTION queen.partition_of_uuid(p text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ('x' || pg_catalog.lpad(pg_catalog.substr(p, 25), 16, '0'))::bit(64)::bigint
+     WHERE p OPERATOR(pg_catalog.~) '^00000000-0000-8000-8000-[0-9a-fA-F]{12}$'
+$$;
+
+-- ---------------------------------------------------------------- options
+-- Queen's 15 queue options with the broker's defaults (an unsent option returns to these).
+CREATE OR REPLACE FUNCTION queen.consume_defaults() RETURNS jsonb
+LANGUAGE sql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT '{"leaseTime": 300, "maxSize": 0, "ttl": 3600, "retryLimit": 3, "retryDelay": 1000,
+             "deadLetterQueue": false, "dlqAfterMaxRetries": false, "priority": 0,
+             "delayedProcessing": 0, "windowBuffer": 0, "retentionSeconds": 0,
+             "completedRetentionSeconds": 0, "retentionEnabled": false,
+             "encryptionEnabled": false, "maxWaitTimeSeconds": 0}'::jsonb
+$$;
+
+-- The 15 options of a configure call: each sent one checked (numbers: whole, >= 0, except
+-- priority, any whole number; flags: booleans; 22023 otherwise), the unsent (or null) ones at
+-- their defaults. Keys that are none of the 15 are left to the caller. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_options_check(p_opts jsonb) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_out jsonb := queen.consume_defaults();
+    v_key text;
+    v_def jsonb;
+    v_val jsonb;
+BEGIN
+    FOR v_key, v_def IN SELECT key, value FROM jsonb_each(queen.consume_defaults()) LOOP
+        v_val := p_opts -> v_key;
+        CONTINUE WHEN v_val IS NULL OR jsonb_typeof(v_val) = 'null';
+        IF jsonb_typeof(v_def) = 'boolean' THEN
+            IF jsonb_typeof(v_val) <> 'boolean' THEN
+                RAISE EXCEPTION '% must be true or false', v_key USING ERRCODE = '22023';
+            END IF;
+        ELSIF jsonb_typeof(v_val) <> 'number' OR v_val::numeric <> trunc(v_val::numeric)
+              OR abs(v_val::numeric) > 2147483647
+              OR (v_key <> 'priority' AND v_val::numeric < 0) THEN
+            RAISE EXCEPTION '% must be a whole number%', v_key,
+                CASE WHEN v_key = 'priority' THEN '' ELSE ' >= 0' END USING ERRCODE = '22023';
+        END IF;
+        v_out := jsonb_set(v_out, ARRAY[v_key], v_val);
+    END LOOP;
+    RETURN v_out;
+END
+$$;
+
+-- A queue's 15 options as stored (the defaults for a queue never configured). Internal.
+CREATE OR REPLACE FUNCTION queen.consume_options(p_queue_id bigint) RETURNS jsonb
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT COALESCE((SELECT o.options FROM queen.queue_options o WHERE o.queue_id = p_queue_id),
+                    queen.consume_defaults())
+$$;
+
+-- ---------------------------------------------------------------- small helpers
+-- A timestamp as the wire writes it: ISO-8601, microseconds, UTC, "Z".
+CREATE OR REPLACE FUNCTION queen.consume_iso(p_ts timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.to_char(p_ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+$$;
+
+-- The group of a call: a non-empty string, else queue mode.
+CREATE OR REPLACE FUNCTION queen.consume_group(p_group text) RETURNS text
+LANGUAGE sql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT COALESCE(NULLIF(p_group, ''), '__QUEUE_MODE__')
+$$;
+
+-- The highest stored offset of a partition whose message was created before p_start, or -1
+-- (binary search with queen.read; messages are stored in creation order). Internal.
+CREATE OR REPLACE FUNCTION queen.consume_offset_before(p_queue text, p_partition text,
+                                                       p_last bigint, p_start timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_lo  bigint := -1;          -- every stored offset <= v_lo was created before p_start
+    v_hi  bigint := p_last + 1;  -- every stored offset >= v_hi was created at or after it
+    v_mid bigint;
+    v_off bigint;
+    v_at  timestamptz;
+BEGIN
+    WHILE v_hi - v_lo > 1 LOOP
+        v_mid := v_lo + (v_hi - v_lo) / 2;
+        SELECT r.message_offset, r.created_at INTO v_off, v_at
+          FROM queen.read(p_queue, p_partition, v_mid, 1) r;
+        IF NOT FOUND OR v_off >= v_hi OR v_at >= p_start THEN
+            v_hi := v_mid;
+        ELSE
+            v_lo := v_off;
+        END IF;
+    END LOOP;
+    RETURN v_lo;
+END
+$$;
+
+-- A group's subscription start on a queue (NULL: all history), fixed at its first pop there;
+-- fresh is true when this call fixed a "new"/"now" subscription (that first pop answers
+-- empty). Queue mode has none. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_subscription(p_queue text, p_group text, p_mode text,
+                                                      p_from text, p_now timestamptz,
+                                                      OUT start_at timestamptz, OUT fresh boolean)
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_mode  text;
+    v_start timestamptz;
+BEGIN
+    fresh := false;
+    IF p_group = '__QUEUE_MODE__' THEN
+        RETURN;
+    END IF;
+    SELECT s.start_at INTO start_at FROM queen.consumer_subscriptions s
+     WHERE s.queue_name = p_queue AND s.group_name = p_group;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    IF p_from IN ('now', 'new') OR (p_from IS NULL AND p_mode = 'new') THEN
+        v_mode := 'new';
+        v_start := p_now;
+    ELSIF p_from IS NOT NULL AND p_from <> '' THEN
+        BEGIN
+            v_start := p_from::timestamptz;
+            v_mode := 'from';
+        EXCEPTION WHEN OTHERS THEN
+            v_start := NULL;
+        END;
+    END IF;
+    IF v_start IS NULL AND v_mode IS NULL AND p_mode = 'new' THEN
+        v_mode := 'new';
+        v_start := p_now;
+    END IF;
+    INSERT INTO queen.consumer_subscriptions (queue_name, group_name, mode, start_at)
+    VALUES (p_queue, p_group, COALESCE(v_mode, 'all'), v_start)
+    ON CONFLICT DO NOTHING;
+    IF FOUND THEN
+        start_at := v_start;
+        fresh := v_mode = 'new';
+    ELSE
+        SELECT s.start_at INTO start_at FROM queen.consumer_subscriptions s
+         WHERE s.queue_name = p_queue AND s.group_name = p_group;
+    END IF;
+END
+$$;
+
+-- Copy a message into the dead-letter queue. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_to_dlq(p_queue text, p_partition text, p_pid bigint,
+                                                p_group text, p_off bigint, p_error text,
+                                                p_retries int)
+RETURNS void
+LANGUAGE sql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO queen.consumer_dlq (partition_id, group_name, message_offset, message_id,
+                                    transaction_id, payload, error_message, retry_count, created_at)
+    SELECT p_pid, p_group, r.message_offset, r.message_id, r.transaction_id, r.payload, p_error,
+           p_retries, r.created_at
+      FROM queen.read(p_queue, p_partition, p_off, 1) r
+     WHERE r.message_offset = p_off
+$$;
+
+-- Move a group's cursor on a partition to at least p_off (creating its row), folding in the
+-- acks recorded above it that are now contiguous. Locks the consumer_groups row. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_advance(p_pid bigint, p_group text, p_off bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_pos  bigint := queen.ack_lock_group(p_pid, p_group);
+    v_next bigint;
+BEGIN
+    IF p_off <= v_pos THEN
+        RETURN;
+    END IF;
+    v_pos := p_off;
+    FOR v_next IN SELECT message_offset FROM queen.consumer_acks
+                   WHERE partition_id = p_pid AND group_name = p_group
+                     AND message_offset > v_pos ORDER BY message_offset LOOP
+        EXIT WHEN v_next <> v_pos + 1;
+        v_pos := v_next;
+    END LOOP;
+    DELETE FROM queen.consumer_acks
+     WHERE partition_id = p_pid AND group_name = p_group AND message_offset <= v_pos;
+    UPDATE queen.consumer_groups SET committed_offset = v_pos
+     WHERE partition_id = p_pid AND group_name = p_group;
+END
+$$;

@@ -1,0 +1,256 @@
+-- queen: acks, nacks and lease renewal of the wire (issue 18; §3.4 and §3.6 of the wire
+-- facts). An ack names its message by (partitionId, transactionId); "completed" moves the
+-- group's cursor to it and counts it against the batch its pop delivered (the whole batch acked
+-- releases the lease and resets the retry counter); "failed" releases the lease for a
+-- redelivery until the queue's retryLimit is reached, then moves the message to the
+-- dead-letter queue; "dlq" moves it there at once; "retry" releases without counting.
+-- Locks: see sql/modules/60_consume.sql. queen.ack_messages and queen.renew_lease lock every
+-- existing state row they touch (FOR UPDATE, ascending (partition id, group name "C")) before
+-- changing any; then consumer_groups rows (the cursor) and DLQ inserts. No partition row lock.
+
+-- The group of one wire ack: the call's group when given, else the item's consumerGroup when it
+-- is a non-empty string, else queue mode. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_ack_group(p_item jsonb, p_group text) RETURNS text
+LANGUAGE sql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT queen.consume_group(COALESCE(NULLIF(p_group, ''),
+        CASE WHEN pg_catalog.jsonb_typeof(p_item -> 'consumerGroup') = 'string'
+             THEN p_item ->> 'consumerGroup' END))
+$$;
+
+-- Lock the existing state rows of these (partition, group) pairs in the global order. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_lock_states(p_pids bigint[], p_groups text[]) RETURNS void
+LANGUAGE sql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT 1 FROM queen.consumer_state s
+     WHERE (s.partition_id, s.group_name) IN (
+               SELECT u.pid, u.grp FROM pg_catalog.unnest(p_pids, p_groups) AS u(pid, grp))
+     ORDER BY s.partition_id, s.group_name COLLATE "C"
+       FOR UPDATE OF s
+$$;
+
+-- Apply one ack whose state row (if any) the caller holds locked. p_in_txn: the broker's
+-- transaction rules (completed creates the cursor even without a pop; failed and dlq go to the
+-- DLQ at once with retryCount 0; other statuses are not applied). Returns {success, error,
+-- queueName, partitionName, leaseReleased, dlq}. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_ack(p_pid bigint, p_group text, p_txn text,
+                                             p_status text, p_error text, p_lease text,
+                                             p_in_txn boolean)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_q        text;
+    v_p        text;
+    v_qid      bigint;
+    v_pos      bigint;
+    v_hash     bytea;
+    v_off      bigint;
+    v_st       record;
+    v_has      boolean;
+    v_status   text := COALESCE(p_status, 'completed');
+    v_limit    int;
+    v_released boolean := false;
+    v_dlq      boolean := false;
+    v_count    boolean := false;
+BEGIN
+    SELECT q.name, p.name, q.id INTO v_q, v_p, v_qid
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_pid;
+    IF NOT FOUND THEN
+        RETURN jsonb_build_object('success', false, 'error', 'Message not found', 'queueName', NULL,
+                                  'partitionName', NULL, 'leaseReleased', false, 'dlq', false);
+    END IF;
+    SELECT COALESCE(g.committed_offset, -1) INTO v_pos FROM (SELECT 1) one
+      LEFT JOIN queen.consumer_groups g ON g.partition_id = p_pid AND g.group_name = p_group;
+    -- the occurrence after the cursor, else an earlier (already consumed) one
+    v_hash := queen.txn_hash(p_txn);
+    v_off := COALESCE(queen.log_find_hash_after(p_pid, v_hash, v_pos),
+                      queen.log_find_hash_after(p_pid, v_hash, -1));
+    IF v_off IS NULL THEN
+        RETURN jsonb_build_object('success', false, 'error', 'Message not found', 'queueName', v_q,
+                                  'partitionName', v_p, 'leaseReleased', false, 'dlq', false);
+    END IF;
+    SELECT s.lease_id, s.lease_expires_at, s.retry_count, s.batch_size, s.acked_count INTO v_st
+      FROM queen.consumer_state s WHERE s.partition_id = p_pid AND s.group_name = p_group;
+    v_has := FOUND;
+    IF p_lease IS NOT NULL AND (NOT v_has OR v_st.lease_id IS NULL
+                                OR v_st.lease_id::text <> lower(p_lease)
+                                OR v_st.lease_expires_at <= clock_timestamp()) THEN
+        RETURN jsonb_build_object('success', false, 'error', 'Invalid or expired lease',
+                                  'queueName', v_q, 'partitionName', v_p,
+                                  'leaseReleased', false, 'dlq', false);
+    END IF;
+    IF p_in_txn THEN
+        IF v_status NOT IN ('completed', 'failed', 'dlq') THEN
+            RETURN jsonb_build_object('success', false, 'error', format('Invalid status "%s"', v_status),
+                                      'queueName', v_q, 'partitionName', v_p,
+                                      'leaseReleased', false, 'dlq', false);
+        END IF;
+        IF v_status = 'completed' THEN
+            v_count := v_has;
+        ELSE
+            PERFORM queen.consume_to_dlq(v_q, v_p, p_pid, p_group, v_off,
+                                         COALESCE(p_error, 'Unknown error'), 0);
+            v_dlq := true;
+            IF v_has THEN
+                UPDATE queen.consumer_state
+                   SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0, retry_count = 0
+                 WHERE partition_id = p_pid AND group_name = p_group;
+                v_released := true;
+            END IF;
+        END IF;
+        PERFORM queen.consume_advance(p_pid, p_group, v_off);
+    ELSE
+        IF v_status NOT IN ('completed', 'success', 'failed', 'dlq', 'retry') THEN
+            RETURN jsonb_build_object('success', false, 'error', format('Invalid status "%s"', v_status),
+                                      'queueName', v_q, 'partitionName', v_p,
+                                      'leaseReleased', false, 'dlq', false);
+        END IF;
+        IF NOT v_has THEN
+            -- the group never popped this partition: nothing to move (the broker's answer)
+            RETURN jsonb_build_object('success', true, 'error', NULL, 'queueName', v_q,
+                                      'partitionName', v_p, 'leaseReleased', false, 'dlq', false);
+        END IF;
+        v_limit := (queen.consume_options(v_qid) ->> 'retryLimit')::int;
+        IF v_status IN ('completed', 'success') THEN
+            PERFORM queen.consume_advance(p_pid, p_group, v_off);
+            v_count := true;
+        ELSIF v_status = 'retry' THEN
+            UPDATE queen.consumer_state SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0
+             WHERE partition_id = p_pid AND group_name = p_group;
+            v_released := true;
+        ELSIF v_status = 'failed' AND v_st.retry_count < v_limit THEN
+            -- one retry per delivery: the nacks of a batch after the first find it released
+            IF v_st.lease_id IS NOT NULL THEN
+                UPDATE queen.consumer_state
+                   SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0,
+                       retry_count = retry_count + 1
+                 WHERE partition_id = p_pid AND group_name = p_group;
+            END IF;
+            v_released := true;
+        ELSE
+            -- failed with the retries exhausted, or dlq
+            PERFORM queen.consume_to_dlq(v_q, v_p, p_pid, p_group, v_off,
+                COALESCE(p_error, CASE WHEN v_status = 'failed' THEN 'Retries exhausted'
+                                       ELSE 'Unknown error' END), v_st.retry_count);
+            PERFORM queen.consume_advance(p_pid, p_group, v_off);
+            v_dlq := true;
+            v_count := true;
+        END IF;
+    END IF;
+    IF v_count THEN
+        -- the whole batch acked: release the lease, reset the retry counter
+        UPDATE queen.consumer_state
+           SET acked_count = acked_count + 1
+         WHERE partition_id = p_pid AND group_name = p_group
+        RETURNING acked_count >= batch_size INTO v_released;
+        IF v_released THEN
+            UPDATE queen.consumer_state
+               SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0, retry_count = 0
+             WHERE partition_id = p_pid AND group_name = p_group;
+        END IF;
+    END IF;
+    RETURN jsonb_build_object('success', true, 'error', NULL, 'queueName', v_q,
+                              'partitionName', v_p, 'leaseReleased', COALESCE(v_released, false),
+                              'dlq', v_dlq);
+END
+$$;
+
+-- Wire acks (POST /api/v1/ack and /ack/batch): p_acks is an array of {transactionId,
+-- partitionId, status, error, leaseId?, consumerGroup?}; p_group (the batch's consumerGroup)
+-- overrides each item's, and neither means queue mode. 22023 (nothing applied) when p_acks is
+-- not an array or an item is not an object or lacks a string transactionId or partitionId, or
+-- has a non-string status, error or leaseId. The answer: one object per ack, in order,
+-- {index, transactionId, success, error, queueName, partitionName, leaseReleased, dlq};
+-- failures (unknown message, invalid lease, unknown status) are items, never errors.
+CREATE OR REPLACE FUNCTION queen.ack_messages(p_acks jsonb, p_group text DEFAULT NULL) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_item jsonb;
+    v_i    int := 0;
+    v_key  text;
+    v_r    jsonb;
+    v_out  jsonb := '[]'::jsonb;
+BEGIN
+    IF p_acks IS NULL OR jsonb_typeof(p_acks) <> 'array' THEN
+        RAISE EXCEPTION 'acknowledgments must be an array' USING ERRCODE = '22023';
+    END IF;
+    FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP
+        IF jsonb_typeof(v_item) <> 'object' THEN
+            RAISE EXCEPTION 'ack %: not an object', v_i USING ERRCODE = '22023';
+        END IF;
+        FOREACH v_key IN ARRAY ARRAY['transactionId', 'partitionId'] LOOP
+            IF jsonb_typeof(v_item -> v_key) IS DISTINCT FROM 'string' THEN
+                RAISE EXCEPTION 'ack %: % is required (a string)', v_i, v_key USING ERRCODE = '22023';
+            END IF;
+        END LOOP;
+        FOREACH v_key IN ARRAY ARRAY['status', 'error', 'leaseId'] LOOP
+            IF jsonb_typeof(v_item -> v_key) NOT IN ('string', 'null') THEN
+                RAISE EXCEPTION 'ack %: % must be a string', v_i, v_key USING ERRCODE = '22023';
+            END IF;
+        END LOOP;
+        v_i := v_i + 1;
+    END LOOP;
+    PERFORM queen.consume_lock_states(
+        ARRAY(SELECT queen.partition_of_uuid(e ->> 'partitionId') FROM jsonb_array_elements(p_acks) e),
+        ARRAY(SELECT queen.consume_ack_group(e, p_group) FROM jsonb_array_elements(p_acks) e));
+    v_i := 0;
+    FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP
+        v_r := queen.consume_ack(queen.partition_of_uuid(v_item ->> 'partitionId'),
+                                 queen.consume_ack_group(v_item, p_group),
+                                 v_item ->> 'transactionId', v_item ->> 'status',
+                                 v_item ->> 'error', v_item ->> 'leaseId', false);
+        v_out := v_out || jsonb_build_array(jsonb_build_object(
+            'index', v_i, 'transactionId', v_item ->> 'transactionId',
+            'success', v_r -> 'success', 'error', v_r -> 'error',
+            'queueName', v_r -> 'queueName', 'partitionName', v_r -> 'partitionName',
+            'leaseReleased', v_r -> 'leaseReleased', 'dlq', v_r -> 'dlq'));
+        v_i := v_i + 1;
+    END LOOP;
+    RETURN v_out;
+END
+$$;
+
+-- Extend a live lease (POST /api/v1/lease/:leaseId/extend): every state row holding it and not
+-- expired gets expiry max(current, now + p_seconds). The answer is the broker's array
+-- [{index, leaseId, success, error, expiresAt}]; an unknown or expired lease is success false.
+-- 22023 for p_seconds below 1. Locks the rows in the global order first.
+CREATE OR REPLACE FUNCTION queen.renew_lease(p_lease_id text, p_seconds int DEFAULT 60) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_now     timestamptz := clock_timestamp();
+    v_lease   uuid;
+    v_expires timestamptz;
+BEGIN
+    IF p_seconds IS NULL OR p_seconds < 1 THEN
+        RAISE EXCEPTION 'seconds must be at least 1' USING ERRCODE = '22023';
+    END IF;
+    IF p_lease_id OPERATOR(pg_catalog.~*) '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
+        v_lease := p_lease_id::uuid;
+        PERFORM 1 FROM queen.consumer_state s
+         WHERE s.lease_id = v_lease AND s.lease_expires_at > v_now
+         ORDER BY s.partition_id, s.group_name COLLATE "C" FOR UPDATE;
+        UPDATE queen.consumer_state
+           SET lease_expires_at = greatest(lease_expires_at, v_now + make_interval(secs => p_seconds))
+         WHERE lease_id = v_lease AND lease_expires_at > v_now;
+        SELECT max(s.lease_expires_at) INTO v_expires FROM queen.consumer_state s
+         WHERE s.lease_id = v_lease AND s.lease_expires_at > v_now;
+    END IF;
+    RETURN jsonb_build_array(jsonb_build_object(
+        'index', 0, 'leaseId', p_lease_id, 'success', v_expires IS NOT NULL,
+        'error', CASE WHEN v_expires IS NULL THEN 'Lease not found or expired' END,
+        'expiresAt', queen.consume_iso(v_expires)));
+END
+$$;

@@ -196,10 +196,12 @@ $$;
 -- Full replace of a queue's options; an omitted key returns to its default. Options are queen's
 -- own (dedupWindowSeconds, dedupBy; retentionSeconds is shared) and Queen MQ's 15
 -- (queen.consume_defaults(): stored, echoed, and honoured where docs/queen-compatibility.md
--- says so); any other key is 22023. A configure naming one of Queen's own 14 keys (the wire's,
--- which always sends them) also creates the partition "Default", like the broker. The answer:
--- {configured, queue, queueId, partitionId (Default's UUID or null), namespace, task, options
--- (Queen's 15 as stored), dedupWindowSeconds, retentionSeconds, dedupBy}.
+-- says so); any other key is 22023. A configure naming one of Queen's own 14 keys (the wire's:
+-- the client always sends them) also creates the partition "Default", like the broker, and
+-- answers {configured, queue, queueId, partitionId (Default's UUID), namespace, task, options
+-- (Queen's 15 as stored), dedupWindowSeconds, retentionSeconds, dedupBy}; one naming only
+-- queen's own keys creates no partition and answers {queue, dedupWindowSeconds,
+-- retentionSeconds, dedupBy} as in 0.2.0 (every unsent option still returns to its default).
 -- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock).
 CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
@@ -298,10 +300,12 @@ BEGIN
     ON CONFLICT (queue_id) DO UPDATE SET options = EXCLUDED.options;
     IF v_wire THEN
         SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, 'Default') r;
-    ELSE
-        SELECT id INTO v_pid FROM queen.log_partitions WHERE queue_id = v_qid AND name = 'Default';
     END IF;
 
+    IF NOT v_wire THEN
+        RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
+                                  'retentionSeconds', v_ret, 'dedupBy', v_by);
+    END IF;
     RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
                               'retentionSeconds', v_ret, 'dedupBy', v_by,
                               'configured', true, 'queueId', v_qid,

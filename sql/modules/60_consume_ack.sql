@@ -28,7 +28,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT 1 FROM queen.consumer_state s
      WHERE (s.partition_id, s.group_name) IN (
-               SELECT u.pid, u.grp FROM pg_catalog.unnest(p_pids, p_groups) AS u(pid, grp))
+               SELECT u.pid, u.grp FROM ROWS FROM (pg_catalog.unnest(p_pids), pg_catalog.unnest(p_groups)) AS u(pid, grp))
      ORDER BY s.partition_id, s.group_name COLLATE "C"
        FOR UPDATE OF s
 $$;
@@ -125,14 +125,14 @@ BEGIN
             UPDATE queen.consumer_state SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0
              WHERE partition_id = p_pid AND group_name = p_group;
             v_released := true;
-        ELSIF v_status = 'failed' AND v_st.retry_count < v_limit THEN
+        ELSIF v_status = 'failed' AND v_st.lease_id IS NULL THEN
             -- one retry per delivery: the nacks of a batch after the first find it released
-            IF v_st.lease_id IS NOT NULL THEN
-                UPDATE queen.consumer_state
-                   SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0,
-                       retry_count = retry_count + 1
-                 WHERE partition_id = p_pid AND group_name = p_group;
-            END IF;
+            v_released := true;
+        ELSIF v_status = 'failed' AND v_st.retry_count < v_limit THEN
+            UPDATE queen.consumer_state
+               SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0,
+                   retry_count = retry_count + 1
+             WHERE partition_id = p_pid AND group_name = p_group;
             v_released := true;
         ELSE
             -- failed with the retries exhausted, or dlq

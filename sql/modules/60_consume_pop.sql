@@ -43,16 +43,30 @@ BEGIN
             RETURN NULL;
         END IF;
     END IF;
-    INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
-    ON CONFLICT DO NOTHING;
-    v_created := FOUND;
+    v_created := false;
     IF p_skip THEN
+        -- never wait for a row another pop holds (an insert would wait for its update)
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
          WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
-            RETURN NULL;  -- another pop is claiming it right now
+            IF EXISTS (SELECT 1 FROM queen.consumer_state s
+                        WHERE s.partition_id = p_pid AND s.group_name = p_group) THEN
+                RETURN NULL;  -- another pop is claiming it right now
+            END IF;
+            -- first contact: create the row (waits only for a concurrent first creator)
+            INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
+            ON CONFLICT DO NOTHING;
+            v_created := FOUND;
+            SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
+             WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE SKIP LOCKED;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
         END IF;
     ELSE
+        INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
+        ON CONFLICT DO NOTHING;
+        v_created := FOUND;
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
          WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE;
     END IF;

@@ -90,9 +90,9 @@ BEGIN
     BEGIN
         -- 2. create the pushed partitions in the global creation order
         FOR v_pair IN
-            SELECT DISTINCT f ->> 'queue' AS q, f ->> 'partition' AS p
-              FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'push'
-             ORDER BY 1 COLLATE "C", 2 COLLATE "C"
+            SELECT d.q, d.p FROM (SELECT DISTINCT f ->> 'queue' AS q, f ->> 'partition' AS p
+                                    FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'push') d
+             ORDER BY d.q COLLATE "C", d.p COLLATE "C"
         LOOP
             SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(v_pair.q, v_pair.p) r;
             v_pids := v_pids || v_pid;

@@ -214,7 +214,8 @@ AS $$
 $$;
 
 -- Move a group's cursor on a partition to at least p_off (creating its row), folding in the
--- acks recorded above it that are now contiguous. Locks the consumer_groups row. Internal.
+-- acks recorded above it (queen.ack's pending ones) that are now contiguous. Locks the
+-- consumer_groups row (its UPDATE or INSERT). Internal.
 CREATE OR REPLACE FUNCTION queen.consume_advance(p_pid bigint, p_group text, p_off bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE
@@ -222,10 +223,23 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_pos  bigint := queen.ack_lock_group(p_pid, p_group);
+    v_pos  bigint;
     v_next bigint;
 BEGIN
-    IF p_off <= v_pos THEN
+    UPDATE queen.consumer_groups SET committed_offset = p_off
+     WHERE partition_id = p_pid AND group_name = p_group AND committed_offset < p_off;
+    IF NOT FOUND THEN
+        INSERT INTO queen.consumer_groups AS g (partition_id, group_name, committed_offset)
+        VALUES (p_pid, p_group, p_off)
+        ON CONFLICT (partition_id, group_name) DO UPDATE
+           SET committed_offset = greatest(g.committed_offset, EXCLUDED.committed_offset)
+         WHERE g.committed_offset < EXCLUDED.committed_offset;
+        IF NOT FOUND THEN
+            RETURN;  -- already at or past p_off
+        END IF;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM queen.consumer_acks
+                    WHERE partition_id = p_pid AND group_name = p_group) THEN
         RETURN;
     END IF;
     v_pos := p_off;
@@ -237,7 +251,9 @@ BEGIN
     END LOOP;
     DELETE FROM queen.consumer_acks
      WHERE partition_id = p_pid AND group_name = p_group AND message_offset <= v_pos;
-    UPDATE queen.consumer_groups SET committed_offset = v_pos
-     WHERE partition_id = p_pid AND group_name = p_group;
+    IF v_pos > p_off THEN
+        UPDATE queen.consumer_groups SET committed_offset = v_pos
+         WHERE partition_id = p_pid AND group_name = p_group;
+    END IF;
 END
 $$;

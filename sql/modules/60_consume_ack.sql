@@ -52,7 +52,11 @@ DECLARE
     v_pos      bigint;
     v_hash     bytea;
     v_off      bigint;
-    v_st       record;
+    v_lease_id uuid;
+    v_expires  timestamptz;
+    v_retries  int;
+    v_batch    int;
+    v_acked    int;
     v_has      boolean;
     v_status   text := COALESCE(p_status, 'completed');
     v_limit    int;
@@ -60,14 +64,17 @@ DECLARE
     v_dlq      boolean := false;
     v_count    boolean := false;
 BEGIN
-    SELECT q.name, p.name, q.id INTO v_q, v_p, v_qid
-      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = p_pid;
+    SELECT q.name, p.name, q.id, COALESCE(g.committed_offset, -1), s.partition_id IS NOT NULL,
+           s.lease_id, s.lease_expires_at, s.retry_count, s.batch_size, s.acked_count
+      INTO v_q, v_p, v_qid, v_pos, v_has, v_lease_id, v_expires, v_retries, v_batch, v_acked
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+      LEFT JOIN queen.consumer_groups g ON g.partition_id = p.id AND g.group_name = p_group
+      LEFT JOIN queen.consumer_state s ON s.partition_id = p.id AND s.group_name = p_group
+     WHERE p.id = p_pid;
     IF NOT FOUND THEN
         RETURN jsonb_build_object('success', false, 'error', 'Message not found', 'queueName', NULL,
                                   'partitionName', NULL, 'leaseReleased', false, 'dlq', false);
     END IF;
-    SELECT COALESCE(g.committed_offset, -1) INTO v_pos FROM (SELECT 1) one
-      LEFT JOIN queen.consumer_groups g ON g.partition_id = p_pid AND g.group_name = p_group;
     -- the occurrence after the cursor, else an earlier (already consumed) one
     v_hash := queen.txn_hash(p_txn);
     v_off := COALESCE(queen.log_find_hash_after(p_pid, v_hash, v_pos),
@@ -76,12 +83,9 @@ BEGIN
         RETURN jsonb_build_object('success', false, 'error', 'Message not found', 'queueName', v_q,
                                   'partitionName', v_p, 'leaseReleased', false, 'dlq', false);
     END IF;
-    SELECT s.lease_id, s.lease_expires_at, s.retry_count, s.batch_size, s.acked_count INTO v_st
-      FROM queen.consumer_state s WHERE s.partition_id = p_pid AND s.group_name = p_group;
-    v_has := FOUND;
-    IF p_lease IS NOT NULL AND (NOT v_has OR v_st.lease_id IS NULL
-                                OR v_st.lease_id::text <> lower(p_lease)
-                                OR v_st.lease_expires_at <= clock_timestamp()) THEN
+    IF p_lease IS NOT NULL AND (NOT v_has OR v_lease_id IS NULL
+                                OR v_lease_id::text <> lower(p_lease)
+                                OR v_expires <= clock_timestamp()) THEN
         RETURN jsonb_build_object('success', false, 'error', 'Invalid or expired lease',
                                   'queueName', v_q, 'partitionName', v_p,
                                   'leaseReleased', false, 'dlq', false);
@@ -125,10 +129,10 @@ BEGIN
             UPDATE queen.consumer_state SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0
              WHERE partition_id = p_pid AND group_name = p_group;
             v_released := true;
-        ELSIF v_status = 'failed' AND v_st.lease_id IS NULL THEN
+        ELSIF v_status = 'failed' AND v_lease_id IS NULL THEN
             -- one retry per delivery: the nacks of a batch after the first find it released
             v_released := true;
-        ELSIF v_status = 'failed' AND v_st.retry_count < v_limit THEN
+        ELSIF v_status = 'failed' AND v_retries < v_limit THEN
             UPDATE queen.consumer_state
                SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0,
                    retry_count = retry_count + 1
@@ -138,23 +142,22 @@ BEGIN
             -- failed with the retries exhausted, or dlq
             PERFORM queen.consume_to_dlq(v_q, v_p, p_pid, p_group, v_off,
                 COALESCE(p_error, CASE WHEN v_status = 'failed' THEN 'Retries exhausted'
-                                       ELSE 'Unknown error' END), v_st.retry_count);
+                                       ELSE 'Unknown error' END), v_retries);
             PERFORM queen.consume_advance(p_pid, p_group, v_off);
             v_dlq := true;
             v_count := true;
         END IF;
     END IF;
     IF v_count THEN
-        -- the whole batch acked: release the lease, reset the retry counter
+        -- the whole batch acked: release the lease, reset the retry counter (the row
+        -- as this call found it, under its lock, before any change above)
+        v_released := v_acked + 1 >= v_batch;
         UPDATE queen.consumer_state
-           SET acked_count = acked_count + 1
-         WHERE partition_id = p_pid AND group_name = p_group
-        RETURNING acked_count >= batch_size INTO v_released;
-        IF v_released THEN
-            UPDATE queen.consumer_state
-               SET lease_id = NULL, lease_expires_at = NULL, acked_count = 0, retry_count = 0
-             WHERE partition_id = p_pid AND group_name = p_group;
-        END IF;
+           SET acked_count = CASE WHEN v_released THEN 0 ELSE acked_count + 1 END,
+               lease_id = CASE WHEN v_released THEN NULL ELSE lease_id END,
+               lease_expires_at = CASE WHEN v_released THEN NULL ELSE lease_expires_at END,
+               retry_count = CASE WHEN v_released THEN 0 ELSE retry_count END
+         WHERE partition_id = p_pid AND group_name = p_group;
     END IF;
     RETURN jsonb_build_object('success', true, 'error', NULL, 'queueName', v_q,
                               'partitionName', v_p, 'leaseReleased', COALESCE(v_released, false),

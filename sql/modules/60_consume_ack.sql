@@ -165,6 +165,94 @@ BEGIN
 END
 $$;
 
+-- A run of "completed" acks of one (partition, group) whose state row (if any) the caller holds
+-- locked, applied in order exactly as queen.consume_ack applies them one by one, but on the state
+-- read once and written once (the cursor moved once, to the highest acked offset): a client's
+-- batch ack costs one state write, not one per message. p_items: {index, transactionId, leaseId}
+-- objects. Returns the wire's answer items. Internal.
+CREATE OR REPLACE FUNCTION queen.consume_ack_run(p_pid bigint, p_group text, p_items jsonb[])
+RETURNS jsonb[]
+LANGUAGE plpgsql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_q        text;
+    v_p        text;
+    v_qid      bigint;
+    v_pos      bigint;
+    v_max      bigint;
+    v_has      boolean;
+    v_lease_id uuid;
+    v_expires  timestamptz;
+    v_retries  int;
+    v_batch    int;
+    v_acked    int;
+    v_now      timestamptz := clock_timestamp();
+    v_item     jsonb;
+    v_hash     bytea;
+    v_off      bigint;
+    v_lease    text;
+    v_released boolean;
+    v_error    text;
+    v_dirty    boolean := false;
+    v_out      jsonb[] := '{}';
+BEGIN
+    SELECT q.name, p.name, q.id, COALESCE(g.committed_offset, -1), s.partition_id IS NOT NULL,
+           s.lease_id, s.lease_expires_at, s.retry_count, s.batch_size, s.acked_count
+      INTO v_q, v_p, v_qid, v_pos, v_has, v_lease_id, v_expires, v_retries, v_batch, v_acked
+      FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+      LEFT JOIN queen.consumer_groups g ON g.partition_id = p.id AND g.group_name = p_group
+      LEFT JOIN queen.consumer_state s ON s.partition_id = p.id AND s.group_name = p_group
+     WHERE p.id = p_pid;
+    v_max := v_pos;
+    FOREACH v_item IN ARRAY p_items LOOP
+        v_released := false;
+        v_error := NULL;
+        v_off := NULL;
+        IF v_q IS NOT NULL THEN
+            v_hash := queen.txn_hash(v_item ->> 'transactionId');
+            v_off := COALESCE(queen.log_find_hash_after(p_pid, v_hash, v_max),
+                              queen.log_find_hash_after(p_pid, v_hash, -1));
+        END IF;
+        v_lease := v_item ->> 'leaseId';
+        IF v_off IS NULL THEN
+            v_error := 'Message not found';
+        ELSIF v_lease IS NOT NULL AND (NOT v_has OR v_lease_id IS NULL
+                                       OR v_lease_id::text <> lower(v_lease) OR v_expires <= v_now) THEN
+            v_error := 'Invalid or expired lease';
+        ELSIF v_has THEN
+            -- the cursor moves to it; the whole batch acked releases the lease
+            v_max := greatest(v_max, v_off);
+            v_released := v_acked + 1 >= v_batch;
+            IF v_released THEN
+                v_acked := 0;
+                v_lease_id := NULL;
+                v_expires := NULL;
+                v_retries := 0;
+            ELSE
+                v_acked := v_acked + 1;
+            END IF;
+            v_dirty := true;
+        END IF;
+        v_out := v_out || jsonb_build_object(
+            'index', v_item -> 'index', 'transactionId', v_item -> 'transactionId',
+            'success', v_error IS NULL, 'error', v_error, 'queueName', v_q, 'partitionName', v_p,
+            'leaseReleased', v_released, 'dlq', false);
+    END LOOP;
+    IF v_dirty THEN
+        IF v_max > v_pos THEN
+            PERFORM queen.consume_advance(p_pid, p_group, v_max);
+        END IF;
+        UPDATE queen.consumer_state
+           SET lease_id = v_lease_id, lease_expires_at = v_expires, retry_count = v_retries,
+               acked_count = v_acked
+         WHERE partition_id = p_pid AND group_name = p_group;
+    END IF;
+    RETURN v_out;
+END
+$$;
+
 -- Wire acks (POST /api/v1/ack and /ack/batch): p_acks is an array of {transactionId,
 -- partitionId, status, error, leaseId?, consumerGroup?}; p_group (the batch's consumerGroup)
 -- overrides each item's, and neither means queue mode. 22023 (nothing applied) when p_acks is
@@ -172,17 +260,26 @@ $$;
 -- has a non-string status, error or leaseId. The answer: one object per ack, in order,
 -- {index, transactionId, success, error, queueName, partitionName, leaseReleased, dlq};
 -- failures (unknown message, invalid lease, unknown status) are items, never errors.
+-- Consecutive "completed" acks of one (partition, group) are applied as one run
+-- (queen.consume_ack_run), every other ack alone (queen.consume_ack), in order.
 CREATE OR REPLACE FUNCTION queen.ack_messages(p_acks jsonb, p_group text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_item jsonb;
-    v_i    int := 0;
-    v_key  text;
-    v_r    jsonb;
-    v_out  jsonb := '[]'::jsonb;
+    v_item    jsonb;
+    v_i       int := 0;
+    v_key     text;
+    v_r       jsonb;
+    v_out     jsonb[] := '{}';
+    v_run     jsonb[] := '{}';
+    v_run_pid bigint;
+    v_run_grp text;
+    v_pids    bigint[] := '{}';
+    v_grps    text[] := '{}';
+    v_pid     bigint;
+    v_grp     text;
 BEGIN
     IF p_acks IS NULL OR jsonb_typeof(p_acks) <> 'array' THEN
         RAISE EXCEPTION 'acknowledgments must be an array' USING ERRCODE = '22023';
@@ -201,25 +298,46 @@ BEGIN
                 RAISE EXCEPTION 'ack %: % must be a string', v_i, v_key USING ERRCODE = '22023';
             END IF;
         END LOOP;
+        -- queen.partition_of_uuid and queen.consume_ack_group, inlined (a call costs more than
+        -- the rest of a completed ack)
+        v_pids := v_pids || CASE WHEN (v_item ->> 'partitionId') ~ '^00000000-0000-8000-8000-[0-9a-fA-F]{12}$'
+                                 THEN ('x' || lpad(substr(v_item ->> 'partitionId', 25), 16, '0'))::bit(64)::bigint END;
+        v_grps := v_grps || COALESCE(NULLIF(p_group, ''),
+                                     CASE WHEN jsonb_typeof(v_item -> 'consumerGroup') = 'string'
+                                          THEN NULLIF(v_item ->> 'consumerGroup', '') END,
+                                     '__QUEUE_MODE__');
         v_i := v_i + 1;
     END LOOP;
-    PERFORM queen.consume_lock_states(
-        ARRAY(SELECT queen.partition_of_uuid(e ->> 'partitionId') FROM jsonb_array_elements(p_acks) e),
-        ARRAY(SELECT queen.consume_ack_group(e, p_group) FROM jsonb_array_elements(p_acks) e));
+    PERFORM queen.consume_lock_states(v_pids, v_grps);
     v_i := 0;
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP
-        v_r := queen.consume_ack(queen.partition_of_uuid(v_item ->> 'partitionId'),
-                                 queen.consume_ack_group(v_item, p_group),
-                                 v_item ->> 'transactionId', v_item ->> 'status',
-                                 v_item ->> 'error', v_item ->> 'leaseId', false);
-        v_out := v_out || jsonb_build_array(jsonb_build_object(
-            'index', v_i, 'transactionId', v_item ->> 'transactionId',
-            'success', v_r -> 'success', 'error', v_r -> 'error',
-            'queueName', v_r -> 'queueName', 'partitionName', v_r -> 'partitionName',
-            'leaseReleased', v_r -> 'leaseReleased', 'dlq', v_r -> 'dlq'));
+        v_pid := v_pids[v_i + 1];
+        v_grp := v_grps[v_i + 1];
+        IF cardinality(v_run) > 0 AND (v_pid IS DISTINCT FROM v_run_pid OR v_grp <> v_run_grp
+                                       OR COALESCE(v_item ->> 'status', 'completed') NOT IN ('completed', 'success')) THEN
+            v_out := v_out || queen.consume_ack_run(v_run_pid, v_run_grp, v_run);
+            v_run := '{}';
+        END IF;
+        IF v_pid IS NOT NULL AND COALESCE(v_item ->> 'status', 'completed') IN ('completed', 'success') THEN
+            v_run_pid := v_pid;
+            v_run_grp := v_grp;
+            v_run := v_run || jsonb_build_object('index', v_i, 'transactionId', v_item -> 'transactionId',
+                                                 'leaseId', v_item -> 'leaseId');
+        ELSE
+            v_r := queen.consume_ack(v_pid, v_grp, v_item ->> 'transactionId', v_item ->> 'status',
+                                     v_item ->> 'error', v_item ->> 'leaseId', false);
+            v_out := v_out || jsonb_build_object(
+                'index', v_i, 'transactionId', v_item ->> 'transactionId',
+                'success', v_r -> 'success', 'error', v_r -> 'error',
+                'queueName', v_r -> 'queueName', 'partitionName', v_r -> 'partitionName',
+                'leaseReleased', v_r -> 'leaseReleased', 'dlq', v_r -> 'dlq');
+        END IF;
         v_i := v_i + 1;
     END LOOP;
-    RETURN v_out;
+    IF cardinality(v_run) > 0 THEN
+        v_out := v_out || queen.consume_ack_run(v_run_pid, v_run_grp, v_run);
+    END IF;
+    RETURN to_jsonb(v_out);
 END
 $$;
 

@@ -135,6 +135,30 @@ SELECT pg_temp.sqlstate_of($$SELECT queen.dlq_messages('cack_q', NULL, -1)$$) AS
        pg_temp.sqlstate_of($$SELECT queen.dlq_messages('cack_q', NULL, 1, -1)$$) AS negative_offset;
 
 ------------------------------------------------------------------------------------------
+-- A batch ack of an any-partition pop (several partitions, one lease): every completed ack
+-- of a partition counts against its batch; a nack in the middle of one partition's acks
+-- releases it there: an ack after it naming the lease is refused, one without a leaseId
+-- still moves the cursor.
+------------------------------------------------------------------------------------------
+SELECT count(*) AS queued FROM queen.push('cack_multi', 'x', '[{"payload":"x0"},{"payload":"x1"},{"payload":"x2"}]');
+SELECT count(*) AS queued FROM queen.push('cack_multi', 'y', '[{"payload":"y0"},{"payload":"y1"}]');
+CREATE TEMP TABLE pm AS SELECT queen.pop('cack_multi', NULL, 'gm', 10, 2) AS r;
+SELECT pg_temp.data(r), r -> 'partitionsClaimed' AS claimed FROM pm;
+SELECT x ->> 'index' AS i, x ->> 'partitionName' AS part, x -> 'success' AS ok, x -> 'leaseReleased' AS released,
+       x -> 'dlq' AS dlq, x ->> 'error' AS error
+FROM pm, jsonb_array_elements(queen.ack_messages(jsonb_build_array(
+    pg_temp.ack_of(r, 0, 'completed', jsonb_build_object('leaseId', r -> 'leaseId')),
+    pg_temp.ack_of(r, 1, NULL),
+    pg_temp.ack_of(r, 3, 'success'),
+    pg_temp.ack_of(r, 4, 'completed'),
+    pg_temp.ack_of(r, 2, 'failed'),
+    pg_temp.ack_of(r, 2, 'completed', jsonb_build_object('leaseId', r -> 'leaseId')),
+    pg_temp.ack_of(r, 2, 'completed')), 'gm')) x;
+SELECT * FROM pg_temp.state('cack_multi', 'x', 'gm');
+SELECT * FROM pg_temp.state('cack_multi', 'y', 'gm');
+SELECT queen.pop('cack_multi', NULL, 'gm', 10, 2) IS NULL AS all_consumed;
+
+------------------------------------------------------------------------------------------
 -- Malformed requests: 22023, nothing applied.
 ------------------------------------------------------------------------------------------
 SELECT a AS acks, pg_temp.sqlstate_of(format('SELECT queen.ack_messages(%L)', a)) AS sqlstate

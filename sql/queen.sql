@@ -23,17 +23,21 @@
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch).
---   * the consuming model (sql/modules/60_consume.sql) adds, after any partition locks:
---     a group's subscription row (created at its first pop of a queue, before any state row),
---     then queen.consumer_state rows (FOR UPDATE) in ascending (partition id, group name
+--   * the consuming model (sql/modules/60_consume*.sql) adds, after the partition locks
+--     (FOR NO KEY UPDATE by queen.transaction_wire, like a push; FOR KEY SHARE by wire acks
+--     and pops, which no push conflicts with, only drop_queue's FOR UPDATE): a group's
+--     subscription row (created at its first pop of a queue, before any state row), then
+--     queen.consumer_state rows (FOR UPDATE) in ascending (partition id, group name
 --     COLLATE "C") order, created in that same order, then the queen.consumer_groups row of a
---     (partition, group) whose state row it holds (the cursor), then queen.consumer_dlq inserts
---     (no lock beyond the foreign key's KEY SHARE). A pop takes no partition lock at all (it
---     reads the log through queen.read) and claims several partitions with SKIP LOCKED, so it
---     never waits on a push nor on another pop; wire acks and renewals lock every state row
---     they touch before changing any; queen.transaction_wire locks its partitions first, then
---     its state rows, so a transaction mixing pushes and acks never deadlocks with a pop, an
---     ack or another transaction.
+--     (partition, group) whose state row it holds (the cursor), then queen.consumer_dlq
+--     inserts. A pop claims several partitions with SKIP LOCKED (partition, then state row),
+--     so it never waits on a push nor on another pop while it holds anything; wire acks take
+--     their partitions and then every state row they touch before changing any; renewals take
+--     state rows only; queen.transaction_wire locks its partitions first, then its state
+--     rows, so a transaction mixing pushes and acks never deadlocks with a pop, an ack,
+--     another transaction or a queue deletion. A pop is one statement committed on its own
+--     (as the sidecar calls it): popping and then pushing in one transaction would hold a
+--     state row before a partition lock, against this order.
 
 -- ---------------------------------------------------------------- C entry points
 CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea

@@ -6,15 +6,17 @@
 -- these functions and add nothing to their semantics.
 --
 -- Locks (the order is written at the top of sql/queen.sql):
---   partition rows (ascending id; only queen.transaction_wire takes them, through its pushes)
+--   partition rows (ascending id): FOR NO KEY UPDATE by queen.transaction_wire (like a push),
+--   FOR KEY SHARE by acks and pops (which no push conflicts with; a queue deletion's FOR
+--   UPDATE does, so rows referencing a partition are never created while waiting for it)
 --   -> a group's subscription row (created at its first pop of a queue)
 --   -> queen.consumer_state rows, FOR UPDATE, ascending (partition id, group name COLLATE "C"),
 --      created in that order too
 --   -> the queen.consumer_groups row (the cursor) of a (partition, group) whose state row is held
 --   -> queen.consumer_dlq inserts.
--- A pop never locks a partition row (it reads through queen.read) and claims the partitions of
--- an any-partition pop with SKIP LOCKED, ascending, so it waits on nobody but a concurrent
--- creator of the same state row. Acks and renewals lock all the state rows they will touch, in
+-- A pop reads through queen.read and claims the partitions of an any-partition pop (partition
+-- KEY SHARE, then state row) with SKIP LOCKED, ascending, so it waits on nobody but a
+-- concurrent first creator of the same state row. Acks and renewals lock all the state rows they will touch, in
 -- the order, before changing anything.
 
 -- ---------------------------------------------------------------- partition ids on the wire

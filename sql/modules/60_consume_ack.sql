@@ -4,9 +4,11 @@
 -- releases the lease and resets the retry counter); "failed" releases the lease for a
 -- redelivery until the queue's retryLimit is reached, then moves the message to the
 -- dead-letter queue; "dlq" moves it there at once; "retry" releases without counting.
--- Locks: see sql/modules/60_consume.sql. queen.ack_messages and queen.renew_lease lock every
--- existing state row they touch (FOR UPDATE, ascending (partition id, group name "C")) before
--- changing any; then consumer_groups rows (the cursor) and DLQ inserts. No partition row lock.
+-- Locks: see sql/modules/60_consume.sql. queen.ack_messages takes the partitions it names FOR
+-- KEY SHARE (ascending; no push conflicts with it, a queue deletion does), then every existing
+-- state row it touches (FOR UPDATE, ascending (partition id, group name "C")) before changing
+-- any; then consumer_groups rows (the cursor) and DLQ inserts. queen.renew_lease locks only
+-- state rows (in the same order) and inserts nothing.
 
 -- The group of one wire ack: the call's group when given, else the item's consumerGroup when it
 -- is a non-empty string, else queue mode. Internal.
@@ -308,6 +310,9 @@ BEGIN
                                      '__QUEUE_MODE__');
         v_i := v_i + 1;
     END LOOP;
+    -- the partitions first (KEY SHARE, ascending: no push conflicts, a queue deletion does),
+    -- then the state rows: creating cursor and DLQ rows then never waits on a partition
+    PERFORM 1 FROM queen.log_partitions WHERE id = ANY (v_pids) ORDER BY id FOR KEY SHARE;
     PERFORM queen.consume_lock_states(v_pids, v_grps);
     v_i := 0;
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP

@@ -3,10 +3,12 @@
 -- batch it delivered is acked, a nack or "retry" ack releases it, or its lease expires. The
 -- messages are those after the group's cursor (queen.consumer_groups.committed_offset), read
 -- through queen.read; a pop never deletes anything.
--- Locks: see sql/modules/60_consume.sql. A pop takes no partition row lock; per partition it
--- creates (if missing) and locks its queen.consumer_state row (the any-partition route with
--- SKIP LOCKED, in ascending partition id order), then at most the consumer_groups row of the
--- same (partition, group) (a subscription's first cursor).
+-- Locks: see sql/modules/60_consume.sql. Per partition a pop takes its row FOR KEY SHARE
+-- (which no push conflicts with; a queue deletion's FOR UPDATE does), then creates (if
+-- missing) and locks its queen.consumer_state row, then at most the consumer_groups row of
+-- the same (partition, group) (a subscription's first cursor). The any-partition route takes
+-- both with SKIP LOCKED, in ascending partition id order, so it never waits while it holds
+-- another partition's state row.
 
 -- Claim one partition for a group under the lease p_lease: NULL when it cannot be claimed now
 -- (a live lease in this group, an active window buffer, or, with p_skip, another pop holding
@@ -45,6 +47,19 @@ BEGIN
         END IF;
     END IF;
     v_created := false;
+    -- the partition first (KEY SHARE: pushes never conflict, a queue deletion does), so that
+    -- creating rows that reference it never waits while this pop holds other state rows
+    IF p_skip THEN
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RETURN NULL;  -- being deleted
+        END IF;
+    ELSE
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE;
+        IF NOT FOUND THEN
+            RETURN '[]'::jsonb;  -- deleted meanwhile
+        END IF;
+    END IF;
     IF p_skip THEN
         -- never wait for a row another pop holds (an insert would wait for its update)
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s

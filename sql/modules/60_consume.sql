@@ -149,7 +149,9 @@ $$;
 
 -- A group's subscription start on a queue (NULL: all history), fixed at its first pop there;
 -- fresh is true when this call fixed a "new"/"now" subscription (that first pop answers
--- empty). Queue mode has none. Internal.
+-- empty; it also starts the group's cursor at the end of every partition stored so far).
+-- Queue mode has none. Locks: the subscription row (its insert), then those cursor rows in
+-- ascending partition id order, before any state row. Internal.
 CREATE OR REPLACE FUNCTION queen.consume_subscription(p_queue text, p_group text, p_mode text,
                                                       p_from text, p_now timestamptz,
                                                       OUT start_at timestamptz, OUT fresh boolean)
@@ -191,6 +193,18 @@ BEGIN
     IF FOUND THEN
         start_at := v_start;
         fresh := v_mode = 'new';
+        IF fresh THEN
+            -- every message stored so far is before the subscription: start the group's cursor
+            -- on each partition at its end now (ascending id), rather than searching each
+            -- partition by time at its first pop there
+            INSERT INTO queen.consumer_groups AS g (partition_id, group_name, committed_offset)
+            SELECT p.id, p_group, p.last_offset
+              FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+             WHERE q.name = p_queue AND p.last_offset >= 0
+             ORDER BY p.id
+            ON CONFLICT (partition_id, group_name) DO UPDATE
+               SET committed_offset = greatest(g.committed_offset, EXCLUDED.committed_offset);
+        END IF;
     ELSE
         SELECT s.start_at INTO start_at FROM queen.consumer_subscriptions s
          WHERE s.queue_name = p_queue AND s.group_name = p_group;

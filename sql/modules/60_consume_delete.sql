@@ -63,7 +63,7 @@ $$;
 -- The dead-letter queue of a queue (GET /api/v1/dlq), newest first: {messages: [{id,
 -- transactionId, partitionId, queue, partition, consumerGroup, errorMessage, retryCount, data,
 -- producerSub, createdAt, failedAt}], pagination: {limit, offset}}. p_group NULL: every group.
--- 22023 for a negative limit or offset.
+-- 22023 for a negative limit or offset; 42501 for a queue reserved for queen's modules.
 CREATE OR REPLACE FUNCTION queen.dlq_messages(p_queue text, p_group text DEFAULT NULL,
                                               p_limit int DEFAULT 100, p_offset int DEFAULT 0)
 RETURNS jsonb
@@ -77,6 +77,7 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 0 OR p_offset IS NULL OR p_offset < 0 THEN
         RAISE EXCEPTION 'limit and offset must be >= 0' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queue);
     SELECT COALESCE(jsonb_agg(x.m ORDER BY x.failed_at DESC, x.id DESC), '[]'::jsonb) INTO v_msgs
       FROM (SELECT d.id, d.failed_at,
                    jsonb_build_object('id', d.message_id, 'transactionId', d.transaction_id,

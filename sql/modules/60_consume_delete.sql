@@ -1,7 +1,8 @@
 -- queen: the wire's deletes and dead-letter listing (issue 18; §3.7 and §3.8 of the wire
 -- facts). Locks: delete_queue is queen.drop_queue's (the queue row, then its partitions
--- ascending; the consuming tables go by ON DELETE CASCADE); delete_consumer_group locks the
--- group's state rows in the global order, then deletes its cursors.
+-- ascending; the consuming tables go by ON DELETE CASCADE); delete_consumer_group takes the
+-- group's partitions FOR KEY SHARE (ascending), then its state rows in the global order, then
+-- deletes its cursors.
 
 -- Delete a queue (DELETE /api/v1/resources/queues/:q): its partitions, messages, consumer
 -- state and dead letters; a group's subscription record survives. {deleted: true, queue,
@@ -45,6 +46,12 @@ BEGIN
     IF p_group IS NULL OR p_group = '' THEN
         RAISE EXCEPTION 'consumer group must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    -- the partitions first (KEY SHARE, ascending), as acks and pops take them, so that a queue
+    -- deletion (partitions FOR UPDATE, then their state and cursors) never deadlocks with this
+    PERFORM 1 FROM queen.log_partitions p
+     WHERE p.id IN (SELECT s.partition_id FROM queen.consumer_state s WHERE s.group_name = p_group
+                    UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group)
+     ORDER BY p.id FOR KEY SHARE;
     PERFORM 1 FROM queen.consumer_state s WHERE s.group_name = p_group
      ORDER BY s.partition_id FOR UPDATE;
     WITH st AS (DELETE FROM queen.consumer_state WHERE group_name = p_group RETURNING partition_id),

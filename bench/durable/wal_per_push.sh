@@ -24,7 +24,13 @@
 # The figures do not depend on the machine's load (only on what each call writes), so they can
 # be taken on a shared machine.
 #
-# Usage: bash bench/durable/wal_per_push.sh [--calls N] [--variants a,b,...] [--keep]
+# --history N: before measuring, N stored keys per partition: N rows per partition in the
+# ON CONFLICT table (md5 keys like the durable benchmark's, its unique index built after the
+# load) and N hashes per partition in push's window (log_txns rows of 100 hashes, allocator
+# moved past them, as bench/sql/setup.sql's prefill does); the other variants get none. Then the
+# "after checkpoint" range shows what an index of that size costs in full-page images.
+#
+# Usage: bash bench/durable/wal_per_push.sh [--calls N] [--variants a,b,...] [--history N] [--keep]
 #   against the server of PGHOST/PGPORT (eval "$(bash scripts/pg.sh env)"), superuser; makes
 #   and drops the database queen_wal_bench (--keep leaves it). pg_waldump is taken from
 #   QUEEN_PGBIN (scripts/dev-prefix.sh) or /usr/lib/postgresql/15/bin; the server's pg_wal
@@ -33,11 +39,13 @@ set -euo pipefail
 CALLS=1000
 VARIANTS=onconflict,plain,push,push_w0,stream,stream_prod,proto_merged,proto_lockonly,proto_hwlock
 KEEP=0
+HIST=0
 while [ $# -gt 0 ]; do
     case $1 in
         --calls) CALLS=$2; shift 2 ;;
         --variants) VARIANTS=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
+        --history) HIST=$2; shift 2 ;;
         *) echo "usage: $0 [--calls N] [--variants LIST] [--keep]" >&2; exit 2 ;;
     esac
 done
@@ -45,9 +53,17 @@ PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 DB=queen_wal_bench
 PARTS=100
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 q() { psql -X -q -v ON_ERROR_STOP=1 -t -A -d "$DB" "$@"; }
 psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
+# No autovacuum anywhere on the server while measuring (its catalog updates and full-page
+# images would land in the ranges: nobody's call); the setting is restored on exit.
+restore() {
+    psql -X -q -d postgres -c "ALTER SYSTEM RESET autovacuum" -c "SELECT pg_reload_conf()" >/dev/null || true
+    rm -rf "$TMP"
+}
+trap restore EXIT
+psql -X -q -d postgres -c "ALTER SYSTEM SET autovacuum = off" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 2
 WALDIR=$(q -c "SHOW data_directory")/pg_wal
 
 q <<'SQL'
@@ -128,7 +144,32 @@ types() {
         if ($2 > 0) printf "%s %.2f/call %.0f B/call; ", $1, $2 / n, $5 / n }' "$TMP/stats"
 }
 
-echo "# WAL per call: $CALLS one-message calls per range, $PARTS partitions, payload ${#PAYLOAD} bytes"
+if [ "$HIST" -gt 0 ]; then
+    q <<SQL
+ALTER TABLE oc_msgs DROP CONSTRAINT oc_msgs_partition_id_txn_key;
+INSERT INTO oc_msgs (partition_id, txn, payload)
+SELECT p, md5(p || ':' || k), '{"k": 1}' FROM generate_series(0, $PARTS - 1) p, generate_series(1, $HIST) k;
+ALTER TABLE oc_msgs ADD CONSTRAINT oc_msgs_partition_id_txn_key UNIQUE (partition_id, txn);
+DO \$\$
+DECLARE
+    v_pid bigint;
+BEGIN
+    FOR p IN 0 .. $PARTS - 1 LOOP
+        SELECT r.partition_id INTO v_pid FROM queen.resolve_partition('wal_w3600', 'p' || p) r;
+        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
+        SELECT v_pid, k * 100::bigint, k * 100::bigint + 99, now(),
+               (SELECT string_agg(decode(md5(p || ':' || k || ':' || j), 'hex'), ''::bytea ORDER BY j)
+                  FROM generate_series(0, 99) j)
+        FROM generate_series(0, ($HIST / 100) - 1) k;
+        UPDATE queen.log_partitions SET last_offset = $HIST - 1, log_start = $HIST WHERE id = v_pid;
+    END LOOP;
+END \$\$;
+VACUUM ANALYZE oc_msgs;
+VACUUM ANALYZE queen.log_txns;
+SQL
+fi
+
+echo "# WAL per call: $CALLS one-message calls per range, $PARTS partitions, payload ${#PAYLOAD} bytes, history $HIST keys per partition (ON CONFLICT, push)"
 echo "# date $(date -u '+%Y-%m-%d %H:%M UTC'), git $(git -C "$(dirname "$0")/../.." rev-parse --short HEAD 2>/dev/null)$( [ -n "$(git -C "$(dirname "$0")/../.." status --porcelain -- src sql 2>/dev/null)" ] && echo ' (src/ or sql/ modified)'), server $(q -c 'SHOW server_version'), full_page_writes=$(q -c 'SHOW full_page_writes'), wal_compression=$(q -c 'SHOW wal_compression')"
 printf '%-12s %-16s %10s %12s %10s %10s\n' variant range bytes/call records/call fpi/call answers
 for v in ${VARIANTS//,/ }; do
@@ -155,6 +196,8 @@ for v in ${VARIANTS//,/ }; do
             "$(echo "$bytes / $CALLS" | bc -l)" "$(echo "${recs:-0} / $CALLS" | bc -l)" \
             "$(echo "${fpi:-0} / $CALLS" | bc -l)" "${ans:-none}"
         echo "    records: $(types)"
+        grep -qE '^(Heap/(UPDATE|DELETE|INPLACE)|XLOG/CHECKPOINT)' "$TMP/stats" &&
+            echo "    (records of other work in the range: a checkpoint or catalog updates; re-run)"
     done
 done
 [ "$KEEP" = 1 ] || psql -X -q -d postgres -c "DROP DATABASE $DB"

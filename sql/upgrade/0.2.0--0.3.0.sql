@@ -81,3 +81,10 @@ SELECT pg_catalog.pg_extension_config_dump('queen.consumer_state', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_subscriptions', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq_id_seq', '');
+
+-- ---------------------------------------------------------------- storage (issue 19)
+-- No schema change. From 0.3.0 an append to a reserved queue of window 0 (the streams module's
+-- __queen_streams) writes no log_txns row (src/pg/queue/push_write.cpp); the rows 0.2.0 wrote
+-- for streams are kept as they are (nothing reads them; queen.stream_purge deletes them with
+-- their stream), so every row of a 0.2.0 database is still there after the update
+-- (tests/integration/upgrade.sh compares them all).

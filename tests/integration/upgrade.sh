@@ -8,6 +8,13 @@
 # 2. 0.2.0 -> current: the same life under the frozen 0.2.0, plus a stream with a producer and a
 #    dedup view (the modules' tables), then the update: rows, push verdicts, stream append
 #    verdicts and dedup-view verdicts unchanged.
+#    In both, the stored life also continues as it would have without the update (each probe
+#    run before the update and after it in a rolled-back transaction, answers compared): a
+#    re-push of every stored transactionId of every partition answers duplicate with its
+#    original message id and offset (checked against queen.read before the update), acks by
+#    transactionId move the groups' positions, retention purges what it would have purged, and
+#    (0.2.0) the stream's producer takes its next sequence number at the next offset, refuses a
+#    gap, and the stream reads back the same bytes.
 # 3. Both upgraded databases' catalogs (functions with bodies, flags and ACLs, tables, columns,
 #    constraints, indexes, views, sequences, triggers, privileges, pg_dump registrations,
 #    extension members) are exactly a fresh install's of the current version.
@@ -59,6 +66,9 @@ life_01() {
         {\"type\": \"push\", \"queue\": \"orders\", \"partition\": \"p1\", \"items\": [{\"transactionId\": \"t-1\", \"payload\": 1}]},
         {\"type\": \"ack\", \"queue\": \"orders\", \"partition\": \"p0\", \"transactionId\": \"o-0\", \"consumerGroup\": \"billing\"}]}')" >/dev/null
     sql "$1" "SELECT queen.ack('orders', 'p0', 'o-4', 'billing')" >/dev/null
+    # a third partition, with a repeat inside the call (keys the dedup view of life_02 has seen)
+    sql "$1" "SELECT count(*) FROM queen.push('orders', 'p2', '[{\"transactionId\": \"o-1\", \"payload\": {\"n\": 2}},
+        {\"transactionId\": \"o-1\", \"payload\": {\"n\": 2}}, {\"transactionId\": \"x-1\", \"payload\": {\"n\": 4}}]')" >/dev/null
     sql "$1" "UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
                 WHERE partition_id = queen.partition_id('orders', 'p1') AND base_offset = 0" >/dev/null
     sql "$1" "SELECT queen.run_retention(100)" >/dev/null
@@ -79,7 +89,7 @@ SELECT 'queue', id, name, dedup_window_seconds, retention_seconds, dedup_by, cre
 SELECT 'partition', id, queue_id, name, last_offset, log_start, txns_start FROM queen.log_partitions ORDER BY id;
 SELECT 'segment', partition_id, base_offset, end_offset, created_at, md5(data) FROM queen.log_segments ORDER BY 2, 3;
 SELECT 'txns', partition_id, base_offset, end_offset, created_at, md5(hashes), md5(message_ids) FROM queen.log_txns ORDER BY 2, 3;
-SELECT 'group', * FROM queen.consumer_groups ORDER BY 2, 3;
+SELECT 'group', * FROM queen.consumer_groups ORDER BY 2, 3, 4;
 SELECT 'ack', * FROM queen.consumer_acks ORDER BY 2, 3, 4;
 SELECT 'read', p.name, r.* FROM queen.log_partitions p, LATERAL queen.read('orders', p.name, 0, 100) r
  WHERE p.queue_id = (SELECT id FROM queen.queues WHERE name = 'orders') ORDER BY 2, 3;
@@ -100,11 +110,64 @@ stream_repeat="SELECT status, stream_offset, next_offset FROM queen.stream_appen
 view_repeat="SELECT count(*) FROM queen.push('orders', 'p0', '[{\"transactionId\": \"k-3\", \"payload\": {\"n\": 3}}, {\"transactionId\": \"k-10\", \"payload\": {\"n\": 10}}]');
              SELECT kind || ' ' || key FROM queen.dedup_advance('v_up')"
 
+# Every transactionId life_01 stored, with its partition.
+stored="(VALUES ('orders', 'p0', 'o-0'), ('orders', 'p0', 'o-2'), ('orders', 'p0', 'o-4'),
+                ('orders', 'p0', 'o-6'), ('orders', 'p0', 'o-8'), ('orders', 'p1', 'o-1'),
+                ('orders', 'p1', 'o-3'), ('orders', 'p1', 'o-5'), ('orders', 'p1', 'o-7'),
+                ('orders', 'p1', 'o-9'), ('orders', 'p1', 't-1'), ('orders', 'p2', 'o-1'),
+                ('orders', 'p2', 'x-1')) x(q, p, t)"
+# continuation(db, modules?): what the stored life answers next, in one rolled-back transaction
+continuation() {
+    psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" <<SQL
+BEGIN;
+SELECT 'repeat', x.q, x.p, x.t, r.status, r.message_id, r.message_offset FROM $stored,
+       LATERAL queen.push(x.q, x.p, jsonb_build_array(jsonb_build_object('transactionId', x.t, 'payload', 0))) r
+ ORDER BY 2, 3, 4;
+SELECT 'ack', queen.ack('orders', 'p0', 'o-2', 'billing'), queen.ack('orders', 'p1', 'o-1', 'audit');
+SELECT 'position', queen.committed_offset('orders', 'p0', 'billing'), queen.committed_offset('orders', 'p1', 'audit');
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
+ WHERE partition_id = queen.partition_id('orders', 'p0');
+SELECT 'retention', queen.run_retention(100);
+SELECT 'after-retention', p, r.message_offset, r.transaction_id FROM unnest(ARRAY['p0', 'p1']) p,
+       LATERAL queen.read('orders', p, 0, 100) r ORDER BY 2, 3;
+ROLLBACK;
+SQL
+    if [[ ${2:-} == modules ]]; then
+        psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
+SELECT 'stream-read', encode(r::text::bytea, 'escape') FROM queen.stream_read('s-up') r;
+BEGIN;
+SELECT 'producer-next', status, stream_offset, next_offset, producer_seq
+  FROM queen.stream_append('s-up', ARRAY['d'::bytea], NULL, 'prod-1', 0, 2);
+SELECT 'producer-gap', status, expected_seq, received_seq
+  FROM queen.stream_append('s-up', ARRAY['f'::bytea], NULL, 'prod-1', 0, 9);
+SELECT 'stream-read-next', encode(r::text::bytea, 'escape') FROM queen.stream_read('s-up', '00000000000000000002') r;
+ROLLBACK;
+SQL
+    fi
+}
+
 # before(db, modules?): the fingerprint and the verdicts of a database not yet updated
 before() {
     fingerprint "$1" >"$WORK/$1.before.txt"
     sql "$1" "BEGIN; $repeat; ROLLBACK;" >"$WORK/$1.dup"
     [[ $(grep -c '^duplicate' "$WORK/$1.dup") == 2 ]] || fail "$1 did not answer duplicate: $(cat "$WORK/$1.dup")"
+    continuation "$1" "${2:-}" >"$WORK/$1.cont"
+    [[ $(grep -c '^repeat|[a-z]*|p[0-9]|[a-z0-9-]*|duplicate|' "$WORK/$1.cont") == 13 ]] ||
+        fail "$1: not every stored transactionId answered duplicate: $(grep '^repeat' "$WORK/$1.cont")"
+    # each duplicate names the original's id and offset, as read returns them (the one segment
+    # retention removed, p1 offset 0, is no longer read: its hashes and ids still answer)
+    [[ $(sql "$1" "SELECT count(*) FROM $stored, LATERAL queen.push(x.q, x.p,
+              jsonb_build_array(jsonb_build_object('transactionId', x.t, 'payload', 0))) r
+              JOIN queen.read(x.q, x.p, 0, 100) m ON m.message_offset = r.message_offset
+             WHERE m.message_id = r.message_id AND m.transaction_id = x.t") == 12 ]] ||
+        fail "$1: the duplicates' ids and offsets are not the originals'"
+    grep -q '^position|2|0$' "$WORK/$1.cont" || fail "$1: the acks did not move the positions: $(grep '^position' "$WORK/$1.cont")"
+    grep -qE '^retention\|\{"txnsDeleted": 0, "segmentsDeleted": [1-9]' "$WORK/$1.cont" ||
+        fail "$1: retention did not purge the aged segment: $(grep '^retention' "$WORK/$1.cont")"
+    if [[ ${2:-} == modules ]]; then
+        grep -q '^producer-next|applied|00000000000000000003|00000000000000000004|2$' "$WORK/$1.cont" ||
+            fail "$1: the producer's next append: $(grep '^producer' "$WORK/$1.cont")"
+    fi
     if [[ ${2:-} == modules ]]; then
         sql "$1" "BEGIN; $stream_repeat; ROLLBACK;" >"$WORK/$1.stream"
         [[ $(cat "$WORK/$1.stream") == "duplicate|00000000000000000002|00000000000000000003" ]] ||
@@ -117,6 +180,8 @@ before() {
 after() {
     fingerprint "$1" >"$WORK/$1.after.txt"
     diff -u "$WORK/$1.before.txt" "$WORK/$1.after.txt" || fail "$1: data changed in the upgrade"
+    continuation "$1" "${2:-}" >"$WORK/$1.cont.after"
+    diff -u "$WORK/$1.cont" "$WORK/$1.cont.after" || fail "$1: the stored life continues differently after the upgrade"
     got=$(sql "$1" "$repeat")
     [[ $got == "$(cat "$WORK/$1.dup")" ]] || fail "$1: verdicts changed: before '$(cat "$WORK/$1.dup")', after '$got'"
     if [[ ${2:-} == modules ]]; then

@@ -4,6 +4,11 @@
 // partition_lock.cpp), and the allocator update replaces the very row version this transaction
 // locked; the inserts take the RowExclusiveLock of the equivalent INSERT (direct_write.cpp).
 // A duplicate writes nothing: this stage runs only when something survived.
+//
+// Appends to a reserved queue of window 0 (the streams module's __queen_streams) write no
+// log_txns row: nothing ever reads one back there (window 0: no probe; acks by transactionId
+// and every user entry point refuse reserved queues with 42501; stream readers read segments).
+// That is three WAL records and ~270 bytes less per stream append (bench/durable/RESULTS.md).
 #include "pg/queue/push_write.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/written_here.h"
@@ -23,21 +28,28 @@ static bytea* new_bytea(Size len) {
     return b;
 }
 
+// True when the partition's appends keep log_txns rows (all but a reserved queue of window 0).
+static bool keeps_txns(const PartitionState* ps) {
+    return !(ps->reserved && ps->window == 0);
+}
+
 // The three writes done directly (see direct_write.cpp): the allocator bump of the row version
-// this transaction locked (a HOT update: no index entry), then the segment and the log_txns
-// rows with their index entries. False (nothing written) when a table's shape rules it out:
-// a trigger, row security, or other columns than sql/queen.sql defines.
+// this transaction locked (a HOT update: no index entry), then the segment and (keeps_txns) the
+// log_txns rows with their index entries. False (nothing written) when a table's shape rules it
+// out: a trigger, row security, or other columns than sql/queen.sql defines.
 static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
                          TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
     const QueenRels* r = queen_rels();
+    bool with_txns = keeps_txns(ps);
     EState* estate = CreateExecutorState();
     DirectTable parts, segs, txns;
     direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
-    direct_open(&txns, r->log_txns, estate);
+    if (with_txns) direct_open(&txns, r->log_txns, estate);
     bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
-              direct_insert_ok(txns.rel) && RelationGetDescr(segs.rel)->natts == 6 &&
-              RelationGetDescr(txns.rel)->natts == 6;
+              RelationGetDescr(segs.rel)->natts == 6 &&
+              (!with_txns ||
+               (direct_insert_ok(txns.rel) && RelationGetDescr(txns.rel)->natts == 6));
     if (ok) {
         int cols[1] = {r->p_last_offset};
         Datum last[1] = {Int64GetDatum(end)};
@@ -47,11 +59,14 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
         Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
                           TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
         direct_insert(&segs, a_seg, nulls);
-        Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
-                          TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
-        direct_insert(&txns, a_txn, nulls);
+        if (with_txns) {
+            Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                              TimestampTzGetDatum(now), PointerGetDatum(hashes),
+                              PointerGetDatum(ids)};
+            direct_insert(&txns, a_txn, nulls);
+        }
     }
-    direct_close(&txns);
+    if (with_txns) direct_close(&txns);
     direct_close(&segs);
     direct_close(&parts);
     FreeExecutorState(estate);
@@ -60,9 +75,10 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
 }
 
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
-                      bytea* seg, bytea* hashes, bytea* ids);
+                      bytea* seg, bytea* hashes, bytea* ids, bool with_txns);
 
-// Write the survivors: bump the allocator, insert one segment row and one log_txns row.
+// Write the survivors: bump the allocator, insert one segment row and (keeps_txns) one
+// log_txns row.
 static void write_survivors(int64 pid, const PartitionState* ps,
                             const PushBatch* b, const queen::ItemVerdict* v, int survivors,
                             TimestampTz now) {
@@ -96,15 +112,15 @@ static void write_survivors(int64 pid, const PartitionState* ps,
 
     if (!(ps->direct && guc_direct_write &&
           write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
-        write_spi(pid, base, end, now, survivors, seg, hashes, ids);
+        write_spi(pid, base, end, now, survivors, seg, hashes, ids, keeps_txns(ps));
     pfree(seg);
     pfree(hashes);
     pfree(ids);
 }
 
-// The three writes as SQL statements (queen.direct_write off, or a table with triggers).
+// The writes as SQL statements (queen.direct_write off, or a table with triggers).
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
-                      bytea* seg, bytea* hashes, bytea* ids) {
+                      bytea* seg, bytea* hashes, bytea* ids, bool with_txns) {
     spi_open();
     Oid t_set[2] = {INT8OID, INT8OID};
     Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
@@ -123,6 +139,10 @@ static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int sur
                              6, t_seg),
                          a_seg, nullptr, false, 0) != SPI_OK_INSERT)
         elog(ERROR, "queen: segment insert failed");
+    if (!with_txns) {
+        SPI_finish();
+        return;
+    }
 
     Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
     Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),

@@ -57,8 +57,10 @@ CUR=$(sql postgres "SELECT default_version FROM pg_available_extensions WHERE na
 [[ $CUR == 0.3.0 ]] || fail "the installed default version is '$CUR', this test expects 0.3.0"
 
 # --- life under 0.1.0's functions (every one of them exists in 0.2.0 too)
+# (retention 1 h and a 1-day window, with segments aged by 2 hours: the wall clock this script
+# spends, minutes on a loaded machine, never ages anything past either)
 life_01() {
-    sql "$1" "SELECT queen.configure('orders', '{\"dedupWindowSeconds\": 600, \"retentionSeconds\": 60}')" >/dev/null
+    sql "$1" "SELECT queen.configure('orders', '{\"dedupWindowSeconds\": 86400, \"retentionSeconds\": 3600}')" >/dev/null
     sql "$1" "SELECT count(*) FROM generate_series(0, 9) i,
         LATERAL queen.push('orders', 'p' || (i % 2), jsonb_build_array(
             jsonb_build_object('transactionId', 'o-' || i, 'payload', jsonb_build_object('n', i))))" >/dev/null
@@ -69,7 +71,7 @@ life_01() {
     # a third partition, with a repeat inside the call (keys the dedup view of life_02 has seen)
     sql "$1" "SELECT count(*) FROM queen.push('orders', 'p2', '[{\"transactionId\": \"o-1\", \"payload\": {\"n\": 2}},
         {\"transactionId\": \"o-1\", \"payload\": {\"n\": 2}}, {\"transactionId\": \"x-1\", \"payload\": {\"n\": 4}}]')" >/dev/null
-    sql "$1" "UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
+    sql "$1" "UPDATE queen.log_segments SET created_at = created_at - interval '2 hours'
                 WHERE partition_id = queen.partition_id('orders', 'p1') AND base_offset = 0" >/dev/null
     sql "$1" "SELECT queen.run_retention(100)" >/dev/null
 }
@@ -125,7 +127,7 @@ SELECT 'repeat', x.q, x.p, x.t, r.status, r.message_id, r.message_offset FROM $s
  ORDER BY 2, 3, 4;
 SELECT 'ack', queen.ack('orders', 'p0', 'o-2', 'billing'), queen.ack('orders', 'p1', 'o-1', 'audit');
 SELECT 'position', queen.committed_offset('orders', 'p0', 'billing'), queen.committed_offset('orders', 'p1', 'audit');
-UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '2 hours'
  WHERE partition_id = queen.partition_id('orders', 'p0');
 SELECT 'retention', queen.run_retention(100);
 SELECT 'after-retention', p, r.message_offset, r.transaction_id FROM unnest(ARRAY['p0', 'p1']) p,

@@ -38,7 +38,7 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_invalidate() RETURNS void
 -- count.
 CREATE OR REPLACE FUNCTION queen.partition_slot(p_queue text, p_partition text, p_single boolean,
                                                 p_slot_count int) RETURNS int
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql IMMUTABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT queen.slot_of(p_queue, CASE WHEN p_single THEN '' ELSE p_partition END, p_slot_count) $$;
 

@@ -160,6 +160,7 @@ expect "old owner refuses" "$(sqlstate "$(shard s1)" "SELECT * FROM queen.push('
 P2SLOT=$(q "$R" "SELECT queen.route_slot('orders', '$P2')")
 q "$(shard s2)" "SELECT queen.shard_fence_slot($P2SLOT)" >/dev/null
 expect "fenced slot" "$(sqlstate "$R" "SELECT * FROM queen.push('orders', '$P2', '[{\"transactionId\": \"f1\", \"payload\": 1}]')")" "55Q02"
+expect "an ack of a fenced slot" "$(sqlstate "$R" "SELECT queen.ack('orders', '$P2', 'u1')")" "55Q02"
 expect "another slot meanwhile" "$(push "$R" orders "$P1" t10 | cut -d'|' -f1)" "queued"
 q "$(shard s2)" "SELECT queen.shard_unfence_slot($P2SLOT)" >/dev/null
 expect "after unfence" "$(push "$R" orders "$P2" f1 | cut -d'|' -f1,3)" "queued|1"

@@ -39,10 +39,26 @@
 --     another transaction or a queue deletion. A pop is one statement committed on its own
 --     (as the sidecar calls it): popping and then pushing in one transaction would hold a
 --     state row before a partition lock, against this order.
+--   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
+--     advisory-class lock of the slot) after the partition row lock of every write, or before
+--     creating a partition, or before an ack's group row lock; queen.shard_fence_slot takes it in ExclusiveLock mode and no other
+--     lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h).
 
 -- ---------------------------------------------------------------- C entry points
 CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'queen_txn_hash_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The slot of a partition in a sharded cluster (src/core/common/slot.h; docs/scale-out.md):
+-- XXH3_64bits(queue || '\0' || partition) & (slot_count - 1), slot_count a power of two (64 by
+-- default). A queue kept on one slot ({"placement": "single_slot"}) is placed by partition ''.
+CREATE OR REPLACE FUNCTION queen.slot_of(p_queue text, p_partition text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'queen_slot_of_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION queen.slot_of(p_queue text, p_partition text, p_slot_count integer)
+    RETURNS integer
+    AS 'MODULE_PATHNAME', 'queen_slot_of_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OR REPLACE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h bytea) RETURNS SETOF record
@@ -167,6 +183,7 @@ BEGIN
         IF FOUND THEN
             RETURN;
         END IF;
+        PERFORM queen.slot_fence_check(p_queue, p_partition);  -- a shard's fence (issue 20)
         INSERT INTO queen.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
         INSERT INTO queen.log_partitions (queue_id, name)
             SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
@@ -218,6 +235,7 @@ DECLARE
     v_window  int := 3600;
     v_ret     int := NULL;
     v_by      text := 'transactionId';
+    v_single  boolean := false;  -- placement (issue 20): "single_slot"
     v_old     int;
     v_val     jsonb;
     v_queen   jsonb := queen.consume_defaults();
@@ -234,10 +252,10 @@ BEGIN
         RAISE EXCEPTION 'options must be a JSON object' USING ERRCODE = '22023';
     END IF;
     FOR v_key IN SELECT jsonb_object_keys(v_opts) LOOP
-        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy')
+        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy', 'placement')
            AND NOT (v_queen ? v_key) THEN
             RAISE EXCEPTION 'unknown option "%"', v_key USING ERRCODE = '22023',
-                HINT = 'Options are dedupWindowSeconds, dedupBy and Queen''s 15 queue options (docs/queen-compatibility.md).';
+                HINT = 'Options are dedupWindowSeconds, dedupBy, placement and Queen''s 15 queue options (docs/queen-compatibility.md).';
         END IF;
         IF v_queen ? v_key AND v_key <> 'retentionSeconds' THEN
             v_wire := true;
@@ -273,6 +291,14 @@ BEGIN
         v_by := v_val #>> '{}';
     END IF;
 
+    v_val := v_opts -> 'placement';
+    IF v_val IS NOT NULL THEN
+        IF jsonb_typeof(v_val) <> 'string' OR v_val #>> '{}' NOT IN ('partition', 'single_slot') THEN
+            RAISE EXCEPTION 'placement must be "partition" or "single_slot"' USING ERRCODE = '22023';
+        END IF;
+        v_single := v_val #>> '{}' = 'single_slot';
+    END IF;
+
     -- Queen's options: checked one by one, unsent (or null) ones back to their defaults
     v_queen := queen.consume_options_check(v_opts);
     -- maxWaitTimeSeconds bounds how long a message is kept, like retentionSeconds
@@ -303,11 +329,18 @@ BEGIN
     END IF;
     INSERT INTO queen.queue_options (queue_id, options) VALUES (v_qid, v_queen)
     ON CONFLICT (queue_id) DO UPDATE SET options = EXCLUDED.options;
+    -- placement before any partition is created (it cannot change once the queue has some)
+    PERFORM queen.queue_set_placement(p_queue, v_single);
     IF v_wire THEN
         SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, 'Default') r;
     END IF;
 
     IF NOT v_wire THEN
+        IF v_single THEN
+            RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
+                                      'retentionSeconds', v_ret, 'dedupBy', v_by,
+                                      'placement', 'single_slot');
+        END IF;
         RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
                                   'retentionSeconds', v_ret, 'dedupBy', v_by);
     END IF;
@@ -352,6 +385,7 @@ AS $$
 DECLARE
     v_pos bigint;
 BEGIN
+    PERFORM queen.slot_fence_check_partition(p_pid);  -- a shard's fence (issue 20)
     INSERT INTO queen.consumer_groups (partition_id, group_name)
     VALUES (p_pid, p_group) ON CONFLICT DO NOTHING;
     SELECT committed_offset INTO v_pos FROM queen.consumer_groups

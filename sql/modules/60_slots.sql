@@ -242,6 +242,13 @@ BEGIN
     RETURN QUERY SELECT 'log_txns', to_jsonb(x) FROM queen.log_txns x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'consumer_groups', to_jsonb(x) FROM queen.consumer_groups x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'consumer_acks', to_jsonb(x) FROM queen.consumer_acks x WHERE x.partition_id = ANY (v_pids);
+    -- the consuming model (sql/schema/50_consume.sql): options per queue, leases and counters
+    -- per (partition, group), the group's subscription per queue, dead letters per partition
+    RETURN QUERY SELECT 'queue_options', to_jsonb(x) FROM queen.queue_options x WHERE x.queue_id = ANY (v_qids);
+    RETURN QUERY SELECT 'consumer_subscriptions', to_jsonb(x) FROM queen.consumer_subscriptions x
+      WHERE x.queue_name IN (SELECT q.name FROM queen.queues q WHERE q.id = ANY (v_qids));
+    RETURN QUERY SELECT 'consumer_state', to_jsonb(x) FROM queen.consumer_state x WHERE x.partition_id = ANY (v_pids);
+    RETURN QUERY SELECT 'consumer_dlq', to_jsonb(x) - 'id' FROM queen.consumer_dlq x WHERE x.partition_id = ANY (v_pids) ORDER BY x.id;
     RETURN QUERY SELECT 'streams', to_jsonb(x) FROM queen.streams x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'stream_producers', to_jsonb(x) FROM queen.stream_producers x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'stream_forks', to_jsonb(x) FROM queen.stream_forks x WHERE x.name = ANY (v_streams);
@@ -301,6 +308,25 @@ BEGIN
             INSERT INTO queen.consumer_groups SELECT * FROM jsonb_populate_record(NULL::queen.consumer_groups, v_row);
         WHEN 'consumer_acks' THEN
             INSERT INTO queen.consumer_acks SELECT * FROM jsonb_populate_record(NULL::queen.consumer_acks, v_row);
+        WHEN 'queue_options' THEN
+            -- configure ran on every shard: the target's row, when it has one, is the same
+            INSERT INTO queen.queue_options (queue_id, options)
+            VALUES ((v_qmap ->> (v_row ->> 'queue_id'))::bigint, v_row -> 'options')
+            ON CONFLICT (queue_id) DO NOTHING;
+        WHEN 'consumer_subscriptions' THEN
+            -- a group's subscription is fixed per queue on each shard: the target's own, if any, stays
+            INSERT INTO queen.consumer_subscriptions
+            SELECT * FROM jsonb_populate_record(NULL::queen.consumer_subscriptions, v_row)
+            ON CONFLICT (queue_name, group_name) DO NOTHING;
+        WHEN 'consumer_state' THEN
+            INSERT INTO queen.consumer_state SELECT * FROM jsonb_populate_record(NULL::queen.consumer_state, v_row);
+        WHEN 'consumer_dlq' THEN
+            -- dead letters get this shard's ids (the source's would collide with its own)
+            INSERT INTO queen.consumer_dlq (partition_id, group_name, message_offset, message_id, transaction_id,
+                                            payload, error_message, retry_count, created_at, failed_at)
+            SELECT r.partition_id, r.group_name, r.message_offset, r.message_id, r.transaction_id,
+                   r.payload, r.error_message, r.retry_count, r.created_at, r.failed_at
+              FROM jsonb_populate_record(NULL::queen.consumer_dlq, v_row) r;
         WHEN 'streams' THEN
             INSERT INTO queen.streams SELECT * FROM jsonb_populate_record(NULL::queen.streams, v_row);
         WHEN 'stream_producers' THEN

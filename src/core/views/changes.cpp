@@ -12,14 +12,18 @@ using bytes::get_u32;
 
 
 // Start a block with its header, after `prefix` zero bytes.
-ChangeBlockWriter::ChangeBlockWriter(std::size_t prefix) : prefix_(prefix) {
+template <class Str>
+BasicChangeBlockWriter<Str>::BasicChangeBlockWriter(std::size_t prefix,
+                                                    const typename Str::allocator_type& alloc)
+    : buf_(alloc), prefix_(prefix) {
     buf_.assign(prefix, '\0');
     buf_.append("QC\x01\x00\x00\x00\x00\x00", 8);
 }
 
 // Append one change: its size is known up front, so the buffer grows once and the fields are
 // written in place.
-void ChangeBlockWriter::add(const PackedChange& c) {
+template <class Str>
+void BasicChangeBlockWriter<Str>::add(const PackedChange& c) {
     size_t at = buf_.size();
     buf_.resize(at + 2 + 4 + c.key.size() + 4 + c.payload.size() + 8 + 4 + c.partition.size() + 8);
     char* p = &buf_[at];
@@ -36,10 +40,14 @@ void ChangeBlockWriter::add(const PackedChange& c) {
 }
 
 // Patch the count into the header.
-const std::string& ChangeBlockWriter::finish() {
+template <class Str>
+const Str& BasicChangeBlockWriter<Str>::finish() {
     for (int i = 0; i < 4; i++) buf_[prefix_ + 4 + i] = (char) ((count_ >> (8 * i)) & 0xff);
     return buf_;
 }
+
+template class BasicChangeBlockWriter<std::string>;
+template class BasicChangeBlockWriter<std::pmr::string>;
 
 // Check the header.
 ChangeBlockReader::ChangeBlockReader(const uint8_t* data, std::size_t len) noexcept

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory_resource>
 #include <string>
 #include <string_view>
 
@@ -27,23 +28,31 @@ struct PackedChange {
 // Appends changes to a block. With a prefix, the buffer starts with that many zero bytes before
 // the block (room for a caller's header, e.g. a varlena length word, so the block need not be
 // copied to sit behind one); finish() and take() return them too, the block is what follows.
-class ChangeBlockWriter {
+// Str is the buffer: std::string, or std::pmr::string drawing from the allocator given.
+template <class Str>
+class BasicChangeBlockWriter {
 public:
-    explicit ChangeBlockWriter(std::size_t prefix = 0);
+    explicit BasicChangeBlockWriter(std::size_t prefix = 0,
+                                    const typename Str::allocator_type& alloc = {});
     void add(const PackedChange& c);
     void reserve(std::size_t bytes) { buf_.reserve(bytes); }
-    const std::string& finish();  // the block with its count patched in
-    std::string take() {          // the finished block, moved out (the writer is spent)
+    const Str& finish();  // the block with its count patched in
+    Str take() {          // the finished block, moved out (the writer is spent)
         finish();
         return std::move(buf_);
     }
     uint32_t count() const { return count_; }
 
 private:
-    std::string buf_;
+    Str buf_;
     std::size_t prefix_;
     uint32_t count_ = 0;
 };
+
+using ChangeBlockWriter = BasicChangeBlockWriter<std::string>;
+using PmrChangeBlockWriter = BasicChangeBlockWriter<std::pmr::string>;
+extern template class BasicChangeBlockWriter<std::string>;
+extern template class BasicChangeBlockWriter<std::pmr::string>;
 
 // Reads a block, checking every bound.
 class ChangeBlockReader {

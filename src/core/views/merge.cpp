@@ -6,11 +6,11 @@
 namespace queen::dedup {
 
 // Heads of every partition run in a priority queue keyed by (created_at, name, partition).
-std::vector<size_t> merge_order(const std::vector<MergeItem>& items,
-                                const std::vector<std::string>& names, size_t limit) {
-    std::vector<std::vector<size_t>> runs(names.size());
-    for (size_t i = 0; i < items.size(); i++) runs[items[i].partition].push_back(i);
-    std::vector<size_t> pos(names.size(), 0);
+std::vector<size_t> merge_order(const MergeItem* items, size_t n, const std::string* names,
+                                size_t nparts, size_t limit) {
+    std::vector<std::vector<size_t>> runs(nparts);
+    for (size_t i = 0; i < n; i++) runs[items[i].partition].push_back(i);
+    std::vector<size_t> pos(nparts, 0);
     auto later = [&](int a, int b) {  // true when run a's head goes after run b's head
         const MergeItem& x = items[runs[a][pos[a]]];
         const MergeItem& y = items[runs[b][pos[b]]];
@@ -29,6 +29,12 @@ std::vector<size_t> merge_order(const std::vector<MergeItem>& items,
         if (++pos[p] < runs[p].size()) heads.push(p);
     }
     return out;
+}
+
+// The vector form.
+std::vector<size_t> merge_order(const std::vector<MergeItem>& items,
+                                const std::vector<std::string>& names, size_t limit) {
+    return merge_order(items.data(), items.size(), names.data(), names.size(), limit);
 }
 
 }  // namespace queen::dedup

@@ -23,5 +23,8 @@ struct MergeItem {
 // `limit` items; returns indexes into `items`. `names[p]` is partition p's name.
 std::vector<size_t> merge_order(const std::vector<MergeItem>& items,
                                 const std::vector<std::string>& names, size_t limit);
+// The same over n items and nparts partitions' names, as plain arrays.
+std::vector<size_t> merge_order(const MergeItem* items, size_t n, const std::string* names,
+                                size_t nparts, size_t limit);
 
 }  // namespace queen::dedup

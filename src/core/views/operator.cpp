@@ -134,7 +134,7 @@ void Deduplicator::write(StateMap& st, StateKind kind, const Row& r, int64_t now
 // Flink's updateDeduplicateResult: with either flag, +I for a first row, else [-U prev] +U cur;
 // with both flags off, a bare +U.
 void Deduplicator::emit_result(const KeyState* prev, const Row& cur,
-                               std::vector<Change>& out) const {
+                               ChangeOut out) const {
     if (o_.update_before || o_.generate_insert) {
         if (prev == nullptr) {
             out.push_back({ChangeKind::Insert, cur});
@@ -157,7 +157,7 @@ Change Deduplicator::before(const KeyState* prev, bool in_base) {
 // emit_result for a row that is kept, with its state write between the change of prev (copied
 // before the write may overwrite it) and the change of r (which may take `take` over).
 void Deduplicator::write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r,
-                                       int64_t now, StateMap& st, std::vector<Change>& out,
+                                       int64_t now, StateMap& st, ChangeOut out,
                                        Row* take) {
     ChangeKind k = ChangeKind::UpdateAfter;
     if (o_.update_before || o_.generate_insert) {
@@ -180,7 +180,7 @@ bool Deduplicator::replaces(const Row* prev, const Row& cur) const {
 
 // Proctime keep-last for one row (also the once-per-key step of its mini-batch flush).
 void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
-                                 std::vector<Change>& out, Row* take) {
+                                 ChangeOut out, Row* take) {
     if (!o_.update_before && !o_.generate_insert) {  // no state at all
         out.push_back({ChangeKind::UpdateAfter, r});
         return;
@@ -201,7 +201,7 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
 }
 
 // One row without mini-batch.
-void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, ChangeOut out,
                              Row* take) {
     if (o_.order == Order::Proctime) {
         if (o_.keep == Keep::First) {
@@ -234,7 +234,7 @@ void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, std::vecto
 }
 
 // Route a row: straight to the operator, or into the bundle (flushed when full).
-void Deduplicator::process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::process(const Row& r, int64_t now, StateMap& st, ChangeOut out) {
     if (!o_.mini_batch) {
         apply_row(r, now, st, out);
         return;
@@ -244,7 +244,7 @@ void Deduplicator::process(const Row& r, int64_t now, StateMap& st, std::vector<
 }
 
 // The same, letting the change emitted for r take r over.
-void Deduplicator::process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::process_taking(Row& r, int64_t now, StateMap& st, ChangeOut out) {
     if (!o_.mini_batch) {
         apply_row(r, now, st, out, &r);
         return;
@@ -254,7 +254,7 @@ void Deduplicator::process_taking(Row& r, int64_t now, StateMap& st, std::vector
 }
 
 // Finish the bundle: keys in order of first appearance, each key's rows in arrival order.
-void Deduplicator::flush(int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::flush(int64_t now, StateMap& st, ChangeOut out) {
     if (bundle_.empty()) return;
     std::vector<std::string> keys;
     std::unordered_map<std::string, std::vector<const Row*>> rows;
@@ -305,7 +305,7 @@ void Deduplicator::flush(int64_t now, StateMap& st, std::vector<Change>& out) {
 }
 
 // Flush first, then advance the watermark and release the candidates it passes.
-void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, std::vector<Change>& out) {
+void Deduplicator::watermark(int64_t wm, int64_t now, StateMap& st, ChangeOut out) {
     flush(now, st, out);
     if (!has_wm_ || wm > wm_) {
         wm_ = wm;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +79,23 @@ struct Change {
     const Row& get() const { return ref != nullptr ? *ref : row; }
 };
 
+// Where the operator appends its changes: a std::vector<Change> of any allocator (the glue's
+// draws from its call's working memory, src/core/views/work_arena.h), held by reference.
+class ChangeOut {
+public:
+    template <class Alloc>
+    ChangeOut(std::vector<Change, Alloc>& v) : vec_(&v), push_(&push_into<Alloc>) {}  // NOLINT
+    void push_back(Change&& c) { push_(vec_, std::move(c)); }
+
+private:
+    template <class Alloc>
+    static void push_into(void* v, Change&& c) {
+        static_cast<std::vector<Change, Alloc>*>(v)->push_back(std::move(c));
+    }
+    void* vec_;
+    void (*push_)(void*, Change&&);
+};
+
 // Keyed state with a record of what changed. Absent keys read as no state.
 class StateMap {
 public:
@@ -97,6 +115,12 @@ public:
         Loaded loaded{StateKind::Kept, 0, 0};
     };
     using Entry = std::pair<const std::string, Slot>;
+    using Slots = std::pmr::unordered_map<std::string, Slot>;
+
+    // The map's own slots and dirty list draw from `mem` (default: the default resource, i.e.
+    // operator new); it must outlive the map.
+    explicit StateMap(std::pmr::memory_resource* mem = std::pmr::get_default_resource())
+        : states_(mem), dirty_order_(mem) {}
 
     // The stored state of a key, expired or not; nullptr when absent (written, else loaded,
     // else the base).
@@ -137,10 +161,10 @@ public:
     // Write a key's state in place (marked dirty): kind, a copy of row r, written_at now.
     void put(StateKind kind, const Row& r, int64_t now);
     // Every state the map holds itself (for watermark firing and tests).
-    const std::unordered_map<std::string, Slot>& all() const { return states_; }
+    const Slots& all() const { return states_; }
     // Keys written since the last clear_dirty(), in first-write order (entries of all(): stable
     // while no key is added).
-    const std::vector<Entry*>& dirty() const { return dirty_order_; }
+    const std::pmr::vector<Entry*>& dirty() const { return dirty_order_; }
     void clear_dirty();
     // Room for n keys of the map's own (no rehash while they are written).
     void reserve(size_t n) { states_.reserve(n); }
@@ -148,8 +172,8 @@ public:
 private:
     // The slot of a key about to be written: created (noting what the base held) if new.
     Slot& slot_for_write(const std::string& key);
-    std::unordered_map<std::string, Slot> states_;
-    std::vector<Entry*> dirty_order_;
+    Slots states_;
+    std::pmr::vector<Entry*> dirty_order_;
     const std::unordered_map<std::string, KeyState>* base_ = nullptr;
 };
 
@@ -160,16 +184,16 @@ public:
 
     // One arriving row at processing time `now`. Without mini-batch it is applied at once;
     // with mini-batch it joins the bundle, which flushes when it holds mini_batch_size rows.
-    void process(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    void process(const Row& r, int64_t now, StateMap& st, ChangeOut out);
     // The same, but the change emitted for r may take r's contents over (r is left valid but
     // unspecified, except its offset and arrival).
-    void process_taking(Row& r, int64_t now, StateMap& st, std::vector<Change>& out);
+    void process_taking(Row& r, int64_t now, StateMap& st, ChangeOut out);
     // Flush the pending bundle (a checkpoint, close, or before a watermark).
-    void flush(int64_t now, StateMap& st, std::vector<Change>& out);
+    void flush(int64_t now, StateMap& st, ChangeOut out);
     // Flush the bundle, advance the watermark to max(current, wm), and fire the rowtime
     // keep-first candidates of `st` with rowtime <= watermark, in the arrival order of the
     // candidate rows (a strictly earlier replacement takes its own arrival's position).
-    void watermark(int64_t wm, int64_t now, StateMap& st, std::vector<Change>& out);
+    void watermark(int64_t wm, int64_t now, StateMap& st, ChangeOut out);
 
     bool has_watermark() const { return has_wm_; }
     int64_t current_watermark() const { return wm_; }
@@ -195,16 +219,16 @@ private:
     static Change before(const KeyState* prev, bool in_base);
     void write(StateMap& st, StateKind kind, const Row& r, int64_t now);
     // updateDeduplicateResult: +I / [-U] +U / bare +U.
-    void emit_result(const KeyState* prev, const Row& cur, std::vector<Change>& out) const;
+    void emit_result(const KeyState* prev, const Row& cur, ChangeOut out) const;
     // isDuplicate: whether cur replaces prev under the rowtime rule.
     bool replaces(const Row* prev, const Row& cur) const;
     void write_kept_and_emit(const KeyState* prev, bool prev_in_base, const Row& r, int64_t now,
-                             StateMap& st, std::vector<Change>& out, Row* take);
+                             StateMap& st, ChangeOut out, Row* take);
     // take: the caller's own copy of r (the same object) that the last change it emits may
     // take over, or nullptr (r is copied).
-    void apply_row(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+    void apply_row(const Row& r, int64_t now, StateMap& st, ChangeOut out,
                    Row* take = nullptr);
-    void proctime_last(const Row& r, int64_t now, StateMap& st, std::vector<Change>& out,
+    void proctime_last(const Row& r, int64_t now, StateMap& st, ChangeOut out,
                        Row* take = nullptr);
 
     Options o_;

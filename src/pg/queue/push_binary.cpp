@@ -9,6 +9,8 @@
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
 #include "pg/queue/answer_store.h"
+#include "pg/queue/push_narrow.h"
+#include "pg/queue/push_path.h"
 #include "pg/queue/push_segments.h"
 #include "pg/queue/reserved_queues.h"
 
@@ -158,7 +160,7 @@ extern "C" Datum queen_push_segment_v1(PG_FUNCTION_ARGS) {
         PartitionState ps;
         partition_lock(pid, &ps);
         reserved_partition_check(pid, &ps);
-        push_hinted(&st, pid, &ps, &b, verified, vouch_window, &hints, ans);
+        push_prelocked(&st, pid, &ps, &b, verified, vouch_window, ans, &hints);
     }
     for (int i = 0; i < b.n; i++) put_answer(rsinfo, -1, i, &ans[i]);
     SPI_finish();
@@ -261,8 +263,8 @@ void segment_set_push(const Storage* st, const SegmentSet* set, const int64* pid
         const PushBatch* b = &set->batches[s];
         PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * Max(b->n, 1)));
         if (b->n > 0)
-            push_hinted(st, pids[s], &states[s], b, set->verified[s], set->windows[s],
-                        &set->hints[s], ans);
+            push_prelocked(st, pids[s], &states[s], b, set->verified[s], set->windows[s], ans,
+                           &set->hints[s]);
         for (int i = 0; i < b->n; i++) {
             put_answer(rsinfo, s, i, &ans[i], extra_cols);
             if (ans[i].kind == queen::VerdictKind::Queued) states[s].last_offset++;

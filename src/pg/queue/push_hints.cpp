@@ -6,9 +6,9 @@
 //     primary key each): it must be in the window (created_at >= now - the queue's window,
 //     read under the lock) and hold exactly that message's hash at that offset;
 //   * all confirmed: the hinted messages (and every message of the segment with the same hash)
-//     are duplicates of their original, and the rest are pushed with the plain vouch V, which
-//     probes only (V, last_offset]; the survivors' offsets are the same as in one call, since
-//     no hinted message survives;
+//     are duplicates of their original, and the rest go on through the push with the plain
+//     vouch V, which probes only (V, last_offset]; the survivors' offsets are the same as in
+//     one call, since no hinted message survives;
 //   * one does not confirm (purged, out of the window, another hash there, a restored log):
 //     the whole segment is pushed with no vouch at all (the authoritative full probe).
 // So a hint can never let a duplicate in (unhinted hashes rely on the vouch exactly as before)
@@ -19,11 +19,15 @@
 // A vouch the extension ignores (p_window NULL or smaller than the queue's window, window 0)
 // takes its hints with it.
 //
+// This is part of the narrow stage (push_narrow.cpp calls hints_confirm once, after the vouch
+// check and the leaders' index), so a hinted push enters each stage of the driver once.
+//
 // Locks: none of its own. The caller holds the partition row lock (push_locked /
 // push_segments' ascending-id pass); the snapshot is taken after it, as in push_prelocked.
 #include "core/probe/probe.h"
 #include "core/probe/vouch_hints.h"
 #include "pg/queue/push_hints.h"
+#include "pg/storage/log_scan.h"
 
 extern "C" {
 #include "access/xact.h"
@@ -93,24 +97,15 @@ static bool confirm_original(const Storage* st, int64 pid, const PartitionState*
     return ok;
 }
 
-// See the top of this file.
-void push_hinted(const Storage* st, int64 pid, const PartitionState* ps, const PushBatch* b,
-                 int64 verified, int32 vouch_window, const VouchHints* hints, PushAnswer* answers) {
+// See the top of this file. The narrow stage calls it once, after it checked the vouch (an
+// ignored vouch, or window 0, never gets here: its hints go with it) and indexed the leaders.
+HintsOutcome hints_confirm(const Storage* st, int64 pid, const PartitionState* ps,
+                           const PushBatch* b, const VouchHints* hints, const int32* leader,
+                           PushAnswer* answers, PushBatch* rest, int32** at_out) {
     const int n = b->n;
-    if (hints == nullptr || hints->n == 0 || n == 0)
-        return push_prelocked(st, pid, ps, b, verified, vouch_window, answers);
-    // The vouch's own rules first (22023 above last_offset); an ignored vouch drops its hints.
-    if (vouch_check(pid, ps, verified, vouch_window) < 0 || ps->window == 0)
-        return push_prelocked(st, pid, ps, b, verified, vouch_window, answers);
     hint_stats.hinted_segments++;
     hint_stats.hints += hints->n;
 
-    // Classes of equal hashes: leader[i] is the first message with message i's hash.
-    int32* leader = static_cast<int32*>(palloc(sizeof(int32) * n));
-    Size nslots = queen::ProbeIndex::slots_for((Size) n);
-    int32* slots = static_cast<int32*>(palloc(sizeof(int32) * nslots));
-    queen::ProbeIndex index;
-    index.build(b->hashes, (Size) n, slots, nslots, leader);
     int32* hint_of = static_cast<int32*>(palloc(sizeof(int32) * n));  // per leader, or -1
     for (int i = 0; i < n; i++) hint_of[i] = -1;
     for (int k = 0; k < hints->n; k++) {
@@ -133,41 +128,32 @@ void push_hinted(const Storage* st, int64 pid, const PartitionState* ps, const P
     UnregisterSnapshot(snap);
     if (!confirmed) {
         hint_stats.fallbacks++;
-        push_prelocked(st, pid, ps, b, -1, vouch_window, answers);  // the full probe decides
-    } else {
-        hint_stats.confirmed++;
-        // The rest, in order, with the plain vouch.
-        PushBatch rest = {0, static_cast<queen::MessageView*>(palloc(sizeof(queen::MessageView) * n)),
-                          static_cast<queen::Hash128*>(palloc(sizeof(queen::Hash128) * n)),
-                          nullptr, 0};
-        int32* at = static_cast<int32*>(palloc(sizeof(int32) * n));
-        for (int i = 0; i < n; i++) {
-            int32 k = hint_of[leader[i]];
-            if (k >= 0) {
-                answers[i].kind = queen::VerdictKind::StoredDuplicate;
-                answers[i].offset = hints->items[k].offset;
-                answers[i].id = ids[k];
-                continue;
-            }
-            at[rest.n] = i;
-            rest.msgs[rest.n] = b->msgs[i];
-            rest.hashes[rest.n] = b->hashes[i];
-            rest.n++;
-        }
-        if (rest.n > 0) {
-            PushAnswer* sub = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * rest.n));
-            push_prelocked(st, pid, ps, &rest, verified, vouch_window, sub);
-            for (int j = 0; j < rest.n; j++) answers[at[j]] = sub[j];
-            pfree(sub);
-        }
-        pfree(rest.msgs);
-        pfree(rest.hashes);
-        pfree(at);
+        pfree(hint_of);
+        pfree(ids);
+        return HintsOutcome::Fallback;  // the full probe decides
     }
-    pfree(leader);
-    pfree(slots);
+    hint_stats.confirmed++;
+    // The hinted classes answered here; the rest, in order, for the plain vouch.
+    *rest = {0, static_cast<queen::MessageView*>(palloc(sizeof(queen::MessageView) * n)),
+             static_cast<queen::Hash128*>(palloc(sizeof(queen::Hash128) * n)), nullptr, 0};
+    int32* at = static_cast<int32*>(palloc(sizeof(int32) * n));
+    for (int i = 0; i < n; i++) {
+        int32 k = hint_of[leader[i]];
+        if (k >= 0) {
+            answers[i].kind = queen::VerdictKind::StoredDuplicate;
+            answers[i].offset = hints->items[k].offset;
+            answers[i].id = ids[k];
+            continue;
+        }
+        at[rest->n] = i;
+        rest->msgs[rest->n] = b->msgs[i];
+        rest->hashes[rest->n] = b->hashes[i];
+        rest->n++;
+    }
+    *at_out = at;
     pfree(hint_of);
     pfree(ids);
+    return HintsOutcome::Confirmed;
 }
 
 }  // namespace queen_pg

@@ -1,9 +1,9 @@
-// The hinted vouch (see push_hints.cpp): confirm the caller's hinted originals against the
-// stored rows, then push the rest under the plain vouch, or everything with the full probe.
+// The hinted vouch (see push_hints.cpp): the caller's hints decoded, and, inside the narrow
+// stage (push_narrow.cpp), the hinted originals confirmed against the stored rows.
 #pragma once
 #include "core/probe/vouch_hints.h"
-#include "pg/queue/push_narrow.h"
-#include "pg/queue/push_path.h"
+#include "pg/queue/push_batch.h"
+#include "pg/storage/partition_lock.h"
 
 namespace queen_pg {
 
@@ -17,11 +17,21 @@ struct VouchHints {
 // 22023 naming `what` and the hint at fault when it breaks a rule of core/vouch_hints.h.
 VouchHints hints_parse(bytea* blob, int n, int64 verified, const char* what);
 
-// push_prelocked() with hints (nullptr or none: exactly push_prelocked). The caller holds the
-// partition row lock; `ps` is what it read. 22023 when two hints name the same transactionId.
-void push_hinted(const Storage* st, int64 partition_id, const PartitionState* ps,
-                 const PushBatch* batch, int64 verified, int32 vouch_window,
-                 const VouchHints* hints, PushAnswer* answers);
+// What hints_confirm() decided.
+enum class HintsOutcome {
+    Confirmed,  // every hinted original confirmed: the hinted classes are answered, *rest holds
+                // the other messages (in order) for the plain vouch
+    Fallback,   // one did not confirm: the whole batch goes to the full probe (no vouch)
+};
+
+// Confirm the hints of batch b (at least one hint, a vouch the narrow stage accepted, a window
+// above 0) under the partition lock the caller holds; leader[i] is the first message with
+// message i's hash. Confirmed: answers[] holds the hinted classes' answers, *rest (palloc'd
+// arrays) the others and at[j] rest message j's index in b. 22023 when two hints name the same
+// transactionId.
+HintsOutcome hints_confirm(const Storage* st, int64 partition_id, const PartitionState* ps,
+                           const PushBatch* b, const VouchHints* hints, const int32* leader,
+                           PushAnswer* answers, PushBatch* rest, int32** at);
 
 // Counters of this backend (queen.push_hint_stats()).
 struct PushHintStats {

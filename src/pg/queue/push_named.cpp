@@ -7,6 +7,7 @@
 // locks are taken in the one global order, so the two steps cannot deadlock with each other
 // or with queen.transaction.
 #include "pg/queue/answer_store.h"
+#include "pg/queue/push_path.h"
 #include "pg/queue/push_segments.h"
 #include "pg/queue/resolve_names.h"
 

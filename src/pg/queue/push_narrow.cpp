@@ -23,17 +23,59 @@ int64 vouch_check(int64 pid, const PartitionState* ps, int64 verified, int32 vou
     return verified;
 }
 
-// Check the vouch, index the leaders, set the floor and the window for the probe.
-bool push_narrow(const Storage* st, int64 pid, const PartitionState* ps, const PushBatch* b,
-                 int64 verified, int32 vouch_window, TimestampTz now, PushNarrowed* out) {
-    verified = vouch_check(pid, ps, verified, vouch_window);
-    int n = b->n;
-    if (n == 0) return false;
+namespace {
 
+// Index batch b's leaders into out (palloc'd).
+void index_leaders(const PushBatch* b, PushNarrowed* out) {
+    int n = b->n;
     out->leader = static_cast<int32*>(palloc(sizeof(int32) * n));
     Size nslots = queen::ProbeIndex::slots_for((Size) n);
     out->slots = static_cast<int32*>(palloc(sizeof(int32) * nslots));
     out->index.build(b->hashes, (Size) n, out->slots, nslots, out->leader);
+}
+
+// Free the rest batch of confirmed hints.
+void free_rest(PushNarrowed* nw) {
+    if (nw->at == nullptr) return;
+    pfree(nw->rest.msgs);
+    pfree(nw->rest.hashes);
+    pfree(nw->at);
+    nw->at = nullptr;
+}
+
+}  // namespace
+
+// Check the vouch, index the leaders, confirm the hints, set the floor and the window for the
+// probe.
+bool push_narrow(const Storage* st, int64 pid, const PartitionState* ps, const PushBatch* b,
+                 int64 verified, int32 vouch_window, const VouchHints* hints, TimestampTz now,
+                 PushAnswer* answers, PushNarrowed* out) {
+    verified = vouch_check(pid, ps, verified, vouch_window);
+    out->batch = b;
+    out->answers = answers;
+    out->at = nullptr;
+    if (b->n == 0) return false;
+
+    index_leaders(b, out);
+    // A vouch the extension ignores (or window 0) takes its hints with it.
+    if (hints != nullptr && hints->n > 0 && verified >= 0 && ps->window != 0) {
+        HintsOutcome h = hints_confirm(st, pid, ps, b, hints, out->leader, answers, &out->rest,
+                                       &out->at);
+        if (h == HintsOutcome::Fallback) {
+            verified = -1;  // the full probe decides
+        } else {
+            pfree(out->leader);
+            pfree(out->slots);
+            if (out->rest.n == 0) {  // every message answered
+                free_rest(out);
+                return false;
+            }
+            out->batch = &out->rest;
+            out->answers = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * out->rest.n));
+            index_leaders(out->batch, out);
+        }
+    }
+    int n = out->batch->n;
     // Window 0 turns deduplication off entirely: a repeat inside one call is written like a
     // repeat in the next call (so how a client or the sidecar splits or fuses calls never
     // changes what is stored). Every item leads; nothing is probed.
@@ -47,15 +89,21 @@ bool push_narrow(const Storage* st, int64 pid, const PartitionState* ps, const P
     bool* have_found_id = static_cast<bool*>(palloc0(sizeof(bool) * n));
     out->probe = ProbeCtx{st, pid, ps, floor, now - (TimestampTz) ps->window * USECS_PER_SEC,
                           now - ((TimestampTz) ps->window + 5) * USECS_PER_SEC, nullptr,
-                          &out->index, b->hashes, out->leader, n, best, found_id, have_found_id};
+                          &out->index, out->batch->hashes, out->leader, n, best, found_id,
+                          have_found_id};
     // A caller's vouch already narrows the span; the digest helps when nobody vouched.
     out->vouched = verified > ps->txns_start - 1;
     out->probe_needed = ps->window > 0 && ps->last_offset > floor;
     return true;
 }
 
-// Free the narrowed call.
-void push_narrow_free(PushNarrowed* nw) {
+// Put the rest's answers in the call's order, then free the narrowed call.
+void push_narrow_free(PushNarrowed* nw, PushAnswer* answers) {
+    if (nw->at != nullptr) {
+        for (int j = 0; j < nw->rest.n; j++) answers[nw->at[j]] = nw->answers[j];
+        pfree(nw->answers);
+        free_rest(nw);
+    }
     pfree(nw->leader);
     pfree(nw->slots);
     pfree(nw->probe.best);

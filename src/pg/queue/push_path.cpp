@@ -1,7 +1,8 @@
 // The push driver: lock -> narrow -> probe -> allocate -> write, each stage a room entered
 // once from here (docs/push-path.md):
 //   lock      pg/storage/partition_lock.cpp   the partition row, FOR NO KEY UPDATE
-//   narrow    pg/queue/push_narrow.cpp        the vouch, the leaders, the floor and window
+//   narrow    pg/queue/push_narrow.cpp        the vouch, the leaders, hinted originals
+//                                             (push_hints.cpp), the floor and window
 //   probe     pg/probe/partition_probe.cpp    a probe cache narrows, the full probe decides
 //   allocate  pg/queue/push_allocate.cpp      verdicts, offsets for survivors, answers
 //   write     pg/queue/push_write.cpp         allocator bump, segment and log_txns rows
@@ -54,13 +55,17 @@ void push_locked(const Storage* st, int64 pid, const PushBatch* b, int64 verifie
     push_prelocked(st, pid, &ps, b, verified, vouch_window, answers);
 }
 
-// Narrow, probe, allocate, write under a lock the caller holds.
+// Narrow, probe, allocate, write under a lock the caller holds. After narrow the stages push
+// nw.batch: the call's batch, or what is left of it once confirmed hints answered their
+// messages (push_hints.cpp).
 void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, const PushBatch* b,
-                    int64 verified, int32 vouch_window, PushAnswer* answers) {
+                    int64 verified, int32 vouch_window, PushAnswer* answers,
+                    const VouchHints* hints) {
     PartitionState ps = *locked;
     TimestampTz now = GetCurrentTimestamp();
     PushNarrowed nw;
-    if (!push_narrow(st, pid, &ps, b, verified, vouch_window, now, &nw)) return;
+    if (!push_narrow(st, pid, &ps, b, verified, vouch_window, hints, now, answers, &nw)) return;
+    const PushBatch* nb = nw.batch;
 
     if (nw.probe_needed) {  // the snapshot after the lock (protocol, 3)
         CommandCounterIncrement();
@@ -68,12 +73,12 @@ void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, 
         probe_partition(&nw.probe, !nw.vouched && push_options.probe_cache);
     }
 
-    queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * b->n));
-    int survivors = push_allocate(&nw.probe, b, v, answers);
+    queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * nb->n));
+    int survivors = push_allocate(&nw.probe, nb, v, nw.answers);
     if (nw.probe.snap != nullptr) UnregisterSnapshot(nw.probe.snap);
 
-    if (survivors > 0) push_write(pid, &ps, b, v, survivors, now);
-    push_narrow_free(&nw);
+    if (survivors > 0) push_write(pid, &ps, nb, v, survivors, now);
+    push_narrow_free(&nw, answers);
     pfree(v);
 }
 

@@ -17,10 +17,15 @@ struct PushOptions {
 };
 extern PushOptions push_options;
 
+struct VouchHints;  // pg/queue/push_hints.h
+
 // push_locked() for a partition the caller has already locked with partition_lock() or
-// partition_lock_by_name() in this transaction (`ps` is what that lock read).
+// partition_lock_by_name() in this transaction (`ps` is what that lock read). With hints (the
+// hinted vouch of push_segment(s), push_hints.cpp) the narrow stage confirms them first; 22023
+// when two name the same transactionId.
 void push_prelocked(const Storage* st, int64 partition_id, const PartitionState* ps,
-                    const PushBatch* batch, int64 verified, int32 vouch_window, PushAnswer* answers);
+                    const PushBatch* batch, int64 verified, int32 vouch_window, PushAnswer* answers,
+                    const VouchHints* hints = nullptr);
 
 // Lock, probe, allocate and write one segment; answers[] gets one entry per message.
 // `verified` is the caller's vouch (-1: none), made for a window of `vouch_window` seconds

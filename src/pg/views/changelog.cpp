@@ -62,10 +62,12 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     bool* label_null = static_cast<bool*>(palloc(sizeof(bool) * n));
     size_t size = 0;
     cxx_capture(err, [&] {
-        labels = run->labels = new std::string[n];  // freed with the run, even on an ERROR
+        run->labels.resize(n);  // freed with the run, even on an ERROR
+        labels = run->labels.data();
         for (const Change& c : run->out)
             size += 38 + c.get().key.size() + c.get().payload.size() + c.get().partition.size();
-        ChangeBlockWriter w(VARHDRSZ);  // the bytea's length word goes in front: no copy
+        // the bytea's length word goes in front: no copy; in the call's working memory
+        PmrChangeBlockWriter w(VARHDRSZ, run->mem);
         w.reserve(VARHDRSZ + size + 8);
         for (int i = 0; i < n; i++) {
             const Change& c = run->out[i];
@@ -82,7 +84,8 @@ void write_changelog(Run* run, const ViewRow* v, ReturnSetInfo* rsinfo, int64* n
     });
     cxx_raise(err);
     // the block as a bytea in place: run->block (kept until the call ends) begins with room
-    // for the length word; malloc's alignment suits a varlena
+    // for the length word; the working memory aligns every block as malloc would, which suits
+    // a varlena
     block = reinterpret_cast<bytea*>(run->block.data());
     SET_VARSIZE(block, run->block.size());
     Oid types[4] = {INT8OID, INT8OID, INT8OID, BYTEAOID};

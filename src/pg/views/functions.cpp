@@ -57,13 +57,17 @@ namespace {
 
 struct RunHolder {
     Run* run;
+    std::pmr::memory_resource* mem;  // what the run draws from (work_memory.cpp), or nullptr
 };
 
-// Memory-context reset callback: frees the C++ side of an aborted call.
+// Free the C++ side of a call (its Run, then its use of the working memory); run by the
+// memory-context reset callback when the call errors out, and at its end.
 void run_free(void* arg) {
     RunHolder* h = static_cast<RunHolder*>(arg);
     delete h->run;
     h->run = nullptr;
+    if (h->mem != nullptr) work_memory_end(h->mem);
+    h->mem = nullptr;
 }
 
 SPIPlanPtr plan_view, plan_pending, plan_offsets, plan_pending_del, plan_pending_ins, plan_view_upd;
@@ -129,17 +133,22 @@ void load_pending(Run* run, const ViewRow* v, CxxError* err) {
         " WHERE view_id = $1 ORDER BY pos", 1, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup pending lookup failed");
-    std::vector<Row>& bundle = run->pending;  // in the run: row_from may raise an ERROR
+    std::pmr::vector<Row>& bundle = run->pending;  // in the run: row_from may raise an ERROR
     cxx_capture(*err, [&] { bundle.resize(SPI_processed); });
     cxx_raise(*err);
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++)
         row_from(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &bundle[i], err);
-    cxx_capture(*err, [&] { run->op->restore(v->has_wm, v->wm, v->late, std::move(bundle)); });
+    // the operator keeps its bundle past the call: in memory of its own
+    cxx_capture(*err, [&] {
+        run->op->restore(v->has_wm, v->wm, v->late,
+                         std::vector<Row>(std::make_move_iterator(bundle.begin()),
+                                          std::make_move_iterator(bundle.end())));
+    });
     cxx_raise(*err);
 }
 
 // Record each partition's next unconsumed offset.
-void write_offsets(const std::vector<Row>& merged, Run* run, const ViewRow* v) {
+void write_offsets(const std::pmr::vector<Row>& merged, Run* run, const ViewRow* v) {
     int np = (int) run->part_names.size();
     if (merged.empty() || np == 0) return;
     int64* next = static_cast<int64*>(palloc(sizeof(int64) * np));
@@ -272,7 +281,8 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     Options o;
     load_view(name, &v, &o);
     CxxError err;
-    cxx_capture(err, [&] { holder->run = new Run(o); });
+    holder->mem = work_memory_begin();
+    cxx_capture(err, [&] { holder->run = new Run(o, holder->mem); });
     cxx_raise(err);
     Run* run = holder->run;
     run->state_deltas = v.state_deltas;  // unless this call writes or folds one
@@ -295,7 +305,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     }
     // the keys whose state this call needs and the backend's cache does not hold
     cxx_capture(err, [&] {
-        std::unordered_map<std::string, bool> seen;
+        std::pmr::unordered_map<std::string, bool> seen(run->mem);
         for (const Row& r : run->op->bundle())
             if (!run->st.in_base(r.key) && seen.emplace(r.key, true).second)
                 run->keys.push_back(r.key);
@@ -341,8 +351,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     store_cached(run, &v, token);
     SPI_finish();
     AtEOXact_GUC(true, guc_level);
-    delete holder->run;
-    holder->run = nullptr;
+    run_free(holder);
     return (Datum) 0;
 }
 

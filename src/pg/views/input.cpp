@@ -264,7 +264,9 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
     UnregisterSnapshot(snap);
     if (err->failed) return;
     cxx_capture(*err, [&] {
-        std::vector<size_t> order = merge_order(run->items, run->part_names, (size_t) max_rows);
+        std::vector<size_t> order = merge_order(run->items.data(), run->items.size(),
+                                                run->part_names.data(), run->part_names.size(),
+                                                (size_t) max_rows);
         run->merged.reserve(order.size());
         for (size_t i : order) {
             run->input[i].arrival = v->consumed + (int64_t) run->merged.size();

@@ -189,7 +189,7 @@ void overlay_deltas(Run* run, uint32_t b) {
 // (take_bucket_rows), the view's delta rows laid over them; a bucket without a row is known
 // empty.
 void load_buckets(Run* run, const ViewRow* v, CxxError* err) {
-    const std::vector<uint32_t>& buckets = run->to_load;
+    const std::pmr::vector<uint32_t>& buckets = run->to_load;
     int n = (int) buckets.size();
     if (n == 0) return;
     read_deltas(run, v, err);  // before the bucket rows: it replaces the SPI result
@@ -216,10 +216,10 @@ void load_buckets(Run* run, const ViewRow* v, CxxError* err) {
 
 // The buckets of the given keys that the call does not know yet, each once, into
 // run->to_load (C++ code only: run inside cxx_capture).
-void unknown_buckets(Run* run, const ViewRow* v, const std::vector<std::string>& keys) {
-    std::vector<uint32_t>& out = run->to_load;
+void unknown_buckets(Run* run, const ViewRow* v, const std::pmr::vector<std::string>& keys) {
+    std::pmr::vector<uint32_t>& out = run->to_load;
     out.clear();
-    std::unordered_map<uint32_t, bool> seen;
+    std::pmr::unordered_map<uint32_t, bool> seen(run->mem);
     for (const std::string& k : keys) {
         uint32_t b = bucket_of(k, run->nbuckets);
         if (known_bucket(run, v, b) == nullptr && seen.emplace(b, true).second) out.push_back(b);
@@ -263,8 +263,8 @@ void load_candidates(Run* run, const ViewRow* v, int64 wm, CxxError* err) {
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup candidate lookup failed");
     // the candidates' keys and arrivals live in the run: SPI calls follow
-    std::vector<std::string>& keys = run->cand_keys;
-    std::vector<int64>& arrivals = run->cand_arrivals;
+    std::pmr::vector<std::string>& keys = run->cand_keys;
+    std::pmr::vector<int64_t>& arrivals = run->cand_arrivals;
     for (uint64 i = 0; i < SPI_processed && !err->failed; i++) {
         const char* kp;
         int kl;
@@ -302,7 +302,7 @@ namespace {
 // Keep queen.dedup_candidates (the rowtime index of pending rowtime keep-first candidates)
 // in step with the keys written: a candidate that left or moved is deleted, a new one inserted.
 void write_candidates(Run* run, const ViewRow* v) {
-    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
+    const std::pmr::vector<StateMap::Entry*>& dirty = run->st.dirty();
     int total = (int) dirty.size();
     Datum* dk = static_cast<Datum*>(palloc(sizeof(Datum) * total));
     Datum* drt = static_cast<Datum*>(palloc(sizeof(Datum) * total));
@@ -442,7 +442,7 @@ bool bucket_update_at(BucketRel* r, uint64 loc, int64 view_id, int32 bucket, Dat
 // With fold, the keys of the view's delta rows (read_deltas) are merged in too: a key the call
 // did not write has its newest delta entry as its state.
 void build_buckets(Run* run, const ViewRow* v, bool fold, CxxError* err) {
-    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
+    const std::pmr::vector<StateMap::Entry*>& dirty = run->st.dirty();
     bool rowtime = v->has_rowtime_path;
     const char* bad = nullptr;
     uint32_t missing = 0;
@@ -580,7 +580,7 @@ bool use_delta(const Run* run, const ViewRow* v) {
 
 // Write the states the operator changed as the view's next delta row (keys in order).
 void write_delta_row(Run* run, const ViewRow* v) {
-    const std::vector<StateMap::Entry*>& dirty = run->st.dirty();
+    const std::pmr::vector<StateMap::Entry*>& dirty = run->st.dirty();
     bool rowtime = v->has_rowtime_path;
     CxxError err;
     cxx_capture(err, [&] {
@@ -613,7 +613,7 @@ void write_delta_row(Run* run, const ViewRow* v) {
 void prepare_fold(Run* run, const ViewRow* v, CxxError* err) {
     read_deltas(run, v, err);
     cxx_capture(*err, [&] {
-        std::vector<uint32_t>& buckets = run->to_load;
+        std::pmr::vector<uint32_t>& buckets = run->to_load;
         buckets.clear();
         for (auto& kv : run->delta_keys)
             if (known_bucket(run, v, kv.first) == nullptr) buckets.push_back(kv.first);
@@ -650,7 +650,7 @@ void write_states(Run* run, const ViewRow* v) {
     }
     int total = (int) run->written_buckets.size();
     // buckets in ascending order: a stable write order (in the run: SPI calls follow)
-    std::vector<uint32_t>& order = run->write_order;
+    std::pmr::vector<uint32_t>& order = run->write_order;
     cxx_capture(err, [&] {
         order.clear();
         for (auto& kv : run->written_buckets) order.push_back(kv.first);

@@ -20,6 +20,9 @@ SQL_OUT     = build/sql
 DATA       = sql/$(EXTENSION)--0.1.0.sql sql/$(EXTENSION)--0.2.0.sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
 DATA_built = $(SQL_OUT)/$(EXTENSION)--$(EXTVERSION).sql \
              $(foreach f,$(SQL_FROM),$(SQL_OUT)/$(EXTENSION)--$(f)--$(EXTVERSION).sql)
+# The router extension (issue 20, mk/router.mk): its control file and install script.
+DATA       += queen_router.control
+DATA_built += $(SQL_OUT)/queen_router--$(EXTVERSION).sql
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 # pg_regress inputs live in tests/regress/sql; their expected output in expected/ (reached as
@@ -44,6 +47,7 @@ include $(PGXS)
 
 # The install and upgrade scripts (schema, routines and privileges parts of sql/): mk/sql.mk.
 include mk/sql.mk
+include mk/router.mk
 
 # ---- everything outside PostgreSQL: core library, unit tests, sidecar ----
 BUILD      = build

@@ -15,6 +15,7 @@ PACKAGES=(
     curl wrk python3                                                       # demo, benchmarks, tools
     b3sum                                                                  # BLAKE3 reference program (tests)
     python3-matplotlib                                                     # bench/durable.sh's plot
+    postgresql-15-plproxy                                                  # the router (scripts/cluster.sh)
 )
 
 # Print the packages that dpkg does not show as installed.

@@ -42,6 +42,9 @@ GRANT EXECUTE ON FUNCTION
     queen.push_hint_stats(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
     queen.committed_offset(text, text, text), queen.explain(text, text, text)
     TO queen_reader, queen_writer, queen_admin;
+-- placement (sql/queen.sql; docs/scale-out.md)
+GRANT EXECUTE ON FUNCTION queen.slot_of(text, text), queen.slot_of(text, text, integer)
+    TO queen_reader, queen_writer, queen_admin;
 -- shared probe cache (sql/modules/50_probe_cache.sql)
 GRANT EXECUTE ON FUNCTION queen.probe_cache_shared(), queen.probe_cache_partitions()
     TO queen_reader, queen_writer, queen_admin;

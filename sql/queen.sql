@@ -23,10 +23,26 @@
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch).
+--   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
+--     advisory-class lock of the slot) after the partition row lock of every write, or before
+--     creating a partition; queen.shard_fence_slot takes it in ExclusiveLock mode and no other
+--     lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h).
 
 -- ---------------------------------------------------------------- C entry points
 CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'queen_txn_hash_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- The slot of a partition in a sharded cluster (src/core/common/slot.h; docs/scale-out.md):
+-- XXH3_64bits(queue || '\0' || partition) & (slot_count - 1), slot_count a power of two (64 by
+-- default). A queue kept on one slot ({"placement": "single_slot"}) is placed by partition ''.
+CREATE OR REPLACE FUNCTION queen.slot_of(p_queue text, p_partition text) RETURNS integer
+    AS 'MODULE_PATHNAME', 'queen_slot_of_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE OR REPLACE FUNCTION queen.slot_of(p_queue text, p_partition text, p_slot_count integer)
+    RETURNS integer
+    AS 'MODULE_PATHNAME', 'queen_slot_of_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE OR REPLACE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h bytea) RETURNS SETOF record
@@ -151,6 +167,7 @@ BEGIN
         IF FOUND THEN
             RETURN;
         END IF;
+        PERFORM queen.slot_fence_check(p_queue, p_partition);  -- a shard's fence (issue 20)
         INSERT INTO queen.queues (name) VALUES (p_queue) ON CONFLICT (name) DO NOTHING;
         INSERT INTO queen.log_partitions (queue_id, name)
             SELECT q.id, p_partition FROM queen.queues q WHERE q.name = p_queue
@@ -193,6 +210,7 @@ DECLARE
     v_window  int := 3600;
     v_ret     int := NULL;
     v_by      text := 'transactionId';
+    v_single  boolean := false;  -- placement (issue 20): "single_slot"
     v_old     int;
     v_val     jsonb;
 BEGIN
@@ -204,9 +222,9 @@ BEGIN
         RAISE EXCEPTION 'options must be a JSON object' USING ERRCODE = '22023';
     END IF;
     FOR v_key IN SELECT jsonb_object_keys(v_opts) LOOP
-        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy') THEN
+        IF v_key NOT IN ('dedupWindowSeconds', 'retentionSeconds', 'dedupBy', 'placement') THEN
             RAISE EXCEPTION 'unknown option "%"', v_key USING ERRCODE = '22023',
-                HINT = 'Options are dedupWindowSeconds, retentionSeconds and dedupBy.';
+                HINT = 'Options are dedupWindowSeconds, retentionSeconds, dedupBy and placement.';
         END IF;
     END LOOP;
 
@@ -238,6 +256,14 @@ BEGIN
         v_by := v_val #>> '{}';
     END IF;
 
+    v_val := v_opts -> 'placement';
+    IF v_val IS NOT NULL THEN
+        IF jsonb_typeof(v_val) <> 'string' OR v_val #>> '{}' NOT IN ('partition', 'single_slot') THEN
+            RAISE EXCEPTION 'placement must be "partition" or "single_slot"' USING ERRCODE = '22023';
+        END IF;
+        v_single := v_val #>> '{}' = 'single_slot';
+    END IF;
+
     SELECT dedup_window_seconds INTO v_old FROM queen.queues WHERE name = p_queue FOR NO KEY UPDATE;
     IF FOUND THEN
         IF NOT (v_opts ? 'dedupWindowSeconds') AND v_old <> 3600 THEN
@@ -258,6 +284,12 @@ BEGIN
                dedup_by = EXCLUDED.dedup_by, updated_at = now();
     END IF;
 
+    PERFORM queen.queue_set_placement(p_queue, v_single);
+    IF v_single THEN
+        RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
+                                  'retentionSeconds', v_ret, 'dedupBy', v_by,
+                                  'placement', 'single_slot');
+    END IF;
     RETURN jsonb_build_object('queue', p_queue, 'dedupWindowSeconds', v_window,
                               'retentionSeconds', v_ret, 'dedupBy', v_by);
 END

@@ -165,6 +165,7 @@ BEGIN
     INSERT INTO queen.queues (name, dedup_window_seconds) VALUES ('__queen_streams', 0)
         ON CONFLICT (name) DO NOTHING;
     SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = '__queen_streams';
+    PERFORM queen.slot_fence_check('__queen_streams', p_name);  -- a shard's fence (issue 20)
 
     LOOP
         -- the partition of that name, locked (created when absent)

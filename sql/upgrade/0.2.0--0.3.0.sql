@@ -21,3 +21,24 @@
 -- holding on a test-only version that changes an existing table.
 --
 -- No schema change yet.
+
+-- ---------------------------------------------------------------- issue 20: slots and the fence
+-- sql/schema/60_slots.sql: a shard's membership, its slots and the queues' placement.
+CREATE TABLE queen.shard_membership (
+    one        boolean PRIMARY KEY DEFAULT true CHECK (one),
+    shard      text NOT NULL,
+    slot_count int NOT NULL CHECK (slot_count >= 1 AND slot_count <= 65536
+                                   AND (slot_count & (slot_count - 1)) = 0),
+    joined_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE queen.shard_slots (
+    slot  int PRIMARY KEY CHECK (slot >= 0),
+    state text NOT NULL CHECK (state IN ('owned', 'moving'))
+);
+CREATE TABLE queen.queue_placement (
+    queue_id    bigint PRIMARY KEY REFERENCES queen.queues (id) ON DELETE CASCADE,
+    single_slot boolean NOT NULL
+);
+SELECT pg_catalog.pg_extension_config_dump('queen.shard_membership', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.shard_slots', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.queue_placement', '');

@@ -18,6 +18,7 @@
 #include "pg/queue/reserved_queues.h"
 #include "pg/queue/resolve_names.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/slot_fence.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -149,6 +150,7 @@ static int cmp_pair(const void* a, const void* b, void* arg) {
 // Sorts pos[] in place.
 static void create_missing(const NamePairs* p, int* pos, int m) {
     qsort_arg(pos, (size_t) m, sizeof(int), cmp_pair, const_cast<NamePairs*>(p));
+    for (int k = 0; k < m; k++) slot_fence_check_pair(p->queues[pos[k]], p->partitions[pos[k]]);  // issue 20
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     Oid t1[1] = {TEXTOID}, t2[2] = {TEXTOID, TEXTARRAYOID};
     SPIPlanPtr ins_q = spi_plan(&plan_insert_queue,

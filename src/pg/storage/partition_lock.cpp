@@ -25,6 +25,7 @@
 //      does: a stale snapshot can never produce a verdict.
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/slot_fence.h"
 
 extern "C" {
 #include "access/tableam.h"
@@ -158,7 +159,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
         if (rc == 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                             errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
-        if (rc == 1) return;
+        if (rc == 1) return slot_fence_check_partition(partition_id);  // issue 20: the fence
     }
     spi_open();
     Oid types[1] = {INT8OID};
@@ -175,6 +176,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
     read_state(1, out);
     SPI_finish();
+    slot_fence_check_partition(partition_id);  // issue 20: the shard's slot fence
 }
 
 // Find the partition by its names and lock it, reading the same state as partition_lock(). In
@@ -186,6 +188,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     out->direct = false;
     if (guc_direct_write) {
         int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
+        if (rc == 1) slot_fence_check_partition(*partition_id);  // issue 20: the fence
         if (rc >= 0) return rc == 1;
     }
     spi_open();
@@ -207,6 +210,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         read_state(3, out);
     }
     SPI_finish();
+    if (found) slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence
     return found;
 }
 

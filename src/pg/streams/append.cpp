@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "pg/streams/append.h"
+#include "pg/storage/slot_fence.h"
 #include "pg/streams/glue.h"
 #include "pg/streams/direct.h"
 
@@ -670,6 +671,7 @@ void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, App
     } else {
         if (want_pid >= 0) pid = lock_stream_pid(want_pid, q->name);
         if (pid < 0) pid = lock_stream(q->name);
+        if (pid >= 0) slot_fence_check_partition(pid);  // issue 20: the shard's slot fence
     }
     if (!decide_pass(q, true, pid, a))
         elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 answers

@@ -27,6 +27,7 @@
 #include <algorithm>
 
 #include "pg/streams/append.h"
+#include "pg/storage/slot_fence.h"
 
 extern "C" {
 #include "utils/array.h"
@@ -101,6 +102,7 @@ void lock_streams(text* const* names, int n, int64* pids) {
         for (int i = 0; i < n; i++)
             if (pids[i] < 0 && text_cmp(names[i], nm) == 0) pids[i] = pid;
     }
+    for (int i = 0; i < n; i++) if (pids[i] >= 0) slot_fence_check_partition(pids[i]);  // issue 20
     pfree(d);
 }
 

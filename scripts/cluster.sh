@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# A local sharded cluster of queen (docs/scale-out.md): N shard servers, each an ordinary
+# PostgreSQL 15 with queen preloaded and `CREATE EXTENSION queen`, and one router server whose
+# database holds `CREATE EXTENSION queen_router CASCADE` (PL/Proxy) with the shards added.
+#   scripts/cluster.sh start [--shards N]   init (first time) and start what is not running;
+#                                           idempotent (a stopped shard is started again)
+#   scripts/cluster.sh stop                 stop every server of the cluster
+#   scripts/cluster.sh status               one line per server; exit 0 when all run, 3 otherwise
+#   scripts/cluster.sh env                  QUEEN_ROUTER_CONNINFO=... and one
+#                                           QUEEN_SHARD_<NAME>=... line per shard
+#   scripts/cluster.sh remove               stop, then delete the cluster's data folders
+# Environment:
+#   QUEEN_CLUSTER_PORT   base port (default 55500): the router on it, shard k on it + k
+#   QUEEN_CLUSTER_DIR    data folder (default .cluster/ in the checkout)
+#   QUEEN_SLOT_COUNT     slot count of a new cluster (default 64; a power of two)
+#   QUEEN_PGBIN          PostgreSQL 15's programs (as for scripts/pg.sh)
+# Shards are named s1..sN (QUEEN_SHARD_S1, ...). Every server is started through scripts/pg.sh
+# (its own data folder and fixed port: as root they run as user postgres, listen on 127.0.0.1
+# only and trust local connections: never expose them). The number of shards is fixed when the
+# cluster is first created; `start --shards M` with more shards than the cluster has adds the
+# new ones (they get slots only by queen.move_slot once the cluster holds data).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
+BASE=${QUEEN_CLUSTER_PORT:-55500}
+DIR=${QUEEN_CLUSTER_DIR:-$ROOT/.cluster}
+SLOTS=${QUEEN_SLOT_COUNT:-64}
+PG=$ROOT/scripts/pg.sh
+
+say() { echo "cluster.sh: $*" >&2; }
+die() {
+    say "$*"
+    exit 1
+}
+
+# The shard names of the cluster on disk (s1 s2 ...), in order.
+existing_shards() {
+    local d
+    for d in "$DIR"/s*; do
+        [[ -d $d && $(basename "$d") =~ ^s[0-9]+$ ]] && basename "$d"
+    done | sort -V
+}
+
+# The port of a server: the router on BASE, shard sK on BASE + K.
+port_of() {
+    if [[ $1 == router ]]; then echo "$BASE"; else echo $((BASE + ${1#s})); fi
+}
+
+# The libpq connection string of a server (TCP, so other servers' PL/Proxy can use it).
+conninfo_of() { echo "host=127.0.0.1 port=$(port_of "$1") dbname=postgres user=postgres"; }
+
+# Run scripts/pg.sh for one server of the cluster (the router without queen preloaded).
+pg_of() {
+    local name=$1
+    shift
+    if [[ $name == router ]]; then
+        QUEEN_PGDATA=$DIR/$name QUEEN_PGPORT=$(port_of "$name") QUEEN_PRELOAD=0 bash "$PG" "$@"
+    else
+        QUEEN_PGDATA=$DIR/$name QUEEN_PGPORT=$(port_of "$name") bash "$PG" "$@"
+    fi
+}
+
+# psql on one server, quiet, stopping at the first error.
+psql_on() {
+    local name=$1
+    shift
+    "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -d "$(conninfo_of "$name")" "$@"
+}
+
+# PL/Proxy must be installed beside the PostgreSQL in use. A private copy made by
+# scripts/dev-prefix.sh before postgresql-15-plproxy was installed lacks it: copy the
+# system's files into it (the same PostgreSQL build), nothing else.
+ensure_plproxy() {
+    local share lib
+    share=$("$PGBIN/pg_config" --sharedir)/extension
+    lib=$("$PGBIN/pg_config" --pkglibdir)
+    [[ -f $share/plproxy.control && -f $lib/plproxy.so ]] && return 0
+    if [[ -f /usr/share/postgresql/15/extension/plproxy.control && -f /usr/lib/postgresql/15/lib/plproxy.so ]]; then
+        say "copying PL/Proxy from the system PostgreSQL into $(dirname "$share")"
+        cp /usr/share/postgresql/15/extension/plproxy* "$share/"
+        cp /usr/lib/postgresql/15/lib/plproxy.so "$lib/"
+        return 0
+    fi
+    die "PL/Proxy is not installed (run scripts/install-deps.sh: postgresql-15-plproxy)"
+}
+
+# Wait until a server answers on TCP.
+wait_tcp() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$(port_of "$1")" -t 2 && return 0
+        sleep 0.2
+    done
+    die "$1 does not answer on port $(port_of "$1")"
+}
+
+# Create queen on a shard (once) and bring it to the installed version.
+setup_shard() {
+    psql_on "$1" -c "CREATE EXTENSION IF NOT EXISTS queen" 2>&1 | grep -v 'already exists' >&2 || true
+}
+
+# Create queen_router on the router (once) and add every shard it does not know yet.
+setup_router() {
+    local s
+    psql_on router -c "CREATE EXTENSION IF NOT EXISTS queen_router CASCADE" 2>&1 | grep -v 'already exists' >&2 || true
+    psql_on router -c "SELECT queen.set_slot_count($SLOTS) WHERE NOT EXISTS (SELECT 1 FROM queen.shards())" >/dev/null
+    for s in "$@"; do
+        psql_on router -v name="$s" -v conninfo="$(conninfo_of "$s")" >/dev/null <<'EOF'
+SELECT queen.add_shard(:'name', :'conninfo') WHERE NOT EXISTS (SELECT 1 FROM queen.shards() WHERE name = :'name');
+EOF
+    done
+}
+
+cmd_start() {
+    local n="" shards=() s k
+    while [[ $# -gt 0 ]]; do
+        case $1 in
+            --shards)
+                n=${2:?--shards needs a number}
+                shift 2
+                ;;
+            *) die "unknown option $1" ;;
+        esac
+    done
+    mapfile -t shards < <(existing_shards)
+    if [[ -z $n ]]; then
+        n=${#shards[@]}
+        ((n > 0)) || n=3
+    fi
+    [[ $n =~ ^[1-9][0-9]*$ ]] || die "--shards must be a positive number"
+    ((n >= ${#shards[@]})) || die "the cluster has ${#shards[@]} shards; removing shards is not supported (remove it first)"
+    ensure_plproxy
+    mkdir -p "$DIR"
+    shards=()
+    for ((k = 1; k <= n; k++)); do shards+=("s$k"); done
+    for s in "${shards[@]}" router; do
+        pg_of "$s" start 2>&1 | sed "s/^/[$s] /" >&2
+        wait_tcp "$s"
+    done
+    for s in "${shards[@]}"; do setup_shard "$s"; done
+    setup_router "${shards[@]}"
+    say "cluster running: router on port $BASE, ${#shards[@]} shards (ports $((BASE + 1))-$((BASE + n)))"
+}
+
+cmd_stop() {
+    local s
+    for s in router $(existing_shards); do
+        [[ -d $DIR/$s ]] || continue
+        pg_of "$s" stop 2>&1 | sed "s/^/[$s] /" >&2
+    done
+}
+
+cmd_status() {
+    local s rc=0 out
+    [[ -d $DIR/router ]] || {
+        echo "no cluster in $DIR"
+        return 3
+    }
+    for s in router $(existing_shards); do
+        if out=$(pg_of "$s" status); then echo "$s: $out"; else
+            echo "$s: $out"
+            rc=3
+        fi
+    done
+    return $rc
+}
+
+cmd_env() {
+    local s
+    [[ -d $DIR/router ]] || die "no cluster yet: run scripts/cluster.sh start"
+    echo "QUEEN_ROUTER_CONNINFO='$(conninfo_of router)'"
+    for s in $(existing_shards); do
+        echo "QUEEN_SHARD_${s^^}='$(conninfo_of "$s")'"
+    done
+}
+
+cmd_remove() {
+    cmd_stop
+    local s
+    for s in router $(existing_shards); do pg_of "$s" remove 2>&1 | sed "s/^/[$s] /" >&2; done
+    rmdir "$DIR" 2>/dev/null || true
+}
+
+main() {
+    [[ -x $PGBIN/pg_ctl ]] || die "PostgreSQL 15 not found in $PGBIN (run scripts/install-deps.sh)"
+    [[ $BASE =~ ^[0-9]+$ ]] || die "QUEEN_CLUSTER_PORT must be a number"
+    local cmd=${1:-}
+    shift || true
+    case $cmd in
+        start) cmd_start "$@" ;;
+        stop) cmd_stop ;;
+        status) cmd_status ;;
+        env) cmd_env ;;
+        remove) cmd_remove ;;
+        *)
+            echo "usage: $0 start [--shards N] | stop | status | env | remove" >&2
+            exit 2
+            ;;
+    esac
+}
+
+main "$@"

@@ -1,0 +1,36 @@
+// The shard-side slot fence of a sharded cluster (docs/scale-out.md): a server that is a shard
+// (queen.shard_membership has its row) stores writes only for partitions whose slot it owns
+// (queen.shard_slots). A write to a slot it does not own fails with SQLSTATE 55Q01 ("slot not
+// owned here": refresh the slot map and send it to the owner); a write to a slot being moved
+// off it fails with 55Q02 ("slot moving": retry; the move switches the map, then 55Q01 sends
+// the retry to the new owner). A server that is not a shard pays one cached boolean per check.
+//
+// Locks: a check takes the slot's fence lock (an advisory-class heavyweight lock on
+// (database, slot), class kSlotFenceLockClass) in ShareLock mode, held to the end of the
+// transaction, AFTER the partition row lock (or, at partition creation, before any partition
+// row lock: creation takes none). queen.move_slot's fence (queen.shard_fence_slot, in a
+// transaction of its own) takes the same lock in ExclusiveLock mode and nothing else, so it
+// waits for every transaction that already passed the check to end, then marks the slot
+// 'moving' and commits: from then no transaction can store a write of that slot here. The
+// fence never waits for a partition row, so nothing waits in a circle (sql/queen.sql's lock
+// order, step 6).
+#pragma once
+#include "pg/common/glue.h"
+
+namespace queen_pg {
+
+// Refuse (55Q01 / 55Q02) a write to an existing partition whose slot this shard does not own
+// or is moving. Called with the partition row locked. No-op on a server that is not a shard.
+void slot_fence_check_partition(int64 partition_id);
+
+// The same for a partition about to be created, by its names. No-op when not a shard.
+void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
+                            Size partition_len);
+
+// slot_fence_check_names() for two texts.
+inline void slot_fence_check_pair(text* queue, text* partition) {
+    slot_fence_check_names(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), VARDATA_ANY(partition),
+                           VARSIZE_ANY_EXHDR(partition));
+}
+
+}  // namespace queen_pg

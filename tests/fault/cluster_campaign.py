@@ -263,7 +263,7 @@ def main():
                 cur = sql(cluster.router, "SELECT shard FROM queen.slot_map() WHERE slot = %d" % slot)
                 to = rng.choice([n for n in names if n != cur])
                 t0 = time.time()
-                sql(cluster.router, "SELECT queen.move_slot(%d, %s)" % (slot, quote(to)), timeout=120)
+                sql(cluster.router, "CALL queen.move_slot(%d, %s)" % (slot, quote(to)), timeout=120)
                 log("moved slot %d (%s) from %s to %s in %.2f s" % (slot, p, cur, to, time.time() - t0))
                 moved.append({"slot": slot, "from": cur, "to": to, "s": round(time.time() - t0, 2)})
                 moves += 1

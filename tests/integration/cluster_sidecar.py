@@ -39,13 +39,19 @@ def check(cond, what):
 
 
 def cluster(*args):
-    return subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), *args], env=ENV,
-                          check=True, capture_output=True, text=True).stdout
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), *args], env=ENV,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("cluster.sh %s failed: %s" % (" ".join(args), r.stderr[-2000:]))
+    return r.stdout
 
 
 def sql(ci, q):
-    return subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", ci, "-c", q],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", ci, "-c", q],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("psql failed: %s: %s" % (q, r.stderr))
+    return r.stdout.strip()
 
 
 def push(port, items):
@@ -149,7 +155,7 @@ def main():
 
         # 4. a slot moved under the sidecar
         slot = int(sql(router, "SELECT queen.slot_of('%s', '%s')" % (Q, pc)))
-        sql(router, "SELECT queen.move_slot(%d, 's1')" % slot)
+        sql(router, "CALL queen.move_slot(%d, 's1')" % slot)
         st, _, ans = push(port, [item(pc, "c1"), item(pc, "c3")])
         check(st == 201 and ans[0]["status"] == "duplicate" and
               (ans[0]["message_id"], ans[0]["offset"]) == first["c1"] and ans[1]["status"] == "queued",

@@ -112,6 +112,49 @@ EOF
     done
 }
 
+# Run a command as the servers' user (postgres when we are root), from /.
+as_pg() {
+    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
+}
+
+# Give every server without a data folder a copy of one fresh cluster (one initdb instead of
+# N + 1: initdb is most of a cold start). The copy is what scripts/pg.sh's own initdb makes
+# (same options, the same include line), so pg.sh takes it as its own.
+seed_data() {
+    local s missing=() tpl=$DIR/.template
+    for s in "$@"; do [[ -d $DIR/$s ]] || missing+=("$s"); done
+    ((${#missing[@]} > 1)) || return 0
+    rm -rf "$tpl"
+    mkdir -m 0700 "$tpl"
+    [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$tpl" "$DIR"
+    as_pg "$PGBIN/initdb" -D "$tpl" -U postgres --auth=trust --encoding=UTF8 \
+        --locale="${QUEEN_PG_LOCALE:-C.UTF-8}" --lc-messages=C --no-instructions >/dev/null
+    echo "include_if_exists = 'queen.conf'" | as_pg tee -a "$tpl/postgresql.conf" >/dev/null
+    for s in "${missing[@]}"; do  # copied aside, then renamed: never a half copy in place
+        rm -rf "$DIR/.copy-$s"
+        as_pg cp -a "$tpl" "$DIR/.copy-$s"
+        mv "$DIR/.copy-$s" "$DIR/$s"
+    done
+    rm -rf "$tpl"
+}
+
+# Start one server. Its port is fixed but lies in the kernel's ephemeral range, so an outgoing
+# connection may hold it for a moment: a failed bind is retried.
+start_one() {
+    local attempt out
+    for attempt in 1 2 3 4 5 6; do
+        if out=$(pg_of "$1" start 2>&1); then
+            sed "s/^/[$1] /" <<<"$out" >&2
+            wait_tcp "$1"
+            return 0
+        fi
+        sed "s/^/[$1] /" <<<"$out" >&2
+        grep -q 'already in use' <<<"$out" || die "$1 did not start"
+        sleep 2
+    done
+    die "$1 did not start: port $(port_of "$1") stays in use"
+}
+
 cmd_start() {
     local n="" shards=() s k
     while [[ $# -gt 0 ]]; do
@@ -134,10 +177,8 @@ cmd_start() {
     mkdir -p "$DIR"
     shards=()
     for ((k = 1; k <= n; k++)); do shards+=("s$k"); done
-    for s in "${shards[@]}" router; do
-        pg_of "$s" start 2>&1 | sed "s/^/[$s] /" >&2
-        wait_tcp "$s"
-    done
+    seed_data "${shards[@]}" router
+    for s in "${shards[@]}" router; do start_one "$s"; done
     for s in "${shards[@]}"; do setup_shard "$s"; done
     setup_router "${shards[@]}"
     say "cluster running: router on port $BASE, ${#shards[@]} shards (ports $((BASE + 1))-$((BASE + n)))"

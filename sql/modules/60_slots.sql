@@ -11,8 +11,9 @@
 --
 -- Locking protocol: shard_fence_slot takes the slot's fence lock in ExclusiveLock mode (it
 -- waits for every write that passed the check, which holds the lock in ShareLock mode to its
--- end) and no other lock of queen's; slot_import and slot_drop write only partitions of a slot
--- no one may write (not owned, or fenced), taking their rows in ascending id order.
+-- end) and no other lock of queen's; slot_import takes it too (before any partition exists
+-- here, so a push cannot hold one of its rows); slot_drop does not take it (it locks partition
+-- rows, in ascending id order, which a fenced push may hold while it waits for the fence lock).
 
 -- ---------------------------------------------------------------- C entry points
 -- The creation check of SQL creation paths (resolve_partition, stream_create).
@@ -38,7 +39,7 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_invalidate() RETURNS void
 -- count.
 CREATE OR REPLACE FUNCTION queen.partition_slot(p_queue text, p_partition text, p_single boolean,
                                                 p_slot_count int) RETURNS int
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql IMMUTABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT queen.slot_of(p_queue, CASE WHEN p_single THEN '' ELSE p_partition END, p_slot_count) $$;
 
@@ -335,7 +336,9 @@ DECLARE
     v_qids bigint[];
     v_vids bigint[];
 BEGIN
-    PERFORM queen.slot_fence_lock(p_slot);
+    -- No fence lock here: the slot is fenced, so no write can pass the check any more; a push
+    -- still holding a partition row lock waits for the fence lock's ShareLock, gets it, sees
+    -- 'moving' and fails, and the row locks below wait only for that.
     IF (SELECT state FROM queen.shard_slots s WHERE s.slot = p_slot) IS DISTINCT FROM 'moving' THEN
         RAISE EXCEPTION 'slot % is not fenced on this shard', p_slot USING ERRCODE = '55000';
     END IF;

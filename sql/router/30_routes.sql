@@ -8,42 +8,179 @@
 -- shards, 0A000, before anything is written).
 
 -- ---------------------------------------------------------------- queues: by (queue, partition)
+-- Each is a PL/pgSQL function computing the slot once and calling queen.<name>_on (PL/Proxy,
+-- RUN ON the slot); a shard that cannot be reached fails with 08006 naming the shard
+-- (queen.shard_unreachable), every other error comes back with the shard's own SQLSTATE.
+
+-- Raise 08006 naming the slot's shard when a PL/Proxy error is a failed connection (else return:
+-- the caller raises the error unchanged).
+CREATE OR REPLACE FUNCTION queen.shard_unreachable(p_slot int, p_message text) RETURNS void
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_message ~ '(PQconnectPoll|PQconnectStart|connection to server|server closed the connection|could not connect|Connection refused|lost connection)' THEN
+        RAISE EXCEPTION 'shard % (slot %) is unavailable', queen.slot_shard(p_slot), p_slot
+            USING ERRCODE = '08006', DETAIL = p_message,
+                  HINT = 'Only the slots of that shard fail; retry once it is back.';
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.push_on(p_slot int, p_queue text, p_partition text, p_items jsonb)
+    RETURNS TABLE (index int, status text, message_id uuid, transaction_id text,
+                   message_offset bigint)
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.push(p_queue, p_partition, p_items); $$;
+
 CREATE OR REPLACE FUNCTION queen.push(p_queue text, p_partition text, p_items jsonb)
     RETURNS TABLE (index int, status text, message_id uuid, transaction_id text,
                    message_offset bigint)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN QUERY SELECT * FROM queen.push_on(v_slot, p_queue, p_partition, p_items);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.read_on(p_slot int, p_queue text, p_partition text, p_from_offset bigint, p_limit int)
+    RETURNS TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb,
+                   created_at timestamptz)
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.read(p_queue, p_partition, p_from_offset, p_limit); $$;
 
 CREATE OR REPLACE FUNCTION queen.read(p_queue text, p_partition text, p_from_offset bigint, p_limit int)
     RETURNS TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb,
                    created_at timestamptz)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN QUERY SELECT * FROM queen.read_on(v_slot, p_queue, p_partition, p_from_offset, p_limit);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.ack_on(p_slot int, p_queue text, p_partition text, p_transaction_id text,
+        p_consumer_group text)
+    RETURNS boolean
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.ack(p_queue, p_partition, p_transaction_id, p_consumer_group); $$;
 
 CREATE OR REPLACE FUNCTION queen.ack(p_queue text, p_partition text, p_transaction_id text,
-                                     p_consumer_group text DEFAULT '__QUEUE_MODE__')
+        p_consumer_group text DEFAULT '__QUEUE_MODE__')
     RETURNS boolean
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN queen.ack_on(v_slot, p_queue, p_partition, p_transaction_id, p_consumer_group);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.ack_offset_on(p_slot int, p_queue text, p_partition text, p_offset bigint,
+        p_consumer_group text)
+    RETURNS boolean
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.ack_offset(p_queue, p_partition, p_offset, p_consumer_group); $$;
 
 CREATE OR REPLACE FUNCTION queen.ack_offset(p_queue text, p_partition text, p_offset bigint,
-                                            p_consumer_group text DEFAULT '__QUEUE_MODE__')
+        p_consumer_group text DEFAULT '__QUEUE_MODE__')
     RETURNS boolean
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN queen.ack_offset_on(v_slot, p_queue, p_partition, p_offset, p_consumer_group);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.ack_batch_on(p_slot int, p_queue text, p_partition text, p_items jsonb,
+        p_consumer_group text)
+    RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.ack_batch(p_queue, p_partition, p_items, p_consumer_group); $$;
 
 CREATE OR REPLACE FUNCTION queen.ack_batch(p_queue text, p_partition text, p_items jsonb,
-                                           p_consumer_group text DEFAULT '__QUEUE_MODE__')
+        p_consumer_group text DEFAULT '__QUEUE_MODE__')
     RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN QUERY SELECT * FROM queen.ack_batch_on(v_slot, p_queue, p_partition, p_items, p_consumer_group);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.committed_offset_on(p_slot int, p_queue text, p_partition text,
+        p_consumer_group text)
+    RETURNS bigint
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.committed_offset(p_queue, p_partition, p_consumer_group); $$;
 
 CREATE OR REPLACE FUNCTION queen.committed_offset(p_queue text, p_partition text,
-                                                  p_consumer_group text DEFAULT '__QUEUE_MODE__')
+        p_consumer_group text DEFAULT '__QUEUE_MODE__')
     RETURNS bigint
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN queen.committed_offset_on(v_slot, p_queue, p_partition, p_consumer_group);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
 
-CREATE OR REPLACE FUNCTION queen.partition_id(p_queue text, p_partition text) RETURNS bigint
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+CREATE OR REPLACE FUNCTION queen.partition_id_on(p_slot int, p_queue text, p_partition text)
+    RETURNS bigint
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.partition_id(p_queue, p_partition); $$;
+
+CREATE OR REPLACE FUNCTION queen.partition_id(p_queue text, p_partition text)
+    RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN queen.partition_id_on(v_slot, p_queue, p_partition);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION queen.explain_on(p_slot int, p_queue text, p_partition text, p_transaction_id text)
+    RETURNS jsonb
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.explain(p_queue, p_partition, p_transaction_id); $$;
 
 CREATE OR REPLACE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
     RETURNS jsonb
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON queen.route_slot(p_queue, p_partition); $$;
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_slot int := queen.route_slot(p_queue, p_partition);
+BEGIN
+    RETURN queen.explain_on(v_slot, p_queue, p_partition, p_transaction_id);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
+END
+$$;
 
 -- ---------------------------------------------------------------- one call per shard
 -- queen.transaction on the shard of one slot (the wrapper below chose it).
@@ -68,12 +205,13 @@ LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON ALL; SELECT queen.drop_queue(p_qu
 CREATE OR REPLACE FUNCTION queen.merge_answers(p_answers jsonb[]) RETURNS jsonb
 LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT COALESCE(jsonb_object_agg(k, CASE WHEN bool_and(jsonb_typeof(v) = 'number')
-                                             THEN to_jsonb(sum((v #>> '{}')::numeric))
-                                             ELSE (array_agg(v ORDER BY o))[1] END), '{}')
-      FROM (SELECT e.key AS k, e.value AS v, a.o
-              FROM unnest(p_answers) WITH ORDINALITY a(j, o), jsonb_each(a.j) e) x
-     GROUP BY k
+    SELECT COALESCE(jsonb_object_agg(y.k, y.v), '{}')
+      FROM (SELECT x.k, CASE WHEN bool_and(jsonb_typeof(x.v) = 'number')
+                             THEN to_jsonb(sum((x.v #>> '{}')::numeric) FILTER (WHERE jsonb_typeof(x.v) = 'number'))
+                             ELSE (array_agg(x.v ORDER BY x.o))[1] END AS v
+              FROM (SELECT e.key AS k, e.value AS v, a.o
+                      FROM unnest(p_answers) WITH ORDINALITY a(j, o), jsonb_each(a.j) e) x
+             GROUP BY x.k) y
 $$;
 
 -- A transaction runs on one shard: every partition it names must live there, else 0A000
@@ -103,7 +241,11 @@ BEGIN
                       HINT = 'Keep the queues of a transaction on one slot: configure them {"placement": "single_slot"}.';
         END IF;
     END IF;
-    RETURN queen.transaction_on(COALESCE(v_slot, 0), p_ops);
+    v_slot := COALESCE(v_slot, 0);
+    RETURN queen.transaction_on(v_slot, p_ops);
+EXCEPTION WHEN internal_error THEN
+    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
+    RAISE;
 END
 $$;
 

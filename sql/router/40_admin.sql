@@ -140,8 +140,10 @@ $$;
 --   4. drop the slot on the source.
 -- Other slots never pause. Run again after a failure, it goes on where the move stopped (a
 -- move given up before step 3 unfences the source). 42704 unknown shard, 22023 bad slot.
+-- (No pinned search_path: a procedure with a SET clause may not COMMIT, as for
+-- queen.run_retention_procedure; every name in it is schema-qualified.)
 CREATE OR REPLACE PROCEDURE queen.move_slot(p_slot integer, p_to_shard text)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+LANGUAGE plpgsql
 AS $$
 DECLARE
     v_from     text;

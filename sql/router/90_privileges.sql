@@ -36,6 +36,14 @@ GRANT EXECUTE ON FUNCTION queen.read(text, text, bigint, int), queen.partition_i
     queen.fork_gone(text, timestamptz), queen.dedup_changelog(text, bigint, int),
     queen.dedup_stats(text), queen.dedup_state_rows(text)
     TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.shard_unreachable(int, text),
+    queen.read_on(int, text, text, bigint, int), queen.partition_id_on(int, text, text),
+    queen.committed_offset_on(int, text, text, text), queen.explain_on(int, text, text, text)
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.push_on(int, text, text, jsonb),
+    queen.ack_on(int, text, text, text, text), queen.ack_offset_on(int, text, text, bigint, text),
+    queen.ack_batch_on(int, text, text, jsonb, text)
+    TO queen_writer;
 GRANT EXECUTE ON FUNCTION queen.push(text, text, jsonb), queen.ack(text, text, text, text),
     queen.ack_offset(text, text, bigint, text), queen.ack_batch(text, text, jsonb, text),
     queen.transaction(jsonb), queen.transaction_on(int, jsonb),

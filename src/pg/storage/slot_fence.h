@@ -12,8 +12,8 @@
 // transaction of its own) takes the same lock in ExclusiveLock mode and nothing else, so it
 // waits for every transaction that already passed the check to end, then marks the slot
 // 'moving' and commits: from then no transaction can store a write of that slot here. The
-// fence never waits for a partition row, so nothing waits in a circle (sql/queen.sql's lock
-// order, step 6).
+// fence never waits for a partition row, so nothing waits in a circle (the locking protocol at
+// the top of sql/queen.sql; docs/architecture.md's lock order, step 6).
 #pragma once
 #include "pg/common/glue.h"
 

@@ -13,3 +13,15 @@ SELECT queen.slot_of(NULL, 'p1') IS NULL AS is_null;
 -- immutable and parallel safe
 SELECT p.provolatile, p.proparallel FROM pg_proc p
 WHERE p.oid = 'queen.slot_of(text, text)'::regprocedure;
+-- the placement option: accepted and stored on a single server (not a shard: it may change)
+SELECT queen.configure('slot_q', '{"placement": "single_slot"}');
+SELECT q.name, pl.single_slot FROM queen.queue_placement pl JOIN queen.queues q ON q.id = pl.queue_id
+WHERE q.name = 'slot_q';
+SELECT status, message_offset FROM queen.push('slot_q', 'a', '[{"transactionId": "s1", "payload": 1}]');
+SELECT queen.configure('slot_q', '{"placement": "partition", "dedupWindowSeconds": 3600}');
+SELECT count(*) FROM queen.queue_placement pl JOIN queen.queues q ON q.id = pl.queue_id
+WHERE q.name = 'slot_q';
+SELECT queen.configure('slot_q', '{"placement": "everywhere"}');
+-- not a shard: no membership, no slots, writes are never fenced
+SELECT (SELECT count(*) FROM queen.shard_membership) AS member, (SELECT count(*) FROM queen.shard_slots) AS slots;
+SELECT queen.drop_queue('slot_q') ->> 'partitionsDropped' AS dropped;

@@ -146,7 +146,8 @@ public:
         *out = nullptr;
         return Status(StatusCode::Internal, "no PostgreSQL backend");
     }
-    // One connection per shard (what runs on every shard: configure).
+    // The connection(s) a configure runs on: one per shard, or (a sharded backend) the router
+    // database's, whose queen.configure configures every shard and records the queue's placement.
     virtual Status pg_every_shard(std::vector<PgBackend*>* out) {
         out->clear();
         return Status(StatusCode::Internal, "no PostgreSQL backend");

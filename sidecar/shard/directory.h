@@ -55,6 +55,12 @@ public:
     void note_pid(int64_t pid, uint32_t slot);
     bool pid_slot(int64_t pid, uint32_t* slot) const;
 
+    // The router's connection string.
+    const std::string& router_conninfo() const { return router_conninfo_; }
+    // Something that changes the map without changing its version (a queue's placement) is
+    // being written: the poller reads the whole map on its next few rounds.
+    void reload_soon() { force_rounds_.store(3); }
+
     // The poller: every refresh_ms, read queen.map_version() and the map when it changed.
     void start();
     void stop();
@@ -83,6 +89,7 @@ private:
     std::unordered_map<int64_t, uint32_t> pid_slot_;
 
     std::atomic<int64_t> loads_{0};
+    std::atomic<int> force_rounds_{0};
     std::mutex stop_mu_;
     std::condition_variable stop_cv_;
     bool stopping_ = false;

@@ -282,21 +282,14 @@ Status ShardedBackend::pg_for(const PgTarget& t, PgBackend** out) {
     return Status::ok();
 }
 
-// Every shard of the current map, each reachable, else ShardUnavailable naming it.
+// The router, which configures every shard (PL/Proxy RUN ON ALL) and keeps the placement.
 Status ShardedBackend::pg_every_shard(std::vector<PgBackend*>* out) {
     out->clear();
-    std::shared_ptr<const ShardMap> m;
-    Status s = current(&m);
-    if (!s.is_ok()) return s;
-    std::set<int> shards(m->slot_shard.begin(), m->slot_shard.end());
-    for (int sh : shards) {
-        PgBackend* pg = conn(sh);
-        Status c = pg->ensure_connected();
-        if (!c.is_ok())
-            return Status(StatusCode::ShardUnavailable,
-                          "shard " + dir_.name(sh) + " is unavailable; retry");
-        out->push_back(pg);
-    }
+    if (!router_) router_ = std::make_unique<PgBackend>(dir_.router_conninfo(), connect_timeout_s_, metrics_);
+    Status c = router_->ensure_connected();
+    if (!c.is_ok()) return Status(StatusCode::Unavailable, "the router database is unavailable; retry");
+    dir_.reload_soon();
+    out->push_back(router_.get());
     return Status::ok();
 }
 

@@ -54,6 +54,8 @@ public:
                     std::vector<int64_t>* offsets) override;
     void cancel() override;
     Status pg_for(const PgTarget& t, PgBackend** out) override;
+    // The router database's connection: its queen.configure configures every shard and records
+    // the queue's placement (then the map is read again: reload_soon).
     Status pg_every_shard(std::vector<PgBackend*>* out) override;
 
 private:
@@ -77,6 +79,7 @@ private:
     };
     std::mutex conns_mu_;
     std::vector<Conn> conns_;  // by shard index
+    std::unique_ptr<PgBackend> router_;  // configure runs through the router
 };
 
 }  // namespace queen::sidecar::shard

@@ -82,6 +82,19 @@ Status ShardedBackend::on_owner(const std::vector<uint32_t>& slots, const Call& 
         if (owner < 0) return Status(StatusCode::Unavailable, "the shard map names no owner");
         s = call(*conn(owner));
         if (s.is_ok()) return s;
+        // A partition id the shard does not hold (42704) while this sidecar's map is stale: the
+        // slot moved and the old owner dropped its copy (ids travel with a move), so it is
+        // followed like 55Q01; with the map unchanged it is a real answer.
+        if (s.sqlstate() == "42704" && s.message().find("partition id") != std::string::npos &&
+            follows < kMaxFollows) {
+            Status r = dir_.refresh_after(m->version);
+            std::shared_ptr<const ShardMap> now = dir_.map();
+            if (r.is_ok() && now && now->version != m->version) {
+                follows++;
+                continue;
+            }
+            return s;
+        }
         if (s.sqlstate() == "55Q01") {  // not (or no longer) this shard's slot: nothing written
             if (++follows > kMaxFollows)
                 return Status(StatusCode::Unavailable,

@@ -7,7 +7,8 @@
 //     learned when the id was resolved (Directory::note_pid), else asked of the shards (ids are
 //     unique across shards).
 // A shard that refuses a slot as not its own (SQLSTATE 55Q01: the slot moved; nothing was
-// written) makes the map be read again and the call go to the new owner; a slot being moved
+// written; or 42704 for a partition id the old owner already dropped, when the map read again
+// is newer) makes the map be read again and the call go to the new owner; a slot being moved
 // (55Q02) is retried until move_wait_ms. A shard that cannot be reached fails only the calls
 // for its slots, with StatusCode::ShardUnavailable naming it. A call whose partitions the map
 // places on several shards (the flusher batches by shard, so only after a move) is refused

@@ -65,7 +65,9 @@ class Cluster:
 
 
 def cpu_of(postmasters):
-    """utime + stime (s) of the postmasters and all their children."""
+    """CPU seconds of the postmasters and all their children: utime + stime of every live one,
+    plus the postmasters' cutime + cstime (the children that exited: a client's backends end
+    with its connections, before the second reading)."""
     tck = os.sysconf("SC_CLK_TCK")
     total = 0
     for d in os.listdir("/proc"):
@@ -80,6 +82,8 @@ def cpu_of(postmasters):
         pid, ppid = int(d), int(rest[1])
         if pid in postmasters or ppid in postmasters:
             total += int(rest[11]) + int(rest[12])
+        if pid in postmasters:
+            total += int(rest[13]) + int(rest[14])
     return total / tck
 
 
@@ -152,10 +156,11 @@ def run_move(c, args, size, out):
 
     def writer():
         i = 0
-        while not stop.is_set():
+        give_up = time.time() + 120  # a partition that never answers again ends the writer
+        while not stop.is_set() and time.time() < give_up:
             body = json.dumps({"items": [{"queue": q, "partition": p, "transactionId": "w%d" % i,
                                           "payload": {"w": i}}]})
-            while True:
+            while time.time() < give_up:
                 try:
                     h = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                     h.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})

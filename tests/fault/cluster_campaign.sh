@@ -5,8 +5,8 @@
 #                                            it: tests/integration/cluster_campaign_short.sh)
 #   tests/fault/cluster_campaign.sh --full   20 SIGKILLs, 3 shard kills, 4 slot moves, more clients
 #   extra arguments go to cluster_campaign.py (--seed N, --port N, ...)
-# It starts its own cluster (scripts/cluster.sh in a scratch folder, ports --port (55200) to +3,
-# sidecars on +10 and +11), removed afterwards. Needs the extension (and PL/Proxy) installed into
+# It starts its own cluster (scripts/cluster.sh in a scratch folder, ports QUEEN_CLUSTER_PORT
+# (default 55200) to +3, sidecars on +10 and +11), removed afterwards. Needs the extension (and PL/Proxy) installed into
 # the PostgreSQL that PG_CONFIG (or QUEEN_PGBIN) names, and build/queen-sidecar. Prints one JSON
 # line of figures; exit 0 = no violation.
 set -euo pipefail
@@ -21,6 +21,7 @@ fi
 WORK=/tmp/queen-cluster-fault-$$
 mkdir -p "$WORK"
 chmod 755 "$WORK"
-trap 'QUEEN_CLUSTER_DIR=$WORK/cluster QUEEN_PGBIN=$QUEEN_PGBIN QUEEN_CLUSTER_PORT=55200 bash "$ROOT/scripts/cluster.sh" remove >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+PORT=${QUEEN_CLUSTER_PORT:-55200}
+trap 'QUEEN_CLUSTER_DIR=$WORK/cluster QUEEN_PGBIN=$QUEEN_PGBIN QUEEN_CLUSTER_PORT=$PORT bash "$ROOT/scripts/cluster.sh" remove >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 python3 "$ROOT/tests/fault/cluster_campaign.py" --root "$ROOT" --sidecar "${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" \
-    --pgbin "$QUEEN_PGBIN" --workdir "$WORK" "${mode[@]}" "$@"
+    --pgbin "$QUEEN_PGBIN" --workdir "$WORK" --port "$PORT" "${mode[@]}" "$@"

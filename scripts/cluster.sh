@@ -10,7 +10,8 @@
 #                                           QUEEN_SHARD_<NAME>=... line per shard
 #   scripts/cluster.sh remove               stop, then delete the cluster's data folders
 # Environment:
-#   QUEEN_CLUSTER_PORT   base port (default 55500): the router on it, shard k on it + k
+#   QUEEN_CLUSTER_PORT   base port (default 55500, or the one the cluster was created on):
+#                        the router on it, shard k on it + k
 #   QUEEN_CLUSTER_DIR    data folder (default .cluster/ in the checkout)
 #   QUEEN_SLOT_COUNT     slot count of a new cluster (default 64; a power of two)
 #   QUEEN_PGBIN          PostgreSQL 15's programs (as for scripts/pg.sh)
@@ -23,8 +24,11 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
-BASE=${QUEEN_CLUSTER_PORT:-55500}
 DIR=${QUEEN_CLUSTER_DIR:-$ROOT/.cluster}
+# The base port is part of a cluster (the router stores the shards' connection strings): the
+# one recorded at creation, unless QUEEN_CLUSTER_PORT names it.
+RECORDED=$(cat "$DIR/base_port" 2>/dev/null || true)
+BASE=${QUEEN_CLUSTER_PORT:-${RECORDED:-55500}}
 SLOTS=${QUEEN_SLOT_COUNT:-64}
 PG=$ROOT/scripts/pg.sh
 
@@ -174,7 +178,10 @@ cmd_start() {
     [[ $n =~ ^[1-9][0-9]*$ ]] || die "--shards must be a positive number"
     ((n >= ${#shards[@]})) || die "the cluster has ${#shards[@]} shards; removing shards is not supported (remove it first)"
     ensure_plproxy
+    [[ -z $RECORDED || $RECORDED == "$BASE" ]] ||
+        die "the cluster in $DIR was created on base port $RECORDED, not $BASE (remove it first, or unset QUEEN_CLUSTER_PORT)"
     mkdir -p "$DIR"
+    echo "$BASE" >"$DIR/base_port"
     shards=()
     for ((k = 1; k <= n; k++)); do shards+=("s$k"); done
     seed_data "${shards[@]}" router
@@ -220,6 +227,7 @@ cmd_remove() {
     cmd_stop
     local s
     for s in router $(existing_shards); do pg_of "$s" remove 2>&1 | sed "s/^/[$s] /" >&2; done
+    rm -f "$DIR/base_port"
     rmdir "$DIR" 2>/dev/null || true
 }
 

@@ -25,7 +25,7 @@
 --     each partition's batch).
 --   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
 --     advisory-class lock of the slot) after the partition row lock of every write, or before
---     creating a partition; queen.shard_fence_slot takes it in ExclusiveLock mode and no other
+--     creating a partition, or before an ack's group row lock; queen.shard_fence_slot takes it in ExclusiveLock mode and no other
 --     lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h).
 
 -- ---------------------------------------------------------------- C entry points
@@ -328,6 +328,7 @@ AS $$
 DECLARE
     v_pos bigint;
 BEGIN
+    PERFORM queen.slot_fence_check_partition(p_pid);  -- a shard's fence (issue 20)
     INSERT INTO queen.consumer_groups (partition_id, group_name)
     VALUES (p_pid, p_group) ON CONFLICT DO NOTHING;
     SELECT committed_offset INTO v_pos FROM queen.consumer_groups

@@ -22,6 +22,12 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_check(p_queue text, p_partition text
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
+-- The check for a partition's writes besides its log (acks: queen.ack_lock_group).
+CREATE OR REPLACE FUNCTION queen.slot_fence_check_partition(p_partition_id bigint) RETURNS void
+    AS 'MODULE_PATHNAME', 'queen_slot_fence_check_partition_v1'
+    LANGUAGE C VOLATILE STRICT SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp;
+
 -- The slot's fence lock in ExclusiveLock mode, to the end of the transaction.
 CREATE OR REPLACE FUNCTION queen.slot_fence_lock(p_slot int) RETURNS void
     AS 'MODULE_PATHNAME', 'queen_slot_fence_lock_v1'

@@ -66,6 +66,7 @@ part_on() {
 # ---- the cluster, and cluster.sh's idempotence
 bash "$CLUSTER" remove >/dev/null 2>&1
 bash "$CLUSTER" start --shards 3 >/dev/null 2>&1 || fail "cluster.sh start failed"
+echo "cluster_router: cluster up after $(($(date +%s) - T0)) s"
 expect "shards" "$(q "$R" "SELECT string_agg(name, ',') FROM queen.shards()")" "s1,s2,s3"
 expect "slot map" "$(q "$R" "SELECT string_agg(shard || ':' || n, ',' ORDER BY shard) FROM
                              (SELECT shard, count(*) n FROM queen.slot_map() GROUP BY shard) x")" "s1:22,s2:21,s3:21"
@@ -159,6 +160,7 @@ expect "old owner refuses" "$(sqlstate "$(shard s1)" "SELECT * FROM queen.push('
 P2SLOT=$(q "$R" "SELECT queen.route_slot('orders', '$P2')")
 q "$(shard s2)" "SELECT queen.shard_fence_slot($P2SLOT)" >/dev/null
 expect "fenced slot" "$(sqlstate "$R" "SELECT * FROM queen.push('orders', '$P2', '[{\"transactionId\": \"f1\", \"payload\": 1}]')")" "55Q02"
+expect "an ack of a fenced slot" "$(sqlstate "$R" "SELECT queen.ack('orders', '$P2', 'u1')")" "55Q02"
 expect "another slot meanwhile" "$(push "$R" orders "$P1" t10 | cut -d'|' -f1)" "queued"
 q "$(shard s2)" "SELECT queen.shard_unfence_slot($P2SLOT)" >/dev/null
 expect "after unfence" "$(push "$R" orders "$P2" f1 | cut -d'|' -f1,3)" "queued|1"
@@ -170,7 +172,9 @@ expect "down shard named" "$(errmsg "$R" "SELECT * FROM queen.push('orders', '$P
 expect "s1 keeps answering" "$(push "$R" orders "$P1B" d2 | cut -d'|' -f1)" "queued"
 expect "s2 keeps answering" "$(push "$R" orders "$P2" d3 | cut -d'|' -f1)" "queued"
 expect "status says so" "$(bash "$CLUSTER" status >/dev/null; echo $?)" "3"
+T1=$(date +%s)
 bash "$CLUSTER" start >/dev/null 2>&1 || fail "cluster.sh start did not bring s3 back"
+echo "cluster_router: s3 back after $(($(date +%s) - T1)) s"
 D1=$(push "$R" orders "$P3" d1)
 [[ $D1 =~ ^queued\|[0-9a-f-]{36}\|0$ ]] || fail "retry after the shard came back: $D1"
 expect "and its duplicate" "$(push "$R" orders "$P3" d1)" "duplicate|${D1#queued|}"

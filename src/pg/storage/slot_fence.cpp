@@ -19,6 +19,7 @@ extern "C" {
 #include "catalog/namespace.h"
 
 PG_FUNCTION_INFO_V1(queen_slot_fence_check_v1);
+PG_FUNCTION_INFO_V1(queen_slot_fence_check_partition_v1);
 PG_FUNCTION_INFO_V1(queen_slot_fence_lock_v1);
 PG_FUNCTION_INFO_V1(queen_slot_fence_invalidate_v1);
 }
@@ -205,6 +206,13 @@ extern "C" Datum queen_slot_fence_check_v1(PG_FUNCTION_ARGS) {
     text* q = PG_GETARG_TEXT_PP(0);
     text* p = PG_GETARG_TEXT_PP(1);
     slot_fence_check_names(VARDATA_ANY(q), VARSIZE_ANY_EXHDR(q), VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p));
+    PG_RETURN_VOID();
+}
+
+// queen.slot_fence_check_partition(partition_id): the check for a partition's writes other
+// than the log's (acks: queen.ack_lock_group).
+extern "C" Datum queen_slot_fence_check_partition_v1(PG_FUNCTION_ARGS) {
+    slot_fence_check_partition(PG_GETARG_INT64(0));
     PG_RETURN_VOID();
 }
 

@@ -7,8 +7,8 @@
 //
 // Locks: a check takes the slot's fence lock (an advisory-class heavyweight lock on
 // (database, slot), class kSlotFenceLockClass) in ShareLock mode, held to the end of the
-// transaction, AFTER the partition row lock (or, at partition creation, before any partition
-// row lock: creation takes none). queen.move_slot's fence (queen.shard_fence_slot, in a
+// transaction, AFTER the partition row lock (or, at partition creation and in an ack, before
+// any row lock of its own: creation takes none, an ack only its group's). queen.move_slot's fence (queen.shard_fence_slot, in a
 // transaction of its own) takes the same lock in ExclusiveLock mode and nothing else, so it
 // waits for every transaction that already passed the check to end, then marks the slot
 // 'moving' and commits: from then no transaction can store a write of that slot here. The

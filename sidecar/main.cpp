@@ -32,6 +32,9 @@
 #include "queue/pg_backend.h"
 #include "settings.h"
 #include "settings_wiring.h"
+#include "shard/directory.h"
+#include "shard/sharded_backend.h"
+#include "shard/sharded_streams.h"
 #include "streams/api.h"
 #include "streams/pg_backend.h"
 #include "streams/pg_direct.h"
@@ -111,8 +114,27 @@ int main(int argc, char** argv) {
     Metrics metrics;
     const CacheConfig cc = cache_config(st);
     BlockCache cache(cc, clock);
+    // --router: a sharded cluster (sidecar/shard/): the map is read from the router database,
+    // every worker holds one connection per shard (made on first use), and every partition and
+    // stream goes to the shard that owns its slot. Health probes and stream wake-ups use the
+    // router database.
+    const bool sharded = !st.router.empty();
+    std::unique_ptr<shard::Directory> shards;
+    if (sharded) {
+        shards = std::make_unique<shard::Directory>(st.router, int(st.connect_timeout_s),
+                                                    st.router_refresh_ms);
+        Status l = shards->load();
+        if (!l.is_ok()) QLOG_WARN("%s (will retry per request)", l.message().c_str());
+    }
+    auto push_backend = [&]() -> std::unique_ptr<Backend> {
+        if (sharded)
+            return std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics);
+        return std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+    };
+    const std::string& pg_main = sharded ? st.router : st.pg;
     std::vector<std::unique_ptr<Backend>> backends;
-    for (int64_t i = 0; i < st.pool_size; i++) {
+    for (int64_t i = 0; sharded && i < st.pool_size; i++) backends.push_back(push_backend());
+    for (int64_t i = 0; !sharded && i < st.pool_size; i++) {
         auto pg =
             std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
         if (i == 0) {
@@ -127,15 +149,22 @@ int main(int argc, char** argv) {
     // The non-push endpoints get connections of their own (never queued behind pushes).
     std::vector<std::unique_ptr<Backend>> sql_backends;
     for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)
-        sql_backends.push_back(
-            std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
+        sql_backends.push_back(push_backend());
     Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock, std::move(sql_backends));
+    if (sharded)
+        flusher.set_placement([d = shards.get()](std::string_view q, std::string_view p) {
+            auto m = d->map();
+            return m ? m->owner(m->slot_of(q, p)) : 0;
+        });
     Api api(parse_limits(st), flusher, cache, metrics);
-    PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
+    PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
-    streams::Waiters stream_waiters(st.pg);
+    streams::Waiters stream_waiters(pg_main);
     streams::Engine stream_engine(
-        [&st] { return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s)); },
+        [&st, d = shards.get()]() -> std::unique_ptr<streams::StreamsBackend> {
+            if (d) return std::make_unique<shard::ShardedStreams>(*d, int(st.connect_timeout_s));
+            return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s));
+        },
         int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch),
         stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
@@ -147,7 +176,7 @@ int main(int argc, char** argv) {
     HttpServer server(ioc, api, metrics, server_limits(st));
     // The streams' direct path: its connection watched by this loop (destroyed before ioc).
     std::unique_ptr<streams::StreamsPgDirect> stream_direct;
-    if (st.stream_direct) {
+    if (st.stream_direct && !sharded) {  // one connection: a single server only
         stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, int(st.connect_timeout_s));
         stream_engine.set_direct(stream_direct.get());
     }
@@ -161,6 +190,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     probe.start();
+    if (shards) shards->start();
     flusher.start();
     stream_waiters.start();
     stream_engine.start();
@@ -230,6 +260,7 @@ int main(int argc, char** argv) {
     sweep_cv.notify_all();
     sweeper.join();
     probe.stop();
+    if (shards) shards->stop();
     shutdown_done = true;
     std::_Exit(0);  // the signal thread is still parked in sigtimedwait
 }

@@ -167,6 +167,14 @@ const std::vector<SettingSpec>& setting_specs() {
         int_row("stream-direct", &S::stream_direct, 1, 0, 1, Plain,
                 "1: a lone stream append runs on the event loop's own connection, no writer "
                 "hand-off; 0: off (the same answers)"),
+        password(str_row("router", &S::router, "", nullptr, nullptr,
+                         "libpq connection string of a sharded cluster's router database "
+                         "(docs/scale-out.md): shards and slot map are read from it and every "
+                         "partition goes straight to its shard, one pool per shard; --pg is then "
+                         "unused. Empty: one server (--pg)")),
+        int_row("router-refresh-ms", &S::router_refresh_ms, 1000, 50, 3600000, Plain,
+                "with --router: how often queen.map_version() is polled (a shard refusing a "
+                "slot as not its own makes the map be read at once)"),
         int_row("stream-producer-cache", &S::stream_producer_cache, 1, 0, 1, Plain,
                 "1: producer state kept in the sidecar (hints, holding, cohorts); 0: none (the "
                 "same answers)"),

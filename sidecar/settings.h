@@ -56,6 +56,8 @@ struct Settings {
     int64_t stream_cohort_us;
     int64_t stream_gather_us;
     int64_t stream_producer_cache;
+    std::string router;  // libpq connection string of the router database ("" = one server)
+    int64_t router_refresh_ms;
 };
 
 enum class SettingType : uint8_t { Int, String };

@@ -38,6 +38,8 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::HeaderTooLarge, "header_too_large"},
     {ErrorCode::MalformedHttp, "malformed_http"},
     {ErrorCode::TooManyConnections, "too_many_connections"},
+    {ErrorCode::CrossShard, "cross_shard"},
+    {ErrorCode::ShardUnavailable, "shard_unavailable"},
     {ErrorCode::Gone, "gone"},
     {ErrorCode::MethodNotAllowed, "method_not_allowed"},
     {ErrorCode::BadName, "bad_name"},
@@ -145,6 +147,10 @@ ErrorCode kind_code(StatusCode c) {
             return ErrorCode::Conflict;
         case StatusCode::NotFound:
             return ErrorCode::NotFound;
+        case StatusCode::CrossShard:
+            return ErrorCode::CrossShard;
+        case StatusCode::ShardUnavailable:
+            return ErrorCode::ShardUnavailable;
         case StatusCode::Ok:
         case StatusCode::Internal:
             break;

@@ -44,6 +44,8 @@ enum class ErrorCode : int {
     HeaderTooLarge,
     MalformedHttp,
     TooManyConnections,
+    CrossShard,
+    ShardUnavailable,
     // The streams surface: its requests' checks and the extension's typed answers.
     Gone,
     MethodNotAllowed,

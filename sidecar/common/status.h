@@ -18,6 +18,10 @@ enum class StatusCode {
     Conflict,     // a duplicate inside a transaction (23505)
     NotFound,     // unknown queue/partition (42704): HTTP 404
     Internal,     // anything else: HTTP 500
+    // A sharded cluster (queen-sidecar --router, sidecar/shard/):
+    CrossShard,        // one transaction over partitions of several shards, refused before
+                       // anything was written: HTTP 400
+    ShardUnavailable,  // the shard holding the partition is unreachable: HTTP 503 + Retry-After
 };
 
 class [[nodiscard]] Status {
@@ -61,6 +65,10 @@ inline int http_code(StatusCode c) noexcept {
             return 404;
         case StatusCode::Internal:
             return 500;
+        case StatusCode::CrossShard:
+            return 400;
+        case StatusCode::ShardUnavailable:
+            return 503;
     }
     return 500;
 }

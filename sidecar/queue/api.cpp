@@ -23,6 +23,7 @@ HttpResponse error_response(const Status& s, int64_t index = -1) {
     PublicError e = public_error(s);
     r.status = e.http;
     r.body = json_error_body(e.message, e.code, index);
+    if (s.code() == StatusCode::ShardUnavailable) r.headers.emplace_back("Retry-After", "1");
     if (e.http >= 500)
         QLOG_WARN("answered %d %s: %s%s%s", e.http, e.code.c_str(), s.message().c_str(),
                   s.sqlstate().empty() ? "" : " SQLSTATE ", s.sqlstate().c_str());
@@ -49,15 +50,27 @@ simdjson::dom::parser& small_parser() {
     return p;
 }
 
-// Run fn against the PostgreSQL backend, or answer 501 when the flusher runs on something else.
-void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> fn) {
+// The PostgreSQL connections of a non-push endpoint: on one server the worker's own; with
+// --router the shard holding what the call touches (Backend::pg_for, sidecar/shard/).
+struct PgRoute {
+    Backend& b;
+    PgBackend* single;  // a plain PgBackend serves everything
+    // The connection serving t.
+    Status at(const PgTarget& t, PgBackend** out) const {
+        if (single) *out = single;
+        return single ? Status::ok() : b.pg_for(t, out);
+    }
+    // One connection per shard (the one on a single server).
+    Status every(std::vector<PgBackend*>* out) const {
+        if (single) *out = {single};
+        return single ? Status::ok() : b.pg_every_shard(out);
+    }
+};
+
+// Run fn on a SQL worker with its connections.
+void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
     flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
-        auto* pg = dynamic_cast<PgBackend*>(&b);
-        if (!pg) {
-            reply(error_response(Status(StatusCode::Internal, "no PostgreSQL backend")));
-            return;
-        }
-        reply(fn(*pg));
+        reply(fn(PgRoute{b, dynamic_cast<PgBackend*>(&b)}));
     });
 }
 
@@ -181,9 +194,11 @@ HttpResponse push_response(PushJob& job) {
     char idbuf[37];
     std::string names;  // ,"queueName":...,"partition":...,"offset": for names_of
     const PushItem* names_of = nullptr;
+    bool retry_after = false;
     for (std::size_t i = 0; i < job.req.items.size(); i++) {
         const PushItem& it = job.req.items[i];
         const ItemAnswer& a = job.answers[i];
+        retry_after |= a.failed && a.error.code() == StatusCode::ShardUnavailable;
         if (i) out.push_back(',');
         out += "{\"index\":";
         json_append_int(&out, static_cast<int64_t>(i));
@@ -222,6 +237,7 @@ HttpResponse push_response(PushJob& job) {
                                                : ",\"status\":\"duplicate\"}";
     }
     out.push_back(']');
+    if (retry_after) r.headers.emplace_back("Retry-After", "1");  // a shard's items failed
     return r;
 }
 
@@ -244,9 +260,12 @@ void Api::configure(HttpRequest&& req, Reply reply) {
         options = simdjson::minify(o.value_unsafe());
     }
     Flusher* fl = &flusher_;
-    with_pg(flusher_, std::move(reply), [queue, options, fl](PgBackend& pg) {
+    with_pg(flusher_, std::move(reply), [queue, options, fl](const PgRoute& route) {
         std::string result;
-        Status s = pg.configure(queue, options, &result);
+        std::vector<PgBackend*> shards;  // every shard holds the queue's configuration
+        Status s = route.every(&shards);
+        for (std::size_t i = 0; s.is_ok() && i < shards.size(); i++)
+            s = shards[i]->configure(queue, options, &result);
         if (!s.is_ok()) return error_response(s);
         fl->forget_meta();
         HttpResponse r;
@@ -315,16 +334,24 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
         Status s = read_one(obj, -1);
         if (!s.is_ok()) return reply(error_response(s));
     }
-    with_pg(flusher_, std::move(reply), [acks = std::move(acks), batch](PgBackend& pg) mutable {
+    with_pg(flusher_, std::move(reply), [acks = std::move(acks), batch](const PgRoute& route) mutable {
         std::string body = batch ? "{\"results\":[" : "";
         for (std::size_t i = 0; i < acks.size(); i++) {
             One& a = acks[i];
+            PgTarget t;
+            if (a.queue.empty() || a.partition.empty())
+                t.pids.push_back(a.pid);
+            else
+                t.partitions.emplace_back(a.queue, a.partition);
+            PgBackend* pg = nullptr;
+            Status r = route.at(t, &pg);
+            if (!r.is_ok()) return error_response(r, batch ? static_cast<int64_t>(i) : -1);
             if (a.queue.empty() || a.partition.empty()) {
-                Status s = pg.partition_names(a.pid, &a.queue, &a.partition);
+                Status s = pg->partition_names(a.pid, &a.queue, &a.partition);
                 if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
             }
             bool acked = false;
-            Status s = pg.ack(a.queue, a.partition, a.txn, a.group, &acked);
+            Status s = pg->ack(a.queue, a.partition, a.txn, a.group, &acked);
             if (!s.is_ok()) return error_response(s, batch ? static_cast<int64_t>(i) : -1);
             if (i) body += ",";
             body += "{\"transactionId\":";
@@ -352,7 +379,11 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
-    with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](PgBackend& pg) {
+    with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
+        PgBackend* pgp = nullptr;
+        Status rs = route.at(PgTarget{{{queue, partition}}, {}}, &pgp);
+        if (!rs.is_ok()) return error_response(rs);
+        PgBackend& pg = *pgp;
         int64_t start = from;
         if (start < 0) {
             int64_t committed = -1;
@@ -419,7 +450,20 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
             if (const char* why = validate_queue_name(o.queue))
                 return reply(
                     error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
-    with_pg(flusher_, std::move(reply), [sql, ref](PgBackend& pg) {
+    with_pg(flusher_, std::move(reply), [sql, ref](const PgRoute& route) {
+        // Every partition the transaction touches must live on one shard (with --router):
+        // refused as cross_shard before anything is written otherwise.
+        PgTarget t;
+        for (const SqlOp& o : *sql) {
+            if (o.pid >= 0)
+                t.pids.push_back(o.pid);
+            else
+                t.partitions.emplace_back(o.queue, o.partition);
+        }
+        PgBackend* pgp = nullptr;
+        Status rs = route.at(t, &pgp);
+        if (!rs.is_ok()) return error_response(rs);
+        PgBackend& pg = *pgp;
         for (SqlOp& o : *sql) {
             if (o.pid < 0) continue;
             Status s = pg.partition_names(o.pid, &o.queue, &o.partition);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/common/uuidv7.h"
@@ -65,6 +66,14 @@ struct EntryOut {
 // A (queue, partition) pair to resolve.
 struct PartitionName {
     std::string_view queue, partition;
+};
+
+class PgBackend;
+
+// What a non-push endpoint touches (Backend::pg_for): partitions by name and by id.
+struct PgTarget {
+    std::vector<std::pair<std::string, std::string>> partitions;  // (queue, partition)
+    std::vector<int64_t> pids;
 };
 
 // Everything a flush worker does with its connection.
@@ -128,6 +137,21 @@ public:
     // Ask the server to cancel whatever statement is running (any thread may call it; a
     // no-op when idle or not connected).
     virtual void cancel() {}
+    // The one PostgreSQL connection that holds every partition of t (a sharded backend,
+    // sidecar/shard/: the shard owning them; StatusCode::CrossShard naming the shards when they
+    // are several). A plain PgBackend is its own (api.cpp uses it directly); this default has
+    // none.
+    virtual Status pg_for(const PgTarget& t, PgBackend** out) {
+        (void) t;
+        *out = nullptr;
+        return Status(StatusCode::Internal, "no PostgreSQL backend");
+    }
+    // The connection(s) a configure runs on: one per shard, or (a sharded backend) the router
+    // database's, whose queen.configure configures every shard and records the queue's placement.
+    virtual Status pg_every_shard(std::vector<PgBackend*>* out) {
+        out->clear();
+        return Status(StatusCode::Internal, "no PostgreSQL backend");
+    }
 };
 
 }  // namespace queen::sidecar

@@ -190,6 +190,7 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
                         slot->key = std::move(key);
                         slot->queue = it.queue;
                         slot->partition = it.partition;
+                        if (placement_) slot->shard = placement_(it.queue, it.partition);
                     }
                     pq = slot.get();
                 }
@@ -242,7 +243,15 @@ void Flusher::take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts
                                 std::vector<std::vector<Pending>>* items) {
     std::deque<PartQueue*>& ready = ready_[lane];
     int64_t flush_bytes = 0;
-    while (!ready.empty() && static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions &&
+    // Sharded: the first ready partition's shard only; the others keep their order behind it.
+    int shard = -1;
+    if (placement_ && !ready.empty()) {
+        shard = ready.front()->shard;
+        std::stable_partition(ready.begin(), ready.end(),
+                              [shard](const PartQueue* p) { return p->shard == shard; });
+    }
+    while (!ready.empty() && (shard < 0 || ready.front()->shard == shard) &&
+           static_cast<int64_t>(parts->size()) < cfg_.max_flush_partitions &&
            (parts->empty() || flush_bytes < cfg_.max_flush_bytes)) {
         PartQueue* pq = ready.front();
         ready.pop_front();

@@ -39,11 +39,16 @@
 // one, so one bad name fails alone. A lost answer of a call with named partitions looks their
 // ids up first and then searches all their rows.
 //
+// Shards (set_placement, queen-sidecar --router): every partition queue notes its shard when it
+// is made, and a batch takes only partitions of one shard, so each fused call goes to one shard
+// (sidecar/shard/sharded_backend.h routes it) and a shard that is down fails only its own.
+//
 // Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
 // stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
 // leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
 // is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
-// held); err_mu and the memo's mutex are leaves. A job's answers[i] is written only by the
+// held); err_mu and the memo's mutex are leaves; the placement function is called with mu_ held and
+// must take only leaf locks (the shard directory's map lock). A job's answers[i] is written only by the
 // worker that flushed item i, and read only after the job's remaining counter reached zero
 // (acquire/release on that counter orders the writes before the reads).
 #pragma once
@@ -130,6 +135,11 @@ public:
     // this thread when nothing needs a flush, or when the job is refused: Busy/Unavailable).
     void submit(std::shared_ptr<PushJob> job);
 
+    // Sharded: the shard (any stable number) of a partition; set before start().
+    void set_placement(std::function<int(std::string_view queue, std::string_view partition)> f) {
+        placement_ = std::move(f);
+    }
+
     // Run one queued batch on the calling thread with backend b (tests drive the flusher
     // deterministically with this instead of start()). Returns false when nothing was ready.
     bool run_once(Backend& b);
@@ -155,6 +165,7 @@ private:
         std::string queue, partition;
         std::vector<Pending> pending;
         std::size_t lane = 0;  // the worker that flushes this partition
+        int shard = 0;         // its shard when it was queued (set_placement)
         bool in_flight = false;
         bool queued = false;
     };
@@ -237,6 +248,7 @@ private:
     std::vector<std::thread> threads_;
 
     PartitionMemo memo_;
+    std::function<int(std::string_view, std::string_view)> placement_;
 };
 
 }  // namespace queen::sidecar

@@ -62,6 +62,16 @@ HttpResponse backend_error(const Status& s) {
             r.headers.emplace_back("Retry-After", "1");
             return r;
         }
+        case StatusCode::CrossShard:  // with --router (sidecar/shard/)
+            return error(400, ErrorCode::CrossShard, s.message());
+        case StatusCode::ShardUnavailable: {
+            QLOG_WARN("streams: answered 503: %s", s.message().c_str());
+            HttpResponse r = error(503, ErrorCode::ShardUnavailable,
+                                   "the stream's shard is unavailable; the outcome is unknown: "
+                                   "retry the same request unchanged");
+            r.headers.emplace_back("Retry-After", "1");
+            return r;
+        }
         default:
             QLOG_ERROR("streams: %s (SQLSTATE %s)", s.message().c_str(), s.sqlstate().c_str());
             return error(500, ErrorCode::Internal, "internal error");

@@ -407,7 +407,9 @@ bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
         }
         return true;
     }
-    if (s.code() == StatusCode::Unavailable || batch.size() == 1) {
+    // Unavailable / ShardUnavailable (--router): the outcome is unknown, never sent again here.
+    if (s.code() == StatusCode::Unavailable || s.code() == StatusCode::ShardUnavailable ||
+        batch.size() == 1) {
         for (auto& o : *out) o.first = s;
         return false;
     }

@@ -142,6 +142,11 @@ class History:
         self.bad_answers = []  # protocol violations seen by clients (400, 500, malformed)
 
 
+# Per-item error codes a client answers by sending the request again (the cluster campaign adds
+# shard_unavailable).
+RETRY_CODES = {"outcome_unknown", "unavailable", "busy"}
+
+
 def canon(v):
     return json.dumps(v, sort_keys=True, separators=(",", ":"))
 
@@ -203,7 +208,7 @@ def client(cid, args, sidecars, hist, stop, rng):
                 for it, a in zip(items, ans):
                     if a["status"] == "error":
                         retry = True
-                        if a.get("code") not in ("outcome_unknown", "unavailable", "busy"):
+                        if a.get("code") not in RETRY_CODES:
                             hist.bad_answers.append((201, json.dumps(a)[:300]))
                         continue
                     hist.answers.append((it["partition"], a["transaction_id"], a["status"],

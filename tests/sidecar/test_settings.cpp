@@ -79,6 +79,7 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"stream-cohort-us", 300, 0, 100000},
         {"stream-direct", 1, 0, 1},
         {"stream-producer-cache", 1, 0, 1},
+        {"router-refresh-ms", 1000, 50, 3600000},
     };
     std::size_t ints = 0;
     for (const auto& spec : setting_specs()) {
@@ -97,7 +98,8 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
     EXPECT_EQ(st.listen, "127.0.0.1:6632");
     EXPECT_EQ(st.pg, "");
     EXPECT_EQ(st.log_format, "text");
-    EXPECT_EQ(setting_specs().size(), ints + 3);
+    EXPECT_EQ(st.router, "");
+    EXPECT_EQ(setting_specs().size(), ints + 4);
 }
 
 // Every field of Settings has exactly one row (a field added without a row changes the size).

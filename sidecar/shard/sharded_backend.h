@@ -1,0 +1,86 @@
+// The flush workers' Backend over a sharded cluster (queen-sidecar --router): one per worker,
+// holding one PgBackend per shard (made on first use; the workers' connections to a shard are
+// that shard's pool). Every call goes straight to the shard owning its partitions' slot with
+// the same binary statements as on a single server (no hop through PL/Proxy):
+//   - by name: the slot is ShardMap::slot_of(queue, partition);
+//   - by partition id (cache loads, outcome lookups, pushes of known partitions): the slot
+//     learned when the id was resolved (Directory::note_pid), else asked of the shards (ids are
+//     unique across shards).
+// A shard that refuses a slot as not its own (SQLSTATE 55Q01: the slot moved; nothing was
+// written; or 42704 for a partition id the old owner already dropped, when the map read again
+// is newer) makes the map be read again and the call go to the new owner; a slot being moved
+// (55Q02) is retried until move_wait_ms. A shard that cannot be reached fails only the calls
+// for its slots, with StatusCode::ShardUnavailable naming it. A call whose partitions the map
+// places on several shards (the flusher batches by shard, so only after a move) is refused
+// before anything is sent, with a failure the flusher splits (StatusCode::Internal), until each
+// part goes to one shard.
+//
+// Locking: conns_mu_ guards conns_ (cancel() runs on other threads); it is a leaf, never held
+// across a call to PostgreSQL or the Directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/metrics.h"
+#include "queue/backend.h"
+#include "queue/pg_backend.h"
+#include "shard/directory.h"
+
+namespace queen::sidecar::shard {
+
+class ShardedBackend final : public Backend {
+public:
+    ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics,
+                   int64_t move_wait_ms = 10000);
+
+    Status resolve_partition(std::string_view queue, std::string_view partition,
+                             PartitionMeta* out) override;
+    Status resolve_partitions(const std::vector<PartitionName>& names,
+                              std::vector<PartitionMeta>* out) override;
+    Status push_segments(const std::vector<SegmentIn>& segs,
+                         std::vector<std::vector<EntryOut>>* out) override;
+    Status push_segments_named(const std::vector<SegmentIn>& segs,
+                               const std::vector<PartitionName>& names,
+                               std::vector<std::vector<EntryOut>>* out,
+                               std::vector<PartitionMeta>* metas) override;
+    Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
+                       std::vector<TxnRow>* rows) override;
+    Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) override;
+    Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
+                    std::vector<int64_t>* offsets) override;
+    void cancel() override;
+    Status pg_for(const PgTarget& t, PgBackend** out) override;
+    // The router database's connection: its queen.configure configures every shard and records
+    // the queue's placement (then the map is read again: reload_soon).
+    Status pg_every_shard(std::vector<PgBackend*>* out) override;
+
+private:
+    using Call = std::function<Status(PgBackend&)>;
+    // Run call on the one shard owning every slot in slots, following moves (see the top).
+    Status on_owner(const std::vector<uint32_t>& slots, const Call& call);
+    // The slot of a partition id (learned, else asked of the shards).
+    Status slot_of_pid(int64_t pid, uint32_t* slot);
+    // This worker's connection to a shard (remade when the shard's conninfo changed).
+    PgBackend* conn(int shard);
+    // The current map, read from the router first if none is loaded yet.
+    Status current(std::shared_ptr<const ShardMap>* m);
+
+    Directory& dir_;
+    int connect_timeout_s_;
+    Metrics* metrics_;
+    int64_t move_wait_ms_;
+    struct Conn {
+        std::string conninfo;
+        std::unique_ptr<PgBackend> pg;
+    };
+    std::mutex conns_mu_;
+    std::vector<Conn> conns_;  // by shard index
+    std::unique_ptr<PgBackend> router_;  // configure runs through the router
+};
+
+}  // namespace queen::sidecar::shard

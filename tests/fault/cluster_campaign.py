@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""The fault campaign over a sharded cluster (stdlib only; run through cluster_campaign.sh).
+
+Starts a cluster of its own (scripts/cluster.sh: N shards and a router database, in the
+campaign's folder, on QUEEN_CLUSTER_PORT's ports) and two sidecars with --router. HTTP clients
+push through either sidecar (campaign.py's client: a request not answered, 429, 503 or with an
+item answered `error` is sent again unchanged until it is), and SQL clients push through the
+router (queen.push over PL/Proxy; a failed call is sent again unchanged). Meanwhile a faulter
+SIGKILLs sidecars (and restarts them), kills one shard's postmaster (pg_ctl -m immediate) and
+starts it again, and moves slots under load (queen.move_slot on the router, to another shard).
+
+Afterwards the checker reads every shard back and asserts campaign.py's checks over the union
+of the shards (every answered message stored where and as answered, no transactionId stored
+twice, nothing stored that no client sent, every request answered) and, per partition, that
+its messages are on exactly the shard the router's map names (none on any other shard).
+It prints its figures and exits 1 on any violation.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import campaign  # noqa: E402  (its Sidecar, History, client and canon)
+
+campaign.RETRY_CODES.add("shard_unavailable")
+
+
+def log(*a):
+    print("cluster_campaign:", *a, file=sys.stderr, flush=True)
+
+
+class Cluster:
+    """The campaign's own cluster, driven through scripts/cluster.sh."""
+
+    def __init__(self, root, workdir, pgbin, port, shards):
+        self.root, self.pgbin, self.n = root, pgbin, shards
+        self.dir = os.path.join(workdir, "cluster")
+        self.env = dict(os.environ, QUEEN_CLUSTER_PORT=str(port), QUEEN_CLUSTER_DIR=self.dir,
+                        QUEEN_PGBIN=pgbin)
+
+    def sh(self, *args):
+        return subprocess.run(["bash", os.path.join(self.root, "scripts/cluster.sh"), *args],
+                              env=self.env, check=True, capture_output=True, text=True).stdout
+
+    def start(self):
+        self.sh("start", "--shards", str(self.n))
+        self.shards = {}
+        for line in self.sh("env").split("\n"):
+            k, _, v = line.strip().partition("=")
+            v = v.strip("'\"")
+            if k == "QUEEN_ROUTER_CONNINFO":
+                self.router = v
+            elif k.startswith("QUEEN_SHARD_"):
+                self.shards[k[len("QUEEN_SHARD_"):].lower()] = v
+
+    def crash_restart(self, shard):
+        cmd = [os.path.join(self.pgbin, "pg_ctl"), "-D", os.path.join(self.dir, shard), "-m",
+               "immediate", "-w", "stop"]
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--"] + cmd
+        subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+
+    def stop(self):
+        try:
+            self.sh("stop")
+        except subprocess.CalledProcessError:
+            pass
+
+
+def sql(conninfo, q, timeout=60):
+    return subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", conninfo,
+                           "-c", q], check=True, capture_output=True, text=True,
+                          timeout=timeout).stdout.strip()
+
+
+def quote(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def sql_client(cid, args, cluster, hist, stop, rng):
+    """Pushes through the router: one partition per call, resent unchanged until answered."""
+    r = 0
+    while not stop.is_set():
+        p = "p%d" % rng.randrange(args.partitions)
+        items = []
+        for k in range(rng.randint(1, args.max_items)):
+            payload = {"s": cid, "r": r, "k": k}
+            with hist.lock:
+                if rng.random() < 0.2 and hist.known:
+                    kp, txn = rng.choice(hist.known)
+                    if kp != p:
+                        txn = "s%d-r%d-k%d" % (cid, r, k)
+                        hist.known.append((p, txn))
+                else:
+                    txn = "s%d-r%d-k%d" % (cid, r, k)
+                    hist.known.append((p, txn))
+                hist.sent.setdefault((p, txn), set()).add(campaign.canon(payload))
+            items.append({"transactionId": txn, "payload": payload})
+        r += 1
+        q = ("SELECT coalesce(json_agg(json_build_object('i', index, 's', status, 'id', message_id,"
+             " 't', transaction_id, 'o', message_offset) ORDER BY index), '[]') FROM queen.push(%s, %s, %s::jsonb)"
+             % (quote(args.queue), quote(p), quote(json.dumps(items))))
+        with hist.lock:
+            hist.requests += 1
+        give_up = time.time() + args.answer_deadline_s
+        while True:
+            if time.time() > give_up:
+                with hist.lock:
+                    hist.unanswered += 1
+                break
+            with hist.lock:
+                hist.attempts += 1
+            try:
+                out = sql(cluster.router, q, timeout=30)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                time.sleep(rng.uniform(0.05, 0.2))
+                continue
+            rows = json.loads(out or "[]")
+            with hist.lock:
+                if len(rows) != len(items):
+                    hist.bad_answers.append(("sql", out[:300]))
+                for row in rows:
+                    hist.answers.append((p, row["t"], row["s"], row["id"], row["o"]))
+            break
+
+
+def read_shards(cluster, args):
+    """Every shard's messages of the campaign's queue: {shard: {(partition, txn): [(o, id, payload)]}}."""
+    q = ("SELECT coalesce(json_agg(json_build_object('p', lp.name, 'o', r.message_offset, "
+         "'id', r.message_id, 't', r.transaction_id, 'v', r.payload)), '[]') "
+         "FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id "
+         "CROSS JOIN LATERAL queen.read(qu.name, lp.name, 0, 100000000) r WHERE qu.name = %s"
+         % quote(args.queue))
+    out = {}
+    for name, ci in cluster.shards.items():
+        rows = json.loads(sql(ci, q) or "[]")
+        d = out.setdefault(name, {})
+        for row in rows:
+            d.setdefault((row["p"], row["t"]), []).append((row["o"], row["id"], campaign.canon(row["v"])))
+    return out
+
+
+def check(cluster, args, hist):
+    violations = []
+    per_shard = read_shards(cluster, args)
+    owner = {}
+    for i in range(args.partitions):
+        p = "p%d" % i
+        owner[p] = sql(cluster.router, "SELECT m.shard FROM queen.slot_map() m WHERE m.slot = "
+                       "queen.slot_of(%s, %s)" % (quote(args.queue), quote(p)))
+    stored = {}
+    rows = 0
+    for shard, d in per_shard.items():
+        for (p, t), copies in d.items():
+            rows += len(copies)
+            if owner.get(p) != shard:
+                violations.append("%s/%s stored on shard %s, the map names %s" % (p, t, shard, owner.get(p)))
+            stored.setdefault((p, t), []).extend(copies)
+    auto_seen = {}
+    for (p, t), copies in stored.items():
+        if len(copies) > 1:
+            violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
+        for _, _, payload in copies:
+            if (p, t) not in hist.sent and payload in hist.auto_sent:
+                auto_seen[payload] = auto_seen.get(payload, 0) + 1
+            elif payload not in hist.sent.get((p, t), ()):
+                violations.append("stored %s/%s with a payload no client sent" % (p, t))
+    for payload, n in auto_seen.items():
+        if n > 1:
+            violations.append("a message without transactionId was stored %d times: %s" % (n, payload))
+    queued = 0
+    for p, t, status, mid, off in hist.answers:
+        queued += status == "queued"
+        copies = stored.get((p, t))
+        if not copies:
+            violations.append("answered %s but not stored: %s/%s" % (status, p, t))
+            continue
+        if (copies[0][0], copies[0][1]) != (off, mid):
+            violations.append("answer %s for %s/%s names %s@%s, stored %s@%s" %
+                              (status, p, t, mid, off, copies[0][1], copies[0][0]))
+    if hist.unanswered:
+        violations.append("%d requests never answered" % hist.unanswered)
+    for st, body in hist.bad_answers:
+        violations.append("unexpected answer %s: %s" % (st, body))
+    return violations, rows, queued
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--sidecar", required=True)
+    ap.add_argument("--pgbin", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--port", type=int, default=55200)
+    ap.add_argument("--shards", type=int, default=3)
+    ap.add_argument("--kills", type=int, default=4)
+    ap.add_argument("--shard-crashes", type=int, default=1)
+    ap.add_argument("--moves", type=int, default=1)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--sql-clients", type=int, default=2)
+    ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--max-items", type=int, default=6)
+    ap.add_argument("--gap-s", type=float, default=1.0)
+    ap.add_argument("--down-s", type=float, default=2.0)
+    ap.add_argument("--answer-deadline-s", type=float, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--queue", default="cfault")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    cluster = Cluster(args.root, args.workdir, args.pgbin, args.port, args.shards)
+    sidecars = []
+    t_start = time.time()
+    try:
+        cluster.start()
+        extra = ["--router", cluster.router, "--pool-size", "2", "--drain-timeout-ms", "1000",
+                 "--router-refresh-ms", "500"]
+        binary = os.path.join(args.workdir, "queen-sidecar")
+        shutil.copy2(args.sidecar, binary)
+        sidecars = [campaign.Sidecar(n, binary, "", args.workdir, extra) for n in "AB"]
+        for i, s in enumerate(sidecars):
+            s.port = args.port + 10 + i
+            s.start()
+        hist = campaign.History()
+        stop = threading.Event()
+        threads = [threading.Thread(target=campaign.client, args=(i, args, sidecars, hist, stop,
+                                                                   random.Random(args.seed * 100 + i)))
+                   for i in range(args.clients)]
+        threads += [threading.Thread(target=sql_client, args=(i, args, cluster, hist, stop,
+                                                              random.Random(args.seed * 1000 + i)))
+                    for i in range(args.sql_clients)]
+        for t in threads:
+            t.start()
+        events = ["kill"] * args.kills + ["crash"] * args.shard_crashes + ["move"] * args.moves
+        rng.shuffle(events)
+        kills = crashes = moves = 0
+        moved = []
+        time.sleep(1.5)
+        names = sorted(cluster.shards)
+        for ev in events:
+            time.sleep(rng.uniform(0.5, 1.5) * args.gap_s)
+            if ev == "kill":
+                s = rng.choice(sidecars)
+                s.kill()
+                kills += 1
+                time.sleep(rng.uniform(0.0, 0.3))
+                s.start()
+            elif ev == "crash":
+                victim = rng.choice(names)
+                log("killing shard %s's postmaster (-m immediate)" % victim)
+                cluster.crash_restart(victim)
+                time.sleep(args.down_s)  # down: its items fail, the others' keep going
+                cluster.sh("start")
+                crashes += 1
+            else:
+                p = "p%d" % rng.randrange(args.partitions)
+                slot = int(sql(cluster.router, "SELECT queen.slot_of(%s, %s)" % (quote(args.queue), quote(p))))
+                cur = sql(cluster.router, "SELECT shard FROM queen.slot_map() WHERE slot = %d" % slot)
+                to = rng.choice([n for n in names if n != cur])
+                t0 = time.time()
+                sql(cluster.router, "CALL queen.move_slot(%d, %s)" % (slot, quote(to)), timeout=120)
+                log("moved slot %d (%s) from %s to %s in %.2f s" % (slot, p, cur, to, time.time() - t0))
+                moved.append({"slot": slot, "from": cur, "to": to, "s": round(time.time() - t0, 2)})
+                moves += 1
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join()
+        violations, rows, queued = check(cluster, args, hist)
+        figures = {"shards": args.shards, "sidecar_kills": kills, "shard_crash_restarts": crashes,
+                   "slot_moves": moves, "moved": moved, "http_clients": args.clients,
+                   "sql_clients": args.sql_clients, "requests": hist.requests,
+                   "attempts": hist.attempts, "answers": len(hist.answers),
+                   "answered_queued": queued, "messages_stored": rows,
+                   "violations": len(violations), "seconds": round(time.time() - t_start, 1)}
+        print(json.dumps(figures))
+        for v in violations[:50]:
+            print("VIOLATION:", v)
+        return 1 if violations else 0
+    finally:
+        for s in sidecars:
+            s.stop()
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

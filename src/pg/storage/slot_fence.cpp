@@ -16,6 +16,7 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 #include "catalog/namespace.h"
 
 PG_FUNCTION_INFO_V1(queen_slot_fence_check_v1);
@@ -69,9 +70,14 @@ static void fence_load() {
     cache.valid = true;
     if (!OidIsValid(cache.membership_rel) || !OidIsValid(cache.slots_rel)) return;  // old schema
     spi_open();
+    // Read the states as committed now, not as the calling statement's snapshot saw them: the
+    // caller may have waited on the fence lock, and the fence that held it committed 'moving'
+    // after that snapshot was taken (a push that read 'owned' here wrote into a moving slot).
+    PushActiveSnapshot(GetLatestSnapshot());
     if (SPI_execute("SELECT slot_count FROM queen.shard_membership", true, 1) != SPI_OK_SELECT)
         elog(ERROR, "queen: reading queen.shard_membership failed");
     if (SPI_processed == 0) {
+        PopActiveSnapshot();
         SPI_finish();
         return;
     }
@@ -86,6 +92,7 @@ static void fence_load() {
         bool moving = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
         if (s >= 0 && static_cast<uint32>(s) < n) states[s] = moving ? kSlotMoving : kSlotOwned;
     }
+    PopActiveSnapshot();
     SPI_finish();
     if (cache.states != nullptr) pfree(cache.states);
     cache.states = states;

@@ -130,7 +130,9 @@ int main(int argc, char** argv) {
         sql_backends.push_back(
             std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics));
     Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock, std::move(sql_backends));
-    Api api(parse_limits(st), flusher, cache, metrics);
+    // Long-poll pops wait here, holding no PostgreSQL connection.
+    PopWaiters pop_waiters(clock, st.pop_max_waiters);
+    Api api(parse_limits(st), flusher, cache, metrics, &pop_waiters, consume_limits(st));
     PgProbe probe(st.pg, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(st.pg);
@@ -162,6 +164,7 @@ int main(int argc, char** argv) {
     }
     probe.start();
     flusher.start();
+    pop_waiters.start();
     stream_waiters.start();
     stream_engine.start();
     server.start();
@@ -201,6 +204,7 @@ int main(int argc, char** argv) {
                     asio::post(ioc, [&] {
                         server.begin_drain();
                         streams_api.begin_drain();
+                        pop_waiters.stop();  // waiting pops try once more and answer
                         drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
                         poll_drain();
                     });
@@ -219,6 +223,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    pop_waiters.stop();
     flusher.abandon();  // nobody can be answered any more: send nothing else
     flusher.stop();
     stream_engine.stop();

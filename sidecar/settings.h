@@ -56,6 +56,8 @@ struct Settings {
     int64_t stream_cohort_us;
     int64_t stream_gather_us;
     int64_t stream_producer_cache;
+    int64_t pop_max_wait_ms;
+    int64_t pop_max_waiters;
 };
 
 enum class SettingType : uint8_t { Int, String };

@@ -15,7 +15,7 @@ namespace queen::sidecar {
 
 struct ParseLimits {
     int64_t max_items = 10000;
-    int64_t max_payload_bytes = 1 << 20;
+    int64_t max_payload_bytes = 32 << 20;
 };
 
 // One item of a push request, owned.

@@ -30,9 +30,13 @@ TEST(PushRequest, ParsesItemsWithDefaults) {
         << "an absent transactionId is the item's own message id";
     EXPECT_EQ(r.items[1].hash, queen::txn_hash(r.items[1].txn));
     EXPECT_EQ(r.items[1].payload, "null");
-    // The same body again is a new message (Queen's rule): a new id, so a new transactionId.
-    PushRequest r2;
-    ASSERT_TRUE(parse(body, &r2, &bad).is_ok());
+    // The same body again is a new message (Queen's rule): a new id, so a new transactionId
+    // (the route's generator is per thread and moves on; here one generator for both parses).
+    queen::UuidV7Generator gen(9);
+    PushRequest r1, r2;
+    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r1, &bad).is_ok());
+    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r2, &bad).is_ok());
+    r = std::move(r1);
     EXPECT_NE(r2.items[1].txn, r.items[1].txn);
     EXPECT_NE(r2.items[1].hash, r.items[1].hash);
     queen::uuid_to_text(r2.items[1].id, idbuf);
@@ -181,7 +185,7 @@ TEST(PushRequest, AnswerShapeFollowsTheWire) {
     EXPECT_EQ(r.body,
               "[{\"index\":0,\"message_id\":\"" + queen::uuid_to_string(job.req.items[0].id) +
                   "\",\"transaction_id\":\"t\",\"queueName\":\"q\\\"x\",\"partition\":\"Default\","
-                  "\"offset\":7,\"status\":\"queued\"}]");
+                  "\"offset\":7,\"trace_id\":null,\"status\":\"queued\"}]");
 }
 
 TEST(Settings, FlagsOverrideEnvironmentAndLimitsAreChecked) {

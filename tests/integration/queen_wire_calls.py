@@ -214,7 +214,7 @@ call("POST", "/api/v1/configure", {"queue": Q4, "options": {}})
 t0 = time.monotonic()
 st, b = call("GET", f"/api/v1/pop/queue/{Q4}?wait=true&timeout=700")
 el = time.monotonic() - t0
-check("long poll with nothing: 204 after the timeout", st == 204 and 0.65 <= el < 2.0, (st, el))
+check("long poll with nothing: 204 after the timeout", st == 204 and 0.65 <= el < 3.0, (st, el))
 res = {}
 
 
@@ -232,7 +232,7 @@ push([{"queue": Q4, "partition": "later", "payload": "hello", "transactionId": "
 th.join(10)
 st, b = res.get("ans", (None, None))
 check("long poll: woken by the push", st == 200 and b["messages"][0]["data"] == "hello" and
-      res["t"] - tp < 0.5, (st, b, res.get("t", 0) - tp))
+      res["t"] - tp < 0.9, (st, b, res.get("t", 0) - tp))
 
 # ---------------------------------------------------------------- transaction (§3.5)
 Q5 = P + "_txn"

@@ -24,8 +24,8 @@
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch).
 --   * the consuming model (sql/modules/60_consume*.sql) adds, after the partition locks
---     (FOR NO KEY UPDATE by queen.transaction_wire, like a push; FOR KEY SHARE by wire acks
---     and pops, which no push conflicts with, only drop_queue's FOR UPDATE): a group's
+--     (FOR NO KEY UPDATE by queen.transaction_wire, like a push; FOR KEY SHARE by wire acks,
+--     pops and group deletions, which no push conflicts with, only drop_queue's FOR UPDATE): a group's
 --     subscription row (created at its first pop of a queue, before any state row; a "new"
 --     subscription then creates the group's cursor rows in ascending partition id order), then
 --     queen.consumer_state rows (FOR UPDATE) in ascending (partition id, group name

@@ -259,7 +259,8 @@ $$;
 -- partitionId, status, error, leaseId?, consumerGroup?}; p_group (the batch's consumerGroup)
 -- overrides each item's, and neither means queue mode. 22023 (nothing applied) when p_acks is
 -- not an array or an item is not an object or lacks a string transactionId or partitionId, or
--- has a non-string status, error or leaseId. The answer: one object per ack, in order,
+-- has a non-string status, error or leaseId; 42501 when one names a partition of a queue
+-- reserved for queen's modules. The answer: one object per ack, in order,
 -- {index, transactionId, success, error, queueName, partitionName, leaseReleased, dlq};
 -- failures (unknown message, invalid lease, unknown status) are items, never errors.
 -- Consecutive "completed" acks of one (partition, group) are applied as one run
@@ -310,6 +311,10 @@ BEGIN
                                      '__QUEUE_MODE__');
         v_i := v_i + 1;
     END LOOP;
+    -- queen's own queues are nobody's to ack in (42501, before anything is read or written)
+    PERFORM queen.reserved_queue_guard(ARRAY(
+        SELECT q.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+         WHERE p.id = ANY (v_pids)));
     -- the partitions first (KEY SHARE, ascending: no push conflicts, a queue deletion does),
     -- then the state rows: creating cursor and DLQ rows then never waits on a partition
     PERFORM 1 FROM queen.log_partitions WHERE id = ANY (v_pids) ORDER BY id FOR KEY SHARE;

@@ -1,7 +1,8 @@
 -- queen: the wire's deletes and dead-letter listing (issue 18; §3.7 and §3.8 of the wire
 -- facts). Locks: delete_queue is queen.drop_queue's (the queue row, then its partitions
--- ascending; the consuming tables go by ON DELETE CASCADE); delete_consumer_group locks the
--- group's state rows in the global order, then deletes its cursors.
+-- ascending; the consuming tables go by ON DELETE CASCADE); delete_consumer_group takes the
+-- group's partitions FOR KEY SHARE (ascending), then its state rows in the global order, then
+-- deletes its cursors.
 
 -- Delete a queue (DELETE /api/v1/resources/queues/:q): its partitions, messages, consumer
 -- state and dead letters; a group's subscription record survives. {deleted: true, queue,
@@ -45,6 +46,12 @@ BEGIN
     IF p_group IS NULL OR p_group = '' THEN
         RAISE EXCEPTION 'consumer group must be a non-empty string' USING ERRCODE = '22023';
     END IF;
+    -- the partitions first (KEY SHARE, ascending), as acks and pops take them, so that a queue
+    -- deletion (partitions FOR UPDATE, then their state and cursors) never deadlocks with this
+    PERFORM 1 FROM queen.log_partitions p
+     WHERE p.id IN (SELECT s.partition_id FROM queen.consumer_state s WHERE s.group_name = p_group
+                    UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group)
+     ORDER BY p.id FOR KEY SHARE;
     PERFORM 1 FROM queen.consumer_state s WHERE s.group_name = p_group
      ORDER BY s.partition_id FOR UPDATE;
     WITH st AS (DELETE FROM queen.consumer_state WHERE group_name = p_group RETURNING partition_id),
@@ -63,7 +70,7 @@ $$;
 -- The dead-letter queue of a queue (GET /api/v1/dlq), newest first: {messages: [{id,
 -- transactionId, partitionId, queue, partition, consumerGroup, errorMessage, retryCount, data,
 -- producerSub, createdAt, failedAt}], pagination: {limit, offset}}. p_group NULL: every group.
--- 22023 for a negative limit or offset.
+-- 22023 for a negative limit or offset; 42501 for a queue reserved for queen's modules.
 CREATE OR REPLACE FUNCTION queen.dlq_messages(p_queue text, p_group text DEFAULT NULL,
                                               p_limit int DEFAULT 100, p_offset int DEFAULT 0)
 RETURNS jsonb
@@ -77,6 +84,7 @@ BEGIN
     IF p_limit IS NULL OR p_limit < 0 OR p_offset IS NULL OR p_offset < 0 THEN
         RAISE EXCEPTION 'limit and offset must be >= 0' USING ERRCODE = '22023';
     END IF;
+    PERFORM queen.reserved_queue_guard(p_queue);
     SELECT COALESCE(jsonb_agg(x.m ORDER BY x.failed_at DESC, x.id DESC), '[]'::jsonb) INTO v_msgs
       FROM (SELECT d.id, d.failed_at,
                    jsonb_build_object('id', d.message_id, 'transactionId', d.transaction_id,

@@ -19,7 +19,7 @@
 -- results {index, type, success, transactionId, error, dlq}; or {transactionId, success:
 -- false, error, results} (e.g. "ACK operation failed: Message not found") with nothing kept.
 -- 22023 for a malformed body (no non-empty operations array, an unknown type, a missing
--- string field).
+-- string field); 42501 for a push to, or an ack in, a queue reserved for queen's modules.
 CREATE OR REPLACE FUNCTION queen.transaction_wire(p_body jsonb) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -85,7 +85,12 @@ BEGIN
         v_i := v_i + 1;
     END LOOP;
     PERFORM queen.reserved_queue_guard(ARRAY(
-        SELECT DISTINCT f ->> 'queue' FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'push'));
+        SELECT DISTINCT f ->> 'queue' FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'push'
+        UNION
+        SELECT q.name FROM jsonb_array_elements(v_flat) f
+          JOIN queen.log_partitions p ON p.id = (f ->> 'pid')::bigint
+          JOIN queen.queues q ON q.id = p.queue_id
+         WHERE f ->> 'type' = 'ack'));
 
     BEGIN
         -- 2. create the pushed partitions in the global creation order

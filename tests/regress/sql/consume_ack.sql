@@ -169,6 +169,13 @@ FROM unnest(ARRAY[
     '[{"transactionId": "x", "partitionId": "x", "status": true}]',
     '[{"transactionId": "x", "partitionId": "x", "leaseId": 5}]']) AS a;
 SELECT queen.ack_messages('[]') AS empty;
+-- A partition of a queue reserved for queen's modules (the streams' queue): 42501.
+SELECT count(*) AS stream_created FROM queen.stream_create('cack_stream', 'application/json');
+SELECT pg_temp.sqlstate_of(format('SELECT queen.ack_messages(%L)', jsonb_build_array(jsonb_build_object(
+           'transactionId', 'x', 'partitionId', queen.partition_uuid(p.id))))) AS reserved,
+       pg_temp.sqlstate_of($$SELECT queen.dlq_messages('__queen_streams')$$) AS reserved_dlq
+FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+WHERE q.name = '__queen_streams' LIMIT 1;
 
 ------------------------------------------------------------------------------------------
 -- Lease renewal: every live row holding the lease, expiry max(current, now + seconds).

@@ -101,6 +101,11 @@ FROM unnest(ARRAY[
     '{"operations": [{"type": "ack", "partitionId": "x"}]}',
     '{"operations": [{"type": "ack", "transactionId": "x", "partitionId": "x", "status": 1}]}']) AS b;
 SELECT pg_temp.sqlstate_of($$SELECT queen.transaction_wire('{"operations": [{"type": "push", "items": [{"queue": "__queen_x", "payload": 1}]}]}')$$) AS reserved;
+SELECT count(*) AS stream_created FROM queen.stream_create('ctx_stream', 'application/json');
+SELECT pg_temp.sqlstate_of(format('SELECT queen.transaction_wire(%L)', jsonb_build_object('operations', jsonb_build_array(
+           jsonb_build_object('type', 'ack', 'transactionId', 'x', 'partitionId', queen.partition_uuid(p.id)))))) AS reserved_ack
+FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+WHERE q.name = '__queen_streams' LIMIT 1;
 
 ------------------------------------------------------------------------------------------
 -- Deleting a consumer group: its state and cursors on every queue go (it starts fresh); its

@@ -156,7 +156,9 @@ int main(int argc, char** argv) {
             auto m = d->map();
             return m ? m->owner(m->slot_of(q, p)) : 0;
         });
-    Api api(parse_limits(st), flusher, cache, metrics);
+    // Long-poll pops wait here, holding no PostgreSQL connection.
+    PopWaiters pop_waiters(clock, st.pop_max_waiters);
+    Api api(parse_limits(st), flusher, cache, metrics, &pop_waiters, consume_limits(st));
     PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(pg_main);
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
     probe.start();
     if (shards) shards->start();
     flusher.start();
+    pop_waiters.start();
     stream_waiters.start();
     stream_engine.start();
     server.start();
@@ -231,6 +234,7 @@ int main(int argc, char** argv) {
                     asio::post(ioc, [&] {
                         server.begin_drain();
                         streams_api.begin_drain();
+                        pop_waiters.stop();  // waiting pops try once more and answer
                         drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
                         poll_drain();
                     });
@@ -249,6 +253,7 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : threads) t.join();
+    pop_waiters.stop();
     flusher.abandon();  // nobody can be answered any more: send nothing else
     flusher.stop();
     stream_engine.stop();

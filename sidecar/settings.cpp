@@ -92,11 +92,11 @@ const std::vector<SettingSpec>& setting_specs() {
                 "1: block cache on; 0: off, every p_verified is -1"),
         int_row("dedup-cache-mb", &S::dedup_cache_mb, 512, 1, 1 << 20, Plain,
                 "the block cache's memory budget in MiB"),
-        int_row("max-body-bytes", &S::max_body_bytes, 16 * MiB, 1 * KiB, 1 * GiB, Bytes,
+        int_row("max-body-bytes", &S::max_body_bytes, 64 * MiB, 1 * KiB, 1 * GiB, Bytes,
                 "request body limit (also of stream appends); a larger body: 413"),
         int_row("max-items", &S::max_items, 10000, 1, 10000000, Plain,
                 "items in one push; more: 413"),
-        int_row("max-payload-bytes", &S::max_payload_bytes, 1 * MiB, 16, 1 * GiB, Bytes,
+        int_row("max-payload-bytes", &S::max_payload_bytes, 32 * MiB, 16, 1 * GiB, Bytes,
                 "one item's payload; a larger one: 413"),
         int_row("max-segment-items", &S::max_segment_items, 10000, 1, 1000000, Plain,
                 "messages in one flushed segment"),
@@ -178,6 +178,11 @@ const std::vector<SettingSpec>& setting_specs() {
         int_row("stream-producer-cache", &S::stream_producer_cache, 1, 0, 1, Plain,
                 "1: producer state kept in the sidecar (hints, holding, cohorts); 0: none (the "
                 "same answers)"),
+        int_row("pop-max-wait-ms", &S::pop_max_wait_ms, 60000, 0, 600000, Plain,
+                "longest wait of a long-poll pop (wait=true; its timeout is capped at this)"),
+        int_row("pop-max-waiters", &S::pop_max_waiters, 10000, 1, 1000000, Plain,
+                "long-poll pops waiting at once (no PostgreSQL connection held while waiting); "
+                "one more is answered 429 busy"),
     };
     return specs;
 }

@@ -58,6 +58,8 @@ struct Settings {
     int64_t stream_producer_cache;
     std::string router;  // libpq connection string of the router database ("" = one server)
     int64_t router_refresh_ms;
+    int64_t pop_max_wait_ms;
+    int64_t pop_max_waiters;
 };
 
 enum class SettingType : uint8_t { Int, String };

@@ -51,6 +51,13 @@ ParseLimits parse_limits(const Settings& st) {
     return pl;
 }
 
+// The consuming routes.
+ConsumeLimits consume_limits(const Settings& st) {
+    ConsumeLimits cl;
+    cl.pop_max_wait_ms = st.pop_max_wait_ms;
+    return cl;
+}
+
 // The producer hold.
 streams::HoldLimits stream_hold_limits(const Settings& st) {
     streams::HoldLimits h;

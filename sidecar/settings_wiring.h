@@ -4,6 +4,7 @@
 #pragma once
 
 #include "http/http_server.h"
+#include "queue/api.h"
 #include "queue/block_cache.h"
 #include "queue/flusher.h"
 #include "queue/push_request.h"
@@ -21,6 +22,8 @@ FlusherConfig flusher_config(const Settings& st);
 ServerLimits server_limits(const Settings& st);
 // The push parser's item and payload limits.
 ParseLimits parse_limits(const Settings& st);
+// The consuming routes: the long-poll cap.
+ConsumeLimits consume_limits(const Settings& st);
 // The Durable Streams' producer hold (no holding without the producer cache).
 streams::HoldLimits stream_hold_limits(const Settings& st);
 // The Durable Streams' surface: long-poll wait, producer cache.

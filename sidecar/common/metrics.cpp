@@ -15,7 +15,7 @@ const double kSecondBounds[Histogram::kBuckets] = {
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
 const char* kEndpointNames[] = {"push",        "configure", "ack",     "ack_batch", "pop",
                                 "transaction", "health",    "metrics", "other",
-                                "stream"};
+                                "stream",      "lease",     "delete",  "dlq"};
 static_assert(sizeof kEndpointNames / sizeof kEndpointNames[0] ==
                   static_cast<std::size_t>(Endpoint::kCount),
               "one name per endpoint");

@@ -38,6 +38,9 @@ enum class Endpoint : int {
     Metrics,
     Other,
     Stream,  // every route of the streams surface (/v1/stream/...)
+    Lease,   // POST /api/v1/lease/:id/extend
+    Delete,  // DELETE /api/v1/resources/queues/:q, /api/v1/consumer-groups/:g
+    Dlq,     // GET /api/v1/dlq
     kCount
 };
 

@@ -33,7 +33,7 @@
 namespace queen::sidecar {
 
 struct ServerLimits {
-    int64_t body_limit = 16 << 20;
+    int64_t body_limit = 64 << 20;
     int64_t max_connections = 1024;
     int64_t idle_timeout_ms = 60000;
     int64_t header_timeout_ms = 10000;

@@ -5,50 +5,19 @@
 
 #include <memory>
 
+#include "core/common/partition_uuid.h"
 #include "common/errors.h"
 #include "http/health.h"
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/json_fields.h"
 #include "queue/pg_backend.h"
+#include "queue/api_util.h"
 #include "queue/transaction_wire.h"
 
 namespace queen::sidecar {
 
 namespace {
-
-// An error response: public code and message only; the internal text of a 5xx is logged.
-HttpResponse error_response(const Status& s, int64_t index = -1) {
-    HttpResponse r;
-    PublicError e = public_error(s);
-    r.status = e.http;
-    r.body = json_error_body(e.message, e.code, index);
-    if (s.code() == StatusCode::ShardUnavailable) r.headers.emplace_back("Retry-After", "1");
-    if (e.http >= 500)
-        QLOG_WARN("answered %d %s: %s%s%s", e.http, e.code.c_str(), s.message().c_str(),
-                  s.sqlstate().empty() ? "" : " SQLSTATE ", s.sqlstate().c_str());
-    return r;
-}
-
-// A 4xx/5xx with a code of the sidecar's own (routing, health).
-HttpResponse coded_error(int http, ErrorCode code, const std::string& message) {
-    HttpResponse r;
-    r.status = http;
-    r.body = json_error_body(message, error_code_text(code));
-    return r;
-}
-
-// A thread's generator of message ids.
-queen::UuidV7Generator& thread_uuid_gen() {
-    thread_local queen::UuidV7Generator gen;
-    return gen;
-}
-
-// A thread's JSON parser for the small non-push bodies.
-simdjson::dom::parser& small_parser() {
-    thread_local simdjson::dom::parser p;
-    return p;
-}
 
 // The PostgreSQL connections of a non-push endpoint: on one server the worker's own; with
 // --router the shard holding what the call touches (Backend::pg_for, sidecar/shard/).
@@ -67,29 +36,23 @@ struct PgRoute {
     }
 };
 
-// Run fn on a SQL worker with its connections.
-void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
+// Run fn on a SQL worker with its connections, routed (with_pg of api_util.h: one server only).
+void with_route(Flusher& flusher, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
     flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
         reply(fn(PgRoute{b, dynamic_cast<PgBackend*>(&b)}));
     });
 }
 
-// A non-negative decimal; false otherwise.
-bool parse_int(const std::string& s, int64_t* out) {
-    if (s.empty() || s.size() > 18) return false;
-    int64_t v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + (c - '0');
-    }
-    *out = v;
-    return true;
-}
-
 }  // namespace
 
-Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics)
-    : limits_(limits), flusher_(flusher), cache_(cache), metrics_(metrics) {}
+Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics,
+         PopWaiters* waiters, ConsumeLimits consume)
+    : limits_(limits),
+      flusher_(flusher),
+      cache_(cache),
+      metrics_(metrics),
+      waiters_(waiters),
+      consume_(consume) {}
 
 // Add a mounted surface (before serving starts: mounts_ is read without a lock).
 void Api::mount(std::string prefix, Endpoint ep, RouteFn fn) {
@@ -133,11 +96,18 @@ void Api::handle(HttpRequest&& req, Reply reply) {
     if (req.method == "GET" && path.rfind(pop_prefix, 0) == 0) {
         std::string rest = path.substr(pop_prefix.size());
         std::size_t mid = rest.find("/partition/");
-        std::string q, p;
+        std::string q, p, from;
         if (mid != std::string::npos && url_decode(rest.substr(0, mid), &q) &&
-            url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty())
-            return pop(q, p, query, counted(Endpoint::Pop));
+            url_decode(rest.substr(mid + 11), &p) && !q.empty() && !p.empty()) {
+            // queen's own read at an offset (no lease): ?from=N
+            if (query_param(query, "from", &from)) return pop(q, p, query, counted(Endpoint::Pop));
+            return pop_wire(q, p, query, counted(Endpoint::Pop));
+        }
+        if (mid == std::string::npos && rest.find('/') == std::string::npos &&
+            url_decode(rest, &q) && !q.empty())
+            return pop_wire(q, "", query, counted(Endpoint::Pop));
     }
+    if (route_consume(req, path, query, counted)) return;
     counted(Endpoint::Other)(coded_error(404, ErrorCode::NoRoute, "no route for " + req.method + " " + path));
 }
 
@@ -170,13 +140,28 @@ void Api::push(HttpRequest&& req, Reply reply) {
     Status s = parse_push_body(req.body, limits_, thread_uuid_gen(), &job->req, &bad);
     if (!s.is_ok()) return reply(error_response(s, bad));
     apply_layer1(&job->req);
-    job->done = [reply = std::move(reply)](PushJob& j) { reply(push_response(j)); };
+    job->done = [reply = std::move(reply), waiters = waiters_](PushJob& j) {
+        reply(push_response(j));
+        if (!waiters) return;
+        // Long-poll pops of these queues pop again at once (a hint: their pop decides).
+        const std::string* last = nullptr;
+        for (std::size_t i = 0; i < j.req.items.size(); i++) {
+            const ItemAnswer& a = j.answers[i];
+            if (a.failed || a.status != EntryStatus::Queued) continue;
+            if (last && *last == j.req.items[i].queue) continue;
+            last = &j.req.items[i].queue;
+            waiters->notify(*last);
+        }
+    };
     flusher_.submit(std::move(job));
 }
 
 // 201 + one object per item in input order, or one error when no item was stored or found
-// stored (then nothing of the request was written). A failed item among answered ones is
-// {"index","transaction_id","queueName","partition","status":"error","error","code"}. Items of
+// stored (then nothing of the request was written). As the broker: a stored item is
+// {"index","message_id","transaction_id","queueName","partition_id" (UUID),"trace_id":null,
+// "status":"queued"} (plus queen's "partition" and "offset"), a duplicate names the original's
+// message_id; a failed item among answered ones is
+// {"index","transaction_id","queueName","partition","status":"failed","error","code"}. Items of
 // one request usually share queue and partition: their escaped fragment is reused while it
 // stays the same.
 HttpResponse push_response(PushJob& job) {
@@ -211,7 +196,7 @@ HttpResponse push_response(PushJob& job) {
             json_append_string(&out, it.partition);
             // The same public form as a request-level error: a stable code, no server internals.
             const PublicError pe = public_error(a.error);
-            out += ",\"status\":\"error\",\"error\":";
+            out += ",\"status\":\"failed\",\"error\":";
             json_append_string(&out, pe.message);
             out += ",\"code\":";
             json_append_string(&out, pe.code);
@@ -233,7 +218,13 @@ HttpResponse push_response(PushJob& job) {
         }
         out += names;
         json_append_int(&out, a.offset);
-        out += a.status == EntryStatus::Queued ? ",\"status\":\"queued\"}"
+        const std::string puuid = queen::partition_uuid(a.pid);
+        if (!puuid.empty()) {
+            out += ",\"partition_id\":\"";
+            out += puuid;
+            out += "\"";
+        }
+        out += a.status == EntryStatus::Queued ? ",\"trace_id\":null,\"status\":\"queued\"}"
                                                : ",\"status\":\"duplicate\"}";
     }
     out.push_back(']');
@@ -241,35 +232,77 @@ HttpResponse push_response(PushJob& job) {
     return r;
 }
 
-// {queue, options:{...}} -> queen.configure; the memo is dropped so the change is seen at once.
+// {queue, namespace?, task?, options:{...}} -> queen.configure; the memo is dropped so the change
+// is seen at once. As the broker: keys that are none of queen's options (dedupWindowSeconds,
+// dedupBy) or Queen's 15 are ignored; the answer is {configured:true, queueId, partitionId,
+// queue, namespace, task, options:{the 15 as stored}} (plus queen's dedupWindowSeconds,
+// retentionSeconds and dedupBy).
 void Api::configure(HttpRequest&& req, Reply reply) {
+    static const char* const kKnown[] = {
+        "dedupWindowSeconds", "dedupBy",          "leaseTime",       "maxSize",
+        "ttl",                "retryLimit",       "retryDelay",      "deadLetterQueue",
+        "dlqAfterMaxRetries", "priority",         "delayedProcessing", "windowBuffer",
+        "retentionSeconds",   "completedRetentionSeconds", "retentionEnabled",
+        "encryptionEnabled",  "maxWaitTimeSeconds", "placement"};
     simdjson::padded_string padded(req.body);
     simdjson::dom::object obj;
     if (small_parser().parse(padded).get(obj))
         return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
     std::string queue, options = "{}";
-    if (!get_string(obj, "queue", &queue) || queue.empty())
-        return reply(error_response(Status(StatusCode::BadRequest, "queue is missing or invalid")));
+    auto qv = obj["queue"];
+    if (qv.error() || !qv.is_string())
+        return reply(error_response(Status(StatusCode::BadRequest, "queue is required")));
+    queue = std::string(qv.get_string().value_unsafe());
     if (const char* why = validate_queue_name(queue))
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
+    // namespace and task: echoed (strings, else null)
+    auto text_or_null = [&](const char* key, std::string* out) {
+        auto v = obj[key];
+        if (v.error() || !v.is_string()) return false;
+        *out = std::string(v.get_string().value_unsafe());
+        return true;
+    };
+    std::string ns, task;
+    const bool has_ns = text_or_null("namespace", &ns), has_task = text_or_null("task", &task);
     auto o = obj["options"];
-    if (!o.error()) {
+    if (!o.error() && !o.is_null()) {
         if (!o.is_object())
             return reply(
                 error_response(Status(StatusCode::BadRequest, "options must be an object")));
-        options = simdjson::minify(o.value_unsafe());
+        simdjson::dom::object opts;
+        if (o.get(opts))
+            return reply(
+                error_response(Status(StatusCode::BadRequest, "options must be an object")));
+        std::string kept = "{";
+        for (auto field : opts) {
+            bool known = false;
+            for (const char* k : kKnown) known |= field.key == k;
+            if (!known) continue;
+            if (kept.size() > 1) kept += ",";
+            json_append_string(&kept, field.key);
+            kept += ":";
+            kept += simdjson::minify(field.value);
+        }
+        options = kept + "}";
     }
     Flusher* fl = &flusher_;
-    with_pg(flusher_, std::move(reply), [queue, options, fl](const PgRoute& route) {
+    with_route(flusher_, std::move(reply), [queue, options, ns, task, has_ns, has_task, fl](const PgRoute& route) {
+        const char* v[] = {queue.c_str(), options.c_str(), has_ns ? ns.c_str() : nullptr,
+                           has_task ? task.c_str() : nullptr};
         std::string result;
+        bool null = false;
         std::vector<PgBackend*> shards;  // every shard holds the queue's configuration
         Status s = route.every(&shards);
         for (std::size_t i = 0; s.is_ok() && i < shards.size(); i++)
-            s = shards[i]->configure(queue, options, &result);
+            s = shards[i]->call_json(
+                "queen_wire_configure",
+                "SELECT queen.configure($1::text, $2::jsonb) || "
+                "jsonb_build_object('namespace', $3::text, 'task', $4::text)",
+                4, v, false, &result, &null);
         if (!s.is_ok()) return error_response(s);
         fl->forget_meta();
         HttpResponse r;
-        r.body = result;
+        r.body = null ? "null" : result;
         return r;
     });
 }
@@ -284,10 +317,74 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
     simdjson::dom::object obj;
     if (small_parser().parse(padded).get(obj))
         return reply(error_response(Status(StatusCode::BadRequest, "body must be a JSON object")));
+    // Queen's wire (partitionId a UUID string, or neither queue nor a numeric partitionId):
+    // queen.ack_messages. queen's own form (queue + partition, or a numeric partitionId):
+    // queen.ack below.
+    {
+        auto own_form = [](simdjson::dom::object o) {
+            return !o["queue"].error() || o["partitionId"].is_int64() || o["partitionId"].is_uint64();
+        };
+        bool own = false;
+        simdjson::dom::array arr;
+        if (batch) {
+            if (obj["acknowledgments"].get(arr))
+                return reply(error_response(
+                    Status(StatusCode::BadRequest, "acknowledgments must be an array")));
+            for (simdjson::dom::element el : arr) {
+                simdjson::dom::object o;
+                if (!el.get(o) && own_form(o)) own = true;
+            }
+        } else {
+            own = own_form(obj);
+        }
+        if (!own) {
+            std::string group;
+            bool has_group = false;
+            if (batch) {
+                auto g = obj["consumerGroup"];
+                if (!g.error() && g.is_string()) {
+                    group = std::string(g.get_string().value_unsafe());
+                    has_group = !group.empty();
+                }
+            }
+            int64_t idx = 0;
+            std::string acks = "[";
+            auto check = [](simdjson::dom::object o) -> const char* {
+                auto t = o["transactionId"];
+                if (t.error() || !t.is_string()) return "transactionId is required (a string)";
+                auto p = o["partitionId"];
+                if (p.error() || !p.is_string()) return "partitionId is required (a string)";
+                return nullptr;
+            };
+            if (batch) {
+                for (simdjson::dom::element el : arr) {
+                    simdjson::dom::object o;
+                    if (el.get(o))
+                        return reply(error_response(
+                            Status(StatusCode::BadRequest, "acknowledgment must be an object"), idx));
+                    if (const char* why = check(o))
+                        return reply(error_response(Status(StatusCode::BadRequest, why), idx));
+                    if (idx) acks += ",";
+                    acks += simdjson::minify(o);
+                    idx++;
+                }
+            } else {
+                if (const char* why = check(obj))
+                    return reply(error_response(Status(StatusCode::BadRequest, why)));
+                acks += simdjson::minify(obj);
+            }
+            acks += "]";
+            return ack_wire(std::move(acks), std::move(group), has_group, std::move(reply));
+        }
+    }
     std::string default_group = "__QUEUE_MODE__";
-    if (!get_string(obj, "consumerGroup", &default_group))
+    if (obj["consumerGroup"].is_null()) {
+        // null = queue mode (Queen's client sends it so)
+    } else if (!get_string(obj, "consumerGroup", &default_group)) {
         return reply(
             error_response(Status(StatusCode::BadRequest, "consumerGroup must be a string")));
+    }
+    if (default_group.empty()) default_group = "__QUEUE_MODE__";
     std::vector<One> acks;
     auto read_one = [&](simdjson::dom::object o, int64_t idx) -> Status {
         One a;
@@ -297,8 +394,10 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
             return Status(
                 StatusCode::BadRequest,
                 "transactionId is missing" + (idx >= 0 ? " in item " + std::to_string(idx) : ""));
+        if (o["consumerGroup"].is_null()) a.group = "__QUEUE_MODE__";
         if (!get_string(o, "queue", &a.queue) || !get_string(o, "partition", &a.partition) ||
-            !get_string(o, "consumerGroup", &a.group) || !get_string(o, "status", &a.status))
+            (!o["consumerGroup"].is_null() && !get_string(o, "consumerGroup", &a.group)) ||
+            !get_string(o, "status", &a.status))
             return Status(StatusCode::BadRequest,
                           "queue, partition, consumerGroup and status must be strings");
         int64_t pid;
@@ -334,7 +433,7 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
         Status s = read_one(obj, -1);
         if (!s.is_ok()) return reply(error_response(s));
     }
-    with_pg(flusher_, std::move(reply), [acks = std::move(acks), batch](const PgRoute& route) mutable {
+    with_route(flusher_, std::move(reply), [acks = std::move(acks), batch](const PgRoute& route) mutable {
         std::string body = batch ? "{\"results\":[" : "";
         for (std::size_t i = 0; i < acks.size(); i++) {
             One& a = acks[i];
@@ -379,7 +478,7 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
-    with_pg(flusher_, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
+    with_route(flusher_, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
         PgBackend* pgp = nullptr;
         Status rs = route.at(PgTarget{{{queue, partition}}, {}}, &pgp);
         if (!rs.is_ok()) return error_response(rs);
@@ -441,6 +540,16 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
     simdjson::dom::array ops;
     if (obj["operations"].get(ops))
         return reply(error_response(Status(StatusCode::BadRequest, "operations must be an array")));
+    if (ops.size() == 0)
+        return reply(error_response(Status(StatusCode::BadRequest, "operations must not be empty")));
+    // queen's own form names the queue on the operation; Queen's wire names it on each item
+    // (or acks by partitionId): that goes to queen.transaction_wire, the broker's answer.
+    bool own = false;
+    for (simdjson::dom::element el : ops) {
+        simdjson::dom::object o;
+        if (!el.get(o) && !o["queue"].error()) own = true;
+    }
+    if (!own) return transaction_wire(std::move(req.body), std::move(reply));
     auto sql = std::make_shared<std::vector<SqlOp>>();
     auto ref = std::make_shared<std::vector<RefOp>>();
     Status ts = translate_ops(ops, sql.get(), ref.get());
@@ -450,7 +559,7 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
             if (const char* why = validate_queue_name(o.queue))
                 return reply(
                     error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
-    with_pg(flusher_, std::move(reply), [sql, ref](const PgRoute& route) {
+    with_route(flusher_, std::move(reply), [sql, ref](const PgRoute& route) {
         // Every partition the transaction touches must live on one shard (with --router):
         // refused as cross_shard before anything is written otherwise.
         PgTarget t;

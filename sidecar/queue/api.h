@@ -1,10 +1,15 @@
-// The queue API: the routes under /api/v1 (push, configure, ack, pop, transaction), /health and
-// /metrics, and the router that also serves mounted surfaces (the streams) and counts every
-// route's answers in /metrics. It speaks the HTTP types of http/message.h. Push bodies are
-// parsed on the calling thread; SQL runs on the flusher's workers.
+// The queue API: the routes under /api/v1 (push, configure, ack, pop, transaction, lease,
+// deletes, dlq), /health and /metrics, and the router that also serves mounted surfaces (the
+// streams) and counts every route's answers in /metrics. It speaks the HTTP types of
+// http/message.h. Push bodies are parsed on the calling thread; SQL runs on the flusher's
+// workers. The consuming routes of Queen's wire (consume_api.cpp) call the extension's
+// consuming functions (queen.pop, queen.ack_messages, ...) and relay their answers; long-poll
+// pops wait in PopWaiters without a PostgreSQL connection.
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,16 +19,24 @@
 #include "http/target.h"
 #include "queue/block_cache.h"
 #include "queue/flusher.h"
+#include "queue/pop_waiters.h"
 #include "queue/push_request.h"
 
 namespace queen::sidecar {
 
 class PgProbe;
 
+// The consuming routes' limits (from the settings, in main.cpp).
+struct ConsumeLimits {
+    int64_t pop_max_wait_ms = 60000;  // a long-poll pop's timeout is capped at this
+};
+
 class Api final : public Handler {
 public:
     // limits: what one push body may hold (from the settings, in main.cpp).
-    Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics);
+    // waiters (optional): long-poll pops; without them wait=true pops answer at once.
+    Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics,
+        PopWaiters* waiters = nullptr, ConsumeLimits consume = ConsumeLimits());
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply) override;
     // The one extension point of the router: requests under prefix (e.g. "/v1/stream/") go to
@@ -44,6 +57,21 @@ private:
              Reply reply);
     void transaction(HttpRequest&& req, Reply reply);
     void health(const std::string& path, Reply reply);
+    // Queen's consuming wire (consume_api.cpp). queue/partition are decoded path segments;
+    // partition empty = the any-partition route.
+    struct PopCall;
+    void pop_wire(const std::string& queue, const std::string& partition,
+                  const std::string& query, Reply reply);
+    void pop_try(std::shared_ptr<PopCall> call);
+    void ack_wire(std::string acks_json, std::string group, bool has_group, Reply reply);
+    void lease_extend(const std::string& lease, HttpRequest&& req, Reply reply);
+    void delete_queue(const std::string& queue, Reply reply);
+    void delete_group(const std::string& group, const std::string& query, Reply reply);
+    void dlq(const std::string& query, Reply reply);
+    void transaction_wire(std::string body, Reply reply);
+    // Routes of the consuming wire; false when the request is none of them.
+    bool route_consume(HttpRequest& req, const std::string& path, const std::string& query,
+                       const std::function<Reply(Endpoint)>& counted);
 
     struct Mount {
         std::string prefix;
@@ -57,6 +85,8 @@ private:
     Flusher& flusher_;
     BlockCache& cache_;
     Metrics& metrics_;
+    PopWaiters* waiters_;
+    ConsumeLimits consume_;
 };
 
 // The push answer body for a finished job (201 array, or an error body).

@@ -621,6 +621,8 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     if (!s.is_ok()) return after_failure(b, ctx, units, call, s, vouch);
     for (std::size_t i = 0; i < segs.size(); i++) {
         cache_.on_push_committed(ctx.metas[segs[i].part].pid, segs[i].hashes.data(), out[i]);
+        for (const Pending& pd : segs[i].pend)  // the wire's partition_id (before any answer)
+            pd.job->answers[pd.idx].pid = ctx.metas[segs[i].part].pid;
         answer_segment(segs[i], out[i]);
     }
 }
@@ -871,6 +873,7 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
             ItemAnswer& a = job->answers[sg.pend[k].idx];
             a.id = sg.ids[l];
             a.offset = off;
+            a.pid = ctx.metas[sg.part].pid;
             a.status = sg.is_leader[k] ? EntryStatus::Queued : EntryStatus::Duplicate;
             if (a.status == EntryStatus::Queued)
                 metrics_.messages_queued++;

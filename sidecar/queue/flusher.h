@@ -79,6 +79,7 @@ struct ItemAnswer {
     EntryStatus status = EntryStatus::Queued;
     queen::Uuid id{};
     int64_t offset = -1;
+    int64_t pid = -1;  // the partition's id (its wire partition_id), once answered
     bool failed = false;
     Status error;  // why, when failed
 };

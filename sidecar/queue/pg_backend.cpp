@@ -247,6 +247,7 @@ void PgBackend::disconnect() {
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
     for (bool& p : prepared_) p = false;
+    for (auto& kv : prepared_calls_) kv.second = false;
     hint_confirmed_seen_ = hint_fallbacks_seen_ = 0;  // the next backend counts from 0
 }
 
@@ -334,21 +335,58 @@ Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
 // Prepare on first use, then execute with binary results.
 Status PgBackend::exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                        const int* formats, PGresult** out) {
-    *out = nullptr;
     const StmtDef& def = kStmts[st];
+    return exec_text(def.name, def.sql, def.nparams, def.types, def.read_only, &prepared_[st],
+                     nparams, values, lengths, formats, out);
+}
+
+// call_json: text parameters, one jsonb-as-text column (text results for this one).
+Status PgBackend::call_json(const char* name, const char* sql, int nparams,
+                            const char* const* values, bool read_only, std::string* out,
+                            bool* null) {
+    ResultGuard g;
+    bool& prepared = prepared_calls_[name];
+    Status s = exec_text(name, sql, nparams, nullptr, read_only, &prepared, nparams, values,
+                         nullptr, nullptr, &g.r);
+    if (!s.is_ok()) return s;
+    *null = PQntuples(g.r) != 1 || PQgetisnull(g.r, 0, 0);
+    if (*null) {
+        out->clear();
+        return Status::ok();
+    }
+    // Binary jsonb is a version byte (1) and the text.
+    const char* v = PQgetvalue(g.r, 0, 0);
+    const int len = PQgetlength(g.r, 0, 0);
+    if (len < 1 || v[0] != 1) return Status(StatusCode::Internal, std::string(name) + ": not jsonb");
+    out->assign(v + 1, static_cast<std::size_t>(len - 1));
+    return Status::ok();
+}
+
+Status PgBackend::exec_text(const char* name, const char* sql, int def_nparams, const Oid* types,
+                            bool read_only, bool* prepared, int nparams,
+                            const char* const* values, const int* lengths, const int* formats,
+                            PGresult** out) {
+    *out = nullptr;
+    const struct {
+        const char* name;
+        const char* sql;
+        int nparams;
+        const Oid* types;
+        bool read_only;
+    } def{name, sql, def_nparams, types, read_only};
     for (int round = 0;; round++) {
         const bool pooled = conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
         Status c = ensure_connected();
         if (!c.is_ok()) return c;
         bool broken = false;
-        if (!prepared_[st]) {
+        if (!*prepared) {
             ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
             if (PQresultStatus(g.r) != PGRES_COMMAND_OK) {
                 Status s = error_status(g.r, def.name, &broken);
                 if (broken && pooled && round == 0) continue;  // preparing changes nothing
                 return s;
             }
-            prepared_[st] = true;
+            *prepared = true;
         }
         if (metrics_) metrics_->sql_calls++;
         PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "queue/backend.h"
@@ -63,6 +64,14 @@ public:
     Status transaction(const std::string& ops_json, std::string* result_json);
     Status partition_names(int64_t pid, std::string* queue, std::string* partition);
 
+    // A statement of the consuming endpoints (queue/consume_api.cpp): sql is a constant with
+    // $n parameters, prepared under name on first use on this connection; values are text
+    // (nullptr: NULL), their types inferred by the server. The one column is jsonb as text;
+    // *null when it is SQL NULL. read_only: as for the built-in statements (a read is sent
+    // again on a fresh connection when a pooled one turns out broken).
+    Status call_json(const char* name, const char* sql, int nparams, const char* const* values,
+                     bool read_only, std::string* out, bool* null);
+
     // Connect now if not connected (normally lazy).
     Status ensure_connected();
     // PQcancel through the cancel object made at connect time (thread-safe).
@@ -92,6 +101,10 @@ private:
     // as StatusCode::Unknown.
     Status exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                 const int* formats, PGresult** out);
+    // exec's body for any statement text: *prepared says whether it is prepared on conn_.
+    Status exec_text(const char* name, const char* sql, int def_nparams, const Oid* types,
+                     bool read_only, bool* prepared, int nparams, const char* const* values,
+                     const int* lengths, const int* formats, PGresult** out);
     Status error_status(PGresult* res, const char* what, bool* broken);
     void disconnect();
     // Add what this connection's backend counted in queen.push_hint_stats() since the last
@@ -105,6 +118,9 @@ private:
     std::mutex cancel_mu_;        // guards cancel_ (cancel() runs on other threads)
     PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
     bool prepared_[kStmtCount] = {};
+    // call_json's statements by name (entries are only reset, never erased: exec_text holds a
+    // reference to one across a reconnect).
+    std::unordered_map<std::string, bool> prepared_calls_;
     int64_t last_failure_mono_ = INT64_MIN / 2;
     // This connection's queen.push_hint_stats() as last read (per backend: a new connection
     // starts at 0 again).

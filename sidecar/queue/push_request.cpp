@@ -25,20 +25,6 @@ const char* validate_queue_name(std::string_view name) noexcept {
     return nullptr;
 }
 
-// "auto-" + 32 hex digits + "-" + the item's index.
-std::string derived_txn(const queen::Hash128& body_hash, std::size_t index) {
-    static const char digits[] = "0123456789abcdef";
-    std::string t = "auto-";
-    t.reserve(5 + 32 + 1 + 20);
-    for (uint8_t b : body_hash.b) {
-        t.push_back(digits[b >> 4]);
-        t.push_back(digits[b & 15]);
-    }
-    t.push_back('-');
-    t += std::to_string(index);
-    return t;
-}
-
 namespace {
 
 // What the scan of one item found: the first occurrence of each field the push uses.
@@ -196,8 +182,6 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
                                                 std::to_string(limits.max_items));
     out->items.resize(n);
     uint64_t now = queen::unix_ms_now();
-    queen::Hash128 body_hash{};
-    bool have_body_hash = false;
     for (std::size_t idx = 0; idx < n; idx++) {
         *bad_index = static_cast<int64_t>(idx);
         const ItemScan& sc = items[idx];
@@ -235,10 +219,12 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
             decode(sc.txn, &it.txn);
             if (const char* why = queen::validate_txn_id(it.txn))
                 return Status(StatusCode::BadRequest, why);
-        } else {
-            if (!have_body_hash) body_hash = queen::hash_bytes(body.data(), body.size());
-            have_body_hash = true;
-            it.txn = derived_txn(body_hash, idx);
+        }
+        if (it.txn.empty()) {
+            // A new message: its identity is its own id (never the body's bytes).
+            char idbuf[37];
+            queen::uuid_to_text(it.id, idbuf);
+            it.txn.assign(idbuf, 36);
         }
         it.hash = queen::txn_hash(it.txn);
     }

@@ -15,14 +15,14 @@ namespace queen::sidecar {
 
 struct ParseLimits {
     int64_t max_items = 10000;
-    int64_t max_payload_bytes = 1 << 20;
+    int64_t max_payload_bytes = 32 << 20;
 };
 
 // One item of a push request, owned.
 struct PushItem {
     std::string queue;
     std::string partition;  // "Default" when absent
-    std::string txn;        // the transactionId (derived from the body when absent: see below)
+    std::string txn;        // the transactionId (its own message id's text when absent or empty)
     std::string payload;    // minified JSON text
     queen::Uuid id{};       // the id this item gets if it is stored
     queen::Hash128 hash{};  // txn_hash(txn)
@@ -33,13 +33,10 @@ struct PushRequest {
     std::vector<PushItem> items;
 };
 
-// The transactionId of item `index` of a body that names none: "auto-<hash of the body>-<index>".
-// Stable, so a retry of the same body unchanged (after a 503 or a lost connection) is answered
-// `duplicate` with the first copy's id instead of being written twice; two byte-identical
-// bodies within the window are therefore one send.
-std::string derived_txn(const queen::Hash128& body_hash, std::size_t index);
-
-// Parse {"items":[...]} (a bare array is accepted too). On error returns BadRequest or
+// Parse {"items":[...]} (a bare array is accepted too). An item without a transactionId (or
+// with "") is a new message every time, as in Queen and in queen.push: its transactionId is
+// its own message id's text (so two byte-identical bodies store two messages; a lost commit
+// of such an item is still found by its message id, see flusher.h). On error returns BadRequest or
 // TooLarge and sets *bad_index to the offending item (-1 when the body itself is wrong).
 // Ids come from gen at time now_ms.
 Status parse_push_body(std::string_view body, const ParseLimits& limits,

@@ -13,8 +13,10 @@ Afterwards the checker reads the whole log back and asserts:
   2. no transactionId is stored twice in a partition (the run is shorter than the window);
   3. every answer for a transactionId (`queued` or `duplicate`) names the stored copy's message
      id and offset;
-  4. nothing is stored that no client sent (transactionId and payload), and a message sent
-     without a transactionId is stored at most once however often its body was retried;
+  4. nothing is stored that no client sent (transactionId and payload); a message sent
+     without a transactionId is a new message on every send (Queen's rule: its transactionId
+     is its own message id), so each stored copy has transactionId == message id and it is
+     stored at most once per attempt that carried it (never more often than it was sent);
   5. every request got an answer.
 It prints its figures and exits 1 on any violation.
 """
@@ -134,7 +136,7 @@ class History:
         self.lock = threading.Lock()
         self.answers = []      # (partition, txn, status, id, offset)
         self.sent = {}         # (partition, txn) -> set of canonical payloads
-        self.auto_sent = set()  # canonical payloads sent without a transactionId
+        self.auto_sent = {}  # canonical payload sent without a transactionId -> attempts carrying it
         self.known = []        # (partition, txn) sent so far, for repeats
         self.requests = 0
         self.attempts = 0
@@ -162,7 +164,7 @@ def client(cid, args, sidecars, hist, stop, rng):
             x = rng.random()
             with hist.lock:
                 if x < 0.05:
-                    hist.auto_sent.add(canon(payload))
+                    hist.auto_sent[canon(payload)] = 0
                     items.append({"queue": args.queue, "partition": p, "payload": payload})
                     continue
                 if x < 0.20 and hist.known:
@@ -185,6 +187,9 @@ def client(cid, args, sidecars, hist, stop, rng):
             sc = rng.choice(sidecars)
             with hist.lock:
                 hist.attempts += 1
+                for it in items:
+                    if "transactionId" not in it:
+                        hist.auto_sent[canon(it["payload"])] += 1
             try:
                 c = http.client.HTTPConnection("127.0.0.1", sc.port, timeout=30)
                 c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
@@ -206,7 +211,7 @@ def client(cid, args, sidecars, hist, stop, rng):
             retry = False
             with hist.lock:
                 for it, a in zip(items, ans):
-                    if a["status"] == "error":
+                    if a["status"] == "failed":
                         retry = True
                         if a.get("code") not in RETRY_CODES:
                             hist.bad_answers.append((201, json.dumps(a)[:300]))
@@ -240,14 +245,18 @@ def check(pg, args, hist):
     for (p, t), copies in stored.items():
         if len(copies) > 1:
             violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
-        for _, _, payload in copies:
+        for _, mid, payload in copies:
             if (p, t) not in hist.sent and payload in hist.auto_sent:
                 auto_seen[payload] = auto_seen.get(payload, 0) + 1  # sent without transactionId
+                if t != mid:
+                    violations.append("a message without transactionId stored with transactionId "
+                                      "%s, not its message id %s" % (t, mid))
             elif payload not in hist.sent.get((p, t), ()):
                 violations.append("stored %s/%s with a payload no client sent" % (p, t))
     for payload, n in auto_seen.items():
-        if n > 1:
-            violations.append("a message without transactionId was stored %d times: %s" % (n, payload))
+        if n > hist.auto_sent[payload]:
+            violations.append("a message without transactionId was stored %d times in %d sends: %s"
+                              % (n, hist.auto_sent[payload], payload))
     queued = 0
     for p, t, status, mid, off in hist.answers:
         queued += status == "queued"

@@ -4,7 +4,7 @@
 # reserved queue __queen_streams (which the extension refuses with 42501), three rounds. The
 # bad ones alone are answered 400; every good one is answered 201 `queued` at its exact offset;
 # exactly the good messages are stored. Then: a body without transactionIds sent twice is
-# stored once (the second answer names the first copy); per-item answers when one partition of
+# stored twice (each item a new message, Queen's rule); per-item answers when one partition of
 # a request fails and another commits; an ack by partitionId reaching a reserved queue is 400.
 source "$(dirname "$0")/sidecar_lib.sh"
 start_sidecar A
@@ -52,16 +52,19 @@ n=$(sql "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id
 [[ $(sql "SELECT count(*) FROM queen.read('$Q', 'p7', 0, 100) WHERE transaction_id LIKE 'bad-%'") == 0 ]] || fail "the bad message was stored"
 [[ $(sql "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '__queen_streams' AND p.name LIKE 'p_'") == 0 ]] || fail "a partition of the reserved queue was created"
 
-# A body without transactionIds, sent twice unchanged (a client retrying a lost answer).
+# A body without transactionIds, sent twice unchanged: Queen's rule (issue 18) is that such an
+# item is a new message every time (its transactionId is its own message id), so the second
+# send stores two more messages with new ids; a client that retries gives its items ids.
 body="{\"items\":[{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}},{\"queue\":\"$Q\",\"partition\":\"auto\",\"payload\":{\"n\":1}}]}"
 first=$(post "$A_PORT" /api/v1/push "$body")
 [[ $(head -1 <<<"$first") == 201 ]] || fail "first send: $first"
 second=$(post "$A_PORT" /api/v1/push "$body")
 f=$(tail -n +2 <<<"$first"); s=$(tail -n +2 <<<"$second")
 [[ $(json_get "$f" '[x["status"] for x in d]') == "['queued', 'queued']" ]] || fail "two distinct items: $f"
-[[ $(json_get "$s" '[x["status"] for x in d]') == "['duplicate', 'duplicate']" ]] || fail "retry must be duplicate: $s"
-[[ $(json_get "$s" '[x["message_id"] for x in d]') == "$(json_get "$f" '[x["message_id"] for x in d]')" ]] || fail "retry names the first copies: $f / $s"
-[[ $(sql "SELECT count(*) FROM queen.read('$Q', 'auto', 0, 100)") == 2 ]] || fail "stored once"
+[[ $(json_get "$s" '[x["status"] for x in d]') == "['queued', 'queued']" ]] || fail "a second send is new messages: $s"
+[[ $(json_get "$s" '[x["offset"] for x in d]') == "[2, 3]" ]] || fail "second send offsets: $s"
+[[ $(json_get "$s" 'all(x["transaction_id"] == x["message_id"] for x in d)') == True ]] || fail "own ids: $s"
+[[ $(sql "SELECT count(*) FROM queen.read('$Q', 'auto', 0, 100)") == 4 ]] || fail "four messages stored"
 
 # Per-item answers over real PostgreSQL: a request whose items go to two partitions, one of which
 # vanished under the sidecar's memo (the extension answers 42704 for it). The other item is
@@ -77,7 +80,7 @@ out=$(post "$A_PORT" /api/v1/push "$body")
 b=$(tail -n +2 <<<"$out")
 [[ $(head -1 <<<"$out") == 201 ]] || fail "mixed outcome must be 201: $out"
 [[ $(json_get "$b" 'd[0]["status"], d[0]["offset"]') == "queued 1" ]] || fail "pa item: $b"
-[[ $(json_get "$b" 'd[1]["status"], d[1]["code"]') == "error not_found" ]] || fail "pb item: $b"
+[[ $(json_get "$b" 'd[1]["status"], d[1]["code"]') == "failed not_found" ]] || fail "pb item: $b"
 first_id=$(json_get "$b" 'd[0]["message_id"]')
 # The same body again: pa's item is a duplicate of the stored copy, pb (recreated) is stored.
 out=$(post "$A_PORT" /api/v1/push "$body")

@@ -2,8 +2,8 @@
 # Clean errors and the reference wire, against a real PostgreSQL:
 #   - every error body is {"error","code"} with a stable code and no server internals
 #     (no PL/pgSQL CONTEXT, no statement names, no libpq socket paths);
-#   - POST /api/v1/transaction accepts the reference shape (queue and partition on each item,
-#     acks by partitionId) and answers per item in request order;
+#   - POST /api/v1/transaction accepts Queen's shape (queue and partition on each item, acks by
+#     a UUID partitionId) and answers as the broker (flat results, in request order);
 #   - pop answers carry what an ack needs (transactionId, partitionId, consumerGroup), and an
 #     ack built from them succeeds;
 #   - /health/live and /health/ready tell liveness from readiness;
@@ -63,44 +63,49 @@ assert_error "$(tail -1 <<<"$out")
 $(head -1 <<<"$out")" 503 not_ready "D ready body"
 [[ $(curl -s "http://127.0.0.1:$D_PORT/health") == '{"status":"ok","postgres":"down"}' ]] || fail "D health"
 
-# The reference wire's transaction: queue and partition on each item, three items, two partitions.
+# Queen's wire transaction (queue and partition on each item): the broker's flat answer, one
+# result per item; the broker's transaction gives every pushed item its own id (transactionIds
+# in it are ignored, as Queen's client never sends them).
 body="{\"operations\":[{\"type\":\"push\",\"items\":[
  {\"queue\":\"$Q\",\"partition\":\"p1\",\"payload\":{\"a\":1},\"transactionId\":\"t1\"},
  {\"queue\":\"$Q\",\"partition\":\"p2\",\"payload\":2,\"transactionId\":\"t2\"},
  {\"queue\":\"$Q\",\"partition\":\"p1\",\"payload\":[3],\"transactionId\":\"t3\"}]}]}"
 out=$(post "$A_PORT" /api/v1/transaction "$body")
 [[ $(head -1 <<<"$out") == 200 ]] || fail "reference transaction: $out"
-python3 - "$(tail -n +2 <<<"$out")" "$Q" <<'PY' || fail "reference transaction answer: $out"
+p1uuid=$(sql "SELECT queen.partition_uuid(p.id) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '$Q' AND p.name = 'p1'")
+python3 - "$(tail -n +2 <<<"$out")" "$Q" "$p1uuid" <<'PY' || fail "reference transaction answer: $out"
 import json, sys
 d = json.loads(sys.argv[1]); q = sys.argv[2]
-assert d["success"] is True, d
-items = d["results"][0]["items"]
-got = [(i["index"], i["transaction_id"], i["partition"], i["queueName"], i["offset"], i["status"]) for i in items]
-assert got == [(0, "t1", "p1", q, 0, "queued"), (1, "t2", "p2", q, 0, "queued"), (2, "t3", "p1", q, 1, "queued")], got
-assert all(len(i["message_id"]) == 36 for i in items), items
+assert d["success"] is True and len(d["transactionId"]) == 36, d
+got = [(r["index"], r["type"], r["success"], r["queueName"]) for r in d["results"]]
+assert got == [(0, "push", True, q), (1, "push", True, q), (2, "push", True, q)], got
+assert d["results"][0]["partitionId"] == sys.argv[3] == d["results"][2]["partitionId"], d
+assert all(len(r["messageId"]) == 36 and r["transactionId"] == r["messageId"] for r in d["results"]), d
 PY
-[[ $(sql "SELECT string_agg(transaction_id || '=' || payload::text, ',' ORDER BY message_offset) FROM queen.read('$Q', 'p1', 0, 10)") \
-    == 't1={"a": 1},t3=[3]' ]] || fail "p1 contents"
-# The same transaction again: a duplicate rolls everything back.
-out=$(post "$A_PORT" /api/v1/transaction "$body")
-[[ $(tail -n +2 <<<"$out") == '{"success":false,"reason":"duplicate"}' ]] || fail "duplicate transaction: $out"
+[[ $(sql "SELECT string_agg(payload::text, ',' ORDER BY message_offset) FROM queen.read('$Q', 'p1', 0, 10)") \
+    == '{"a": 1},[3]' ]] || fail "p1 contents"
 
-# Pop carries what an ack needs; a reference-shaped ack (partitionId) built from it succeeds.
+# Pop carries what an ack needs (transactionId, partitionId as a UUID string, consumerGroup);
+# an ack built from it inside a transaction succeeds.
 out=$(curl -s "http://127.0.0.1:$A_PORT/api/v1/pop/queue/$Q/partition/p1?batch=1&consumerGroup=g1")
-pid=$(sql "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '$Q' AND p.name = 'p1'")
-python3 - "$out" "$pid" <<'PY' || fail "pop answer: $out"
+python3 - "$out" "$p1uuid" <<'PY' || fail "pop answer: $out"
 import json, sys
 m = json.loads(sys.argv[1])["messages"]
 assert len(m) == 1, m
-assert m[0]["transactionId"] == "t1" and m[0]["partitionId"] == int(sys.argv[2]) and m[0]["consumerGroup"] == "g1", m
+assert m[0]["data"] == {"a": 1} and m[0]["partitionId"] == sys.argv[2] and m[0]["consumerGroup"] == "g1", m
 PY
-ack="{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"t1\",\"partitionId\":$pid,\"status\":\"completed\",\"consumerGroup\":\"g1\"}]}"
+tid=$(json_get "$out" 'd["messages"][0]["transactionId"]')
+ack="{\"operations\":[{\"type\":\"ack\",\"transactionId\":\"$tid\",\"partitionId\":\"$p1uuid\",\"status\":\"completed\",\"consumerGroup\":\"g1\"}]}"
 out=$(post "$A_PORT" /api/v1/transaction "$ack")
-[[ $(tail -n +2 <<<"$out") == '{"success":true,"results":[{"type":"ack","acked":true}]}' ]] || fail "reference ack: $out"
+[[ $(json_get "$(tail -n +2 <<<"$out")" 'd["success"], d["results"]') == "True [{'dlq': False, 'type': 'ack', 'error': None, 'index': 0, 'success': True, 'transactionId': '$tid'}]" ]] \
+    || fail "reference ack: $out"
 out=$(curl -s "http://127.0.0.1:$A_PORT/api/v1/pop/queue/$Q/partition/p1?batch=5&consumerGroup=g1")
-[[ $(json_get "$out" '[x["transactionId"] for x in d["messages"]]') == "['t3']" ]] || fail "after the ack: $out"
-out=$(post "$A_PORT" /api/v1/ack "{\"transactionId\":\"t3\",\"partitionId\":$pid,\"status\":\"completed\",\"consumerGroup\":\"g1\"}")
-[[ $(tail -n +2 <<<"$out") == '{"transactionId":"t3","success":true}' ]] || fail "/ack by partitionId: $out"
+[[ $(json_get "$out" '[x["data"] for x in d["messages"]]') == "[[3]]" ]] || fail "after the ack: $out"
+tid3=$(json_get "$out" 'd["messages"][0]["transactionId"]')
+pid=$(sql "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '$Q' AND p.name = 'p1'")
+# queen's own ack form (a numeric partitionId) is still served, with its own answer.
+out=$(post "$A_PORT" /api/v1/ack "{\"transactionId\":\"$tid3\",\"partitionId\":$pid,\"status\":\"completed\",\"consumerGroup\":\"g1\"}")
+[[ $(tail -n +2 <<<"$out") == "{\"transactionId\":\"$tid3\",\"success\":true}" ]] || fail "/ack by partitionId: $out"
 
 # Stream routes are counted in /metrics like the queue's: A has served no stream request
 # before these three (a create 201, a catch-up read 200, a HEAD of a missing stream 404).

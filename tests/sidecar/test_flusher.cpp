@@ -473,6 +473,52 @@ TEST(FlusherFaults, LostAnswerAfterCommitIsResolved) {
     EXPECT_GE(store.calls_find, 3);
 }
 
+// Items without a transactionId (parsed as the push route parses them: their transactionId is
+// their own message id) keep the lost-commit resolution: after a commit whose answer was lost
+// they are found by message id and answered `queued` once; after a loss before COMMIT they are
+// sent again and stored once. Two identical id-less items are two messages.
+TEST(FlusherFaults, LostAnswerOfItemsWithoutTransactionIdIsResolvedByMessageId) {
+    for (int before = 0; before < 2; before++) {
+        ManualClock clock;
+        FakeStore store(clock);
+        Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+        queen::UuidV7Generator gen(31 + before);
+        if (before)
+            store.lose_before_commit = 1;
+        else
+            store.lose_after_commit = 1;
+        auto job = std::make_shared<PushJob>();
+        int64_t bad = -1;
+        ASSERT_TRUE(parse_push_body(
+                        R"({"items":[{"queue":"q","partition":"a","payload":{"n":1}},)"
+                        R"({"queue":"q","partition":"a","payload":{"n":1}},)"
+                        R"({"queue":"q","partition":"a","payload":{"n":1},"transactionId":""}]})",
+                        ParseLimits(), gen, &job->req, &bad)
+                        .is_ok());
+        apply_layer1(&job->req);
+        std::vector<std::string> txns;
+        for (const PushItem& it : job->req.items) txns.push_back(it.txn);
+        std::vector<Answer> out;
+        job->done = [&out](PushJob& j) {
+            for (const ItemAnswer& a : j.answers)
+                out.push_back(Answer{a.failed ? 2 : a.status == EntryStatus::Queued ? 0 : 1,
+                                     a.offset, queen::uuid_to_string(a.id)});
+        };
+        sc.flusher.submit(job);
+        sc.drain();
+        ASSERT_EQ(out.size(), 3u);
+        const int64_t pa = store.by_id(100).id;
+        for (int i = 0; i < 3; i++) {
+            EXPECT_EQ(out[i].status, 0) << "item " << i << " (loss before commit: " << before << ")";
+            EXPECT_EQ(out[i].offset, i);
+            EXPECT_EQ(out[i].id, txns[i]) << "its transactionId is its message id";
+            EXPECT_EQ(store.copies(pa, txns[i]), 1);
+        }
+        EXPECT_EQ(store.calls_push, 1 + before) << "a lost commit is found, a lost send sent again";
+        if (!before) EXPECT_GE(store.calls_find, 1);
+    }
+}
+
 // The connection broke before COMMIT: nothing is stored, so the call is sent again and
 // answered normally.
 TEST(FlusherFaults, LostAnswerBeforeCommitIsSentAgain) {

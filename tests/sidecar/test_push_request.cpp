@@ -24,14 +24,43 @@ TEST(PushRequest, ParsesItemsWithDefaults) {
     EXPECT_EQ(r.items[0].partition, "Default");
     EXPECT_EQ(r.items[0].payload, "{\"a\":[1,2]}");
     EXPECT_EQ(r.items[0].hash, queen::txn_hash("t"));
-    EXPECT_EQ(r.items[1].txn, derived_txn(queen::hash_bytes(body.data(), body.size()), 1))
-        << "an absent transactionId is derived from the body";
-    EXPECT_EQ(r.items[1].txn.rfind("auto-", 0), 0u);
+    char idbuf[37];
+    queen::uuid_to_text(r.items[1].id, idbuf);
+    EXPECT_EQ(r.items[1].txn, std::string(idbuf, 36))
+        << "an absent transactionId is the item's own message id";
+    EXPECT_EQ(r.items[1].hash, queen::txn_hash(r.items[1].txn));
     EXPECT_EQ(r.items[1].payload, "null");
-    // The same body again derives the same identity (a retry is a duplicate, not a new write).
-    PushRequest r2;
-    ASSERT_TRUE(parse(body, &r2, &bad).is_ok());
-    EXPECT_EQ(r2.items[1].txn, r.items[1].txn);
+    // The same body again is a new message (Queen's rule): a new id, so a new transactionId
+    // (the route's generator is per thread and moves on; here one generator for both parses).
+    queen::UuidV7Generator gen(9);
+    PushRequest r1, r2;
+    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r1, &bad).is_ok());
+    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r2, &bad).is_ok());
+    r = std::move(r1);
+    EXPECT_NE(r2.items[1].txn, r.items[1].txn);
+    EXPECT_NE(r2.items[1].hash, r.items[1].hash);
+    queen::uuid_to_text(r2.items[1].id, idbuf);
+    EXPECT_EQ(r2.items[1].txn, std::string(idbuf, 36));
+}
+
+TEST(PushRequest, EmptyOrAbsentTransactionIdIsANewMessageEachTime) {
+    // Two identical items in one body, neither with a transactionId (or with ""): two messages,
+    // not one (layer 1 must not fold them).
+    PushRequest r;
+    int64_t bad;
+    const std::string body =
+        R"({"items":[{"queue":"q","payload":1},{"queue":"q","payload":1},{"queue":"q","payload":1,"transactionId":""}]})";
+    ASSERT_TRUE(parse(body, &r, &bad).is_ok());
+    apply_layer1(&r);
+    ASSERT_EQ(r.items.size(), 3u);
+    char idbuf[37];
+    for (const PushItem& it : r.items) {
+        queen::uuid_to_text(it.id, idbuf);
+        EXPECT_EQ(it.txn, std::string(idbuf, 36));
+        EXPECT_EQ(it.leader, -1);
+    }
+    EXPECT_NE(r.items[0].txn, r.items[1].txn);
+    EXPECT_NE(r.items[1].txn, r.items[2].txn);
 }
 
 TEST(PushRequest, RefusesWhatPostgresRefuses) {
@@ -156,7 +185,7 @@ TEST(PushRequest, AnswerShapeFollowsTheWire) {
     EXPECT_EQ(r.body,
               "[{\"index\":0,\"message_id\":\"" + queen::uuid_to_string(job.req.items[0].id) +
                   "\",\"transaction_id\":\"t\",\"queueName\":\"q\\\"x\",\"partition\":\"Default\","
-                  "\"offset\":7,\"status\":\"queued\"}]");
+                  "\"offset\":7,\"trace_id\":null,\"status\":\"queued\"}]");
 }
 
 TEST(Settings, FlagsOverrideEnvironmentAndLimitsAreChecked) {

@@ -48,9 +48,9 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"http-threads", 1, 1, 64},
         {"dedup-cache", 1, 0, 1},
         {"dedup-cache-mb", 512, 1, 1 << 20},
-        {"max-body-bytes", 16 << 20, 1024, int64_t(1) << 30},
+        {"max-body-bytes", 64 << 20, 1024, int64_t(1) << 30},
         {"max-items", 10000, 1, 10000000},
-        {"max-payload-bytes", 1 << 20, 16, int64_t(1) << 30},
+        {"max-payload-bytes", 32 << 20, 16, int64_t(1) << 30},
         {"max-segment-items", 10000, 1, 1000000},
         {"max-flush-partitions", 64, 1, 10000},
         {"max-pending-items", 1000000, 1, int64_t(1) << 40},
@@ -80,6 +80,8 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"stream-direct", 1, 0, 1},
         {"stream-producer-cache", 1, 0, 1},
         {"router-refresh-ms", 1000, 50, 3600000},
+        {"pop-max-wait-ms", 60000, 0, 600000},
+        {"pop-max-waiters", 10000, 1, 1000000},
     };
     std::size_t ints = 0;
     for (const auto& spec : setting_specs()) {
@@ -255,7 +257,7 @@ TEST_F(SettingsTest, TextsListEveryRow) {
     }
     EXPECT_NE(help.find("  --max-body-bytes N              QUEEN_MAX_BODY_BYTES\n"),
               std::string::npos);
-    EXPECT_NE(help.find("      default 16 MiB; accepts [1 KiB, 1 GiB]\n"), std::string::npos);
+    EXPECT_NE(help.find("      default 64 MiB; accepts [1 KiB, 1 GiB]\n"), std::string::npos);
     EXPECT_NE(help.find("      default 4; accepts [1, 64]\n"), std::string::npos);
     EXPECT_NE(help.find("      default \"127.0.0.1:6632\"; accepts HOST:PORT\n"),
               std::string::npos);

@@ -15,6 +15,7 @@ PACKAGES=(
     curl wrk python3                                                       # demo, benchmarks, tools
     b3sum                                                                  # BLAKE3 reference program (tests)
     python3-matplotlib                                                     # bench/durable.sh's plot
+    postgresql-15-auto-failover pg-auto-failover-cli                       # scripts/ha.sh (failover)
 )
 
 # Print the packages that dpkg does not show as installed.

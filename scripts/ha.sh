@@ -125,12 +125,29 @@ tree_pids() {
     done
 }
 
-# SIGKILL a data folder's whole tree at once (stopped first, so nothing restarts a sibling).
+# Every process whose working folder is the data folder (the postmaster's children: a backend
+# forked while the tree was being listed is found here too).
+cwd_pids() {
+    local p d
+    d=$(data_of "$1")
+    for p in /proc/[0-9]*; do
+        [[ $(readlink "$p/cwd" 2>/dev/null) == "$d" ]] && echo "${p#/proc/}"
+    done
+}
+
+# SIGKILL a data folder's whole tree at once: every process is stopped first (listed again
+# until no new one appears, so nothing forks or restarts a sibling meanwhile), then killed.
 kill_tree() {
-    local pids
-    mapfile -t pids < <(tree_pids "$1")
+    local pids=() more n=-1 round
+    for round in 1 2 3 4 5; do
+        mapfile -t more < <(tree_pids "$1"; cwd_pids "$1")
+        ((${#more[@]})) || break
+        kill -STOP "${more[@]}" 2>/dev/null || true
+        pids=("${more[@]}")
+        ((${#pids[@]} == n)) && break
+        n=${#pids[@]}
+    done
     ((${#pids[@]})) || return 0
-    kill -STOP "${pids[@]}" 2>/dev/null || true
     kill -KILL "${pids[@]}" 2>/dev/null || true
     local i
     for ((i = 0; i < 100; i++)); do
@@ -228,6 +245,36 @@ lc_messages = 'C'
 EOF
 }
 
+# A node killed while running (SIGKILL: its cluster state is not "shut down") must first finish
+# crash recovery before its keeper may pg_rewind it to follow the new primary; pg_autoctl 2.0
+# runs that recovery itself but hangs after it on this machine (its postgres child exits and is
+# never reaped), so it is done here: started alone (no TCP, a private socket folder, no standby
+# signal), then stopped fast. No client can reach it meanwhile; pg_rewind then discards what it
+# wrote on its old timeline.
+recover_if_crashed() {
+    local name=$1 d st
+    d=$(data_of "$name")
+    [[ -f $d/PG_VERSION ]] || return 0
+    postmaster_pid "$name" >/dev/null && return 0
+    st=$(as_pg "$PGBIN/pg_controldata" -D "$d" 2>/dev/null | sed -n 's/^Database cluster state: *//p')
+    [[ $st == "shut down" || $st == "shut down in recovery" || -z $st ]] && return 0
+    say "$name was killed ($st): crash recovery before it rejoins"
+    rm -f "$d/postmaster.pid"
+    mkdir -p "$DIR/recover"
+    is_root && chown postgres:postgres "$DIR/recover"
+    local moved=0
+    if [[ -f $d/standby.signal ]]; then
+        mv "$d/standby.signal" "$d/standby.signal.ha"
+        moved=1
+    fi
+    as_pg "$PGBIN/pg_ctl" -D "$d" -w -t 120 -l "$DIR/$name.recover.log" \
+        -o "-c listen_addresses='' -c unix_socket_directories='$DIR/recover' -p $(port_of "$name")" start >/dev/null ||
+        die "crash recovery of $name failed (log: $DIR/$name.recover.log)"
+    as_pg "$PGBIN/pg_ctl" -D "$d" -w -t 120 -m fast stop >/dev/null || die "could not stop $name after its recovery"
+    ((moved)) && mv "$d/standby.signal.ha" "$d/standby.signal"
+    return 0
+}
+
 # Create a data node once (register it with the monitor; a standby is cloned from the primary
 # by its keeper), then run it.
 start_node() {
@@ -247,6 +294,9 @@ start_node() {
             --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log)"
         as_pg pg_autoctl config set --pgdata "$d" timeout.network_partition_timeout 4 >/dev/null
         touch "$DIR/$name.created"
+    elif ! supervisor_pid "$name" >/dev/null; then
+        kill_tree "$name"
+        recover_if_crashed "$name"
     fi
     run_service "$name"
 }

@@ -103,16 +103,14 @@ postmaster_pid() {
 
 # Every pid of a data folder's process tree: the supervisor and its descendants, the postmaster
 # and its descendants, and any pg_autoctl process naming this data folder (an orphaned keeper).
+# Only cheap reads (pid files, children lists, pgrep): it runs between freezing and killing.
 tree_pids() {
     local roots=() p d
     d=$(data_of "$1")
     p=$(supervisor_pid "$1") && roots+=("$p")
     p=$(postmaster_pid "$1") && roots+=("$p")
-    for p in $(pgrep -f "pg_autoctl.*--pgdata $d( |$)" 2>/dev/null || true); do roots+=("$p"); done
-    for p in $(pgrep -x pg_autoctl 2>/dev/null || true); do
-        [[ $(tr '\0' ' ' <"/proc/$p/environ" 2>/dev/null) == *"PGDATA=$d "* ]] && roots+=("$p")
-    done
-    local queue=("${roots[@]}") seen=" " kids
+    for p in $(pgrep -f -- "--pgdata $d( |$)" 2>/dev/null || true); do roots+=("$p"); done
+    local queue=("${roots[@]}") seen=" " kids k
     while ((${#queue[@]})); do
         p=${queue[0]}
         queue=("${queue[@]:1}")
@@ -125,34 +123,43 @@ tree_pids() {
     done
 }
 
-# Every process whose working folder is the data folder (the postmaster's children: a backend
-# forked while the tree was being listed is found here too).
+# The postgres-owned processes whose working folder is the data folder (the postmaster's
+# children: a backend forked while the tree was listed is found here).
 cwd_pids() {
     local p d
     d=$(data_of "$1")
-    for p in /proc/[0-9]*; do
-        [[ $(readlink "$p/cwd" 2>/dev/null) == "$d" ]] && echo "${p#/proc/}"
+    for p in $(pgrep -u postgres 2>/dev/null || true); do
+        [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$d" ]] && echo "$p"
     done
 }
 
-# SIGKILL a data folder's whole tree at once: every process is stopped first (listed again
-# until no new one appears, so nothing forks or restarts a sibling meanwhile), then killed.
+# SIGKILL a data folder's whole tree at once: the tree is frozen first (SIGSTOP, listed again
+# until nothing new appears, so nothing forks or restarts a sibling meanwhile), then killed.
 kill_tree() {
     local pids=() more n=-1 round
-    for round in 1 2 3 4 5; do
-        mapfile -t more < <(tree_pids "$1"; cwd_pids "$1")
+    for round in 1 2 3; do
+        mapfile -t more < <(tree_pids "$1")
         ((${#more[@]})) || break
         kill -STOP "${more[@]}" 2>/dev/null || true
         pids=("${more[@]}")
         ((${#pids[@]} == n)) && break
         n=${#pids[@]}
     done
-    ((${#pids[@]})) || return 0
-    kill -KILL "${pids[@]}" 2>/dev/null || true
-    local i
+    if ((${#pids[@]})); then kill -KILL "${pids[@]}" 2>/dev/null || true; fi
+    # Stragglers (a backend forked between the listing and the freeze).
+    mapfile -t more < <(cwd_pids "$1")
+    if ((${#more[@]})); then
+        kill -KILL "${more[@]}" 2>/dev/null || true
+        pids+=("${more[@]}")
+    fi
+    local i p alive st
     for ((i = 0; i < 100; i++)); do
-        local alive=0 p
-        for p in "${pids[@]}"; do [[ -d /proc/$p && $(awk '{print $3}' /proc/"$p"/stat 2>/dev/null) != Z ]] && alive=1; done
+        alive=0
+        for p in "${pids[@]}"; do
+            [[ -r /proc/$p/stat ]] || continue
+            read -r _ _ st _ <"/proc/$p/stat" 2>/dev/null || continue
+            [[ $st != Z ]] && alive=1
+        done
         ((alive)) || break
         sleep 0.1
     done

@@ -14,6 +14,7 @@
 #                                supervisor, keeper and postgres services, postmaster and every
 #                                backend (not only the keeper's parent: an orphaned keeper
 #                                would restart the old primary read-write); prints its name
+#                                and the moment its processes were frozen (Unix seconds)
 #   scripts/ha.sh primary        print the name of the node the monitor holds primary
 #   scripts/ha.sh env            print QUEEN_HA_CONNINFO=... (multi-host, read-write) and the
 #                                node ports: eval "$(scripts/ha.sh env)"
@@ -141,6 +142,7 @@ kill_tree() {
         mapfile -t more < <(tree_pids "$1")
         ((${#more[@]})) || break
         kill -STOP "${more[@]}" 2>/dev/null || true
+        [[ -n ${FROZEN_AT:-} ]] || FROZEN_AT=$(date +%s.%N)
         pids=("${more[@]}")
         ((${#pids[@]} == n)) && break
         n=${#pids[@]}
@@ -436,14 +438,16 @@ cmd_failover() {
     say "switched over: $before -> $(primary_name)"
 }
 
-# SIGKILL the primary's whole tree; print its name.
+# SIGKILL the primary's whole tree; print its name and when it was frozen (Unix seconds: from
+# then on it answered nothing).
 cmd_kill_primary() {
     local p
     p=$(primary_name)
     [[ -n $p ]] || die "no primary to kill"
+    FROZEN_AT=""
     kill_tree "$p"
     say "killed $p (pg_autoctl and postgres, every process)"
-    echo "$p"
+    echo "$p $FROZEN_AT"
 }
 
 # Export lines: the multi-host connection string and each node's port.

@@ -407,7 +407,10 @@ bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
         }
         return true;
     }
-    if (s.code() == StatusCode::Unavailable || batch.size() == 1) {
+    // Unknown (committed locally, its synchronous-replication wait cancelled: pg_backend.cpp)
+    // is not sent again one by one: an append without a producer would be applied twice.
+    if (s.code() == StatusCode::Unavailable || s.code() == StatusCode::Unknown ||
+        batch.size() == 1) {
         for (auto& o : *out) o.first = s;
         return false;
     }

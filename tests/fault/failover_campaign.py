@@ -346,8 +346,8 @@ def main():
         for ev in events:
             before = ha.sh("primary").strip()
             if ev == "kill":
-                ha.sh("kill-primary")
-                t_fault = time.time()  # every process of the primary is dead from here
+                # From the moment the primary's processes were frozen (then killed).
+                t_fault = float(ha.sh("kill-primary").split()[1])
             else:
                 t_fault = time.time()
                 ha.sh("failover")

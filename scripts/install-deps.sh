@@ -16,6 +16,7 @@ PACKAGES=(
     b3sum                                                                  # BLAKE3 reference program (tests)
     python3-matplotlib                                                     # bench/durable.sh's plot
     postgresql-15-plproxy                                                  # the router (scripts/cluster.sh)
+    postgresql-15-auto-failover pg-auto-failover-cli                       # scripts/ha.sh (failover)
 )
 
 # Print the packages that dpkg does not show as installed.

@@ -152,6 +152,12 @@ public:
         out->clear();
         return Status(StatusCode::Internal, "no PostgreSQL backend");
     }
+    // Failover (common/pg_session.h): the history epoch under which the next push's vouches
+    // were computed (a backend whose session meets a newer one sends no vouch made under an
+    // older one), and a barrier making what this session saw committed durable (ok when the
+    // backend has nothing to wait for).
+    virtual void set_vouch_epoch(uint64_t /*epoch*/) {}
+    virtual Status durability_barrier(int64_t /*timeout_ms*/) { return Status::ok(); }
 };
 
 }  // namespace queen::sidecar

@@ -183,6 +183,18 @@ void BlockCache::forget(int64_t pid) {
     remove_from_map(pid, e.get());
 }
 
+// Forget each entry as forget(pid) does (the pids are copied under map_mu_ shared, which is
+// released before any entry mutex is taken: the order above holds).
+void BlockCache::forget_all() {
+    std::vector<int64_t> pids;
+    {
+        std::shared_lock<std::shared_mutex> lk(map_mu_);
+        pids.reserve(map_.size());
+        for (const auto& kv : map_) pids.push_back(kv.first);
+    }
+    for (int64_t pid : pids) forget(pid);
+}
+
 // The main path: build, expire, top up, check membership, vouch.
 int64_t BlockCache::verified_for(const PartitionMeta& meta, const queen::Hash128* hashes,
                                  std::size_t n, CacheLoader& loader, Verdict* why,

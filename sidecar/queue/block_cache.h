@@ -161,6 +161,9 @@ public:
     // Drop pid's entry (PostgreSQL refused its vouch: the log moved back, e.g. a restore); the
     // next flush builds it again from the database.
     void forget(int64_t pid);
+    // Drop every entry: the primary changed (a failover, common/pg_session.h), and the new
+    // one's log may differ from what the old one showed.
+    void forget_all();
 
     // The database's time as last observed, carried forward by the monotonic clock (a lower
     // bound of the database's now()); INT64_MIN before the first observation.

@@ -612,6 +612,7 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     if (abandoning_.load())
         return fail_units(units, Status(StatusCode::Unavailable,
                                         "the sidecar stopped before this message was sent"));
+    follow_history(b);  // after a failover: nothing learned before it vouches (in_doubt.cpp)
     std::vector<Seg> segs = gather_segments(units);
     for (Seg& sg : segs) fold_segment(sg, ctx.metas[sg.part].window_s > 0);
     Call call = prepare_call(b, ctx, segs, vouch);
@@ -848,6 +849,8 @@ void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const
             Status s = b.find_ids(meta.pid, meta.last_offset, segs[i].ids, &found[i]);
             ok = s.is_ok() && found[i].size() == segs[i].ids.size();
         }
+        // Found committed: answered only once durable where it was found (in_doubt.cpp).
+        if (ok && !durable_where_found(b, ctx, found)) ok = false;
         if (ok) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.resolve_retry_ms));
     }

@@ -250,6 +250,12 @@ private:
 
     PartitionMemo memo_;
     std::function<int(std::string_view, std::string_view)> placement_;
+    // The history epoch (common/pg_session.h) the block cache and memo were learned under;
+    // a newer one (a failover) drops them before the next vouch (queue/in_doubt.cpp).
+    std::atomic<uint64_t> history_epoch_{0};
+    void follow_history(Backend& b);
+    bool durable_where_found(Backend& b, const FlushCtx& ctx,
+                             const std::vector<std::vector<int64_t>>& found);
 };
 
 }  // namespace queen::sidecar

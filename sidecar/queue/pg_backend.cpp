@@ -290,6 +290,9 @@ Status PgBackend::ensure_connected() {
         return Status(StatusCode::Unavailable, err);
     }
     if (metrics_) metrics_->pg_connects++;
+    // Failover: watch this session's notices; learn the history it writes (pg_session.h).
+    pg::watch_session(conn_, &watch_);
+    conn_epoch_ = pg::note_timeline(conninfo_, pg::session_timeline(conn_));
     std::lock_guard<std::mutex> lk(cancel_mu_);
     cancel_ = PQgetCancel(conn_);
     return Status::ok();
@@ -314,7 +317,9 @@ Status PgBackend::error_status(PGresult* res, const char* what, bool* broken) {
     // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
     // the connection unexpectedly", a failed send), so the connection is not to be trusted;
     // nor after too many connections (53300).
-    if (connection_broken(conn_, state) || state == "53300") {
+    // 25006: a session on a server that is no longer the primary (a failover): like a broken
+    // connection, reconnect (target_session_attrs finds the new primary); nothing was written.
+    if (connection_broken(conn_, state) || state == "53300" || state == "25006") {
         disconnect();  // the next call reconnects at once (only failed connects back off)
         if (metrics_) metrics_->pg_up = 0;
         *broken = true;
@@ -378,6 +383,10 @@ Status PgBackend::exec_text(const char* name, const char* sql, int def_nparams, 
         const bool pooled = conn_ != nullptr && PQstatus(conn_) == CONNECTION_OK;
         Status c = ensure_connected();
         if (!c.is_ok()) return c;
+        // A push's vouches were made under another history than this (new) session's.
+        if (vouching_ && conn_epoch_ != vouch_epoch_)
+            return Status(StatusCode::Unavailable,
+                          "the primary changed while this push was prepared; retry");
         bool broken = false;
         if (!*prepared) {
             ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
@@ -389,7 +398,16 @@ Status PgBackend::exec_text(const char* name, const char* sql, int def_nparams, 
             *prepared = true;
         }
         if (metrics_) metrics_->sql_calls++;
+        watch_.reset();
         PGresult* r = PQexecPrepared(conn_, def.name, nparams, values, lengths, formats, 1);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && !def.read_only && watch_.sync_rep_cancelled) {
+            // Committed here, but no synchronous standby confirmed it: in doubt until it is
+            // looked up where it is durable (flusher.cpp: resolve_unknown).
+            PQclear(r);
+            return Status(StatusCode::Unknown,
+                          std::string(def.name) + ": committed locally, but its wait for "
+                          "synchronous replication was cancelled");
+        }
         if (PQresultStatus(r) == PGRES_TUPLES_OK) {
             if (metrics_) metrics_->pg_up = 1;
             *out = r;
@@ -460,9 +478,15 @@ Status PgBackend::resolve_partitions(const std::vector<PartitionName>& names,
 
 // One segment: push_segment; several: push_segments (one transaction either way; the
 // statement runs in autocommit, so its result arrives only after COMMIT).
-Status PgBackend::push_segments(const std::vector<SegmentIn>& segs,
+Status PgBackend::push_segments(const std::vector<SegmentIn>& segs_in,
                                 std::vector<std::vector<EntryOut>>* out) {
-    out->assign(segs.size(), {});
+    out->assign(segs_in.size(), {});
+    std::vector<SegmentIn> plain;
+    const std::vector<SegmentIn>& segs = current_vouches(segs_in, &plain);
+    struct Clear {
+        bool& v;
+        ~Clear() { v = false; }
+    } clear{vouching_};
     ResultGuard g;
     Status s;
     if (segs.size() == 1) {
@@ -519,10 +543,16 @@ void PgBackend::count_hints(PGresult* r, int conf_col, int fb_col) {
 // queen.push_segments_named: the pushN arrays plus partition ids with NULL for the named
 // segments and their names (empty for the others); answer rows as push_segments', then one
 // metadata row (idx -1) per named segment.
-Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs,
+Status PgBackend::push_segments_named(const std::vector<SegmentIn>& segs_in,
                                       const std::vector<PartitionName>& names,
                                       std::vector<std::vector<EntryOut>>* out,
                                       std::vector<PartitionMeta>* metas) {
+    std::vector<SegmentIn> plain;
+    const std::vector<SegmentIn>& segs = current_vouches(segs_in, &plain);
+    struct Clear {
+        bool& v;
+        ~Clear() { v = false; }
+    } clear{vouching_};
     out->assign(segs.size(), {});
     metas->assign(segs.size(), PartitionMeta{});
     const int32_t n = static_cast<int32_t>(segs.size());
@@ -631,6 +661,35 @@ Status PgBackend::find_ids(int64_t pid, int64_t after, const std::vector<queen::
         }
     }
     return Status::ok();
+}
+
+// Connect first (a reconnection learns the history epoch); vouches made under another epoch
+// are not sent (the full probe decides); the ones sent are guarded in exec against a
+// reconnection to yet another primary before the statement goes out.
+const std::vector<SegmentIn>& PgBackend::current_vouches(const std::vector<SegmentIn>& segs,
+                                                         std::vector<SegmentIn>* plain) {
+    vouching_ = false;
+    bool any = false;
+    for (const SegmentIn& sg : segs) any |= sg.verified >= 0;
+    if (!any) return segs;
+    if (ensure_connected().is_ok() && conn_epoch_ == vouch_epoch_) {
+        vouching_ = true;
+        return segs;
+    }
+    *plain = segs;
+    for (SegmentIn& sg : *plain) {
+        sg.verified = -1;
+        sg.hints = nullptr;
+    }
+    return *plain;
+}
+
+// See pg_session.h: only on the session as it is (never a new one).
+Status PgBackend::durability_barrier(int64_t timeout_ms) {
+    if (conn_ == nullptr) return Status(StatusCode::Unavailable, "durability barrier: no session");
+    Status s = pg::durability_barrier(conn_, &watch_, timeout_ms);
+    if (!s.is_ok()) disconnect();  // a cancelled or broken session is not reused
+    return s;
 }
 
 // queen.configure -> its jsonb as text.

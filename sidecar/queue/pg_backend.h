@@ -19,6 +19,7 @@
 
 #include "queue/backend.h"
 #include "common/metrics.h"
+#include "common/pg_session.h"
 
 namespace queen::sidecar {
 
@@ -76,6 +77,9 @@ public:
     Status ensure_connected();
     // PQcancel through the cancel object made at connect time (thread-safe).
     void cancel() override;
+    // Failover (common/pg_session.h; docs/failover.md).
+    void set_vouch_epoch(uint64_t epoch) override { vouch_epoch_ = epoch; }
+    Status durability_barrier(int64_t timeout_ms) override;
 
 private:
     enum Stmt : int {
@@ -125,6 +129,16 @@ private:
     // This connection's queen.push_hint_stats() as last read (per backend: a new connection
     // starts at 0 again).
     int64_t hint_confirmed_seen_ = 0, hint_fallbacks_seen_ = 0;
+    // Failover: this session's notices, the history epoch when it connected, the epoch the
+    // next push's vouches were made under, and whether the statement being run carries some.
+    pg::SessionWatch watch_;
+    uint64_t conn_epoch_ = 0;
+    uint64_t vouch_epoch_ = 0;
+    bool vouching_ = false;
+    // The segments as sent: without their vouches when they were made under another history
+    // epoch than this session's (a failover happened in between).
+    const std::vector<SegmentIn>& current_vouches(const std::vector<SegmentIn>& segs,
+                                                  std::vector<SegmentIn>* plain);
 };
 
 }  // namespace queen::sidecar

@@ -72,6 +72,14 @@ HttpResponse backend_error(const Status& s) {
             r.headers.emplace_back("Retry-After", "1");
             return r;
         }
+        case StatusCode::Unknown: {  // in doubt (docs/failover.md): the retry gets the answer
+            QLOG_WARN("streams: answered 503 (outcome unknown): %s", s.message().c_str());
+            HttpResponse r = error(503, ErrorCode::OutcomeUnknown,
+                                   "the outcome of this write is not known yet; retry the same "
+                                   "request unchanged");
+            r.headers.emplace_back("Retry-After", "1");
+            return r;
+        }
         default:
             QLOG_ERROR("streams: %s (SQLSTATE %s)", s.message().c_str(), s.sqlstate().c_str());
             return error(500, ErrorCode::Internal, "internal error");

@@ -407,8 +407,11 @@ bool Engine::run_appends(StreamsBackend& b, std::vector<Item>& batch,
         }
         return true;
     }
-    // Unavailable / ShardUnavailable (--router): the outcome is unknown, never sent again here.
+    // Unavailable / ShardUnavailable (--router) / Unknown (committed locally, its
+    // synchronous-replication wait cancelled: pg_backend.cpp): the outcome is unknown, never
+    // sent again one by one here (an append without a producer would be applied twice).
     if (s.code() == StatusCode::Unavailable || s.code() == StatusCode::ShardUnavailable ||
+        s.code() == StatusCode::Unknown ||
         batch.size() == 1) {
         for (auto& o : *out) o.first = s;
         return false;

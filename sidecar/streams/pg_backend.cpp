@@ -118,6 +118,7 @@ Status StreamsPgBackend::ensure_connected() {
     std::string err;
     conn_ = streams_connect(conninfo_, connect_timeout_s_, &err);
     if (!conn_) return Status(StatusCode::Unavailable, err);
+    pg::watch_session(conn_, &watch_);
     return Status::ok();
 }
 
@@ -174,7 +175,15 @@ Status StreamsPgBackend::exec(Stmt st, int n, const char* const* values, const i
     *out = nullptr;
     Status c = prepare(st);
     if (!c.is_ok()) return c;
+    watch_.reset();
     PGresult* r = PQexecPrepared(conn_, kNames[st], n, values, lengths, formats, 1);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && watch_.sync_rep_cancelled) {
+        // Committed here, not confirmed by a synchronous standby: a failover can take it back,
+        // so it is not answered (an idempotent producer's retry gets the exact answer).
+        PQclear(r);
+        return Status(StatusCode::Unknown, std::string(kNames[st]) + ": committed locally, but "
+                      "its wait for synchronous replication was cancelled");
+    }
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         Status s = PQresultStatus(r) == PGRES_TUPLES_OK
                        ? Status(StatusCode::Internal, "expected one answer row")
@@ -298,7 +307,13 @@ Status StreamsPgBackend::append_batch(const std::vector<const AppendArgs*>& batc
     }
     Status c = prepare(kAppendBatch);
     if (!c.is_ok()) return c;
+    watch_.reset();
     PGresult* r = PQexecPrepared(conn_, kNames[kAppendBatch], 13, v, len, fmt, 1);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && watch_.sync_rep_cancelled) {
+        PQclear(r);  // as in exec: committed locally only, so in doubt
+        return Status(StatusCode::Unknown, "qs_append_batch: committed locally, but its wait for "
+                      "synchronous replication was cancelled");
+    }
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         // The statement failed as a whole (its implicit transaction rolled back: nothing of
         // the batch committed), or the connection broke (Unavailable: outcome unknown).

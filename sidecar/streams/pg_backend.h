@@ -13,6 +13,7 @@
 #include <string>
 
 #include "streams/backend.h"
+#include "common/pg_session.h"
 
 namespace queen::sidecar::streams {
 
@@ -66,6 +67,7 @@ private:
     int connect_timeout_s_;
     PGconn* conn_ = nullptr;
     bool prepared_[kStmtCount] = {};
+    pg::SessionWatch watch_;  // a cancelled synchronous-replication wait (common/pg_session.h)
 };
 
 }  // namespace queen::sidecar::streams

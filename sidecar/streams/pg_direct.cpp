@@ -34,6 +34,7 @@ Status StreamsPgDirect::connect() {
     std::string err;
     conn_ = streams_connect(conninfo_, connect_timeout_s_, &err);
     if (!conn_) return Status(StatusCode::Unavailable, err);
+    pg::watch_session(conn_, &watch_);
     PGresult* p = PQprepare(conn_, kAppendName, kAppendSql, 0, nullptr);
     bool broken = false;
     Status s = PQresultStatus(p) == PGRES_COMMAND_OK ? Status::ok()
@@ -63,6 +64,7 @@ bool StreamsPgDirect::start(const AppendArgs& a, Done done) {
         return false;
     }
     params_ = std::make_unique<AppendParams>(a);
+    watch_.reset();
     if (!PQsendQueryPrepared(conn_, kAppendName, 12, params_->v, params_->len, params_->fmt, 1)) {
         params_.reset();
         disconnect();
@@ -106,6 +108,11 @@ void StreamsPgDirect::await_result() {
                 }
                 if (PQntuples(result_) != 1)
                     return finish(Status(StatusCode::Internal, "expected one answer row"), {});
+                if (watch_.sync_rep_cancelled)  // committed locally only: in doubt (pg_backend.cpp)
+                    return finish(Status(StatusCode::Unknown,
+                                         "qs_append: committed locally, but its wait for "
+                                         "synchronous replication was cancelled"),
+                                  {});
                 AppendAnswer x;
                 decode_append(result_, 0, 0, &x);
                 return finish(Status::ok(), std::move(x));

@@ -48,6 +48,7 @@ private:
     std::unique_ptr<AppendParams> params_;  // the running append's parameters
     Done done_;                             // the running append's callback
     PGresult* result_ = nullptr;            // its result row, once arrived
+    pg::SessionWatch watch_;                // a cancelled synchronous-replication wait
     std::atomic<bool> ready_{false};
 };
 

@@ -1,6 +1,7 @@
 // The probe-cache algorithm, written once for both implementations (see probe_cache.h).
 #include "pg/probe/probe_cache.h"
 #include "pg/probe/gap_scan.h"
+#include "pg/probe/probe_history.h"
 
 extern "C" {
 #include "utils/guc.h"
@@ -40,6 +41,11 @@ static queen::DigestAnchor anchor_at_last(ProbeCtx* c, const queen::DigestAnchor
 
 // Check, hydrate or catch up, look up, confirm; fall back whenever the digest cannot decide.
 bool ProbeCache::probe(ProbeCtx* c, bool dirty) {
+    // A standby (hot standby reads): nothing is learned or vouched for (probe_history.h).
+    if (probe_history_timeline() == 0) {
+        reset_best(c);
+        return false;
+    }
     DigestView v;
     bool have = find(c, &v);
     if (have && !trusted(c, v)) {

@@ -6,6 +6,7 @@
 // lock for the whole probe. Core code that can throw (installing, ingesting) runs inside
 // cxx_capture: a failed ingest drops the digest, a failed install is raised before any scan.
 #include "pg/probe/probe_cache_backend.h"
+#include "pg/probe/probe_history.h"
 
 namespace queen_pg {
 
@@ -38,12 +39,15 @@ private:
 BackendProbeCache backend;
 
 // Create the cache on first use (ERROR when out of memory), sized by the current settings;
-// a new queen.log_txns (a recreated extension) forgets every digest.
+// a new queen.log_txns (a recreated extension) or a new timeline (a promotion) forgets every
+// digest.
 bool BackendProbeCache::find(ProbeCtx* c, DigestView* out) {
     CxxError err;
     if (cache_ == nullptr) cxx_capture(err, [&] { cache_ = new queen::DigestCache(0); });
     cxx_raise(err);
-    cache_->set_epoch((uint64) c->st->log_txns);
+    // The epoch is the log table and the history (WAL timeline): a new one of either (a
+    // recreated extension, a promotion) forgets every digest (probe_history.h).
+    cache_->set_epoch((uint64) probe_history_timeline() << 32 | (uint64) c->st->log_txns);
     cache_->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
     digest_ = cache_->find(c->pid);
     if (digest_ == nullptr) return false;

@@ -55,6 +55,7 @@
 #include "pg/probe/probe_cache_shm.h"
 #include "pg/probe/probe_cache_backend.h"
 #include "pg/probe/gap_scan.h"
+#include "pg/probe/probe_history.h"
 
 #include <vector>
 
@@ -81,10 +82,13 @@ int guc_probe_cache_evict_idle = 60;
 
 namespace {
 
+// The timeline is part of the key: a digest built under another history (before a promotion)
+// is never found again, only evicted (probe_history.h).
 struct ShmKey {
     Oid db;
     Oid rel;  // queen.log_txns
     int64 pid;
+    uint32 timeline;
 };
 
 enum SlotState : int32 { kFree = 0, kResident = 1, kRefused = 2 };
@@ -200,6 +204,7 @@ ShmKey key_of(const ProbeCtx* c) {
     k.db = MyDatabaseId;
     k.rel = c->st->log_txns;
     k.pid = c->pid;
+    k.timeline = probe_history_timeline();
     return k;
 }
 
@@ -706,18 +711,19 @@ void SharedProbeCache::forget_gap() {
     ngap_ = cap_ = 0;
 }
 
-// Resident digests of this database's queen.log_txns (not those of a dropped extension's,
-// which stay until evicted).
+// Resident digests of this database's queen.log_txns on this timeline (not those of a dropped
+// extension's or of an earlier history, which stay until evicted).
 void SharedProbeCache::usage(int* partitions, int64* bytes) {
     *partitions = 0;
     *bytes = 0;
     if (hdr == nullptr) return;
     Storage st;
     storage_lookup(&st);
+    const uint32 timeline = probe_history_timeline();
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < hdr->nslots; i++)
         if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
-            slots[i].key.rel == st.log_txns) {
+            slots[i].key.rel == st.log_txns && slots[i].key.timeline == timeline) {
             (*partitions)++;
             *bytes += (int64) slots[i].extent_len;
         }

@@ -13,6 +13,7 @@
 #include "pg/storage/retention_worker.h"
 
 extern "C" {
+#include "access/xlog.h"
 #include "access/xact.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
@@ -113,6 +114,10 @@ static bool run_batch(char** state, MemoryContext ctx) {
 
 // One retention run: batches until done; logs what it deleted.
 static void run_retention_once() {
+    // Never on a standby (docs/failover.md): registered to start once recovery is finished,
+    // so it does not run there, and it checks again before every run; a promoted standby's
+    // postmaster starts it at the end of recovery, and it resumes there.
+    if (RecoveryInProgress()) return;
     MemoryContext ctx = AllocSetContextCreate(TopMemoryContext, "queen retention run",
                                               ALLOCSET_SMALL_SIZES);
     char* state = nullptr;

@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Failover campaign with a history checker (stdlib only; run through tests/fault/failover_campaign.sh).
+
+Runs against the pg_auto_failover formation of scripts/ha.sh (a monitor and three data nodes,
+number_sync_standbys = 1). Two sidecars are given the formation's multi-host connection string
+(target_session_attrs=read-write) and are never restarted. While HTTP clients push through
+either sidecar, SQL clients push with queen.push through psql, and idempotent producers append
+to Durable Streams, the primary's whole process tree is SIGKILLed (`ha.sh kill-primary`), the
+formation heals (`ha.sh start`: the killed node rejoins as a standby), and so on: --kills times
+in a row (3: every node is primary once), then one clean switchover (`ha.sh failover`).
+
+A request that is not answered (no answer, 429, 503, an item answered `error`; for SQL an error
+or the WARNING of a cancelled synchronous-replication wait, which docs/failover.md tells SQL
+users to read as "in doubt") is sent again unchanged until it is. Afterwards the checker of
+tests/fault/campaign.py reads the log back from the new primary and asserts: every answer is
+stored at the answered offset with the answered id (0 answered messages lost, 0 wrong
+originals), no transactionId is stored twice (0 duplicates), nothing is stored that no client
+sent. For the streams: every appended sequence number answered 200/204 is in the stream, and
+each appears exactly once, in order (0 appends applied twice).
+
+Figures per failover: the unavailability (from the kill to the first HTTP 201 storing something,
+`queued`, of an attempt sent after the kill: repeats alone may be answered from a sidecar's cache) and the p99 of whole-request latency (first send to final answer,
+retries included) of the requests started within 10 s before the kill, and the p99 of 201
+attempts in the 10 s after the first 201. One JSON line; exit 1 on any violation.
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from campaign import History, Sidecar, canon, check  # noqa: E402
+
+
+def log(*a):
+    print("failover:", *a, file=sys.stderr, flush=True)
+
+
+class Ha:
+    """The formation, driven through scripts/ha.sh; sql() goes to whichever node is primary."""
+
+    def __init__(self, root, pgbin):
+        self.root = root
+        self.env = dict(os.environ, QUEEN_PGBIN=pgbin)
+        out = self.sh("env")
+        for line in out.split("\n"):
+            if line.startswith("export QUEEN_HA_CONNINFO="):
+                self.conninfo_str = line.split("=", 1)[1].strip("'")
+        self.pgbin = pgbin
+
+    def sh(self, *args, check_rc=True):
+        r = subprocess.run(["bash", os.path.join(self.root, "scripts/ha.sh"), *args], env=self.env,
+                           capture_output=True, text=True)
+        if check_rc and r.returncode != 0:
+            raise RuntimeError("ha.sh %s failed: %s" % (" ".join(args), r.stderr[-2000:]))
+        return r.stdout
+
+    def conninfo(self):
+        return self.conninfo_str
+
+    def sql(self, q):
+        return subprocess.run([os.path.join(self.pgbin, "psql"), self.conninfo_str, "-X", "-q", "-t",
+                               "-A", "-v", "ON_ERROR_STOP=1", "-c", q], check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+
+class Timeline:
+    """Timestamps of HTTP attempts and requests, for the unavailability figures."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ok = []        # (attempt start, answer time) of each 201
+        self.requests = []  # (first send, final answer) of each answered request
+
+
+def items_for(cid, r, args, hist, rng):
+    """A request's items, recorded as sent (the same scheme as campaign.py's clients)."""
+    items = []
+    parts = rng.sample(range(args.partitions), rng.randint(1, min(3, args.partitions)))
+    for k in range(rng.randint(1, args.max_items)):
+        p = "p%d" % rng.choice(parts)
+        payload = {"c": cid, "r": r, "k": k}
+        with hist.lock:
+            if rng.random() < 0.20 and hist.known:
+                p, txn = rng.choice(hist.known)
+            else:
+                txn = "c%d-r%d-k%d" % (cid, r, k)
+                hist.known.append((p, txn))
+            hist.sent.setdefault((p, txn), set()).add(canon(payload))
+        items.append({"queue": args.queue, "partition": p, "payload": payload, "transactionId": txn})
+    return items
+
+
+def http_client(cid, args, sidecars, hist, tl, stop, rng):
+    r = 0
+    while not stop.is_set():
+        items = items_for(cid, r, args, hist, rng)
+        body = json.dumps({"items": items})
+        r += 1
+        with hist.lock:
+            hist.requests += 1
+        first = time.time()
+        give_up = first + args.answer_deadline_s
+        while True:
+            if time.time() > give_up:
+                with hist.lock:
+                    hist.unanswered += 1
+                break
+            sc = rng.choice(sidecars)
+            with hist.lock:
+                hist.attempts += 1
+            t0 = time.time()
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", sc.port, timeout=60)
+                c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
+                resp = c.getresponse()
+                status, data = resp.status, resp.read()
+                c.close()
+            except (OSError, http.client.HTTPException):
+                time.sleep(rng.uniform(0.05, 0.2))
+                continue
+            if status in (429, 503):
+                time.sleep(rng.uniform(0.1, 0.3))
+                continue
+            if status != 201:
+                with hist.lock:
+                    hist.bad_answers.append((status, data[:300]))
+                time.sleep(0.1)
+                continue
+            t1 = time.time()
+            ans = json.loads(data)
+            retry = False
+            with hist.lock:
+                for it, a in zip(items, ans):
+                    if a["status"] == "error":
+                        retry = True
+                        if a.get("code") not in ("outcome_unknown", "unavailable", "busy"):
+                            hist.bad_answers.append((201, json.dumps(a)[:300]))
+                        continue
+                    hist.answers.append((it["partition"], a["transaction_id"], a["status"],
+                                         a["message_id"], a["offset"]))
+            if not retry:  # a 201 whose every item is answered (none `error`)
+                with tl.lock:
+                    # A write that reached a primary: some item stored now (a request of
+                    # repeats only may be answered from the sidecar's cache alone).
+                    if any(a["status"] == "queued" for a in ans):
+                        tl.ok.append((t0, t1))
+                    tl.requests.append((first, t1))
+                break
+            time.sleep(rng.uniform(0.05, 0.2))
+
+
+def sql_client(cid, args, ha, hist, stop, rng, stats):
+    """queen.push through psql, one partition per call; a WARNING of a cancelled
+    synchronous-replication wait is read as "in doubt": the call is sent again unchanged."""
+    r = 0
+    while not stop.is_set():
+        items = items_for(cid, r, args, hist, rng)
+        p = items[0]["partition"]
+        items = [it for it in items if it["partition"] == p]
+        r += 1
+        arr = json.dumps([{"payload": it["payload"], "transactionId": it["transactionId"]}
+                          for it in items]).replace("'", "''")
+        q = ("SELECT index, status, message_id, transaction_id, message_offset FROM "
+             "queen.push('%s', '%s', '%s'::jsonb) ORDER BY index" % (args.queue, p, arr))
+        with hist.lock:
+            hist.requests += 1
+        give_up = time.time() + args.answer_deadline_s
+        while True:
+            if time.time() > give_up:
+                with hist.lock:
+                    hist.unanswered += 1
+                break
+            with hist.lock:
+                hist.attempts += 1
+            try:
+                res = subprocess.run([os.path.join(ha.pgbin, "psql"), ha.conninfo(), "-X", "-q",
+                                      "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", q],
+                                     capture_output=True, text=True, timeout=90)
+            except subprocess.TimeoutExpired:  # a hung call is in doubt: sent again
+                continue
+            if "synchronous replication" in res.stderr:
+                stats["sync_rep_warnings"] += 1
+            if res.returncode != 0 or "synchronous replication" in res.stderr:
+                time.sleep(rng.uniform(0.1, 0.3))
+                continue
+            rows = [l.split("|") for l in res.stdout.strip().split("\n") if l]
+            if len(rows) != len(items):
+                with hist.lock:
+                    hist.bad_answers.append(("sql", res.stdout[:300]))
+                break
+            with hist.lock:
+                for row in rows:
+                    _, status, mid, txn, off = row
+                    hist.answers.append((p, txn, status, mid, int(off)))
+            stats["sql_answers"] += 1
+            break
+
+
+def stream_request(port, method, name, body=None, headers=None, timeout=60):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.request(method, "/v1/stream/%s" % name, body=body, headers=headers or {})
+    resp = c.getresponse()
+    data = resp.read()
+    h = {k.lower(): v for k, v in resp.getheaders()}
+    c.close()
+    return resp.status, h, data
+
+
+def producer(pid, args, sidecars, stop, rng, out):
+    """An idempotent producer: appends "<seq>\\n" with Producer-Seq = seq, each retried unchanged
+    (any sidecar) until 200 (appended) or 204 (already appended)."""
+    name = "%s-s%d" % (args.queue, pid)
+    for _ in range(600):
+        try:
+            st, _, _ = stream_request(sidecars[0].port, "PUT", name,
+                                      headers={"Content-Type": "text/plain"})
+            if st in (200, 201, 204):
+                break
+        except OSError:
+            pass
+        time.sleep(0.2)
+    seq = 0
+    while not stop.is_set():
+        hdr = {"Content-Type": "text/plain", "Producer-Id": "prod%d" % pid,
+               "Producer-Epoch": "0", "Producer-Seq": str(seq)}
+        give_up = time.time() + args.answer_deadline_s
+        while True:
+            if time.time() > give_up:
+                out["unanswered"] += 1
+                return
+            try:
+                st, _, _ = stream_request(rng.choice(sidecars).port, "POST", name,
+                                          body=("%d\n" % seq).encode(), headers=hdr)
+            except (OSError, http.client.HTTPException):
+                st = None
+            if st in (200, 204):
+                out["answered"].setdefault(name, []).append(seq)
+                break
+            if st not in (None, 429, 503):
+                out["bad"].append("stream %s seq %d: status %s" % (name, seq, st))
+                break
+            time.sleep(rng.uniform(0.1, 0.3))
+        seq += 1
+        time.sleep(0.02)
+
+
+def check_streams(sidecars, out):
+    violations, appended = [], 0
+    for name, seqs in out["answered"].items():
+        st, _, data = stream_request(sidecars[0].port, "GET", name + "?offset=-1")
+        if st != 200:
+            violations.append("stream %s: read answered %s" % (name, st))
+            continue
+        got = [int(x) for x in data.decode().split("\n") if x]
+        appended += len(got)
+        if len(got) != len(set(got)):
+            violations.append("stream %s: an append applied twice" % name)
+        if got != sorted(got):
+            violations.append("stream %s: appends out of order" % name)
+        missing = set(seqs) - set(got)
+        if missing:
+            violations.append("stream %s: answered appends missing: %s" % (name, sorted(missing)[:10]))
+    violations += out["bad"]
+    if out["unanswered"]:
+        violations.append("%d stream appends never answered" % out["unanswered"])
+    return violations, appended
+
+
+def p99(xs):
+    xs = sorted(xs)
+    return round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3) if xs else None
+
+
+def figures_for(ev, t_fault, tl):
+    with tl.lock:
+        ok, reqs = list(tl.ok), list(tl.requests)
+    after = [t1 for t0, t1 in ok if t0 >= t_fault]
+    first = min(after) if after else None
+    f = {"fault": ev, "unavailable_s": round(first - t_fault, 2) if first else None}
+    f["p99_request_s_started_10s_before"] = p99([b - a for a, b in reqs if t_fault - 10 <= a < t_fault])
+    if first:
+        f["p99_201_s_10s_after"] = p99([t1 - t0 for t0, t1 in ok if first <= t0 < first + 10])
+    return f
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--sidecar", required=True)
+    ap.add_argument("--pgbin", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--kills", type=int, default=3)
+    ap.add_argument("--switchovers", type=int, default=1)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--sql-clients", type=int, default=2)
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--max-items", type=int, default=6)
+    ap.add_argument("--steady-s", type=float, default=5)
+    ap.add_argument("--answer-deadline-s", type=float, default=150)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--queue", default=None)
+    ap.add_argument("--no-heal", action="store_true",
+                    help="after a fault do not wait for the killed node to rejoin (short form)")
+    args = ap.parse_args()
+    args.queue = args.queue or "failover-%d-%d" % (args.seed, int(time.time()))
+    rng = random.Random(args.seed)
+    ha = Ha(args.root, args.pgbin)
+    t_start = time.time()
+    sidecars = []
+    try:
+        log("starting the formation")
+        ha.sh("start")
+        binary = os.path.join(args.workdir, "queen-sidecar")
+        shutil.copy2(args.sidecar, binary)
+        extra = ["--pool-size", "2", "--drain-timeout-ms", "1000", "--resolve-deadline-ms", "30000"]
+        sidecars = [Sidecar(n, binary, ha.conninfo(), args.workdir, extra) for n in "AB"]
+        for s in sidecars:
+            s.start()
+        hist, tl, stop = History(), Timeline(), threading.Event()
+        sql_stats = {"sync_rep_warnings": 0, "sql_answers": 0}
+        streams = {"answered": {}, "bad": [], "unanswered": 0}
+        threads = [threading.Thread(target=http_client, args=(i, args, sidecars, hist, tl, stop,
+                                                              random.Random(args.seed * 100 + i)))
+                   for i in range(args.clients)]
+        threads += [threading.Thread(target=sql_client, args=(1000 + i, args, ha, hist, stop,
+                                                              random.Random(args.seed * 100 + 50 + i),
+                                                              sql_stats))
+                     for i in range(args.sql_clients)]
+        threads += [threading.Thread(target=producer, args=(i, args, sidecars, stop,
+                                                            random.Random(args.seed * 100 + 90 + i),
+                                                            streams))
+                    for i in range(args.producers)]
+        for t in threads:
+            t.start()
+        time.sleep(args.steady_s)
+        per_fault = []
+        events = ["kill"] * args.kills + ["switchover"] * args.switchovers
+        for ev in events:
+            before = ha.sh("primary").strip()
+            if ev == "kill":
+                # From the moment the primary's processes were frozen (then killed).
+                t_fault = float(ha.sh("kill-primary").split()[1])
+            else:
+                t_fault = time.time()
+                ha.sh("failover")
+            # Wait for the first 201 after the fault, then heal (the killed node rejoins).
+            while time.time() < t_fault + 120:
+                with tl.lock:
+                    if any(t0 >= t_fault for t0, _ in tl.ok):
+                        break
+                time.sleep(0.2)
+            log("%s of %s: first 201 after %s s" % (ev, before, figures_for(ev, t_fault, tl)["unavailable_s"]))
+            if not args.no_heal:
+                ha.sh("start")
+            per_fault.append((ev, t_fault, before, ha.sh("primary").strip()))
+            time.sleep(args.steady_s)
+        stop.set()
+        for t in threads:
+            t.join()
+        faults = []
+        for ev, t_fault, before, after in per_fault:  # with the 10 s after each in the record
+            f = figures_for(ev, t_fault, tl)
+            f["from"], f["to"] = before, after
+            faults.append(f)
+        violations, rows, queued = check(ha, args, hist)
+        sv, appended = check_streams(sidecars, streams)
+        violations += sv
+        figures = {"kills": args.kills, "switchovers": args.switchovers,
+                   "http_clients": args.clients, "sql_clients": args.sql_clients,
+                   "producers": args.producers, "requests": hist.requests,
+                   "attempts": hist.attempts, "answers": len(hist.answers),
+                   "answered_queued": queued, "messages_stored": rows,
+                   "sql_answers": sql_stats["sql_answers"],
+                   "sql_sync_rep_warnings": sql_stats["sync_rep_warnings"],
+                   "stream_appends_answered": sum(len(v) for v in streams["answered"].values()),
+                   "stream_appends_stored": appended, "violations": len(violations),
+                   "failovers": faults, "seconds": round(time.time() - t_start, 1)}
+        print(json.dumps(figures))
+        for v in violations[:50]:
+            print("VIOLATION:", v)
+        return 1 if violations else 0
+    finally:
+        for s in sidecars:
+            s.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

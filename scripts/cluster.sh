@@ -25,6 +25,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 DIR=${QUEEN_CLUSTER_DIR:-$ROOT/.cluster}
+# As scripts/pg.sh does: when user postgres cannot traverse the checkout (a clone under /root or
+# under a private temporary folder, run as root), the default folder moves to /tmp.
+if [[ -z ${QUEEN_CLUSTER_DIR:-} && $(id -u) -eq 0 ]] &&
+    ! (cd / && runuser -u postgres -- test -x "$ROOT") 2>/dev/null; then
+    DIR=/tmp/queen-cluster-$(printf '%s' "$ROOT" | cksum | cut -d' ' -f1)
+fi
 # The base port is part of a cluster (the router stores the shards' connection strings): the
 # one recorded at creation, unless QUEEN_CLUSTER_PORT names it.
 RECORDED=$(cat "$DIR/base_port" 2>/dev/null || true)

@@ -210,7 +210,7 @@ start_monitor() {
         rm -rf "$d"
         as_pg pg_autoctl create monitor --pgdata "$d" --pgport "$BASE" --hostname 127.0.0.1 \
             --auth trust --no-ssl --pgctl "$SYSBIN/pg_ctl" >>"$DIR/monitor.log" 2>&1 ||
-            die "pg_autoctl create monitor failed (log: $DIR/monitor.log)"
+            die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(tail -5 "$DIR/monitor.log" 2>/dev/null)"
     fi
     run_service monitor
     wait_monitor
@@ -300,7 +300,7 @@ start_node() {
         as_pg pg_autoctl create postgres --pgdata "$d" --pgport "$port" --pgctl "$PGBIN/pg_ctl" \
             --hostname 127.0.0.1 --listen 127.0.0.1 --name "$name" --username postgres \
             --dbname postgres --formation "$FORMATION" --monitor "$(monitor_uri)" --auth trust \
-            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log)"
+            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log): $(tail -5 "$DIR/$name.log" 2>/dev/null)"
         as_pg pg_autoctl config set --pgdata "$d" timeout.network_partition_timeout 4 >/dev/null
         touch "$DIR/$name.created"
     elif ! supervisor_pid "$name" >/dev/null; then

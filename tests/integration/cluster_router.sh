@@ -14,15 +14,18 @@
 #     id after it, the consumer position and the partition id move along, the old owner refuses;
 #   * a stopped shard fails only its own slots (08006 naming it), the others keep answering; once
 #     cluster.sh start brings it back, the unchanged retry gets its exact answer.
-# Self-contained: its own cluster (data in .cluster-test/ of the checkout, ports from
-# QUEEN_TEST_CLUSTER_PORT, default 55540), removed at the end.
+# Self-contained: its own cluster (data in a folder of its own under /tmp that user postgres can
+# reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 55540),
+# removed at the end.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
 PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 export QUEEN_CLUSTER_PORT=${QUEEN_TEST_CLUSTER_PORT:-55540}
-export QUEEN_CLUSTER_DIR=$ROOT/.cluster-test
+WORK=$(mktemp -d /tmp/queen-cluster-router.XXXXXX)
+chmod 755 "$WORK"
+export QUEEN_CLUSTER_DIR=$WORK/cluster
 CLUSTER=$ROOT/scripts/cluster.sh
 T0=$(date +%s)
 
@@ -30,7 +33,7 @@ fail() {
     echo "cluster_router: FAIL: $*"
     exit 1
 }
-cleanup() { bash "$CLUSTER" remove >/dev/null 2>&1; }
+cleanup() { bash "$CLUSTER" remove >/dev/null 2>&1; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 R="host=127.0.0.1 port=$QUEEN_CLUSTER_PORT dbname=postgres user=postgres"
@@ -65,7 +68,7 @@ part_on() {
 
 # ---- the cluster, and cluster.sh's idempotence
 bash "$CLUSTER" remove >/dev/null 2>&1
-bash "$CLUSTER" start --shards 3 >/dev/null 2>&1 || fail "cluster.sh start failed"
+bash "$CLUSTER" start --shards 3 >"$WORK/start.log" 2>&1 || fail "cluster.sh start failed: $(tail -5 "$WORK/start.log")"
 echo "cluster_router: cluster up after $(($(date +%s) - T0)) s"
 expect "shards" "$(q "$R" "SELECT string_agg(name, ',') FROM queen.shards()")" "s1,s2,s3"
 expect "slot map" "$(q "$R" "SELECT string_agg(shard || ':' || n, ',' ORDER BY shard) FROM

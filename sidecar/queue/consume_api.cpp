@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 
+#include "core/common/partition_uuid.h"
 #include "common/json_fields.h"
 #include "common/json_writer.h"
 #include "http/target.h"
@@ -243,6 +244,7 @@ void Api::transaction_wire(std::string body, Reply reply) {
         return reply(error_response(
             Status(StatusCode::BadRequest, "operations must be a non-empty array")));
     int64_t idx = 0;
+    PgTarget target;  // what it touches: with --router, one shard must hold all of it
     for (simdjson::dom::element el : ops) {
         simdjson::dom::object o;
         std::string type;
@@ -263,6 +265,10 @@ void Api::transaction_wire(std::string body, Reply reply) {
                 if (const char* why = validate_queue_name(q))
                     return reply(error_response(
                         Status(StatusCode::BadRequest, std::string("queue ") + why), idx));
+                std::string p = "Default";
+                bool has_p = false;
+                get_string(io, "partition", &p, &has_p);
+                target.partitions.emplace_back(q, has_p ? p : std::string("Default"));
             }
         } else {
             auto t = o["transactionId"], p = o["partitionId"];
@@ -271,17 +277,26 @@ void Api::transaction_wire(std::string body, Reply reply) {
                     Status(StatusCode::BadRequest,
                            "an ack needs a string transactionId and partitionId"),
                     idx));
+            int64_t pid = 0;
+            if (queen::partition_of_uuid(p.get_string().value_unsafe(), &pid))
+                target.pids.push_back(pid);
         }
         idx++;
     }
-    with_pg(flusher_, std::move(reply), [this, body = std::move(body)](PgBackend& pg) {
+    flusher_.run_sql([reply = std::move(reply), body = std::move(body),
+                      target = std::move(target)](Backend& b) {
+        PgBackend* pg = dynamic_cast<PgBackend*>(&b);
+        if (pg == nullptr) {  // --router: the one shard holding all of it, else 400 cross_shard
+            Status r = b.pg_for(target, &pg);
+            if (!r.is_ok()) return reply(error_response(r));
+        }
         const char* v[] = {body.c_str()};
         std::string out;
         bool null = false;
-        Status s = pg.call_json("queen_wire_txn", "SELECT queen.transaction_wire($1::jsonb)", 1, v,
-                                false, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        return json_ok(std::move(out));
+        Status s = pg->call_json("queen_wire_txn", "SELECT queen.transaction_wire($1::jsonb)", 1, v,
+                                 false, &out, &null);
+        if (!s.is_ok()) return reply(error_response(s));
+        reply(json_ok(std::move(out)));
     });
 }
 

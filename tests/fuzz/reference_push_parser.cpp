@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "core/common/segment_codec.h"
+#include "core/common/uuidv7.h"
 
 namespace queen::sidecar::reference {
 
@@ -132,9 +133,11 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
             if (const char* why = queen::validate_txn_id(sv))
                 return Status(StatusCode::BadRequest, why);
             it.txn.assign(sv);
-        } else {
-            it.txn = derived_txn(queen::hash_bytes(body.data(), body.size()),
-                                 static_cast<std::size_t>(idx));
+        }
+        if (it.txn.empty()) {  // a new message: its transactionId is its own id's text
+            char idbuf[37];
+            queen::uuid_to_text(it.id, idbuf);
+            it.txn.assign(idbuf, 36);
         }
         it.hash = queen::txn_hash(it.txn);
         out->items.push_back(std::move(it));

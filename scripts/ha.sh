@@ -207,10 +207,18 @@ start_monitor() {
     d=$(data_of monitor)
     if [[ ! -f $d/PG_VERSION ]]; then
         say "creating the monitor on port $BASE"
-        rm -rf "$d"
-        as_pg pg_autoctl create monitor --pgdata "$d" --pgport "$BASE" --hostname 127.0.0.1 \
-            --auth trust --no-ssl --pgctl "$SYSBIN/pg_ctl" >>"$DIR/monitor.log" 2>&1 ||
-            die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(tail -5 "$DIR/monitor.log" 2>/dev/null)"
+        # A second try from scratch: the port is a fixed one in the ephemeral range, which an
+        # outgoing connection of another program can hold for a moment (the log says why).
+        local try
+        for try in 1 2; do
+            rm -rf "$d"
+            as_pg pg_autoctl create monitor --pgdata "$d" --pgport "$BASE" --hostname 127.0.0.1 \
+                --auth trust --no-ssl --pgctl "$SYSBIN/pg_ctl" >>"$DIR/monitor.log" 2>&1 && break
+            as_pg "$SYSBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true
+            ((try == 2)) && die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(tail -5 "$DIR/monitor.log" 2>/dev/null)"
+            say "creating the monitor failed; trying again in 2 s: $(tail -1 "$DIR/monitor.log" 2>/dev/null)"
+            sleep 2
+        done
     fi
     run_service monitor
     wait_monitor

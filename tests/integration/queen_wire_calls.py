@@ -174,16 +174,17 @@ check("dlq without queue: 400", st == 400, (st, b))
 
 # ---------------------------------------------------------------- any-partition pops, groups
 Q2 = P + "_any"
+G1 = P + "_g1"  # a group of this run only (groups span queues: a reused database keeps others)
 push([{"queue": Q2, "partition": f"a{i}", "payload": {"i": i, "k": k}, "transactionId": f"a{i}-{k}"}
       for i in range(3) for k in range(2)])
-st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup=g1")
+st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup={G1}")
 check("any-partition, 3 partitions, one lease", st == 200 and len(b["messages"]) == 6 and
       b["partitionsClaimed"] == 3 and len({m["leaseId"] for m in b["messages"]}) == 1 and
-      b["consumerGroup"] == "g1", (st, b))
+      b["consumerGroup"] == G1, (st, b))
 st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&consumerGroup=g2")
 check("another group: fan-out, one partition by default", st == 200 and len(b["messages"]) == 2 and
       b["partitionsClaimed"] == 1, (st, b))
-st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup=g1")
+st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup={G1}")
 check("g1 holds every partition: 204", st == 204, (st, b))
 # subscriptionMode=new: the first pop answers empty, then only new messages
 st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&consumerGroup=gnew&subscriptionMode=new")
@@ -269,10 +270,10 @@ st, r = call("POST", "/api/v1/transaction", {"operations": []})
 check("empty transaction: 400", st == 400, (st, r))
 
 # ---------------------------------------------------------------- deletes (§3.7)
-st, b = call("DELETE", "/api/v1/consumer-groups/g1?deleteMetadata=true")
-check("delete group", st == 200 and b["success"] is True and b["consumerGroup"] == "g1" and
+st, b = call("DELETE", f"/api/v1/consumer-groups/{G1}?deleteMetadata=true")
+check("delete group", st == 200 and b["success"] is True and b["consumerGroup"] == G1 and
       b["deletedPartitions"] == 3 and b["metadataDeleted"] is True, (st, b))
-st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup=g1")
+st, b = call("GET", f"/api/v1/pop/queue/{Q2}?batch=10&partitions=3&consumerGroup={G1}")
 check("a deleted group starts fresh", st == 200 and len(b["messages"]) == 7, (st, b))
 st, b = call("DELETE", f"/api/v1/consumer-groups/{P}_nogroup")
 check("delete unknown group: 200", st == 200 and b["success"] is True and b["deletedPartitions"] == 0, (st, b))

@@ -223,6 +223,30 @@ def client(cid, args, sidecars, hist, stop, rng):
             time.sleep(rng.uniform(0.05, 0.2))
 
 
+
+def check_stored(stored, hist, violations):
+    """The stored copies against what was sent: {(partition, txn): [(offset, id, payload)]}.
+    A transactionId is stored once; an item sent without one is a new message each send (Queen's
+    rule), so it is stored at most once per attempt that carried it, with its message id as its
+    transactionId; every payload is one a client sent."""
+    auto_seen = {}
+    for (p, t), copies in stored.items():
+        if len(copies) > 1:
+            violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
+        for _, mid, payload in copies:
+            if (p, t) not in hist.sent and payload in hist.auto_sent:
+                auto_seen[payload] = auto_seen.get(payload, 0) + 1  # sent without transactionId
+                if t != mid:
+                    violations.append("a message without transactionId stored with transactionId "
+                                      "%s, not its message id %s" % (t, mid))
+            elif payload not in hist.sent.get((p, t), ()):
+                violations.append("stored %s/%s with a payload no client sent" % (p, t))
+    for payload, n in auto_seen.items():
+        if n > hist.auto_sent[payload]:
+            violations.append("a message without transactionId was stored %d times in %d sends: %s"
+                              % (n, hist.auto_sent[payload], payload))
+
+
 def check(pg, args, hist):
     violations = []
     stored = {}  # (partition, txn) -> [(offset, id, payload)]
@@ -241,22 +265,7 @@ def check(pg, args, hist):
         for row in json.loads(out or "[]"):
             rows += 1
             stored.setdefault((p, row["t"]), []).append((row["o"], row["id"], canon(row["p"])))
-    auto_seen = {}
-    for (p, t), copies in stored.items():
-        if len(copies) > 1:
-            violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
-        for _, mid, payload in copies:
-            if (p, t) not in hist.sent and payload in hist.auto_sent:
-                auto_seen[payload] = auto_seen.get(payload, 0) + 1  # sent without transactionId
-                if t != mid:
-                    violations.append("a message without transactionId stored with transactionId "
-                                      "%s, not its message id %s" % (t, mid))
-            elif payload not in hist.sent.get((p, t), ()):
-                violations.append("stored %s/%s with a payload no client sent" % (p, t))
-    for payload, n in auto_seen.items():
-        if n > hist.auto_sent[payload]:
-            violations.append("a message without transactionId was stored %d times in %d sends: %s"
-                              % (n, hist.auto_sent[payload], payload))
+    check_stored(stored, hist, violations)
     queued = 0
     for p, t, status, mid, off in hist.answers:
         queued += status == "queued"

@@ -162,25 +162,7 @@ def check(cluster, args, hist):
             if owner.get(p) != shard:
                 violations.append("%s/%s stored on shard %s, the map names %s" % (p, t, shard, owner.get(p)))
             stored.setdefault((p, t), []).extend(copies)
-    auto_seen = {}
-    for (p, t), copies in stored.items():
-        if len(copies) > 1:
-            violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
-        for _, mid, payload in copies:
-            if (p, t) not in hist.sent and payload in hist.auto_sent:
-                # sent without transactionId: a new message each send (Queen's rule), so it may
-                # be stored once per attempt that carried it, never more, and its transactionId
-                # is its own message id
-                auto_seen[payload] = auto_seen.get(payload, 0) + 1
-                if t != mid:
-                    violations.append("a message without transactionId stored with transactionId "
-                                      "%s, not its message id %s" % (t, mid))
-            elif payload not in hist.sent.get((p, t), ()):
-                violations.append("stored %s/%s with a payload no client sent" % (p, t))
-    for payload, n in auto_seen.items():
-        if n > hist.auto_sent[payload]:
-            violations.append("a message without transactionId was stored %d times in %d sends: %s"
-                              % (n, hist.auto_sent[payload], payload))
+    campaign.check_stored(stored, hist, violations)
     queued = 0
     for p, t, status, mid, off in hist.answers:
         queued += status == "queued"

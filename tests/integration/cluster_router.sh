@@ -15,14 +15,14 @@
 #   * a stopped shard fails only its own slots (08006 naming it), the others keep answering; once
 #     cluster.sh start brings it back, the unchanged retry gets its exact answer.
 # Self-contained: its own cluster (data in a folder of its own under /tmp that user postgres can
-# reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 55540),
+# reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 29540),
 # removed at the end.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
 PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
-export QUEEN_CLUSTER_PORT=${QUEEN_TEST_CLUSTER_PORT:-55540}
+export QUEEN_CLUSTER_PORT=${QUEEN_TEST_CLUSTER_PORT:-29540}
 WORK=$(mktemp -d /tmp/queen-cluster-router.XXXXXX)
 chmod 755 "$WORK"
 export QUEEN_CLUSTER_DIR=$WORK/cluster

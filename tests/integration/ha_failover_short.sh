@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The failover campaign's short form (tests/fault/failover_campaign.py): a fresh pg_auto_failover
 # formation of its own (scripts/ha.sh: a monitor and three data nodes, number_sync_standbys 1,
-# data in a temporary folder, ports QUEEN_HA_TEST_PORT..+3, default 55350), two sidecars on its
+# data in a temporary folder, ports QUEEN_HA_TEST_PORT..+3, default 29350), two sidecars on its
 # multi-host connection string, HTTP and SQL clients pushing with retries and one idempotent
 # stream producer while the primary's whole process tree is SIGKILLed once; the checker asserts
 # 0 duplicates stored, 0 answered messages lost, 0 wrong originals, 0 stream appends applied
@@ -13,7 +13,7 @@ if [[ -z ${QUEEN_PGBIN:-} && -n ${PG_CONFIG:-} ]]; then QUEEN_PGBIN=$("$PG_CONFI
 export QUEEN_PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 WORK=$(mktemp -d /tmp/queen-ha-short.XXXXXX)
 chmod 755 "$WORK"
-export QUEEN_HA_DIR=$WORK/ha QUEEN_HA_PORT=${QUEEN_HA_TEST_PORT:-55350}
+export QUEEN_HA_DIR=$WORK/ha QUEEN_HA_PORT=${QUEEN_HA_TEST_PORT:-29350}
 cleanup() {
     bash "$ROOT/scripts/ha.sh" stop >/dev/null 2>&1 || true
     rm -rf "$WORK"

@@ -55,15 +55,22 @@ die() {
 
 is_root() { [[ $(id -u) -eq 0 ]]; }
 
-# Run a command as the servers' user with pg_autoctl's folders under $DIR (from /, lock fd 9
-# closed so no daemon inherits it).
+# libpq's environment variables a caller may have set (scripts/test.sh exports its own server's
+# PGHOST/PGPORT): pg_autoctl reads them to reach its local server, so a PGHOST naming another
+# server's socket folder made `pg_autoctl create monitor` retry for 20 s and fail.
+LIBPQ_ENV=(PGHOST PGHOSTADDR PGPORT PGUSER PGDATABASE PGDATA PGSERVICE PGSERVICEFILE PGOPTIONS
+    PGPASSWORD PGPASSFILE PGSSLMODE PGCONNECT_TIMEOUT PGTARGETSESSIONATTRS PGAPPNAME)
+
+# Run a command as the servers' user with pg_autoctl's folders under $DIR and none of the
+# caller's libpq variables (from /, lock fd 9 closed so no daemon inherits it).
 as_pg() {
     local envs=(XDG_CONFIG_HOME="$DIR/xdg/config" XDG_DATA_HOME="$DIR/xdg/data"
-        XDG_RUNTIME_DIR="$DIR/xdg/run" PATH="$PGBIN:/usr/bin:/bin")
+        XDG_RUNTIME_DIR="$DIR/xdg/run" PATH="$PGBIN:/usr/bin:/bin") unset=() v
+    for v in "${LIBPQ_ENV[@]}"; do unset+=(-u "$v"); done
     if is_root; then
-        (cd / && runuser -u postgres -- env "${envs[@]}" "$@") 9>&-
+        (cd / && runuser -u postgres -- env "${unset[@]}" "${envs[@]}" "$@") 9>&-
     else
-        (cd / && env "${envs[@]}" "$@") 9>&-
+        (cd / && env "${unset[@]}" "${envs[@]}" "$@") 9>&-
     fi
 }
 
@@ -207,15 +214,14 @@ start_monitor() {
     d=$(data_of monitor)
     if [[ ! -f $d/PG_VERSION ]]; then
         say "creating the monitor on port $BASE"
-        # A second try from scratch: the port is a fixed one in the ephemeral range, which an
-        # outgoing connection of another program can hold for a moment (the log says why).
+        # A second try from scratch (a port another program held for a moment; the log says).
         local try
         for try in 1 2; do
             rm -rf "$d"
             as_pg pg_autoctl create monitor --pgdata "$d" --pgport "$BASE" --hostname 127.0.0.1 \
                 --auth trust --no-ssl --pgctl "$SYSBIN/pg_ctl" >>"$DIR/monitor.log" 2>&1 && break
             as_pg "$SYSBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true
-            ((try == 2)) && die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(tail -5 "$DIR/monitor.log" 2>/dev/null)"
+            ((try == 2)) && die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(grep -E ' (ERROR|FATAL) ' "$DIR/monitor.log" 2>/dev/null | head -8)"
             say "creating the monitor failed; trying again in 2 s: $(tail -1 "$DIR/monitor.log" 2>/dev/null)"
             sleep 2
         done

@@ -97,7 +97,7 @@ interrupted_call() {
         sleep 0.1
     done
     local opts=""
-    [[ $how == timeout ]] && opts="-c statement_timeout=1500"
+    [[ $how == timeout ]] && opts="-c statement_timeout=1000"
     PGAPPNAME="${RUN}_victim" PGOPTIONS="$opts" psql -X -q -t -A -c "$(call_sql "$v" "$c")" >"$WORK/victim.out" 2>&1 &
     apid=$!
     BG_PIDS+=("$apid")

@@ -55,7 +55,7 @@ HOST_CXX   ?= g++
 HOST_FLAGS = -MMD -MP -std=c++17 -O2 -g -Wall -Wextra -Isrc $(EXTRA_HOST_FLAGS)
 CORE_HOST_OBJS = $(patsubst src/core/%.cpp,$(BUILD)/core/%.o,$(CORE_SRCS))
 
-$(BUILD)/core/%.o: src/core/%.cpp $(wildcard src/core/*/*.h)
+$(BUILD)/core/%.o: src/core/%.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(HOST_FLAGS) -c $< -o $@
 

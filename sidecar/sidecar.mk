@@ -10,7 +10,7 @@ SIDECAR_TEST_OBJS = $(patsubst tests/sidecar/%.cpp,$(BUILD)/tests/sidecar/%.o,$(
 SIDECAR_CXXFLAGS = $(HOST_FLAGS) -Isidecar -I$(shell $(PG_CONFIG) --includedir) -pthread
 SIDECAR_LIBS     = -lpq -lsimdjson -lxxhash -lpthread
 
-$(BUILD)/sidecar/%.o: sidecar/%.cpp $(SIDECAR_HDRS)
+$(BUILD)/sidecar/%.o: sidecar/%.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -c $< -o $@
 
@@ -20,7 +20,7 @@ $(BUILD)/libqueensidecar.a: $(SIDECAR_OBJS)
 $(BUILD)/queen-sidecar: $(BUILD)/sidecar/main.o $(BUILD)/libqueensidecar.a $(BUILD)/libqueencore.a
 	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -o $@ $^ $(SIDECAR_LIBS)
 
-$(BUILD)/tests/sidecar/%.o: tests/sidecar/%.cpp $(SIDECAR_HDRS) $(wildcard tests/sidecar/*.h)
+$(BUILD)/tests/sidecar/%.o: tests/sidecar/%.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -Itests/sidecar -c $< -o $@
 
@@ -28,6 +28,10 @@ $(BUILD)/queen-sidecar-tests: $(SIDECAR_TEST_OBJS) $(BUILD)/libqueensidecar.a $(
 	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -o $@ $^ -lgtest -lgtest_main $(SIDECAR_LIBS)
 
 all: $(BUILD)/queen-sidecar $(BUILD)/queen-sidecar-tests
+
+# Each object's headers, as the compiler listed them (-MMD -MP): a header change rebuilds only
+# the objects that include it.
+-include $(wildcard $(SIDECAR_OBJS:.o=.d) $(SIDECAR_TEST_OBJS:.o=.d) $(BUILD)/sidecar/main.d)
 
 .PHONY: install-sidecar sidecar-fuzz
 install: install-sidecar

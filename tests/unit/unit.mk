@@ -10,9 +10,12 @@ UNIT_LIBS = -lgtest_main -lgtest -lpthread -lxxhash
 
 all: $(BUILD)/queen-core-tests
 
-$(BUILD)/unit/%.o: tests/unit/%.cpp $(wildcard src/core/*/*.h tests/unit/*.h)
+$(BUILD)/unit/%.o: tests/unit/%.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(HOST_FLAGS) -Itests/unit -c $< -o $@
+
+# Each object's headers, as the compiler listed them (-MMD -MP).
+-include $(wildcard $(UNIT_OBJS:.o=.d))
 
 $(BUILD)/queen-core-tests: $(UNIT_OBJS) $(BUILD)/libqueencore.a
 	$(HOST_CXX) $(HOST_FLAGS) -o $@ $(UNIT_OBJS) $(BUILD)/libqueencore.a $(UNIT_LIBS)

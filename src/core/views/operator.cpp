@@ -167,7 +167,7 @@ void Deduplicator::write_kept_and_emit(const KeyState* prev, bool prev_in_base, 
             out.push_back(before(prev, prev_in_base));
     }
     write(st, StateKind::Kept, r, now);
-    out.push_back({k, take ? std::move(*take) : r});
+    out.push_back({k, take ? std::move(*take) : Row(r)});
 }
 
 // Flink's isDuplicate: no previous row, or keep-last and prev <= cur (a tie: the later arrival
@@ -197,7 +197,7 @@ void Deduplicator::proctime_last(const Row& r, int64_t now, StateMap& st,
     bool same = o_.ttl == 0 && prev->row.payload == r.payload;
     if (!same && o_.update_before) out.push_back(before(prev, in_base));
     write(st, StateKind::Kept, r, now);  // rewritten on every row: idle-based TTL
-    if (!same) out.push_back({ChangeKind::UpdateAfter, take ? std::move(*take) : r});
+    if (!same) out.push_back({ChangeKind::UpdateAfter, take ? std::move(*take) : Row(r)});
 }
 
 // One row without mini-batch.
@@ -208,7 +208,7 @@ void Deduplicator::apply_row(const Row& r, int64_t now, StateMap& st, ChangeOut 
             // the flag is written once, on the first row; flags ignored: always +I
             if (live(st, r.key, now) != nullptr) return;
             write(st, StateKind::Kept, r, now);
-            out.push_back({ChangeKind::Insert, take ? std::move(*take) : r});
+            out.push_back({ChangeKind::Insert, take ? std::move(*take) : Row(r)});
         } else {
             proctime_last(r, now, st, out, take);
         }

@@ -7,14 +7,15 @@
 
 -- The cluster: its slot count (a power of two, fixed once a shard is added) and the map's
 -- version (bumped by every change of the shard list or the slot map; PL/Proxy and the
--- sidecar's router mode reload the map when it changes).
+-- sidecar's router mode reload the map when it changes). At most one row, written by the first
+-- change (queen.router_config_lock); no row means the defaults (64 slots, version 1). A row
+-- inserted by CREATE EXTENSION would collide with the dumped one when a dump is restored.
 CREATE TABLE queen.router_config (
     one         boolean PRIMARY KEY DEFAULT true CHECK (one),
     slot_count  int NOT NULL DEFAULT 64 CHECK (slot_count >= 1 AND slot_count <= 65536
                                                AND (slot_count & (slot_count - 1)) = 0),
     map_version bigint NOT NULL DEFAULT 1
 );
-INSERT INTO queen.router_config DEFAULT VALUES;
 
 -- The shards, in the order they were added (ordinal k draws partition ids from (k-1) * 2^40).
 CREATE TABLE queen.router_shards (

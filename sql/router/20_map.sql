@@ -14,11 +14,11 @@ AS $$ SELECT m.slot, m.shard FROM queen.router_slots m ORDER BY m.slot $$;
 
 CREATE OR REPLACE FUNCTION queen.map_version() RETURNS bigint
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$ SELECT c.map_version FROM queen.router_config c $$;
+AS $$ SELECT COALESCE((SELECT c.map_version FROM queen.router_config c), 1) $$;
 
 CREATE OR REPLACE FUNCTION queen.slot_count() RETURNS int
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$ SELECT c.slot_count FROM queen.router_config c $$;
+AS $$ SELECT COALESCE((SELECT c.slot_count FROM queen.router_config c), 64) $$;
 
 CREATE OR REPLACE FUNCTION queen.queue_placement() RETURNS TABLE (queue text, single_slot boolean)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -47,7 +47,7 @@ AS $$
                                   CASE WHEN COALESCE((SELECT q.single_slot FROM queen.router_queues q
                                                        WHERE q.queue = p_queue), false)
                                        THEN '' ELSE p_partition END,
-                                  (SELECT c.slot_count FROM queen.router_config c)), 0)
+                                  queen.slot_count()), 0)
 $$;
 
 -- The slot of a stream (streams are partitions of the queue __queen_streams, named by stream).
@@ -55,7 +55,7 @@ CREATE OR REPLACE FUNCTION queen.route_stream(p_name text) RETURNS int
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT COALESCE(queen.slot_of('__queen_streams', p_name,
-                                  (SELECT c.slot_count FROM queen.router_config c)), 0)
+                                  queen.slot_count()), 0)
 $$;
 
 -- The slot of a dedup view: its queue's (single_slot) slot; 42704 for an unknown view.
@@ -89,7 +89,7 @@ BEGIN
     IF p_cluster_name <> 'queen' THEN
         RAISE EXCEPTION 'unknown cluster "%"', p_cluster_name USING ERRCODE = '42704';
     END IF;
-    RETURN (SELECT (c.map_version % 2147483647)::int4 FROM queen.router_config c);
+    RETURN (queen.map_version() % 2147483647)::int4;
 END
 $$;
 
@@ -101,7 +101,7 @@ BEGIN
     IF p_cluster_name <> 'queen' THEN
         RAISE EXCEPTION 'unknown cluster "%"', p_cluster_name USING ERRCODE = '42704';
     END IF;
-    IF (SELECT count(*) FROM queen.router_slots) <> (SELECT c.slot_count FROM queen.router_config c) THEN
+    IF (SELECT count(*) FROM queen.router_slots) <> queen.slot_count() THEN
         RAISE EXCEPTION 'the cluster has no shard yet' USING ERRCODE = '55000',
             HINT = 'Add one: SELECT queen.add_shard(name, conninfo).';
     END IF;

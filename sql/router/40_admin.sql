@@ -7,6 +7,17 @@
 -- one change of the map at a time), then the rows they change. A move's fence on the source
 -- (queen.shard_fence_slot) is its own remote transaction, committed before anything is copied.
 
+-- The cluster's configuration row, created with the defaults when missing, locked FOR UPDATE
+-- (the first lock of every change of the map; a concurrent first change waits on the insert).
+CREATE OR REPLACE FUNCTION queen.router_config_lock() RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO queen.router_config DEFAULT VALUES ON CONFLICT (one) DO NOTHING;
+    PERFORM 1 FROM queen.router_config FOR UPDATE;
+END
+$$;
+
 -- ---------------------------------------------------------------- calls to one shard
 CREATE OR REPLACE FUNCTION queen.remote_join(p_conn text, p_shard text, p_slot_count int, p_id_base bigint)
     RETURNS jsonb
@@ -63,8 +74,8 @@ CREATE OR REPLACE FUNCTION queen.set_slot_count(p_slot_count int) RETURNS int
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM 1 FROM queen.router_config FOR UPDATE;
-    IF (SELECT c.slot_count FROM queen.router_config c) = p_slot_count THEN
+    PERFORM queen.router_config_lock();
+    IF queen.slot_count() = p_slot_count THEN
         RETURN p_slot_count;
     END IF;
     IF EXISTS (SELECT 1 FROM queen.router_shards) THEN
@@ -95,7 +106,7 @@ DECLARE
     v_total   bigint := 0;
     v_s       record;
 BEGIN
-    PERFORM 1 FROM queen.router_config FOR UPDATE;
+    PERFORM queen.router_config_lock();
     IF p_name IS NULL OR p_name !~ '^[A-Za-z0-9_]+$' THEN
         RAISE EXCEPTION 'a shard name is letters, digits and _' USING ERRCODE = '22023';
     END IF;
@@ -103,7 +114,7 @@ BEGIN
         RAISE EXCEPTION 'shard "%" exists already', p_name USING ERRCODE = '42710';
     END IF;
     v_ordinal := COALESCE((SELECT max(s.ordinal) FROM queen.router_shards s), 0) + 1;
-    v_slots := (SELECT c.slot_count FROM queen.router_config c);
+    v_slots := queen.slot_count();
     PERFORM queen.remote_join(p_conninfo, p_name, v_slots, (v_ordinal - 1)::bigint << 40);
     INSERT INTO queen.router_shards (name, conninfo, ordinal) VALUES (p_name, p_conninfo, v_ordinal);
     FOR v_s IN SELECT s.conninfo FROM queen.router_shards s LOOP
@@ -198,7 +209,7 @@ BEGIN
         RAISE;
     END;
     -- 3. the switch
-    PERFORM 1 FROM queen.router_config FOR UPDATE;
+    PERFORM queen.router_config_lock();
     UPDATE queen.router_slots SET shard = p_to_shard WHERE slot = p_slot;
     UPDATE queen.router_config SET map_version = map_version + 1;
     UPDATE queen.router_moves SET phase = 'switched', switched_at = clock_timestamp(), rows_moved = v_n

@@ -13,7 +13,8 @@
 #   * move_slot: a transactionId stored before the move answers duplicate with the same message
 #     id after it, the consumer position and the partition id move along, the old owner refuses;
 #   * a stopped shard fails only its own slots (08006 naming it), the others keep answering; once
-#     cluster.sh start brings it back, the unchanged retry gets its exact answer.
+#     cluster.sh start brings it back, the unchanged retry gets its exact answer;
+#   * the router database survives pg_dump/pg_restore with the same map, version and routing.
 # Self-contained: its own cluster (data in a folder of its own under /tmp that user postgres can
 # reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 29540),
 # removed at the end.
@@ -167,6 +168,22 @@ expect "an ack of a fenced slot" "$(sqlstate "$R" "SELECT queen.ack('orders', '$
 expect "another slot meanwhile" "$(push "$R" orders "$P1" t10 | cut -d'|' -f1)" "queued"
 q "$(shard s2)" "SELECT queen.shard_unfence_slot($P2SLOT)" >/dev/null
 expect "after unfence" "$(push "$R" orders "$P2" f1 | cut -d'|' -f1,3)" "queued|1"
+
+# ---- the router database survives pg_dump and pg_restore: no error, the same map, version,
+# shards and placements, and it routes the same (a stored transactionId answers duplicate)
+"$PGBIN/pg_dump" -Fc -d "$R" -f "$WORK/router.dump" 2>"$WORK/dump.err" || fail "pg_dump of the router: $(cat "$WORK/dump.err")"
+q "$R" "CREATE DATABASE router_restored" >/dev/null
+R2="host=127.0.0.1 port=$QUEEN_CLUSTER_PORT dbname=router_restored user=postgres"
+"$PGBIN/pg_restore" --exit-on-error -d "$R2" "$WORK/router.dump" >"$WORK/restore.err" 2>&1 ||
+    fail "pg_restore of the router: $(head -5 "$WORK/restore.err")"
+for f in "queen.map_version()" "queen.slot_count()" \
+    "(SELECT string_agg(slot || ':' || shard, ',' ORDER BY slot) FROM queen.slot_map())" \
+    "(SELECT string_agg(name, ',' ORDER BY name) FROM queen.shards())" \
+    "(SELECT string_agg(queue || ':' || single_slot, ',' ORDER BY queue) FROM queen.queue_placement())"; do
+    expect "restored router: $f" "$(q "$R2" "SELECT $f")" "$(q "$R" "SELECT $f")"
+done
+expect "restored router routes" "$(push "$R2" orders "$P1" t9 | cut -d'|' -f1,3)" "duplicate|3"
+q "$R" "DROP DATABASE router_restored" >/dev/null
 
 # ---- a stopped shard fails only its own slots
 QUEEN_PGDATA=$QUEEN_CLUSTER_DIR/s3 QUEEN_PGPORT=$((QUEEN_CLUSTER_PORT + 3)) bash scripts/pg.sh stop >/dev/null 2>&1

@@ -224,7 +224,8 @@ $$;
 -- (Queen's 15 as stored), dedupWindowSeconds, retentionSeconds, dedupBy}; one naming only
 -- queen's own keys creates no partition and answers {queue, dedupWindowSeconds,
 -- retentionSeconds, dedupBy} as in 0.2.0 (every unsent option still returns to its default).
--- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock).
+-- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock; on a
+-- shard of a cluster only the owner of its slot creates it, the others answer partitionId null).
 CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -332,7 +333,13 @@ BEGIN
     -- placement before any partition is created (it cannot change once the queue has some)
     PERFORM queen.queue_set_placement(p_queue, v_single);
     IF v_wire THEN
-        SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, 'Default') r;
+        BEGIN
+            SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, 'Default') r;
+        EXCEPTION WHEN SQLSTATE '55Q01' THEN
+            -- a shard that does not own Default's slot (the router configures every shard;
+            -- Default's owner creates it): nothing of it here, partitionId null
+            v_pid := NULL;
+        END;
     END IF;
 
     IF NOT v_wire THEN

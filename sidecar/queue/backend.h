@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -146,6 +147,28 @@ public:
         *out = nullptr;
         return Status(StatusCode::Internal, "no PostgreSQL backend");
     }
+    // The consuming routes under --router (queue/consume_shards.cpp): the shards that own a
+    // slot, as indexes in a stable order (a plain backend has none: false).
+    virtual bool shard_list(std::vector<int>* out) {
+        out->clear();
+        return false;
+    }
+    // Run call on shard `shard` with this worker's connection to it; a shard that cannot be
+    // reached fails as StatusCode::ShardUnavailable naming it.
+    virtual Status on_shard(int shard, const std::function<Status(PgBackend&)>& call) {
+        (void) shard;
+        (void) call;
+        return Status(StatusCode::Internal, "no shards");
+    }
+    // The index of the one shard holding every partition of t (pg_for's choice; NotFound when
+    // a partition id is on no shard, CrossShard when they are several).
+    virtual Status shard_for(const PgTarget& t, int* shard) {
+        (void) t;
+        *shard = -1;
+        return Status(StatusCode::Internal, "no shards");
+    }
+    // A shard's name (for messages).
+    virtual std::string shard_name(int shard) { return std::to_string(shard); }
     // The connection(s) a configure runs on: one per shard, or (a sharded backend) the router
     // database's, whose queen.configure configures every shard and records the queue's placement.
     virtual Status pg_every_shard(std::vector<PgBackend*>* out) {

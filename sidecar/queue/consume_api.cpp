@@ -3,7 +3,8 @@
 // dead-letter listing and the broker's transaction. Each calls one function of the extension's
 // consuming model (sql/modules/60_consume*.sql) with parameters only and relays its jsonb
 // answer; the sidecar checks what the broker refuses with 400 for the whole request and maps
-// SQL errors through the one table (common/errors).
+// SQL errors through the one table (common/errors). Under --router the same statements run on
+// the shard(s) holding what each call touches (consume_shards.h).
 #include <chrono>
 #include <memory>
 
@@ -13,6 +14,8 @@
 #include "http/target.h"
 #include "queue/api.h"
 #include "queue/api_util.h"
+#include "queue/consume_shards.h"
+#include "queue/consume_sql.h"
 
 namespace queen::sidecar {
 
@@ -35,7 +38,19 @@ HttpResponse json_ok(std::string body, int status = 200) {
     return r;
 }
 
+// Run one on the single server's connection, or (--router) sharded on the shards.
+void on_pg_or_shards(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> one,
+                     std::function<HttpResponse(Backend&)> sharded) {
+    flusher.run_sql([reply = std::move(reply), one = std::move(one),
+                     sharded = std::move(sharded)](Backend& b) {
+        auto* pg = dynamic_cast<PgBackend*>(&b);
+        reply(pg ? one(*pg) : sharded(b));
+    });
+}
+
 }  // namespace
+
+using namespace consume_sql;
 
 // One pop in flight, across its long-poll tries.
 struct Api::PopCall {
@@ -88,20 +103,17 @@ void Api::pop_try(std::shared_ptr<PopCall> call) {
     const uint64_t token = waiters_ ? waiters_->token(call->queue) : 0;
     flusher_.run_sql([this, call, token](Backend& b) {
         auto* pg = dynamic_cast<PgBackend*>(&b);
-        if (!pg) return call->reply(error_response(Status(StatusCode::Internal, "no PostgreSQL backend")));
-        const char* v[] = {call->queue.c_str(),
+        const PopParams p{{call->queue.c_str(),
                            call->partition.empty() ? nullptr : call->partition.c_str(),
                            call->has_group ? call->group.c_str() : nullptr,
                            call->batch.c_str(),
                            call->partitions.c_str(),
                            call->has_mode ? call->mode.c_str() : nullptr,
-                           call->has_from ? call->from.c_str() : nullptr};
+                           call->has_from ? call->from.c_str() : nullptr}};
         std::string out;
         bool null = false;
-        Status s = pg->call_json("queen_wire_pop",
-                                 "SELECT queen.pop($1::text, $2::text, $3::text, $4::int, $5::int, "
-                                 "$6::text, $7::text)",
-                                 7, v, false, &out, &null);
+        Status s = pg ? pg->call_json(kPopName, kPop, 7, p.values, false, &out, &null)
+                      : shards_pop(b, call->queue, p, &out, &null);
         if (!s.is_ok()) return call->reply(error_response(s));
         if (!null) return call->reply(json_ok(std::move(out)));
         const int64_t now = SystemClock::instance().mono_ms();
@@ -124,16 +136,19 @@ void Api::pop_try(std::shared_ptr<PopCall> call) {
 // POST /api/v1/ack and /ack/batch in the broker's form: queen.ack_messages relays the
 // per-ack array (business failures are items, never an HTTP error).
 void Api::ack_wire(std::string acks_json, std::string group, bool has_group, Reply reply) {
-    with_pg(flusher_, std::move(reply), [acks = std::move(acks_json), group = std::move(group),
-                                         has_group](PgBackend& pg) {
-        const char* v[] = {acks.c_str(), has_group ? group.c_str() : nullptr};
-        std::string out;
-        bool null = false;
-        Status s = pg.call_json("queen_wire_ack", "SELECT queen.ack_messages($1::jsonb, $2::text)",
-                                2, v, false, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        return json_ok(null ? "[]" : std::move(out));
-    });
+    auto acks = std::make_shared<const std::string>(std::move(acks_json));
+    auto grp = std::make_shared<const std::string>(std::move(group));
+    on_pg_or_shards(
+        flusher_, std::move(reply),
+        [acks, grp, has_group](PgBackend& pg) {
+            const char* v[] = {acks->c_str(), has_group ? grp->c_str() : nullptr};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kAckName, kAck, 2, v, false, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            return json_ok(null ? "[]" : std::move(out));
+        },
+        [acks, grp, has_group](Backend& b) { return shards_ack(b, *acks, *grp, has_group); });
 }
 
 // POST /api/v1/lease/:leaseId/extend {seconds?}: queen.renew_lease (60 s by default).
@@ -153,16 +168,18 @@ void Api::lease_extend(const std::string& lease, HttpRequest&& req, Reply reply)
             seconds = x;
         }
     }
-    with_pg(flusher_, std::move(reply), [lease, seconds](PgBackend& pg) {
-        const std::string sec = std::to_string(seconds);
-        const char* v[] = {lease.c_str(), sec.c_str()};
-        std::string out;
-        bool null = false;
-        Status s = pg.call_json("queen_wire_renew", "SELECT queen.renew_lease($1::text, $2::int)",
-                                2, v, false, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        return json_ok(null ? "[]" : std::move(out));
-    });
+    on_pg_or_shards(
+        flusher_, std::move(reply),
+        [lease, seconds](PgBackend& pg) {
+            const std::string sec = std::to_string(seconds);
+            const char* v[] = {lease.c_str(), sec.c_str()};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kRenewName, kRenew, 2, v, false, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            return json_ok(null ? "[]" : std::move(out));
+        },
+        [lease, seconds](Backend& b) { return shards_renew(b, lease, seconds); });
 }
 
 // DELETE /api/v1/resources/queues/:q: queen.delete_queue (200 also for a queue that never was).
@@ -170,16 +187,22 @@ void Api::delete_queue(const std::string& queue, Reply reply) {
     if (const char* why = validate_queue_name(queue))
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     Flusher* fl = &flusher_;
-    with_pg(flusher_, std::move(reply), [queue, fl](PgBackend& pg) {
-        const char* v[] = {queue.c_str()};
-        std::string out;
-        bool null = false;
-        Status s = pg.call_json("queen_wire_delete_queue", "SELECT queen.delete_queue($1::text)",
-                                1, v, false, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        fl->forget_meta();  // its partitions are gone: never vouch for them again
-        return json_ok(std::move(out));
-    });
+    on_pg_or_shards(
+        flusher_, std::move(reply),
+        [queue, fl](PgBackend& pg) {
+            const char* v[] = {queue.c_str()};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kDeleteQueueName, kDeleteQueue, 1, v, false, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            fl->forget_meta();  // its partitions are gone: never vouch for them again
+            return json_ok(std::move(out));
+        },
+        [queue, fl](Backend& b) {
+            HttpResponse r = shards_delete_queue(b, queue);
+            fl->forget_meta();  // also after a partial deletion (a shard down: 503)
+            return r;
+        });
 }
 
 // DELETE /api/v1/consumer-groups/:g?deleteMetadata=true|false: queen.delete_consumer_group.
@@ -192,16 +215,17 @@ void Api::delete_group(const std::string& group, const std::string& query, Reply
                 Status(StatusCode::BadRequest, "deleteMetadata must be true or false")));
         meta = v == "true";
     }
-    with_pg(flusher_, std::move(reply), [group, meta](PgBackend& pg) {
-        const char* v2[] = {group.c_str(), meta ? "true" : "false"};
-        std::string out;
-        bool null = false;
-        Status s = pg.call_json("queen_wire_delete_group",
-                                "SELECT queen.delete_consumer_group($1::text, $2::boolean)", 2, v2,
-                                false, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        return json_ok(std::move(out));
-    });
+    on_pg_or_shards(
+        flusher_, std::move(reply),
+        [group, meta](PgBackend& pg) {
+            const char* v2[] = {group.c_str(), meta ? "true" : "false"};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kDeleteGroupName, kDeleteGroup, 2, v2, false, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            return json_ok(std::move(out));
+        },
+        [group, meta](Backend& b) { return shards_delete_group(b, group, meta); });
 }
 
 // GET /api/v1/dlq?queue&consumerGroup&limit&offset: queen.dlq_messages (newest first).
@@ -218,17 +242,21 @@ void Api::dlq(const std::string& query, Reply reply) {
     if (query_param(query, "offset", &v) && (!parse_int(v, &offset) || offset > 2147483647))
         return reply(
             error_response(Status(StatusCode::BadRequest, "offset must be a whole number >= 0")));
-    with_pg(flusher_, std::move(reply), [queue, group, has_group, limit, offset](PgBackend& pg) {
-        const std::string l = std::to_string(limit), o = std::to_string(offset);
-        const char* v2[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(), o.c_str()};
-        std::string out;
-        bool null = false;
-        Status s = pg.call_json("queen_wire_dlq",
-                                "SELECT queen.dlq_messages($1::text, $2::text, $3::int, $4::int)", 4,
-                                v2, true, &out, &null);
-        if (!s.is_ok()) return error_response(s);
-        return json_ok(std::move(out));
-    });
+    on_pg_or_shards(
+        flusher_, std::move(reply),
+        [queue, group, has_group, limit, offset](PgBackend& pg) {
+            const std::string l = std::to_string(limit), o = std::to_string(offset);
+            const char* v2[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(),
+                                o.c_str()};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kDlqName, kDlq, 4, v2, true, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            return json_ok(std::move(out));
+        },
+        [queue, group, has_group, limit, offset](Backend& b) {
+            return shards_dlq(b, queue, group, has_group, limit, offset);
+        });
 }
 
 // POST /api/v1/transaction in the broker's form: every operation an object of type push or

@@ -265,9 +265,44 @@ void ShardedBackend::cancel() {
         if (c.pg) c.pg->cancel();
 }
 
+// The owners of the current map's slots, ascending (an unreadable map: none).
+bool ShardedBackend::shard_list(std::vector<int>* out) {
+    out->clear();
+    std::shared_ptr<const ShardMap> m;
+    if (!current(&m).is_ok()) return true;
+    std::set<int> owners(m->slot_shard.begin(), m->slot_shard.end());
+    owners.erase(-1);
+    out->assign(owners.begin(), owners.end());
+    return true;
+}
+
+// This worker's connection to the shard; unreachable (connect refused, connection broken on a
+// statement, a server shutting down) is the shard's unavailability.
+Status ShardedBackend::on_shard(int shard, const std::function<Status(PgBackend&)>& call) {
+    Status s = call(*conn(shard));
+    if (unreachable(s))
+        return Status(StatusCode::ShardUnavailable,
+                      "shard " + dir_.name(shard) + " is unavailable; retry", "");
+    return s;
+}
+
 // The one shard of every named partition and id, or CrossShard naming the shards.
 Status ShardedBackend::pg_for(const PgTarget& t, PgBackend** out) {
     *out = nullptr;
+    int owner = -1;
+    Status s = shard_for(t, &owner);
+    if (!s.is_ok()) return s;
+    *out = conn(owner);
+    Status c = (*out)->ensure_connected();
+    if (!c.is_ok())
+        return Status(StatusCode::ShardUnavailable,
+                      "shard " + dir_.name(owner) + " is unavailable; retry");
+    return Status::ok();
+}
+
+// The owner of every named partition and id (ids located through slot_of_pid).
+Status ShardedBackend::shard_for(const PgTarget& t, int* shard) {
+    *shard = -1;
     std::shared_ptr<const ShardMap> m;
     Status s = current(&m);
     if (!s.is_ok()) return s;
@@ -286,12 +321,8 @@ Status ShardedBackend::pg_for(const PgTarget& t, PgBackend** out) {
                       "these partitions live on different shards (" + join(names) +
                           "); a transaction is exact on one shard only");
     }
-    const int owner = owners.empty() ? m->owner(0) : *owners.begin();
-    *out = conn(owner);
-    Status c = (*out)->ensure_connected();
-    if (!c.is_ok())
-        return Status(StatusCode::ShardUnavailable,
-                      "shard " + dir_.name(owner) + " is unavailable; retry");
+    *shard = owners.empty() ? m->owner(0) : *owners.begin();
+    if (*shard < 0) return Status(StatusCode::Unavailable, "the shard map names no owner");
     return Status::ok();
 }
 

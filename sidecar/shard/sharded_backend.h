@@ -55,6 +55,12 @@ public:
                     std::vector<int64_t>* offsets) override;
     void cancel() override;
     Status pg_for(const PgTarget& t, PgBackend** out) override;
+    // The consuming routes' fan-outs (queue/consume_shards.cpp): every shard owning a slot of
+    // the current map, a call on one of them, the one holding a target.
+    bool shard_list(std::vector<int>* out) override;
+    Status on_shard(int shard, const std::function<Status(PgBackend&)>& call) override;
+    Status shard_for(const PgTarget& t, int* shard) override;
+    std::string shard_name(int shard) override { return dir_.name(shard); }
     // The router database's connection: its queen.configure configures every shard and records
     // the queue's placement (then the map is read again: reload_soon).
     Status pg_every_shard(std::vector<PgBackend*>* out) override;

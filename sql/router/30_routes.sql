@@ -268,7 +268,10 @@ BEGIN
             USING ERRCODE = '55000',
                   HINT = 'configure is a full replace: name "placement" in every configure call of this queue.';
     END IF;
-    SELECT a INTO v_answer FROM queen.configure_all(p_queue, p_options) a LIMIT 1;
+    -- the answer of the shard owning Default's slot when the wire's options created it there
+    -- (the others answer partitionId null)
+    SELECT a INTO v_answer FROM queen.configure_all(p_queue, p_options) a
+     ORDER BY (a ->> 'partitionId') IS NULL LIMIT 1;
     IF v_single THEN
         INSERT INTO queen.router_queues (queue, single_slot) VALUES (p_queue, true)
             ON CONFLICT (queue) DO UPDATE SET single_slot = true;

@@ -14,12 +14,28 @@ answers (run through cluster_sidecar.sh):
   4. a slot moved under the sidecar (queen.move_slot): the next push of an earlier
      transactionId answers `duplicate` with the original id and offset, a new one is stored on
      the new owner only;
-  5. a Durable Stream lives on the shard of its partition (__queen_streams, name).
+  5. a Durable Stream lives on the shard of its partition (__queen_streams, name);
+  6. Queen's consuming wire across shards (wire facts §3.3-3.8), exact answers: a pop by
+     partition leases on the partition's shard (a second pop: 204 until ack; another group
+     pops it), pops by queue answer one shard each (one leaseId) in a rotating order until
+     every shard's partition is leased (then 204), a batch ack spanning shards answers in
+     request order, nack -> retry -> DLQ, dlq status, the DLQ listing merged newest first with
+     limit/offset after the merge, lease renewal and an unknown lease, a lease that expires is
+     delivered again exactly once, a long poll woken by a push to another shard, a long poll
+     that times out (204), an ack of an unknown partition id, group and queue deletion summed
+     over shards;
+  7. with shard s2 down: a pop by partition there and a pop by queue whose only messages are
+     there answer 503 shard_unavailable with Retry-After, a pop on s1 and a batch ack's s1
+     item are answered (its s2 item fails with shard_unavailable, Retry-After on the 200), the
+     DLQ listing answers 503.
+Runtime: 6 and 7 add 12.9 s measured on the 2-core machine at load 22 (their sleeps: 2.5 s); the
+cluster is the one the script already starts.
 """
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -69,8 +85,245 @@ def stored(ci, p):
     return {r["t"]: (r["id"], r["o"]) for r in json.loads(out)}
 
 
-def item(p, t):
-    return {"queue": Q, "partition": p, "transactionId": t, "payload": {"t": t}}
+def item(p, t, q=Q):
+    return {"queue": q, "partition": p, "transactionId": t, "payload": {"t": t}}
+
+
+def call(port, method, path, body=None):
+    """(status, headers, parsed JSON or None) of one request."""
+    data = json.dumps(body).encode() if body is not None else b""
+    st, h, raw = http_request(port, method, path, data, {"Content-Type": "application/json"})
+    return st, h, (json.loads(raw) if raw else None)
+
+
+def places(router, q, n=200):
+    """shard -> partition names of queue q (p0..p<n>), by the router's map."""
+    rows = sql(router, "SELECT 'p' || i, m.shard FROM generate_series(0, %d) i JOIN queen.slot_map() m"
+                       " ON m.slot = queen.slot_of('%s', 'p' || i) ORDER BY i" % (n - 1, q))
+    on = {}
+    for line in rows.split("\n"):
+        p, sh = line.split("|")
+        on.setdefault(sh, []).append(p)
+    return on
+
+
+def pop(port, q, p=None, query=""):
+    path = "/api/v1/pop/queue/" + q + ("/partition/" + p if p else "") + ("?" + query if query else "")
+    return call(port, "GET", path)
+
+
+def ack_of(m, status="completed", error=None, lease=True):
+    a = {"transactionId": m["transactionId"], "partitionId": m["partitionId"], "status": status,
+         "error": error, "consumerGroup": None}
+    if lease:
+        a["leaseId"] = m["leaseId"]
+    return a
+
+
+def ack_answer(i, t, q, p, released=True, dlq=False):
+    return {"index": i, "transactionId": t, "success": True, "error": None, "queueName": q,
+            "partitionName": p, "leaseReleased": released, "dlq": dlq}
+
+
+def consuming(port, router, shards):
+    """6. the consuming wire across the three shards (exact answers of the wire facts)."""
+    q = "cc-%d" % os.getpid()
+    on = places(router, q)
+    pa, pb, pc = on["s1"][0], on["s2"][0], on["s3"][0]
+    st, _, ans = call(port, "POST", "/api/v1/configure", {"queue": q, "options": {"retryLimit": 1}})
+    check(st == 200 and ans.get("configured") is True and ans["options"]["retryLimit"] == 1,
+          "configure %s on every shard: 200 configured (%s %s)" % (q, st, ans))
+    dflt = [int(sql(ci, "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues qq ON qq.id = p.queue_id"
+                        " WHERE qq.name = '%s' AND p.name = 'Default'" % q)) for ci in shards.values()]
+    owner = sql(router, "SELECT m.shard FROM queen.slot_map() m WHERE m.slot = queen.slot_of('%s', 'Default')" % q)
+    check(st == 200 and isinstance(ans.get("partitionId"), str) and sorted(dflt) == [0, 0, 1] and
+          dflt[list(shards).index(owner)] == 1,
+          "configure: Default created on its slot's shard only, its partitionId answered (%s)" % dflt)
+    opts = [sql(ci, "SELECT o.options ->> 'retryLimit' FROM queen.queue_options o JOIN queen.queues qq"
+                    " ON qq.id = o.queue_id WHERE qq.name = '%s'" % q) for ci in shards.values()]
+    check(opts == ["1", "1", "1"], "the options are stored on every shard (%s)" % opts)
+    st, _, pushed = push(port, [item(pa, "a1", q), item(pb, "b1", q), item(pc, "c1", q)])
+    check(st == 201 and [a["status"] for a in pushed] == ["queued"] * 3, "push to a partition of each shard")
+    ids = {a["transaction_id"]: (a["message_id"], a["partition_id"]) for a in pushed}
+
+    # pop by partition: the partition's shard; the lease keeps a second pop out until the ack
+    st, _, got = pop(port, q, pb)
+    m = got["messages"][0] if st == 200 else {}
+    check(st == 200 and got["success"] is True and got["queue"] == q and got["partition"] == pb and
+          got["partitionId"] == ids["b1"][1] and got["consumerGroup"] == "__QUEUE_MODE__" and
+          got["partitionsClaimed"] == 1 and len(got["messages"]) == 1 and m["id"] == ids["b1"][0] and
+          m["transactionId"] == "b1" and m["data"] == {"t": "b1"} and m["leaseId"] == got["leaseId"] and
+          m["partitionId"] == ids["b1"][1] and m["partition"] == pb and m["traceId"] is None,
+          "pop by partition on s2: 200, the message, one leaseId (%s %s)" % (st, got))
+    st2, _, _ = pop(port, q, pb)
+    check(st2 == 204, "the same partition again: 204 while leased (%s)" % st2)
+    st2, _, g1 = pop(port, q, pb, "consumerGroup=g1-%d" % os.getpid())
+    check(st2 == 200 and g1["messages"][0]["id"] == ids["b1"][0] and g1["consumerGroup"] == "g1-%d" % os.getpid(),
+          "another group pops it: 200 (%s)" % st2)
+    st2, _, _ = pop(port, q, pa, "consumerGroup=g1-%d" % os.getpid())
+    check(st2 == 200, "the group also pops a partition of s1 (%s)" % st2)
+    st2, _, ans = call(port, "POST", "/api/v1/ack", ack_of(m))
+    check(st2 == 200 and ans == [ack_answer(0, "b1", q, pb)], "ack on s2: 200 exact (%s)" % ans)
+    st2, _, _ = pop(port, q, pb)
+    check(st2 == 204, "acked: the partition has nothing more (204) (%s)" % st2)
+
+    # pop by queue: one shard per answer, until every shard's partition is leased
+    got = []
+    for _ in range(2):
+        st2, _, a = pop(port, q, None, "batch=10&partitions=10")
+        check(st2 == 200, "pop by queue: 200 (%s)" % st2)
+        if st2 == 200:
+            got.append(a)
+    check(sorted(a["partition"] for a in got) == sorted([pa, pc]) and
+          all(len(a["messages"]) == 1 and a["partitionsClaimed"] == 1 for a in got) and
+          got[0]["leaseId"] != got[1]["leaseId"],
+          "two pops by queue: s1's and s3's partition, one each, two leases (%s)" % got)
+    st2, _, _ = pop(port, q, None, "batch=10&partitions=10")
+    check(st2 == 204, "a third: 204, every partition with messages is leased (%s)" % st2)
+    msgs = [a["messages"][0] for a in got]
+    acks = [ack_of(x) for x in msgs]
+    st2, _, ans = call(port, "POST", "/api/v1/ack/batch", {"acknowledgments": acks, "consumerGroup": None})
+    check(st2 == 200 and ans == [ack_answer(i, x["transactionId"], q, x["partition"]) for i, x in enumerate(msgs)],
+          "a batch ack over s1 and s3: 200, in request order (%s)" % ans)
+
+    # rotation: one message on each shard, three pops by queue take one shard each
+    st2, _, _ = push(port, [item(pa, "a2", q), item(pb, "b2", q), item(pc, "c2", q)])
+    got = []
+    for _ in range(3):
+        st2, _, a = pop(port, q, None, "batch=10&partitions=10")
+        if st2 == 200:
+            got.append(a["messages"][0])
+    check(sorted(x["transactionId"] for x in got) == ["a2", "b2", "c2"],
+          "three pops by queue: one per shard, none left out (%s)" % [x.get("transactionId") for x in got])
+    by = {x["transactionId"]: x for x in got}
+
+    # nack -> retry -> DLQ (retryLimit 1), dlq status, completed
+    if len(by) == 3:
+        st2, _, ans = call(port, "POST", "/api/v1/ack", ack_of(by["a2"], "failed", "boom"))
+        check(ans == [ack_answer(0, "a2", q, pa, True, False)], "nack 1 of a2: retried (%s)" % ans)
+        st2, _, a = pop(port, q, pa)
+        check(st2 == 200 and a["messages"][0]["id"] == by["a2"]["id"], "a2 is delivered again (%s)" % st2)
+        st2, _, ans = call(port, "POST", "/api/v1/ack", ack_of(a["messages"][0] if st2 == 200 else by["a2"], "failed", "boom"))
+        check(ans == [ack_answer(0, "a2", q, pa, True, True)], "nack 2 of a2: to the DLQ (%s)" % ans)
+        time.sleep(0.01)
+        st2, _, ans = call(port, "POST", "/api/v1/ack", ack_of(by["b2"], "dlq", "bad"))
+        check(ans == [ack_answer(0, "b2", q, pb, True, True)], "dlq status of b2: to the DLQ (%s)" % ans)
+        st2, _, ans = call(port, "POST", "/api/v1/ack", ack_of(by["c2"]))
+        check(ans == [ack_answer(0, "c2", q, pc)], "c2 acked (%s)" % ans)
+        st2, _, _ = pop(port, q, pa)
+        check(st2 == 204, "a2 is not delivered again (%s)" % st2)
+        st2, _, d = call(port, "GET", "/api/v1/dlq?queue=" + q)
+        dl = d["messages"] if st2 == 200 else []
+        check(st2 == 200 and [x["transactionId"] for x in dl] == ["b2", "a2"] and
+              [x["errorMessage"] for x in dl] == ["bad", "boom"] and
+              [x["partition"] for x in dl] == [pb, pa] and dl[1]["id"] == by["a2"]["id"] and
+              dl[1]["partitionId"] == by["a2"]["partitionId"] and dl[1]["queue"] == q and
+              dl[1]["consumerGroup"] == "__QUEUE_MODE__" and d["pagination"] == {"limit": 100, "offset": 0},
+              "DLQ over s1 and s2: newest first (%s %s)" % (st2, d))
+        st2, _, d = call(port, "GET", "/api/v1/dlq?queue=%s&limit=1&offset=1" % q)
+        check(st2 == 200 and [x["transactionId"] for x in d["messages"]] == ["a2"] and
+              d["pagination"] == {"limit": 1, "offset": 1}, "DLQ limit 1 offset 1 after the merge: a2 (%s)" % d)
+
+    # lease renewal, an unknown lease
+    push(port, [item(pc, "c3", q)])
+    st2, _, a = pop(port, q, pc)
+    lease = a["leaseId"] if st2 == 200 else "none"
+    st2, _, ans = call(port, "POST", "/api/v1/lease/%s/extend" % lease, {"seconds": 120})
+    check(st2 == 200 and len(ans) == 1 and ans[0]["index"] == 0 and ans[0]["leaseId"] == lease and
+          ans[0]["success"] is True and ans[0]["error"] is None and ans[0]["expiresAt"].endswith("Z"),
+          "renew a lease held on s3: 200 success (%s)" % ans)
+    unknown = "0190a000-0000-7000-8000-000000000000"
+    st2, _, ans = call(port, "POST", "/api/v1/lease/%s/extend" % unknown, {})
+    check(st2 == 200 and ans == [{"index": 0, "leaseId": unknown, "success": False,
+                                  "error": "Lease not found or expired", "expiresAt": None}],
+          "an unknown lease: 200 success false (%s)" % ans)
+    st2, _, ans = call(port, "POST", "/api/v1/ack", {"transactionId": "zz", "partitionId": "00000000-0000-8000-8000-00000fffffff"})
+    check(st2 == 200 and ans == [{"index": 0, "transactionId": "zz", "success": False, "error": "Message not found",
+                                  "queueName": None, "partitionName": None, "leaseReleased": False, "dlq": False}],
+          "an ack of a partition id no shard holds: Message not found (%s)" % ans)
+
+    # a lease that expires is delivered again, exactly once (leaseTime 1)
+    qe = "ce-%d" % os.getpid()
+    pe = places(router, qe)["s2"][0]
+    call(port, "POST", "/api/v1/configure", {"queue": qe, "options": {"leaseTime": 1}})
+    push(port, [item(pe, "e1", qe)])
+    st2, _, a = pop(port, qe)
+    st3, _, _ = pop(port, qe)
+    time.sleep(1.2)
+    st4, _, b = pop(port, qe)
+    st5, _, _ = pop(port, qe)
+    check(st2 == 200 and st3 == 204 and st4 == 200 and st5 == 204 and
+          a["messages"][0]["id"] == b["messages"][0]["id"] and a["leaseId"] != b["leaseId"],
+          "an expired lease: delivered again once, under a new lease (%s %s %s %s)" % (st2, st3, st4, st5))
+
+    # long poll: woken by a push to another shard; an empty one times out with 204
+    qw = "cw-%d" % os.getpid()
+    pw = places(router, qw)["s3"][0]
+    res = {}
+
+    def waiter():
+        t0 = time.monotonic()
+        res["st"], _, res["body"] = pop(port, qw, None, "wait=true&timeout=10000")
+        res["t"] = time.monotonic() - t0
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.5)
+    push(port, [item(pw, "w1", qw)])
+    th.join(12)
+    check(res.get("st") == 200 and res["body"]["messages"][0]["transactionId"] == "w1" and res["t"] < 3,
+          "a long poll is woken by a push to s3 (%s in %.2f s)" % (res.get("st"), res.get("t", -1)))
+    t0 = time.monotonic()
+    st2, _, _ = pop(port, qw, None, "wait=true&timeout=700")
+    dt = time.monotonic() - t0
+    check(st2 == 204 and 0.6 <= dt < 3, "an empty long poll: 204 after its timeout (%.2f s)" % dt)
+
+    # deletions fan out: the group's state on two shards, the queue on every shard
+    g = "g1-%d" % os.getpid()
+    st2, _, ans = call(port, "DELETE", "/api/v1/consumer-groups/" + g)
+    check(st2 == 200 and ans == {"success": True, "consumerGroup": g, "deletedPartitions": 2, "metadataDeleted": True},
+          "delete a group with state on s1 and s2: deletedPartitions 2 (%s)" % ans)
+    st2, _, ans = call(port, "DELETE", "/api/v1/resources/queues/" + q)
+    check(st2 == 200 and ans == {"deleted": True, "queue": q, "existed": True}, "delete the queue: existed (%s)" % ans)
+    left = sum(int(sql(ci, "SELECT count(*) FROM queen.queues WHERE name = '%s'" % q)) for ci in shards.values())
+    check(left == 0, "the queue is gone from every shard (%d left)" % left)
+    st2, _, ans = call(port, "DELETE", "/api/v1/resources/queues/" + q)
+    check(st2 == 200 and ans == {"deleted": True, "queue": q, "existed": False}, "again: existed false (%s)" % ans)
+    st2, _, _ = pop(port, q)
+    check(st2 == 204, "a pop of the deleted queue: 204 (%s)" % st2)
+
+
+def consuming_prepare(port, router):
+    """7, before s2 goes down: a message on a partition of s1 and one of s2, popped."""
+    q = "cd-%d" % os.getpid()
+    on = places(router, q)
+    pa, pb = on["s1"][0], on["s2"][0]
+    push(port, [item(pa, "d1", q), item(pb, "d2", q)])
+    st1, _, a = pop(port, q, pa)
+    st2, _, b = pop(port, q, pb)
+    check(st1 == 200 and st2 == 200, "cd: popped on s1 and s2 (%s %s)" % (st1, st2))
+    push(port, [item(pb, "d3", q)])
+    return q, pa, pb, a["messages"][0], b["messages"][0]
+
+
+def consuming_down(port, q, pa, pb, ma, mb):
+    """7. with s2 down."""
+    st, h, ans = pop(port, q, pb)
+    check(st == 503 and ans.get("code") == "shard_unavailable" and h.get("retry-after") == "1",
+          "s2 down: a pop by partition there: 503 shard_unavailable, Retry-After (%s %s)" % (st, ans))
+    st, h, ans = pop(port, q)
+    check(st == 503 and ans.get("code") == "shard_unavailable" and h.get("retry-after") == "1",
+          "s2 down: a pop by queue whose messages are only there: 503 (%s %s)" % (st, ans))
+    st, h, ans = call(port, "POST", "/api/v1/ack/batch", {"acknowledgments": [ack_of(ma), ack_of(mb)]})
+    ok = st == 200 and isinstance(ans, list) and len(ans) == 2
+    check(ok and ans[0] == ack_answer(0, "d1", q, pa) and ans[1]["success"] is False and
+          ans[1]["code"] == "shard_unavailable" and ans[1]["transactionId"] == "d2" and
+          h.get("retry-after") == "1",
+          "s2 down: a batch ack: the s1 item acked, the s2 item shard_unavailable (%s %s)" % (st, ans))
+    push(port, [item(pa, "d4", q)])
+    st, _, ans = pop(port, q)
+    check(st == 200 and ans["messages"][0]["transactionId"] == "d4", "s2 down: a pop by queue finds s1's message (%s)" % st)
+    st, h, ans = call(port, "GET", "/api/v1/dlq?queue=" + q)
+    check(st == 503 and ans.get("code") == "shard_unavailable", "s2 down: the DLQ listing: 503 (%s)" % st)
 
 
 def main():
@@ -127,6 +380,12 @@ def main():
               len(stored(shards["s1"], pa2)) == before[2] + 1,
               "a transaction on one shard commits (%s %s)" % (st, body[:200]))
 
+        # 6. the consuming wire over three shards
+        t6 = time.monotonic()
+        consuming(port, router, shards)
+        down = consuming_prepare(port, router)
+        print("     (6. took %.1f s)" % (time.monotonic() - t6), flush=True)
+
         # 3. a shard down
         kill = [os.path.join(PGBIN, "pg_ctl"), "-D", os.path.join(WORK, "cluster", "s2"), "-m", "immediate", "-w", "stop"]
         if os.getuid() == 0:
@@ -143,6 +402,7 @@ def main():
               "a request for s2 only: 503 shard_unavailable, Retry-After (%s %s)" % (st, ans))
         st, _, ans2 = push(port, [item(pc, "c2")])
         check(st == 201 and ans2[0]["status"] == "queued", "s3 keeps answering")
+        consuming_down(port, *down)  # 7.
         a2 = (ans[0]["message_id"], ans[0]["offset"]) if isinstance(ans, list) else None
         cluster("start")
         time.sleep(1.5)  # the failed-connect back-off

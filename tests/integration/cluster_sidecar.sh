@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # queen-sidecar --router against a real cluster of 3 shards and a router (scripts/cluster.sh, in a
 # folder of its own, ports QUEEN_CLUSTER_PORT (default 29240) to +3): exact answers for placement,
-# cross_shard, a shard that is down, a slot moved under the sidecar, streams (cluster_sidecar.py).
+# cross_shard, a shard that is down, a slot moved under the sidecar, streams, Queen's consuming wire
+# across shards (pops, leases, acks, nacks, the DLQ, renewal, long polls, deletes; a shard down)
+# (cluster_sidecar.py). Runtime: 1.5-3 min on the shared 2-core machine (mostly the cluster's start).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ -z ${QUEEN_PGBIN:-} && -n ${PG_CONFIG:-} ]]; then QUEEN_PGBIN=$("$PG_CONFIG" --bindir); fi

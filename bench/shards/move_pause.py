@@ -7,7 +7,7 @@ through the router; then three writers push one message at a time through the si
 its own partition: `moving` to the partition about to move, `same-shard` to a partition of
 another slot on the same (source) shard, `other-shard` to a partition on the move's target
 shard. Every write is sent again unchanged until it is answered (201 with a verdict that is not
-`error`). While they run, CALL queen.move_slot(slot, target) on the router.
+`failed`). While they run, CALL queen.move_slot(slot, target) on the router.
 
 Per writer: the longest time between two consecutive answers that overlaps the move (the pause
 its slot saw), its usual gap before the move, its writes and retried answers. Checked after
@@ -71,7 +71,7 @@ class Writer(threading.Thread):
                     r = h.getresponse()
                     data = r.read()
                     h.close()
-                    if r.status == 201 and json.loads(data)[0]["status"] != "error":
+                    if r.status == 201 and json.loads(data)[0]["status"] in ("queued", "duplicate"):
                         break
                 except OSError:
                     pass

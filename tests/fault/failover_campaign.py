@@ -14,7 +14,7 @@ primary longest ago. The checker asserts that each kill promoted the preferred n
 formation healed) and that the first three kills hit three different primaries, node1, node2
 and node3 each once.
 
-A request that is not answered (no answer, 429, 503, an item answered `error`; for SQL an error
+A request that is not answered (no answer, 429, 503, an item answered `failed`; for SQL an error
 or the WARNING of a cancelled synchronous-replication wait, which docs/failover.md tells SQL
 users to read as "in doubt") is sent again unchanged until it is. Afterwards the checker of
 tests/fault/campaign.py reads the log back from the new primary and asserts: every answer is
@@ -40,7 +40,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from campaign import History, Sidecar, canon, check  # noqa: E402
+from campaign import RETRY_CODES, History, Sidecar, canon, check  # noqa: E402
 
 
 NODES = ["node1", "node2", "node3"]  # scripts/ha.sh's data nodes
@@ -146,14 +146,14 @@ def http_client(cid, args, sidecars, hist, tl, stop, rng):
             retry = False
             with hist.lock:
                 for it, a in zip(items, ans):
-                    if a["status"] == "error":
+                    if a["status"] == "failed":  # (the wire's per-item failure, campaign.py's too)
                         retry = True
-                        if a.get("code") not in ("outcome_unknown", "unavailable", "busy"):
+                        if a.get("code") not in RETRY_CODES:
                             hist.bad_answers.append((201, json.dumps(a)[:300]))
                         continue
                     hist.answers.append((it["partition"], a["transaction_id"], a["status"],
                                          a["message_id"], a["offset"]))
-            if not retry:  # a 201 whose every item is answered (none `error`)
+            if not retry:  # a 201 whose every item is answered (none `failed`)
                 with tl.lock:
                     # A write that reached a primary: some item stored now (a request of
                     # repeats only may be answered from the sidecar's cache alone).
@@ -294,6 +294,18 @@ def check_rotation(rotation, no_heal):
     return v
 
 
+def guarded(fn, hist):
+    """A client thread's body; an exception (an answer the client cannot read) is a violation,
+    not a thread that silently stops."""
+    def run(*a):
+        try:
+            fn(*a)
+        except Exception as e:  # noqa: BLE001
+            with hist.lock:
+                hist.bad_answers.append(("client", "%s died: %r" % (fn.__name__, e)))
+    return run
+
+
 def p99(xs):
     xs = sorted(xs)
     return round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3) if xs else None
@@ -348,14 +360,14 @@ def main():
         hist, tl, stop = History(), Timeline(), threading.Event()
         sql_stats = {"sync_rep_warnings": 0, "sql_answers": 0}
         streams = {"answered": {}, "bad": [], "unanswered": 0}
-        threads = [threading.Thread(target=http_client, args=(i, args, sidecars, hist, tl, stop,
+        threads = [threading.Thread(target=guarded(http_client, hist), args=(i, args, sidecars, hist, tl, stop,
                                                               random.Random(args.seed * 100 + i)))
                    for i in range(args.clients)]
-        threads += [threading.Thread(target=sql_client, args=(1000 + i, args, ha, hist, stop,
+        threads += [threading.Thread(target=guarded(sql_client, hist), args=(1000 + i, args, ha, hist, stop,
                                                               random.Random(args.seed * 100 + 50 + i),
                                                               sql_stats))
                      for i in range(args.sql_clients)]
-        threads += [threading.Thread(target=producer, args=(i, args, sidecars, stop,
+        threads += [threading.Thread(target=guarded(producer, hist), args=(i, args, sidecars, stop,
                                                             random.Random(args.seed * 100 + 90 + i),
                                                             streams))
                     for i in range(args.producers)]

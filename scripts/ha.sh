@@ -15,6 +15,10 @@
 #                                backend (not only the keeper's parent: an orphaned keeper
 #                                would restart the old primary read-write); prints its name
 #                                and the moment its processes were frozen (Unix seconds)
+#   scripts/ha.sh prefer NODE    make NODE the next failover's choice: candidate priority 100 for
+#                                it, 50 (pg_auto_failover's default) for the others; waits until
+#                                the formation is healthy again (the primary applies the new
+#                                synchronous_standby_names). `prefer none` sets 50 everywhere
 #   scripts/ha.sh primary        print the name of the node the monitor holds primary
 #   scripts/ha.sh env            print QUEEN_HA_CONNINFO=... (multi-host, read-write) and the
 #                                node ports: eval "$(scripts/ha.sh env)"
@@ -464,6 +468,24 @@ cmd_kill_primary() {
     echo "$p $FROZEN_AT"
 }
 
+# Candidate priorities: 100 for the named node, 50 for every other (all 50 for `none`). The
+# monitor promotes the healthy standby of highest priority (one that lags first fetches the
+# missing WAL from the most advanced node), so the next failover or switchover goes to it.
+cmd_prefer() {
+    local want=${1:?usage: ha.sh prefer NODE|none} n prio changed=0
+    [[ $want == none || " ${NODES[*]} " == *" $want "* ]] || die "no node named $want"
+    for n in "${NODES[@]}"; do
+        prio=50
+        [[ $n == "$want" ]] && prio=100
+        [[ $(monitor_sql "SELECT candidatepriority FROM pgautofailover.node WHERE formationid = '$FORMATION' AND nodename = '$n'") == "$prio" ]] && continue
+        monitor_sql "SELECT pgautofailover.set_node_candidate_priority('$FORMATION', '$n', $prio)" >/dev/null ||
+            die "could not set the candidate priority of $n"
+        changed=1
+    done
+    ((changed)) && wait_healthy 120
+    say "candidate priorities: $(monitor_sql "SELECT string_agg(nodename || '=' || candidatepriority, ' ' ORDER BY nodeid) FROM pgautofailover.node WHERE formationid = '$FORMATION'")"
+}
+
 # Export lines: the multi-host connection string and each node's port.
 cmd_env() {
     local hosts="" ports="" n
@@ -495,11 +517,12 @@ main() {
         wait) wait_healthy "${QUEEN_HA_WAIT_S:-120}" ;;
         failover) take_lock && cmd_failover ;;
         kill-primary) take_lock && cmd_kill_primary ;;
+        prefer) take_lock && cmd_prefer "${2:-}" ;;
         primary) primary_name ;;
         env) cmd_env ;;
         remove) take_lock && cmd_remove ;;
         *)
-            echo "usage: $0 start|stop|status|wait|failover|kill-primary|primary|env|remove" >&2
+            echo "usage: $0 start|stop|status|wait|failover|kill-primary|prefer NODE|primary|env|remove" >&2
             exit 2
             ;;
     esac

@@ -167,7 +167,7 @@ def run_move(c, args, size, out):
                     r = h.getresponse()
                     data = r.read()
                     h.close()
-                    if r.status == 201 and json.loads(data)[0]["status"] != "error":
+                    if r.status == 201 and json.loads(data)[0]["status"] in ("queued", "duplicate"):
                         break
                     errors.append(r.status)
                 except OSError as e:

@@ -134,6 +134,7 @@ class Sidecar:
 class History:
     def __init__(self):
         self.lock = threading.Lock()
+        self.t0 = time.time()
         self.answers = []      # (partition, txn, status, id, offset)
         self.sent = {}         # (partition, txn) -> set of canonical payloads
         self.auto_sent = {}  # canonical payload sent without a transactionId -> attempts carrying it
@@ -141,6 +142,7 @@ class History:
         self.requests = 0
         self.attempts = 0
         self.unanswered = 0
+        self.unanswered_info = []  # what each unanswered request last got, for the report
         self.bad_answers = []  # protocol violations seen by clients (400, 500, malformed)
 
 
@@ -178,11 +180,15 @@ def client(cid, args, sidecars, hist, stop, rng):
         r += 1
         with hist.lock:
             hist.requests += 1
-        give_up = time.time() + args.answer_deadline_s
+        first = time.time()
+        give_up = first + args.answer_deadline_s
+        last = "no attempt"
         while True:
             if time.time() > give_up:
                 with hist.lock:
                     hist.unanswered += 1
+                    hist.unanswered_info.append("http %s sent at %.0f s, last: %s" % (
+                        sorted({it["partition"] for it in items}), first - hist.t0, last))
                 break
             sc = rng.choice(sidecars)
             with hist.lock:
@@ -196,9 +202,11 @@ def client(cid, args, sidecars, hist, stop, rng):
                 resp = c.getresponse()
                 status, data = resp.status, resp.read()
                 c.close()
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as e:
+                last = "%s from sidecar %s" % (type(e).__name__, sc.port)
                 time.sleep(rng.uniform(0.02, 0.1))
                 continue
+            last = "%s %s" % (status, data[:160])
             if status in (429, 503):
                 time.sleep(rng.uniform(0.05, 0.2))
                 continue
@@ -277,7 +285,7 @@ def check(pg, args, hist):
             violations.append("answer %s for %s/%s names %s@%s, stored %s@%s" %
                               (status, p, t, mid, off, copies[0][1], copies[0][0]))
     if hist.unanswered:
-        violations.append("%d requests never answered" % hist.unanswered)
+        violations.append("%d requests never answered: %s" % (hist.unanswered, hist.unanswered_info[:10]))
     for st, body in hist.bad_answers:
         violations.append("unexpected answer %s: %s" % (st, body))
     return violations, rows, queued

@@ -108,17 +108,21 @@ def sql_client(cid, args, cluster, hist, stop, rng):
              % (quote(args.queue), quote(p), quote(json.dumps(items))))
         with hist.lock:
             hist.requests += 1
-        give_up = time.time() + args.answer_deadline_s
+        first = time.time()
+        give_up = first + args.answer_deadline_s
+        last = "no attempt"
         while True:
             if time.time() > give_up:
                 with hist.lock:
                     hist.unanswered += 1
+                    hist.unanswered_info.append("sql %s sent at %.0f s, last: %s" % (p, first - hist.t0, last))
                 break
             with hist.lock:
                 hist.attempts += 1
             try:
                 out = sql(cluster.router, q, timeout=30)
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+                last = "%s %s" % (type(e).__name__, str(getattr(e, "stderr", "") or "")[-160:])
                 time.sleep(rng.uniform(0.05, 0.2))
                 continue
             rows = json.loads(out or "[]")
@@ -174,7 +178,7 @@ def check(cluster, args, hist):
             violations.append("answer %s for %s/%s names %s@%s, stored %s@%s" %
                               (status, p, t, mid, off, copies[0][1], copies[0][0]))
     if hist.unanswered:
-        violations.append("%d requests never answered" % hist.unanswered)
+        violations.append("%d requests never answered: %s" % (hist.unanswered, hist.unanswered_info[:10]))
     for st, body in hist.bad_answers:
         violations.append("unexpected answer %s: %s" % (st, body))
     return violations, rows, queued

@@ -8,8 +8,13 @@ either sidecar, SQL clients push with queen.push through psql, and idempotent pr
 to Durable Streams, the primary's whole process tree is SIGKILLed (`ha.sh kill-primary`), the
 formation heals (`ha.sh start`: the killed node rejoins as a standby), and so on: --kills times
 in a row (3: every node is primary once), then one clean switchover (`ha.sh failover`).
+Before each kill the node to promote is made the monitor's choice (`ha.sh prefer`: candidate
+priority 100 for it, 50 for the others): one not yet primary in this campaign, else the one
+primary longest ago. The checker asserts that each kill promoted the preferred node (with the
+formation healed) and that the first three kills hit three different primaries, node1, node2
+and node3 each once.
 
-A request that is not answered (no answer, 429, 503, an item answered `error`; for SQL an error
+A request that is not answered (no answer, 429, 503, an item answered `failed`; for SQL an error
 or the WARNING of a cancelled synchronous-replication wait, which docs/failover.md tells SQL
 users to read as "in doubt") is sent again unchanged until it is. Afterwards the checker of
 tests/fault/campaign.py reads the log back from the new primary and asserts: every answer is
@@ -35,7 +40,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from campaign import History, Sidecar, canon, check  # noqa: E402
+from campaign import RETRY_CODES, History, Sidecar, canon, check  # noqa: E402
+
+
+NODES = ["node1", "node2", "node3"]  # scripts/ha.sh's data nodes
 
 
 def log(*a):
@@ -138,14 +146,14 @@ def http_client(cid, args, sidecars, hist, tl, stop, rng):
             retry = False
             with hist.lock:
                 for it, a in zip(items, ans):
-                    if a["status"] == "error":
+                    if a["status"] == "failed":  # (the wire's per-item failure, campaign.py's too)
                         retry = True
-                        if a.get("code") not in ("outcome_unknown", "unavailable", "busy"):
+                        if a.get("code") not in RETRY_CODES:
                             hist.bad_answers.append((201, json.dumps(a)[:300]))
                         continue
                     hist.answers.append((it["partition"], a["transaction_id"], a["status"],
                                          a["message_id"], a["offset"]))
-            if not retry:  # a 201 whose every item is answered (none `error`)
+            if not retry:  # a 201 whose every item is answered (none `failed`)
                 with tl.lock:
                     # A write that reached a primary: some item stored now (a request of
                     # repeats only may be answered from the sidecar's cache alone).
@@ -273,6 +281,31 @@ def check_streams(sidecars, out):
     return violations, appended
 
 
+def check_rotation(rotation, no_heal):
+    """Every kill promoted the node preferred for it, and, over NODES' count of kills or more,
+    every node was the primary killed once (issue 21: "so every node is primary once")."""
+    v = []
+    for i, (before, chosen, after) in enumerate(rotation):
+        if not no_heal and after != chosen:
+            v.append("kill %d of %s: %s was promoted, not the preferred %s" % (i + 1, before, after, chosen))
+    killed = [r[0] for r in rotation]
+    if len(rotation) >= len(NODES) and sorted(set(killed[:len(NODES)])) != sorted(NODES):
+        v.append("the first %d kills hit %s, not every node once" % (len(NODES), killed[:len(NODES)]))
+    return v
+
+
+def guarded(fn, hist):
+    """A client thread's body; an exception (an answer the client cannot read) is a violation,
+    not a thread that silently stops."""
+    def run(*a):
+        try:
+            fn(*a)
+        except Exception as e:  # noqa: BLE001
+            with hist.lock:
+                hist.bad_answers.append(("client", "%s died: %r" % (fn.__name__, e)))
+    return run
+
+
 def p99(xs):
     xs = sorted(xs)
     return round(xs[min(len(xs) - 1, int(0.99 * len(xs)))], 3) if xs else None
@@ -327,25 +360,33 @@ def main():
         hist, tl, stop = History(), Timeline(), threading.Event()
         sql_stats = {"sync_rep_warnings": 0, "sql_answers": 0}
         streams = {"answered": {}, "bad": [], "unanswered": 0}
-        threads = [threading.Thread(target=http_client, args=(i, args, sidecars, hist, tl, stop,
+        threads = [threading.Thread(target=guarded(http_client, hist), args=(i, args, sidecars, hist, tl, stop,
                                                               random.Random(args.seed * 100 + i)))
                    for i in range(args.clients)]
-        threads += [threading.Thread(target=sql_client, args=(1000 + i, args, ha, hist, stop,
+        threads += [threading.Thread(target=guarded(sql_client, hist), args=(1000 + i, args, ha, hist, stop,
                                                               random.Random(args.seed * 100 + 50 + i),
                                                               sql_stats))
                      for i in range(args.sql_clients)]
-        threads += [threading.Thread(target=producer, args=(i, args, sidecars, stop,
+        threads += [threading.Thread(target=guarded(producer, hist), args=(i, args, sidecars, stop,
                                                             random.Random(args.seed * 100 + 90 + i),
                                                             streams))
                     for i in range(args.producers)]
         for t in threads:
             t.start()
         time.sleep(args.steady_s)
-        per_fault = []
+        per_fault, rotation = [], []
         events = ["kill"] * args.kills + ["switchover"] * args.switchovers
         for ev in events:
             before = ha.sh("primary").strip()
+            chosen = None
             if ev == "kill":
+                # The node to promote: one not primary yet in this campaign, else the one primary
+                # longest ago; made the monitor's choice by its candidate priority.
+                been = [r[0] for r in rotation] + [before]  # the primaries killed or to kill
+                fresh = [n for n in NODES if n not in been]
+                chosen = fresh[0] if fresh else next(n for n in been if n != before)
+                ha.sh("prefer", chosen)
+                log("kill %d: %s is primary, %s preferred" % (len(rotation) + 1, before, chosen))
                 # From the moment the primary's processes were frozen (then killed).
                 t_fault = float(ha.sh("kill-primary").split()[1])
             else:
@@ -360,8 +401,13 @@ def main():
             log("%s of %s: first 201 after %s s" % (ev, before, figures_for(ev, t_fault, tl)["unavailable_s"]))
             if not args.no_heal:
                 ha.sh("start")
-            per_fault.append((ev, t_fault, before, ha.sh("primary").strip()))
+            after = ha.sh("primary").strip()
+            per_fault.append((ev, t_fault, before, after))
+            if ev == "kill":
+                rotation.append((before, chosen, after))
             time.sleep(args.steady_s)
+        if not args.no_heal:  # (a formation left unhealed cannot apply settings)
+            ha.sh("prefer", "none")
         stop.set()
         for t in threads:
             t.join()
@@ -371,6 +417,7 @@ def main():
             f["from"], f["to"] = before, after
             faults.append(f)
         violations, rows, queued = check(ha, args, hist)
+        violations += check_rotation(rotation, args.no_heal)
         sv, appended = check_streams(sidecars, streams)
         violations += sv
         figures = {"kills": args.kills, "switchovers": args.switchovers,
@@ -382,6 +429,7 @@ def main():
                    "sql_sync_rep_warnings": sql_stats["sync_rep_warnings"],
                    "stream_appends_answered": sum(len(v) for v in streams["answered"].values()),
                    "stream_appends_stored": appended, "violations": len(violations),
+                   "primaries": [rotation[0][0]] + [r[2] for r in rotation] if rotation else [],
                    "failovers": faults, "seconds": round(time.time() - t_start, 1)}
         print(json.dumps(figures))
         for v in violations[:50]:

@@ -121,7 +121,7 @@ void Api::submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply
         std::string out;
         bool null = false;
         if (!maint_on_.load()) {
-            Status s = pg->call_json("queen_maint_enabled", "SELECT queen.maintenance_enabled()::text",
+            Status s = pg->call_json("queen_maint_enabled", "SELECT to_jsonb(queen.maintenance_enabled())",
                                      0, nullptr, true, &out, &null);
             if (!s.is_ok()) return (*reply)(error_response(s));
             note_maintenance(out == "true");
@@ -129,7 +129,7 @@ void Api::submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply
         }
         const std::string items = park_items(job->req);
         const char* v[] = {items.c_str()};
-        Status s = pg->call_json("queen_maint_park", "SELECT queen.maintenance_park($1::json)::text",
+        Status s = pg->call_json("queen_maint_park", "SELECT to_jsonb(queen.maintenance_park($1::json))",
                                  1, v, false, &out, &null);
         if (!s.is_ok()) return (*reply)(error_response(s));
         note_maintenance(out == "true");

@@ -15,7 +15,7 @@ CREATE FUNCTION pg_temp.item(q text, p text, txn text, id text, payload json) RE
 -- off: the status, and a park that parks nothing
 SELECT queen.maintenance_enabled() AS enabled;
 SELECT queen.maintenance_status() - 'bufferStats' AS status;
-SELECT queen.maintenance_status() -> 'bufferStats' - 'changedAt' AS stats;
+SELECT (queen.maintenance_status() -> 'bufferStats') - 'changedAt' AS stats;
 SELECT queen.maintenance_park(json_build_array(
     pg_temp.item('mt_q', 'p', 'off-1', '00000000-0000-7000-8000-000000000001', '1'))) AS parked;
 SELECT count(*) AS parked_rows FROM queen.maintenance_parked;
@@ -37,7 +37,8 @@ SELECT queen.maintenance_park(json_build_array(
     pg_temp.item('mt_other', 'Default', 'o-1', '00000000-0000-7000-8000-0000000000a6', 'true'))) AS parked;
 SELECT queen.set_maintenance(true) AS switched_again;
 SELECT queen.maintenance_status() - 'bufferStats' AS status;
-SELECT queen.maintenance_status() -> 'bufferStats' - 'changedAt' - 'oldestParkedAt' AS stats;
+SELECT (queen.maintenance_status() -> 'bufferStats') - 'changedAt' - 'oldestParkedAt' AS stats,
+       (queen.maintenance_status() #>> '{bufferStats,oldestParkedAt}') IS NOT NULL AS has_oldest;
 -- nothing stored yet: the log holds only the message pushed before
 SELECT count(*) AS stored FROM queen.read('mt_q', 'p', 0, 100);
 
@@ -63,7 +64,8 @@ EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%: %', SQLSTATE, SQLERRM; END $$;
 -- off: every parked message delivered, in push order, exactly once
 SELECT queen.set_maintenance(false) AS switched;
 SELECT queen.maintenance_enabled() AS enabled, count(*) AS parked_rows FROM queen.maintenance_parked;
-SELECT message_offset, message_id, transaction_id, payload FROM queen.read('mt_q', 'p', 0, 100);
+SELECT message_offset, CASE WHEN transaction_id = 'before' THEN 'its own' ELSE message_id::text END AS message_id,
+       transaction_id, payload FROM queen.read('mt_q', 'p', 0, 100);
 SELECT message_offset, message_id, transaction_id, payload FROM queen.read('mt_q', 'p2', 0, 100);
 SELECT message_offset, message_id, transaction_id, payload FROM queen.read('mt_other', 'Default', 0, 100);
 -- switched off again: nothing left to deliver

@@ -96,7 +96,9 @@ private:
     PopWaiters* waiters_;
     ConsumeLimits consume_;
     std::atomic<bool> maint_on_{false};
-    std::atomic<int64_t> maint_checked_ms_{INT64_MIN / 2};  // never: the first push asks
+    static constexpr int64_t kNeverChecked = INT64_MIN / 2;
+    std::atomic<int64_t> maint_checked_ms_{kNeverChecked};  // never: every push asks
+    std::atomic<bool> maint_checking_{false};  // a push is asking the database
 };
 
 // The push answer body for a finished job (201 array, or an error body).

@@ -12,8 +12,10 @@
 // the belief at once. Parked items are answered 201 with status "buffered" only after the park
 // committed; the switch off delivers them in its own transaction.
 //
-// Locks: maint_on_ and maint_checked_ms_ are atomics read and written without a lock (a stale
-// pair costs at most one extra check).
+// Locks: maint_on_, maint_checked_ms_ and maint_checking_ (a check is in flight) are atomics
+// read and written without a lock (a stale pair costs at most one extra check). While one push
+// checks, the others go by the belief, so the bound above is kMaintenanceRecheckMs plus one
+// round trip.
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "queue/api.h"
@@ -110,21 +112,33 @@ void Api::note_maintenance(bool on) {
 
 // Hand a parsed push to the flusher, or park it when maintenance mode is on (see the header).
 void Api::submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply) {
-    const int64_t age = SystemClock::instance().mono_ms() - maint_checked_ms_.load();
-    if (!maint_on_.load() && age < kMaintenanceRecheckMs) return flusher_.submit(std::move(job));
-    flusher_.run_sql([this, job = std::move(job), reply = std::move(reply)](Backend& b) mutable {
+    const int64_t checked = maint_checked_ms_.load();
+    const int64_t age = SystemClock::instance().mono_ms() - checked;
+    const bool on = maint_on_.load();
+    // Believed off: trusted while fresh; when stale, one push asks the database (and waits for
+    // the answer) while the others keep going by the belief, so a busy sidecar asks about once
+    // per kMaintenanceRecheckMs, not once per push. Before the first answer there is no belief:
+    // every push asks.
+    const bool never = checked == kNeverChecked;
+    bool expected = false;
+    if (!on && !never &&
+        (age < kMaintenanceRecheckMs || !maint_checking_.compare_exchange_strong(expected, true)))
+        return flusher_.submit(std::move(job));
+    flusher_.run_sql([this, on, job = std::move(job), reply = std::move(reply)](Backend& b) mutable {
         auto* pg = dynamic_cast<PgBackend*>(&b);
         if (pg == nullptr) {  // --router: no maintenance mode (docs/queen-compatibility.md)
             note_maintenance(false);
+            if (!on) maint_checking_.store(false);
             return flusher_.submit(std::move(job));
         }
         std::string out;
         bool null = false;
-        if (!maint_on_.load()) {
+        if (!on) {
             Status s = pg->call_json("queen_maint_enabled", "SELECT to_jsonb(queen.maintenance_enabled())",
                                      0, nullptr, true, &out, &null);
+            if (s.is_ok()) note_maintenance(out == "true");
+            maint_checking_.store(false);
             if (!s.is_ok()) return (*reply)(error_response(s));
-            note_maintenance(out == "true");
             if (out != "true") return flusher_.submit(std::move(job));
         }
         const std::string items = park_items(job->req);

@@ -24,6 +24,7 @@ CREATE OR REPLACE FUNCTION queen.push_parked(p_partition_id bigint, p_txns text[
     RETURNS TABLE (idx int, status text, message_id uuid, message_offset bigint)
     AS 'MODULE_PATHNAME', 'queen_push_parked_v1'
     LANGUAGE C VOLATILE
+    SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
 -- Whether maintenance mode is on (the sidecar's periodic check; no lock).

@@ -117,3 +117,11 @@ GRANT EXECUTE ON FUNCTION
     TO queen_writer;
 GRANT EXECUTE ON FUNCTION queen.delete_queue(text), queen.delete_consumer_group(text, boolean)
     TO queen_admin;
+
+-- ---------------------------------------------------------------- maintenance mode (issue 18)
+-- sql/modules/70_maintenance.sql: the mode and its status for every role; parking a push for
+-- writers; switching for admins (queen.push_parked and queen.maintenance_drain are internal).
+GRANT EXECUTE ON FUNCTION queen.maintenance_enabled(), queen.maintenance_status()
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.maintenance_park(json) TO queen_writer;
+GRANT EXECUTE ON FUNCTION queen.set_maintenance(boolean) TO queen_admin;

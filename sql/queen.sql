@@ -39,6 +39,11 @@
 --     another transaction or a queue deletion. A pop is one statement committed on its own
 --     (as the sidecar calls it): popping and then pushing in one transaction would hold a
 --     state row before a partition lock, against this order.
+--   * maintenance mode (sql/modules/70_maintenance.sql): its one row (queen.maintenance_mode)
+--     is taken before any partition lock, never after one: FOR SHARE by a park (which takes no
+--     partition lock at all), FOR UPDATE by a switch, whose drain then creates the parked
+--     messages' partitions in the creation order above and locks them in ascending id order
+--     as it pushes them. Nothing else takes that row, so it adds no cycle.
 --   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
 --     advisory-class lock of the slot) after the partition row lock of every write, or before
 --     creating a partition, or before an ack's group row lock; queen.shard_fence_slot takes it in ExclusiveLock mode and no other

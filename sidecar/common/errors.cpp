@@ -40,6 +40,7 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::TooManyConnections, "too_many_connections"},
     {ErrorCode::CrossShard, "cross_shard"},
     {ErrorCode::ShardUnavailable, "shard_unavailable"},
+    {ErrorCode::NotSupportedSharded, "not_supported_sharded"},
     {ErrorCode::Gone, "gone"},
     {ErrorCode::MethodNotAllowed, "method_not_allowed"},
     {ErrorCode::BadName, "bad_name"},

@@ -46,6 +46,7 @@ enum class ErrorCode : int {
     TooManyConnections,
     CrossShard,
     ShardUnavailable,
+    NotSupportedSharded,
     // The streams surface: its requests' checks and the extension's typed answers.
     Gone,
     MethodNotAllowed,

@@ -107,6 +107,12 @@ void Api::handle(HttpRequest&& req, Reply reply) {
             url_decode(rest, &q) && !q.empty())
             return pop_wire(q, "", query, counted(Endpoint::Pop));
     }
+    if (path == "/api/v1/system/maintenance" && req.method == "GET")
+        return maintenance_get(counted(Endpoint::Other));
+    if (path == "/api/v1/system/maintenance" && req.method == "POST")
+        return maintenance_set(std::move(req), counted(Endpoint::Other));
+    if (req.method == "POST" && path == "/api/v1/traces")
+        return traces(std::move(req), counted(Endpoint::Other));
     if (route_consume(req, path, query, counted)) return;
     counted(Endpoint::Other)(coded_error(404, ErrorCode::NoRoute, "no route for " + req.method + " " + path));
 }
@@ -140,8 +146,9 @@ void Api::push(HttpRequest&& req, Reply reply) {
     Status s = parse_push_body(req.body, limits_, thread_uuid_gen(), &job->req, &bad);
     if (!s.is_ok()) return reply(error_response(s, bad));
     apply_layer1(&job->req);
-    job->done = [reply = std::move(reply), waiters = waiters_](PushJob& j) {
-        reply(push_response(j));
+    auto shared_reply = std::make_shared<Reply>(std::move(reply));
+    job->done = [reply = shared_reply, waiters = waiters_](PushJob& j) {
+        (*reply)(push_response(j));
         if (!waiters) return;
         // Long-poll pops of these queues pop again at once (a hint: their pop decides).
         const std::string* last = nullptr;
@@ -153,7 +160,7 @@ void Api::push(HttpRequest&& req, Reply reply) {
             waiters->notify(*last);
         }
     };
-    flusher_.submit(std::move(job));
+    submit_push(std::move(job), std::move(shared_reply));  // the flusher, or parked
 }
 
 // 201 + one object per item in input order, or one error when no item was stored or found

@@ -1,5 +1,5 @@
 // The queue API: the routes under /api/v1 (push, configure, ack, pop, transaction, lease,
-// deletes, dlq), /health and /metrics, and the router that also serves mounted surfaces (the
+// deletes, dlq, system/maintenance, traces), /health and /metrics, and the router that also serves mounted surfaces (the
 // streams) and counts every route's answers in /metrics. It speaks the HTTP types of
 // http/message.h. Push bodies are parsed on the calling thread; SQL runs on the flusher's
 // workers. The consuming routes of Queen's wire (consume_api.cpp) call the extension's
@@ -69,6 +69,14 @@ private:
     void delete_group(const std::string& group, const std::string& query, Reply reply);
     void dlq(const std::string& query, Reply reply);
     void transaction_wire(std::string body, Reply reply);
+    // Maintenance mode (maintenance_api.cpp): the routes, the push's choice between the
+    // flusher and parking, and this sidecar's belief about the mode.
+    void maintenance_get(Reply reply);
+    void maintenance_set(HttpRequest&& req, Reply reply);
+    void submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply);
+    void note_maintenance(bool on);
+    // POST /api/v1/traces (traces_api.cpp): checked, answered 201, not stored.
+    void traces(HttpRequest&& req, Reply reply);
     // Routes of the consuming wire; false when the request is none of them.
     bool route_consume(HttpRequest& req, const std::string& path, const std::string& query,
                        const std::function<Reply(Endpoint)>& counted);
@@ -87,9 +95,15 @@ private:
     Metrics& metrics_;
     PopWaiters* waiters_;
     ConsumeLimits consume_;
+    std::atomic<bool> maint_on_{false};
+    static constexpr int64_t kNeverChecked = INT64_MIN / 2;
+    std::atomic<int64_t> maint_checked_ms_{kNeverChecked};  // never: every push asks
+    std::atomic<bool> maint_checking_{false};  // a push is asking the database
 };
 
 // The push answer body for a finished job (201 array, or an error body).
 HttpResponse push_response(PushJob& job);
+// The push answer body for a request parked by maintenance mode (201, status "buffered").
+HttpResponse parked_response(const PushRequest& req);
 
 }  // namespace queen::sidecar

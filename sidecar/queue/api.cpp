@@ -36,7 +36,7 @@ struct PgRoute {
     }
 };
 
-// Run fn on a SQL worker with its connections, routed (with_pg of api_util.h: one server only).
+// Run fn on a SQL worker with its connections, routed.
 void with_route(Flusher& flusher, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
     flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
         reply(fn(PgRoute{b, dynamic_cast<PgBackend*>(&b)}));

@@ -39,18 +39,6 @@ simdjson::dom::parser& small_parser() {
     return p;
 }
 
-// Run fn against the PostgreSQL backend, or answer 501 when the flusher runs on something else.
-void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> fn) {
-    flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
-        auto* pg = dynamic_cast<PgBackend*>(&b);
-        if (!pg) {
-            reply(error_response(Status(StatusCode::Internal, "no PostgreSQL backend")));
-            return;
-        }
-        reply(fn(*pg));
-    });
-}
-
 // A non-negative decimal; false otherwise.
 bool parse_int(const std::string& s, int64_t* out) {
     if (s.empty() || s.size() > 18) return false;

@@ -24,8 +24,6 @@ HttpResponse coded_error(int http, ErrorCode code, const std::string& message);
 queen::UuidV7Generator& thread_uuid_gen();
 // A thread's JSON parser for the small non-push bodies.
 simdjson::dom::parser& small_parser();
-// Run fn against the PostgreSQL backend, or answer 500 when the flusher runs on something else.
-void with_pg(Flusher& flusher, Reply reply, std::function<HttpResponse(PgBackend&)> fn);
 // A non-negative decimal (at most 18 digits); false otherwise.
 bool parse_int(const std::string& s, int64_t* out);
 

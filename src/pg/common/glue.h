@@ -59,11 +59,9 @@ void cxx_raise(const CxxError& err);
 
 // Oids of queen's storage, looked up by name for this call (cheap syscache lookups).
 struct Storage {
-    Oid log_txns;
-    Oid log_txns_pkey;
     Oid log_segments;
     Oid log_segments_pkey;
-    Oid log_txns_created;  // (partition_id, created_at) index; InvalidOid before 0.2.0's upgrade
+    Oid log_segments_created;  // (partition_id, created_at) WHERE hashes IS NOT NULL
 };
 void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp
 

@@ -202,7 +202,7 @@ ShmKey key_of(const ProbeCtx* c) {
     ShmKey k;
     memset(&k, 0, sizeof k);
     k.db = MyDatabaseId;
-    k.rel = c->st->log_segments;
+    k.rel = c->st->hashes_rel;
     k.pid = c->pid;
     k.timeline = probe_history_timeline();
     return k;
@@ -723,7 +723,7 @@ void SharedProbeCache::usage(int* partitions, int64* bytes) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < hdr->nslots; i++)
         if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
-            slots[i].key.rel == st.log_segments && slots[i].key.timeline == timeline) {
+            slots[i].key.rel == st.hashes_rel && slots[i].key.timeline == timeline) {
             (*partitions)++;
             *bytes += (int64) slots[i].extent_len;
         }
@@ -850,7 +850,7 @@ extern "C" Datum queen_probe_cache_partitions_v1(PG_FUNCTION_ARGS) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < n; i++) {
         ShmSlot* s = &slots[i];
-        if (s->state == kFree || s->key.db != MyDatabaseId || s->key.rel != st.log_segments) continue;
+        if (s->state == kFree || s->key.db != MyDatabaseId || s->key.rel != st.hashes_rel) continue;
         rows[m] = Row{s->key.pid, s->state, s->hashes, s->extent_len, s->capacity, s->needed,
                       pg_atomic_read_u64(const_cast<pg_atomic_uint64*>(&s->last_use_us)), -1};
         if (s->state == kResident) {

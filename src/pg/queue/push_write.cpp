@@ -19,7 +19,7 @@ extern "C" {
 
 namespace queen_pg {
 
-static SPIPlanPtr plan_set_last, plan_insert_segment;
+static SPIPlanPtr plan_set_last, plan_insert_segment, plan_insert_split_segment, plan_insert_txns;
 
 // A bytea of the given size, uninitialized.
 static bytea* new_bytea(Size len) {
@@ -35,19 +35,40 @@ static bool keeps_hashes(const PartitionState* ps) {
 
 // The two writes done directly (see direct_write.cpp): the allocator bump of the row version
 // this transaction locked (a HOT update: no index entry), then the segment row (data, and its
-// hashes and ids unless hashes is nullptr) with its index entries. False (nothing written) when
-// a table's shape rules it out: a trigger, row security, or other columns than
-// sql/schema/queen.sql defines.
+// hashes and ids unless hashes is nullptr) with its index entries. On a database not yet
+// updated to 0.3.0 (a log_txns table: QueenRels::log_txns) the hashes and ids go to their own
+// log_txns row instead, as 0.2.0 wrote them. False (nothing written) when a table's shape
+// rules it out: a trigger, row security, or other columns than sql/schema/queen.sql defines.
 static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
                          TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
     const QueenRels* r = queen_rels();
+    bool split = OidIsValid(r->log_txns);
+    bool with_txns = split && hashes != nullptr;
     EState* estate = CreateExecutorState();
-    DirectTable parts, segs;
+    DirectTable parts, segs, txns;
     direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
+    if (with_txns) direct_open(&txns, r->log_txns, estate);
     bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
-              RelationGetDescr(segs.rel)->natts == 8;
-    if (ok) {
+              RelationGetDescr(segs.rel)->natts == (split ? 6 : 8) &&
+              (!with_txns ||
+               (direct_insert_ok(txns.rel) && RelationGetDescr(txns.rel)->natts == 6));
+    if (ok && split) {
+        int cols[1] = {r->p_last_offset};
+        Datum last[1] = {Int64GetDatum(end)};
+        ItemPointerData tid = ps->tid;
+        direct_update(&parts, &tid, 1, cols, last);
+        bool nulls[6] = {false, false, false, false, false, false};
+        Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+        direct_insert(&segs, a_seg, nulls);
+        if (with_txns) {
+            Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                              TimestampTzGetDatum(now), PointerGetDatum(hashes),
+                              PointerGetDatum(ids)};
+            direct_insert(&txns, a_txn, nulls);
+        }
+    } else if (ok) {
         int cols[1] = {r->p_last_offset};
         Datum last[1] = {Int64GetDatum(end)};
         ItemPointerData tid = ps->tid;
@@ -59,6 +80,7 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
                           PointerGetDatum(hashes),    PointerGetDatum(ids)};
         direct_insert(&segs, a_seg, nulls);
     }
+    if (with_txns) direct_close(&txns);
     direct_close(&segs);
     direct_close(&parts);
     FreeExecutorState(estate);
@@ -114,6 +136,33 @@ static void write_survivors(int64 pid, const PartitionState* ps,
     if (ids != nullptr) pfree(ids);
 }
 
+// The inserts as SQL statements on a database not yet updated to 0.3.0: the segment row and
+// (hashes not nullptr) the log_txns row, as 0.2.0 wrote them. SPI is connected.
+static void write_spi_split(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                            bytea* seg, bytea* hashes, bytea* ids) {
+    Oid t_seg[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+    Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_split_segment,
+                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
+                             " created_at, message_count, data) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_seg),
+                         a_seg, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: segment insert failed");
+    if (hashes != nullptr) {
+        Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
+        Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
+        if (SPI_execute_plan(spi_plan(&plan_insert_txns,
+                                 "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
+                                 " created_at, hashes, message_ids) VALUES ($1, $2, $3, $4, $5, $6)",
+                                 6, t_txn),
+                             a_txn, nullptr, false, 0) != SPI_OK_INSERT)
+            elog(ERROR, "queen: log_txns insert failed");
+    }
+    SPI_finish();
+}
+
 // The writes as SQL statements (queen.direct_write off, or a table with triggers).
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
                       bytea* seg, bytea* hashes, bytea* ids) {
@@ -126,6 +175,10 @@ static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int sur
                          a_set, nullptr, false, 0) != SPI_OK_UPDATE)
         elog(ERROR, "queen: allocator update failed");
 
+    if (OidIsValid(queen_rels()->log_txns)) {
+        write_spi_split(pid, base, end, now, survivors, seg, hashes, ids);
+        return;
+    }
     Oid t_seg[8] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID, BYTEAOID, BYTEAOID};
     Datum a_seg[8] = {Int64GetDatum(pid),       Int64GetDatum(base),     Int64GetDatum(end),
                       TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg),

@@ -17,8 +17,18 @@ extern "C" {
 
 namespace queen_pg {
 
-// Column numbers of queen.log_segments (sql/schema/queen.sql fixes the order).
-static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kSegData = 6, kHashes = 7, kIds = 8;
+// Column numbers (sql/schema/queen.sql fixes the order): log_segments' data (6), hashes (7) and
+// message ids (8); before 0.3.0's upgrade (st->split) the hashes and ids are log_txns' 5 and 6.
+static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kSegData = 6, kHashes = 7, kIds = 8,
+                        kSplitHashes = 5, kSplitIds = 6;
+
+// The relation and primary key holding one side of the rows.
+static Oid side_rel(const Storage* st, bool segments) {
+    return segments ? st->log_segments : st->hashes_rel;
+}
+static Oid side_pkey(const Storage* st, bool segments) {
+    return segments ? st->log_segments_pkey : st->hashes_pkey;
+}
 
 // Open relations and position an ascending scan after `after`.
 void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
@@ -27,8 +37,9 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     s->segments = segments;
     s->detoasted = nullptr;
     s->partition_id = partition_id;
-    s->heap = table_open(st->log_segments, AccessShareLock);
-    s->index = index_open(st->log_segments_pkey, AccessShareLock);
+    s->split = st->split;
+    s->heap = table_open(side_rel(st, segments), AccessShareLock);
+    s->index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
     s->slot = table_slot_create(s->heap, nullptr);
@@ -43,8 +54,9 @@ void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, Tim
     s->segments = false;
     s->detoasted = nullptr;
     s->partition_id = partition_id;
-    s->heap = table_open(st->log_segments, AccessShareLock);
-    s->index = index_open(st->log_segments_created, AccessShareLock);
+    s->split = st->split;
+    s->heap = table_open(st->hashes_rel, AccessShareLock);
+    s->index = index_open(st->hashes_created, AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
                 TimestampTzGetDatum(since));
@@ -56,9 +68,9 @@ void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, Tim
 // True when the slot's row has the side a scan reads: hashes not NULL (segments false), or a
 // non-empty data (segments true; an empty bytea is never compressed nor out of line, so this
 // reads no TOAST).
-static bool slot_has_side(TupleTableSlot* slot, bool segments) {
+static bool slot_has_side(TupleTableSlot* slot, bool segments, bool split) {
     bool isnull;
-    Datum d = slot_getattr(slot, segments ? kSegData : kHashes, &isnull);
+    Datum d = slot_getattr(slot, segments ? kSegData : split ? kSplitHashes : kHashes, &isnull);
     if (isnull) return false;
     if (!segments) return true;
     Pointer p = DatumGetPointer(d);
@@ -67,14 +79,15 @@ static bool slot_has_side(TupleTableSlot* slot, bool segments) {
 }
 
 // Deform the current slot into a LogRow (the caller checked slot_has_side).
-static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, LogRow* row) {
+static void slot_to_row(TupleTableSlot* slot, bool segments, bool split, bytea** detoasted,
+                        LogRow* row) {
     bool isnull;
     row->base_offset = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
     row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
     row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
     row->owned = nullptr;
     row->xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
-    Datum d = slot_getattr(slot, segments ? kSegData : kHashes, &isnull);
+    Datum d = slot_getattr(slot, segments ? kSegData : split ? kSplitHashes : kHashes, &isnull);
     if (*detoasted != nullptr) {
         pfree(*detoasted);
         *detoasted = nullptr;
@@ -88,7 +101,7 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
     if (!segments) {
         // message ids are STORAGE MAIN and stay inline below toast_tuple_target: no copy
         // (were one ever compressed, its copy lives until the caller's context is reset)
-        Datum idd = slot_getattr(slot, kIds, &isnull);
+        Datum idd = slot_getattr(slot, split ? kSplitIds : kIds, &isnull);
         if (!isnull) {
             bytea* ib = DatumGetByteaPP(idd);
             row->ids = reinterpret_cast<const uint8*>(VARDATA_ANY(ib));
@@ -101,8 +114,8 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
 bool log_scan_next(LogScan* s, LogRow* row) {
     do {
         if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
-    } while (!slot_has_side(s->slot, s->segments));
-    slot_to_row(s->slot, s->segments, &s->detoasted, row);
+    } while (!slot_has_side(s->slot, s->segments, s->split));
+    slot_to_row(s->slot, s->segments, s->split, &s->detoasted, row);
     return true;
 }
 
@@ -121,8 +134,8 @@ void log_scan_end(LogScan* s) {
 static bool row_at_or_before(const Storage* st, bool segments, int64 partition_id, int64 offset,
                              Snapshot snapshot, LogRow* row, bool cover) {
     ScanKeyData keys[2];
-    Relation heap = table_open(st->log_segments, AccessShareLock);
-    Relation index = index_open(st->log_segments_pkey, AccessShareLock);
+    Relation heap = table_open(side_rel(st, segments), AccessShareLock);
+    Relation index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
     TupleTableSlot* slot = table_slot_create(heap, nullptr);
@@ -131,11 +144,11 @@ static bool row_at_or_before(const Storage* st, bool segments, int64 partition_i
     bool found = false;
     bool have = index_getnext_slot(scan, BackwardScanDirection, slot);
     if (!cover)
-        while (have && !slot_has_side(slot, segments))
+        while (have && !slot_has_side(slot, segments, st->split))
             have = index_getnext_slot(scan, BackwardScanDirection, slot);
-    if (have && slot_has_side(slot, segments)) {
+    if (have && slot_has_side(slot, segments, st->split)) {
         bytea* detoasted = nullptr;
-        slot_to_row(slot, segments, &detoasted, row);
+        slot_to_row(slot, segments, st->split, &detoasted, row);
         if (!cover || row->end_offset >= offset) {
             found = true;
             // copy blob and ids out of the buffer before the slot goes away

@@ -37,6 +37,7 @@ struct LogScan {
     IndexScanDesc scan;
     TupleTableSlot* slot;
     bool segments;  // the data side (column 6) rather than hashes and ids (columns 7, 8)
+    bool split;     // Storage::split: hashes and ids in log_txns (columns 5, 6)
     bytea* detoasted;
     int64 partition_id;
 };
@@ -47,7 +48,7 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
 // Begin a scan of the hash-carrying rows of one partition with created_at >= since, through the
 // (partition_id, created_at) index, in created_at order (not offset order). Selects by the
 // very column the window is defined on, so it is exact whatever order the clock stamped the
-// rows in. Only valid when st->log_segments_created is set.
+// rows in. Only valid when st->hashes_created is set.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
                           Snapshot snapshot);
 // The next row, or false at the end.

@@ -14,10 +14,10 @@
 # History (h100k, h1m) is bulk-loaded, not pushed, into the very tables and indexes the push path
 # reads and writes, so the probe meets what it would meet after that many pushes:
 #   * queen: bench.prefill_queen() creates the partitions through queen.resolve_partition and
-#     inserts queen.log_txns rows of 100 hashes each (offsets 0..N-1, created_at = now(), so all
-#     of them are inside the 1-hour window; no message_ids, which the push path only reads for a
-#     duplicate's original id) through INSERT ... SELECT, maintaining log_txns_pkey and
-#     log_txns_created_idx, then moves the allocator past them; no segments are written (their
+#     inserts data-less queen.log_segments rows of 100 hashes each (offsets 0..N-1, created_at =
+#     now(), so all of them are inside the 1-hour window; no message_ids, which the push path only
+#     reads for a duplicate's original id) through INSERT ... SELECT, maintaining the primary key
+#     and log_segments_created_idx, then moves the allocator past them; their data is empty (the
 #     messages count as removed by retention: log_start = N). The hashes are md5 values, which
 #     never equal the xxh3 hash of a transactionId the client sends.
 #   * ON CONFLICT: N rows per partition id of bench.oc_msgs (generate_series, keys md5 text like
@@ -120,7 +120,7 @@ prefill_history() {
     log "prefill $scen: $PARTS partitions x $n hashes (queen) and rows (ON CONFLICT)"
     q -c "SELECT bench.make_hash_blobs($n)" >/dev/null
     q -c "SELECT bench.prefill_queen('bench_w3600', '$prefix', $PARTS, $n)" >/dev/null
-    q -c "VACUUM ANALYZE queen.log_txns" >/dev/null
+    q -c "VACUUM ANALYZE queen.log_segments" >/dev/null
     q -c "TRUNCATE bench.oc_msgs" \
       -c "ALTER TABLE bench.oc_msgs DROP CONSTRAINT oc_msgs_partition_id_txn_key" \
       -c "INSERT INTO bench.oc_msgs (partition_id, txn, payload)
@@ -156,7 +156,7 @@ measure() {
     # The empty scenario starts every measurement empty; h100k/h1m keep their history (what a
     # measurement adds, <= ~1% of it per partition, is recorded as window_end).
     if [ "$scen" = empty ]; then
-        q -c "TRUNCATE bench.plain_msgs, bench.oc_msgs, queen.log_segments, queen.log_txns" >/dev/null
+        q -c "TRUNCATE bench.plain_msgs, bench.oc_msgs, queen.log_segments" >/dev/null
     fi
     q -c "CHECKPOINT" >/dev/null
     log "  $scen r$round $(printf '%-10s c=%-2s b=%-3s' "$v" "$c" "$b") $(echo "$line" | cut -d, -f9) msg/s p50 $(echo "$line" | cut -d, -f10) p99 $(echo "$line" | cut -d, -f11) ms"

@@ -189,8 +189,8 @@ kind_of() {
 cleanup() {
     q -c "TRUNCATE bench.plain_msgs, bench.oc_msgs, plref.log_segments, plref.log_txns" >/dev/null
     if [ "$HAVE_QUEEN" = 1 ]; then
-        if ! q -c "TRUNCATE queen.log_segments, queen.log_txns" >/dev/null 2>"$TMP/truncate.log"; then
-            q -c "DELETE FROM queen.log_segments" -c "DELETE FROM queen.log_txns" -c "VACUUM queen.log_segments, queen.log_txns" >/dev/null
+        if ! q -c "TRUNCATE queen.log_segments" >/dev/null 2>"$TMP/truncate.log"; then
+            q -c "DELETE FROM queen.log_segments" -c "VACUUM queen.log_segments" >/dev/null
         fi
     fi
 }
@@ -237,7 +237,7 @@ prepare() {
     if [ "$prefill" -gt 0 ]; then
         case $kind in
             queen) q -c "SELECT bench.prefill_queen('$queue', '$prefix', $parts, $prefill)" \
-                     -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions" >/dev/null || return 1 ;;
+                     -c "VACUUM ANALYZE queen.log_segments, queen.log_partitions" >/dev/null || return 1 ;;
             plref) q -c "SELECT bench.prefill_plref('$queue', '$prefix', $parts, $prefill)" \
                      -c "VACUUM ANALYZE plref.log_txns, plref.log_partitions" >/dev/null || return 1 ;;
         esac

@@ -70,7 +70,8 @@ CREATE OR REPLACE FUNCTION queen.log_unnest_hashes(bytea, OUT idx int, OUT h byt
     AS 'MODULE_PATHNAME', 'queen_log_unnest_hashes_v1'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
--- Earliest offset at which a hash is stored in a partition's retained log_txns rows, or NULL.
+-- Earliest offset at which a hash is stored in a partition's retained hashes
+-- (queen.log_segments.hashes), or NULL.
 CREATE OR REPLACE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash bytea) RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_find_hash_v1'
     LANGUAGE C STABLE STRICT
@@ -757,11 +758,15 @@ END
 $$;
 
 -- ---------------------------------------------------------------- retention
--- Retention deletes, per partition and oldest first, the segments older than the queue's
--- retention_seconds (when set) and the log_txns rows older than its dedup window (window 0:
--- the hash rows whose segment is gone, so acks keep resolving), never a row holding an offset
--- at or above queen.retention_floor(partition). Every purge holds that partition's row lock
--- (FOR NO KEY UPDATE), so it serializes with pushes exactly like a push does.
+-- Retention drops, per partition and oldest first, the segments' data older than the queue's
+-- retention_seconds (when set) and their hashes older than its dedup window (window 0: the
+-- hashes whose data is gone, so acks keep resolving), never from a row holding an offset at or
+-- above queen.retention_floor(partition). The two clocks meet in one row (queen.log_segments):
+-- dropping one side of a row whose other side is kept is an UPDATE (data = '' or hashes and
+-- message_ids NULL: a duplicate still names the original id and offset), dropping the last
+-- side deletes the row. log_start / txns_start mark where the kept data / hashes begin. Every
+-- purge holds that partition's row lock (FOR NO KEY UPDATE), so it serializes with pushes
+-- exactly like a push does.
 
 -- Extension point: the lowest offset retention must keep in a partition, or NULL (no floor).
 -- A module that must hold messages (dedup views) replaces this with CREATE OR REPLACE.
@@ -784,20 +789,27 @@ AS $$
          WHERE p.id = p_partition_id
            AND ((q.retention_seconds IS NOT NULL AND EXISTS (
                     SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
-                                    WHERE s.partition_id = p.id
+                                    WHERE s.partition_id = p.id AND s.base_offset >= p.log_start
+                                      AND octet_length(s.data) > 0
                                     ORDER BY s.base_offset LIMIT 1) o
                      WHERE o.created_at < p_now - make_interval(secs => q.retention_seconds)))
-                OR EXISTS (
-                    SELECT 1 FROM (SELECT t.created_at, t.end_offset FROM queen.log_txns t
-                                    WHERE t.partition_id = p.id
+                OR (q.dedup_window_seconds > 0 AND EXISTS (
+                    SELECT 1 FROM (SELECT t.created_at FROM queen.log_segments t
+                                    WHERE t.partition_id = p.id AND t.base_offset >= p.txns_start
+                                      AND t.hashes IS NOT NULL
                                     ORDER BY t.base_offset LIMIT 1) o
-                     WHERE CASE WHEN q.dedup_window_seconds > 0
-                                THEN o.created_at < p_now - make_interval(secs => q.dedup_window_seconds)
-                                ELSE o.end_offset < p.log_start END)))
+                     WHERE o.created_at < p_now - make_interval(secs => q.dedup_window_seconds)))
+                -- window 0: a row keeping its hashes below log_start (its data gone); rows do
+                -- not straddle log_start, so the oldest such row ends below it
+                OR (q.dedup_window_seconds = 0 AND EXISTS (
+                    SELECT 1 FROM queen.log_segments t
+                     WHERE t.partition_id = p.id AND t.base_offset < p.log_start
+                       AND t.hashes IS NOT NULL))))
 $$;
 
--- Purge one partition: lock its row, delete at most p_max_rows rows in all (segments first,
--- then hashes), advance log_start / txns_start. Returns what it deleted. Internal (no grant).
+-- Purge one partition: lock its row, drop at most p_max_rows sides of rows in all (data
+-- first, then hashes), advance log_start / txns_start. Returns how many segments' data and how
+-- many rows' hashes it dropped. Internal (no grant).
 CREATE OR REPLACE FUNCTION queen.retention_purge(p_partition_id bigint, p_max_rows int, p_now timestamptz,
                                       OUT segments_deleted int, OUT txns_deleted int)
 LANGUAGE plpgsql VOLATILE
@@ -808,6 +820,7 @@ DECLARE
     v_ret   int;
     v_win   int;
     v_start bigint;
+    v_tstart bigint;
     v_floor bigint;
     v_upto  bigint;
     v_n     int;
@@ -815,14 +828,15 @@ DECLARE
 BEGIN
     segments_deleted := 0;
     txns_deleted := 0;
-    SELECT q.retention_seconds, q.dedup_window_seconds INTO v_ret, v_win
+    SELECT q.retention_seconds, q.dedup_window_seconds, p.log_start, p.txns_start
+      INTO v_ret, v_win, v_start, v_tstart
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
      WHERE p.id = p_partition_id FOR NO KEY UPDATE OF p;
     IF NOT FOUND THEN
         RETURN;  -- dropped meanwhile
     END IF;
     v_floor := queen.retention_floor(p_partition_id);
-    -- segments: the oldest prefix older than retention (and below the floor)
+    -- data: the oldest prefix of the kept data older than retention (and below the floor)
     IF v_ret IS NOT NULL THEN
         SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
             SELECT s.end_offset,
@@ -830,12 +844,18 @@ BEGIN
                             AND (v_floor IS NULL OR s.end_offset < v_floor))
                        OVER (ORDER BY s.base_offset) AS all_old
               FROM (SELECT base_offset, end_offset, created_at FROM queen.log_segments
-                     WHERE partition_id = p_partition_id
+                     WHERE partition_id = p_partition_id AND base_offset >= v_start
+                       AND octet_length(data) > 0
                      ORDER BY base_offset LIMIT v_left) s) x
          WHERE x.all_old;
         IF v_n > 0 THEN
+            -- a row without hashes goes; one keeping its hashes keeps its offsets and ids
             DELETE FROM queen.log_segments
-             WHERE partition_id = p_partition_id AND base_offset <= v_upto;
+             WHERE partition_id = p_partition_id AND base_offset >= v_start
+               AND base_offset <= v_upto AND hashes IS NULL;
+            UPDATE queen.log_segments SET data = ''::bytea
+             WHERE partition_id = p_partition_id AND base_offset >= v_start
+               AND base_offset <= v_upto AND octet_length(data) > 0;
             UPDATE queen.log_partitions SET log_start = v_upto + 1 WHERE id = p_partition_id;
             segments_deleted := v_n;
             v_left := v_left - v_n;
@@ -844,7 +864,7 @@ BEGIN
     IF v_left <= 0 THEN
         RETURN;
     END IF;
-    -- hashes: the oldest prefix older than the window (window 0: whose segment is gone)
+    -- hashes: the oldest prefix older than the window (window 0: whose data is gone)
     SELECT log_start INTO v_start FROM queen.log_partitions WHERE id = p_partition_id;
     SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
         SELECT t.end_offset,
@@ -853,12 +873,19 @@ BEGIN
                              ELSE t.end_offset < v_start END
                         AND (v_floor IS NULL OR t.end_offset < v_floor))
                    OVER (ORDER BY t.base_offset) AS all_old
-          FROM (SELECT base_offset, end_offset, created_at FROM queen.log_txns
-                 WHERE partition_id = p_partition_id
+          FROM (SELECT base_offset, end_offset, created_at FROM queen.log_segments
+                 WHERE partition_id = p_partition_id AND base_offset >= v_tstart
+                   AND hashes IS NOT NULL
                  ORDER BY base_offset LIMIT v_left) t) x
      WHERE x.all_old;
     IF v_n > 0 THEN
-        DELETE FROM queen.log_txns WHERE partition_id = p_partition_id AND base_offset <= v_upto;
+        -- a row whose data is gone goes; one keeping its data keeps it
+        DELETE FROM queen.log_segments
+         WHERE partition_id = p_partition_id AND base_offset >= v_tstart
+           AND base_offset <= v_upto AND hashes IS NOT NULL AND octet_length(data) = 0;
+        UPDATE queen.log_segments SET hashes = NULL, message_ids = NULL
+         WHERE partition_id = p_partition_id AND base_offset >= v_tstart
+           AND base_offset <= v_upto AND hashes IS NOT NULL;
         UPDATE queen.log_partitions SET txns_start = v_upto + 1 WHERE id = p_partition_id;
         txns_deleted := v_n;
     END IF;
@@ -976,7 +1003,7 @@ $$;
 -- ---------------------------------------------------------------- explain
 -- Why a push of this transactionId would (or would not) be a duplicate now: a jsonb object
 -- (docs/sql-interface.md). The same rule as the push's probe: the earliest occurrence at or
--- above txns_start in a log_txns row created within the window. Read-only and unlocked: a
+-- above txns_start in a segment row's hashes created within the window. Read-only and unlocked: a
 -- snapshot answer, not a reservation. Reads the partition's retained hashes (and, when the
 -- hash is gone, the retained segments below txns_start): a diagnostic, not a hot path.
 CREATE OR REPLACE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
@@ -1012,8 +1039,8 @@ BEGIN
     IF v_win > 0 THEN
         SELECT t.base_offset + u.idx, t.created_at, t.message_ids, u.idx
           INTO v_off, v_created, v_ids, v_idx
-          FROM queen.log_txns t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
-         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart
+          FROM queen.log_segments t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
+         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart AND t.hashes IS NOT NULL
            AND t.created_at >= v_now - make_interval(secs => v_win)
            AND t.base_offset + u.idx >= v_tstart AND u.h = v_hash
          ORDER BY 1 LIMIT 1;
@@ -1028,8 +1055,8 @@ BEGIN
         -- not a duplicate: the latest occurrence still known, if any
         SELECT t.base_offset + u.idx, t.created_at, t.message_ids, u.idx
           INTO v_off, v_created, v_ids, v_idx
-          FROM queen.log_txns t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
-         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart
+          FROM queen.log_segments t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
+         WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart AND t.hashes IS NOT NULL
            AND t.base_offset + u.idx >= v_tstart AND u.h = v_hash
          ORDER BY 1 DESC LIMIT 1;
         IF FOUND THEN
@@ -1109,10 +1136,11 @@ BEGIN
     SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_pids
       FROM (SELECT id FROM queen.log_partitions WHERE queue_id = v_qid ORDER BY id FOR UPDATE) l;
     DELETE FROM queen.consumer_acks WHERE partition_id = ANY (v_pids);
-    DELETE FROM queen.log_txns WHERE partition_id = ANY (v_pids);
-    GET DIAGNOSTICS v_txns = ROW_COUNT;
+    -- counted as what they held: segments with data, rows with hashes
+    SELECT count(*) FILTER (WHERE octet_length(s.data) > 0), count(*) FILTER (WHERE s.hashes IS NOT NULL)
+      INTO v_segs, v_txns
+      FROM queen.log_segments s WHERE s.partition_id = ANY (v_pids);
     DELETE FROM queen.log_segments WHERE partition_id = ANY (v_pids);
-    GET DIAGNOSTICS v_segs = ROW_COUNT;
     DELETE FROM queen.queues WHERE id = v_qid;  -- cascades: partitions, consumer groups, modules
     RETURN jsonb_build_object('queue', p_queue, 'partitionsDropped', cardinality(v_pids),
                               'segmentsDeleted', v_segs, 'txnsDeleted', v_txns);

@@ -51,7 +51,7 @@ psql_q -f "$tmp/targets.sql" >/dev/null
 for q in pb_plain pb_hist; do
     psql_q -c "SELECT count(*) FROM queen.push('$q', 'p', '[{\"transactionId\": \"dup-target\", \"payload\": 0}]')" >/dev/null
 done
-psql_q -c "VACUUM ANALYZE queen.log_txns, queen.log_partitions, queen.consumer_groups" >/dev/null
+psql_q -c "VACUUM ANALYZE queen.log_segments, queen.log_partitions, queen.consumer_groups" >/dev/null
 sync_commit=$(psql -XAtc "SHOW synchronous_commit")
 
 for q in ab_empty ab_1m; do
@@ -95,11 +95,11 @@ for r in $(seq 1 "$rounds"); do
     run_one probe window_plus_10x_history "$r" "$tmp/probe_pb_hist.sql" "-c queen.probe_cache=off"
 done
 # contrast: the same history probed by primary key (the index dropped, as before 0.2.0)
-psql_q -c "DROP INDEX queen.log_txns_created_idx" >/dev/null
+psql_q -c "DROP INDEX queen.log_segments_created_idx" >/dev/null
 for r in $(seq 1 "$rounds"); do
     run_one probe history_pkey_probe_no_index "$r" "$tmp/probe_pb_hist_noidx.sql" "-c queen.probe_cache=off"
 done
-psql_q -c "CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at)" >/dev/null
+psql_q -c "CREATE INDEX log_segments_created_idx ON queen.log_segments (partition_id, created_at) WHERE hashes IS NOT NULL" >/dev/null
 # every probe push must have answered duplicate (nothing written): the allocators did not move
 moved=$(psql -XAtc "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                     WHERE q.name IN ('pb_plain', 'pb_hist') AND p.last_offset <> p.log_start")

@@ -26,7 +26,7 @@
 #
 # --history N: before measuring, N stored keys per partition: N rows per partition in the
 # ON CONFLICT table (md5 keys like the durable benchmark's, its unique index built after the
-# load) and N hashes per partition in push's window (log_txns rows of 100 hashes, allocator
+# load) and N hashes per partition in push's window (data-less segment rows of 100 hashes, allocator
 # moved past them, as bench/sql/setup.sql's prefill does); the other variants get none. Then the
 # "after checkpoint" range shows what an index of that size costs in full-page images.
 #
@@ -109,7 +109,7 @@ BEGIN
 END $$;
 SQL
 # No autovacuum inside a measurement (its own WAL would be nobody's call).
-for t in oc_msgs plain_msgs proto_parts proto_segs queen.log_partitions queen.log_segments queen.log_txns \
+for t in oc_msgs plain_msgs proto_parts proto_segs queen.log_partitions queen.log_segments \
          queen.streams queen.stream_producers; do
     q -c "ALTER TABLE $t SET (autovacuum_enabled = false)" 2>/dev/null || true
 done
@@ -156,8 +156,9 @@ DECLARE
 BEGIN
     FOR p IN 0 .. $PARTS - 1 LOOP
         SELECT r.partition_id INTO v_pid FROM queen.resolve_partition('wal_w3600', 'p' || p) r;
-        INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-        SELECT v_pid, k * 100::bigint, k * 100::bigint + 99, now(),
+        INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at,
+                                        message_count, data, hashes)
+        SELECT v_pid, k * 100::bigint, k * 100::bigint + 99, now(), 100, ''::bytea,
                (SELECT string_agg(decode(md5(p || ':' || k || ':' || j), 'hex'), ''::bytea ORDER BY j)
                   FROM generate_series(0, 99) j)
         FROM generate_series(0, ($HIST / 100) - 1) k;
@@ -165,7 +166,7 @@ BEGIN
     END LOOP;
 END \$\$;
 VACUUM ANALYZE oc_msgs;
-VACUUM ANALYZE queen.log_txns;
+VACUUM ANALYZE queen.log_segments;
 SQL
 fi
 

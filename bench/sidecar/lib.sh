@@ -42,8 +42,8 @@ build_tools() {
     [[ -x $SIDECAR && -x $LOADGEN ]] || die "build/queen-sidecar or the load client is missing"
 }
 
-# Prefill W1M_PARTS partitions of queue w1m in bench_w with W1M_HASHES hashes each: log_txns
-# rows of 100 generated hashes (sha512 gives four a call). Sets W1M_LAST.
+# Prefill W1M_PARTS partitions of queue w1m in bench_w with W1M_HASHES hashes each: data-less
+# segment rows of 100 generated hashes (sha512 gives four a call). Sets W1M_LAST.
 prefill_w1m() {
     local rows=$((W1M_HASHES / 100)) i t0
     W1M_LAST=$((W1M_HASHES - 1))
@@ -52,25 +52,24 @@ prefill_w1m() {
     for ((i = 0; i < W1M_PARTS; i++)); do
         psql_q -d bench_w <<SQL
 SELECT partition_id FROM queen.resolve_partition('w1m', 'p$i') \gset
-INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-SELECT :partition_id, r * 100, r * 100 + 99, now(),
+INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, message_count, data, hashes)
+SELECT :partition_id, r * 100, r * 100 + 99, now(), 100, ''::bytea,
        (SELECT string_agg(sha512(int8send(:partition_id * 100000000000 + r * 100 + k)), ''::bytea
                           ORDER BY k) FROM generate_series(0, 24) k)
 FROM generate_series(0, $rows - 1) r;
-UPDATE queen.log_partitions SET last_offset = $W1M_LAST WHERE id = :partition_id;
+UPDATE queen.log_partitions SET last_offset = $W1M_LAST, log_start = $W1M_LAST + 1 WHERE id = :partition_id;
 SQL
     done
-    psql_q -d bench_w -c "VACUUM ANALYZE queen.log_txns" -c "CHECKPOINT"
+    psql_q -d bench_w -c "VACUUM ANALYZE queen.log_segments" -c "CHECKPOINT"
     log "prefill took $(($(date +%s) - t0)) s"
 }
 
 # Between measurements: empty tables in bench_e, the 1M partitions back to exactly 1M hashes.
 reset_state() {
-    psql_q -d bench_e -c "TRUNCATE queen.log_segments, queen.log_txns${RESET_EXTRA:+, $RESET_EXTRA}"
-    psql_q -d bench_w -c "DELETE FROM queen.log_txns WHERE base_offset > $W1M_LAST" \
-        -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
+    psql_q -d bench_e -c "TRUNCATE queen.log_segments${RESET_EXTRA:+, $RESET_EXTRA}"
+    psql_q -d bench_w -c "DELETE FROM queen.log_segments WHERE base_offset > $W1M_LAST" \
         -c "UPDATE queen.log_partitions SET last_offset = $W1M_LAST" \
-        -c "VACUUM queen.log_txns, queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
+        -c "VACUUM queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
 }
 
 # start_sidecar DB CACHE(0/1): starts one (scripts/lib/sidecar.sh); its pid goes to

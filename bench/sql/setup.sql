@@ -40,10 +40,10 @@ LANGUAGE sql AS $$
 $$;
 
 -- Create p_parts partitions named p_prefix || i in a queen queue (window already configured by
--- the caller) and give each p_hashes hashes in its window: log_txns rows of 100 hashes each,
--- offsets 0 .. p_hashes-1, created_at = now(), and the allocator moved past them. No segment
--- rows are written (the brief's "pre-populate log_txns directly"); log_start moves past the
--- prefilled offsets as if retention had already removed their segments.
+-- the caller) and give each p_hashes hashes in its window: segment rows of 100 hashes each
+-- without data (data = '', as retention leaves a segment whose hashes are still in the window),
+-- offsets 0 .. p_hashes-1, created_at = now(), and the allocator moved past them; log_start moves
+-- past the prefilled offsets as if retention had already removed their data.
 CREATE FUNCTION bench.prefill_queen(p_queue text, p_prefix text, p_parts int, p_hashes bigint)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -52,8 +52,9 @@ BEGIN
     FOR i IN 0 .. p_parts - 1 LOOP
         SELECT r.partition_id INTO v_pid FROM queen.resolve_partition(p_queue, p_prefix || i) AS r;
         IF p_hashes > 0 THEN
-            INSERT INTO queen.log_txns (partition_id, base_offset, end_offset, created_at, hashes)
-            SELECT v_pid, k * 100::bigint, k * 100::bigint + 99, now(), hashes
+            INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at,
+                                            message_count, data, hashes)
+            SELECT v_pid, k * 100::bigint, k * 100::bigint + 99, now(), 100, ''::bytea, hashes
             FROM bench.hash_blobs WHERE k < p_hashes / 100;
             UPDATE queen.log_partitions
                SET last_offset = p_hashes - 1, log_start = p_hashes

@@ -22,7 +22,7 @@ struct PartitionMeta {
     int64_t txns_start = 0;
 };
 
-// One queen.log_txns row.
+// One queen.log_segments row's hashes side.
 struct TxnRow {
     int64_t base = 0;
     int64_t end = -1;        // inclusive
@@ -34,11 +34,11 @@ struct TxnRow {
 class CacheLoader {
 public:
     virtual ~CacheLoader() = default;
-    // Every log_txns row of pid created within the last window_s seconds (now() on the server),
+    // Every hash-carrying log_segments row of pid created within the last window_s seconds (now() on the server),
     // ascending by base_offset, plus the partition's last_offset, all from one snapshot.
     virtual Status load_window(int64_t pid, int64_t window_s, int64_t* last_offset,
                                std::vector<TxnRow>* rows) = 0;
-    // The log_txns rows of pid whose base_offset lies in [lo, hi], ascending.
+    // The hash-carrying log_segments rows of pid whose base_offset lies in [lo, hi], ascending.
     virtual Status load_range(int64_t pid, int64_t lo, int64_t hi, std::vector<TxnRow>* rows) = 0;
 };
 
@@ -130,7 +130,7 @@ public:
         return Status::ok();
     }
     // Read-only outcome check: for each ids[i], the offset at which it is stored in partition
-    // pid among log_txns rows with base_offset > after, else -1 (the libpq backend also looks
+    // pid among the segment rows' message ids with base_offset > after, else -1 (the libpq backend also looks
     // at every row created in the last 2 minutes: a last_offset memoised before a restore
     // moved the log back must not hide what a lost call wrote).
     virtual Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,

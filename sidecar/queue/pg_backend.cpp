@@ -53,16 +53,16 @@ const StmtDef kStmts[] = {
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
-     "FROM queen.log_partitions p LEFT JOIN queen.log_txns t ON t.partition_id = p.id "
-     "AND t.created_at >= now() - make_interval(secs => $2::int8) WHERE p.id = $1 ORDER BY "
-     "t.base_offset",
+     "FROM queen.log_partitions p LEFT JOIN queen.log_segments t ON t.partition_id = p.id "
+     "AND t.hashes IS NOT NULL AND t.created_at >= now() - make_interval(secs => $2::int8) "
+     "WHERE p.id = $1 ORDER BY t.base_offset",
      2,
      {kInt8, kInt8}, true},
     {"queen_range",
      "SELECT 0::int8, base_offset::int8, end_offset::int8, floor(extract(epoch FROM created_at) * "
      "1000)::int8, "
-     "hashes FROM queen.log_txns WHERE partition_id = $1 AND base_offset >= $2 AND base_offset <= "
-     "$3 "
+     "hashes FROM queen.log_segments WHERE partition_id = $1 AND base_offset >= $2 AND "
+     "base_offset <= $3 AND hashes IS NOT NULL "
      "ORDER BY base_offset",
      3,
      {kInt8, kInt8, kInt8}, true},
@@ -89,7 +89,7 @@ const StmtDef kStmts[] = {
     // so what the lost call wrote can sit at or below it; the lookup runs within
     // resolve_deadline_ms (10 s) of the call, so its rows are that recent.
     {"queen_find_ids",
-     "SELECT base_offset::int8, message_ids FROM queen.log_txns WHERE partition_id = $1 AND "
+     "SELECT base_offset::int8, message_ids FROM queen.log_segments WHERE partition_id = $1 AND "
      "(base_offset > $2 OR created_at >= now() - interval '120 seconds') AND message_ids IS NOT "
      "NULL ORDER BY base_offset",
      2,
@@ -129,7 +129,7 @@ Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
         TxnRow t;
         if (!col_int8(r, i, 1, &t.base) || !col_int8(r, i, 2, &t.end) ||
             !col_int8(r, i, 3, &t.created_ms) || PQgetisnull(r, i, 4))
-            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+            return Status(StatusCode::Internal, "unexpected log_segments row shape");
         t.hashes.assign(PQgetvalue(r, i, 4), static_cast<std::size_t>(PQgetlength(r, i, 4)));
         rows->push_back(std::move(t));
     }
@@ -652,7 +652,7 @@ Status PgBackend::find_ids(int64_t pid, int64_t after, const std::vector<queen::
     for (int r = 0; r < n; r++) {
         int64_t base = 0;
         if (!col_int8(g.r, r, 0, &base) || PQgetisnull(g.r, r, 1))
-            return Status(StatusCode::Internal, "unexpected log_txns row shape");
+            return Status(StatusCode::Internal, "unexpected log_segments row shape");
         const char* p = PQgetvalue(g.r, r, 1);
         const int len_ids = PQgetlength(g.r, r, 1);
         for (int k = 0; k + 16 <= len_ids; k += 16) {

@@ -119,8 +119,7 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    DELETE FROM queen.log_segments WHERE partition_id = p_partition_id;
-    DELETE FROM queen.log_txns WHERE partition_id = p_partition_id;
+    DELETE FROM queen.log_segments WHERE partition_id = p_partition_id;  -- with their hashes
     DELETE FROM queen.consumer_acks WHERE partition_id = p_partition_id;
     DELETE FROM queen.log_partitions WHERE id = p_partition_id;  -- cascades streams, producers
 END

@@ -238,8 +238,8 @@ BEGIN
     RETURN QUERY SELECT 'queues', to_jsonb(q) FROM queen.queues q WHERE q.id = ANY (v_qids);
     RETURN QUERY SELECT 'queue_placement', to_jsonb(x) FROM queen.queue_placement x WHERE x.queue_id = ANY (v_qids);
     RETURN QUERY SELECT 'log_partitions', to_jsonb(x) FROM queen.log_partitions x WHERE x.id = ANY (v_pids) ORDER BY x.id;
+    -- segments carry their hashes and message ids (0.3.0: no separate log_txns rows)
     RETURN QUERY SELECT 'log_segments', to_jsonb(x) FROM queen.log_segments x WHERE x.partition_id = ANY (v_pids);
-    RETURN QUERY SELECT 'log_txns', to_jsonb(x) FROM queen.log_txns x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'consumer_groups', to_jsonb(x) FROM queen.consumer_groups x WHERE x.partition_id = ANY (v_pids);
     RETURN QUERY SELECT 'consumer_acks', to_jsonb(x) FROM queen.consumer_acks x WHERE x.partition_id = ANY (v_pids);
     -- the consuming model (sql/schema/50_consume.sql): options per queue, leases and counters
@@ -303,7 +303,22 @@ BEGIN
         WHEN 'log_segments' THEN
             INSERT INTO queen.log_segments SELECT * FROM jsonb_populate_record(NULL::queen.log_segments, v_row);
         WHEN 'log_txns' THEN
-            INSERT INTO queen.log_txns SELECT * FROM jsonb_populate_record(NULL::queen.log_txns, v_row);
+            -- an export of 0.2.0 (after its log_segments rows): the hashes and ids go into the
+            -- segment row of the same offsets, or a data-less one when the segment was purged
+            UPDATE queen.log_segments s
+               SET hashes = decode(substr(v_row ->> 'hashes', 3), 'hex'),
+                   message_ids = decode(substr(v_row ->> 'message_ids', 3), 'hex')
+             WHERE s.partition_id = (v_row ->> 'partition_id')::bigint
+               AND s.base_offset = (v_row ->> 'base_offset')::bigint;
+            IF NOT FOUND THEN
+                INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at,
+                                                message_count, data, hashes, message_ids)
+                VALUES ((v_row ->> 'partition_id')::bigint, (v_row ->> 'base_offset')::bigint,
+                        (v_row ->> 'end_offset')::bigint, (v_row ->> 'created_at')::timestamptz,
+                        ((v_row ->> 'end_offset')::bigint - (v_row ->> 'base_offset')::bigint + 1)::int,
+                        ''::bytea, decode(substr(v_row ->> 'hashes', 3), 'hex'),
+                        decode(substr(v_row ->> 'message_ids', 3), 'hex'));
+            END IF;
         WHEN 'consumer_groups' THEN
             INSERT INTO queen.consumer_groups SELECT * FROM jsonb_populate_record(NULL::queen.consumer_groups, v_row);
         WHEN 'consumer_acks' THEN
@@ -389,7 +404,6 @@ BEGIN
     DELETE FROM queen.dedup_pending WHERE view_id = ANY (v_vids);
     DELETE FROM queen.dedup_views WHERE id = ANY (v_vids);  -- cascades dedup_offsets
     DELETE FROM queen.log_segments WHERE partition_id = ANY (v_pids);
-    DELETE FROM queen.log_txns WHERE partition_id = ANY (v_pids);
     DELETE FROM queen.consumer_acks WHERE partition_id = ANY (v_pids);
     PERFORM 1 FROM queen.log_partitions WHERE id = ANY (v_pids) ORDER BY id FOR UPDATE;
     DELETE FROM queen.log_partitions WHERE id = ANY (v_pids);  -- cascades groups, streams

@@ -29,6 +29,16 @@ CREATE TABLE queen.log_partitions (
 
 -- One row per pushed segment; data is the segment encoding of src/core/common/segment_codec.h.
 -- Column order is read positionally by src/pg/storage/log_scan.cpp: keep it.
+--   hashes       the 16-byte xxh3_128 hashes of the segment's messages, in offset order (what
+--                the probe reads); NULL when none are kept: appends to a reserved queue of
+--                window 0 (never probed), or once retention dropped them (older than the window)
+--   message_ids  their 16-byte message ids (so a duplicate's original id is read here, not out
+--                of data; NULL in rows written by other tools: then data is read)
+-- Retention keeps data and hashes on two clocks (retentionSeconds, the window): a segment whose
+-- data expired while its hashes are still kept has data = '' (its offsets below the partition's
+-- log_start, so no reader reaches it), one whose hashes expired while its data is kept has
+-- hashes NULL; the row goes when both are gone. hashes and message_ids are STORAGE MAIN (inline
+-- up to ~250 messages a row) so the probe reads them without ever detoasting data.
 CREATE TABLE queen.log_segments (
     partition_id  bigint NOT NULL,
     base_offset   bigint NOT NULL,
@@ -36,30 +46,20 @@ CREATE TABLE queen.log_segments (
     created_at    timestamptz NOT NULL,
     message_count int NOT NULL,
     data          bytea NOT NULL,
+    hashes        bytea,
+    message_ids   bytea,
     PRIMARY KEY (partition_id, base_offset)
 );
 -- lz4: segments are written once and read back whole; pglz cost more CPU than the rest of a push.
 ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION lz4;
-
--- The 16-byte xxh3_128 hashes of each segment's messages, in offset order, and their
--- 16-byte message ids (so a duplicate's original id is read here, not out of its segment;
--- NULL in rows written by other tools: then the segment is read). Kept inline (up to ~250
--- messages a row) so the probe never chases TOAST pointers.
-CREATE TABLE queen.log_txns (
-    partition_id bigint NOT NULL,
-    base_offset  bigint NOT NULL,
-    end_offset   bigint NOT NULL,
-    created_at   timestamptz NOT NULL,
-    hashes       bytea NOT NULL,
-    message_ids  bytea,
-    PRIMARY KEY (partition_id, base_offset)
-) WITH (toast_tuple_target = 8160);
-ALTER TABLE queen.log_txns ALTER COLUMN hashes SET STORAGE MAIN;
-ALTER TABLE queen.log_txns ALTER COLUMN message_ids SET STORAGE MAIN;
--- The full-window probe and the probe cache's hydration read a partition's rows by time
--- (created_at >= window start) through this index, so their cost follows the window, not the
--- retained history (src/pg/queue/push_path.cpp, probe_full). One entry per pushed segment.
-CREATE INDEX log_txns_created_idx ON queen.log_txns (partition_id, created_at);
+ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE MAIN;
+ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
+-- The full-window probe and the probe cache's hydration read a partition's hash-carrying rows
+-- by time (created_at >= window start) through this index, so their cost follows the window,
+-- not the retained history (src/pg/probe/partition_probe.cpp). One entry per pushed segment
+-- that keeps its hashes (none for a reserved queue's window-0 appends).
+CREATE INDEX log_segments_created_idx ON queen.log_segments (partition_id, created_at)
+    WHERE hashes IS NOT NULL;
 
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
@@ -83,6 +83,5 @@ SELECT pg_catalog.pg_extension_config_dump('queen.queues_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.log_segments', '');
-SELECT pg_catalog.pg_extension_config_dump('queen.log_txns', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_groups', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_acks', '');

@@ -20,7 +20,6 @@
 -- the frozen 0.1.0 -> 0.2.0) has exactly a fresh 0.3.0 install's catalog, and shows the rule
 -- holding on a test-only version that changes an existing table.
 --
--- No schema change yet.
 
 -- ---------------------------------------------------------------- issue 18: consuming (sql/schema/50_consume.sql)
 
@@ -83,11 +82,35 @@ SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq_id_seq', '');
 
 -- ---------------------------------------------------------------- storage (issue 19)
--- No schema change. From 0.3.0 an append to a reserved queue of window 0 (the streams module's
--- __queen_streams) writes no log_txns row (src/pg/queue/push_write.cpp); the rows 0.2.0 wrote
--- for streams are kept as they are (nothing reads them; queen.stream_purge deletes them with
--- their stream), so every row of a 0.2.0 database is still there after the update
--- (tests/integration/upgrade.sh compares them all).
+-- The segment row carries its own hashes and message ids (sql/schema/queen.sql); queen.log_txns
+-- and its two indexes go. Every 0.2.0 row is kept:
+--   * a log_txns row's hashes and ids move, byte for byte, into the segment row of the same
+--     (partition_id, base_offset), so a duplicate after the update names the same original id
+--     and offset as before it;
+--   * a log_txns row without a segment (the segment's data expired, its hashes still in the
+--     window) becomes a data-less segment row (data = '', below log_start: no reader reaches it);
+--   * a segment without a log_txns row (a stream append of 0.3.0's predecessor never wrote one,
+--     or the hashes expired first) keeps hashes NULL, as a fresh 0.3.0 writes it.
+-- The columns are added at the end (7 and 8, the same numbers as a fresh install's).
+ALTER TABLE queen.log_segments ADD COLUMN hashes bytea;
+ALTER TABLE queen.log_segments ADD COLUMN message_ids bytea;
+ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE MAIN;
+ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
+UPDATE queen.log_segments s SET hashes = t.hashes, message_ids = t.message_ids
+  FROM queen.log_txns t
+ WHERE t.partition_id = s.partition_id AND t.base_offset = s.base_offset;
+INSERT INTO queen.log_segments (partition_id, base_offset, end_offset, created_at, message_count,
+                                data, hashes, message_ids)
+SELECT t.partition_id, t.base_offset, t.end_offset, t.created_at,
+       (t.end_offset - t.base_offset + 1)::int, ''::bytea, t.hashes, t.message_ids
+  FROM queen.log_txns t
+ WHERE NOT EXISTS (SELECT 1 FROM queen.log_segments s
+                    WHERE s.partition_id = t.partition_id AND s.base_offset = t.base_offset);
+CREATE INDEX log_segments_created_idx ON queen.log_segments (partition_id, created_at)
+    WHERE hashes IS NOT NULL;
+-- its pg_extension_config_dump registration goes with the table
+ALTER EXTENSION queen DROP TABLE queen.log_txns;
+DROP TABLE queen.log_txns;
 
 -- ---------------------------------------------------------------- issue 20: slots and the fence
 -- sql/schema/60_slots.sql: a shard's membership, its slots and the queues' placement.

@@ -44,9 +44,9 @@ while :; do
     sql "SELECT count(*) FROM queen.push('keep', 'p', '[{\"transactionId\": \"live-$n\", \"payload\": $n}]')" >/dev/null ||
         fail "a push failed while retention ran"
     left=$(sql "SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
-                 JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rl'")
-    left=$((left + $(sql "SELECT count(*) FROM queen.log_txns s JOIN queen.log_partitions p ON p.id = s.partition_id
-                 JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rl'")))
+                 JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rl' AND octet_length(s.data) > 0")
+    left=$((left + $(sql "SELECT count(*) FROM queen.log_segments s JOIN queen.log_partitions p ON p.id = s.partition_id
+                 JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = 'rl' AND s.hashes IS NOT NULL")))
     ((left == 0)) && break
     ((SECONDS < deadline)) || fail "retention did not purge queue rl within 30 s ($left rows left)"
     sleep 0.3

@@ -55,9 +55,9 @@ for i in 1 2 3 4 5 6; do
     sql "SELECT count(*) FROM queen.push('rw', 'p$((i % 3))', '[{\"transactionId\": \"m$i\", \"payload\": $i}]')" >/dev/null
 done
 rows() {
-    sql "SELECT (SELECT count(*) FROM queen.log_segments WHERE partition_id IN (SELECT id FROM queen.log_partitions
+    sql "SELECT (SELECT count(*) FROM queen.log_segments WHERE octet_length(data) > 0 AND partition_id IN (SELECT id FROM queen.log_partitions
                  WHERE queue_id = (SELECT id FROM queen.queues WHERE name = 'rw')))
-              + (SELECT count(*) FROM queen.log_txns WHERE partition_id IN (SELECT id FROM queen.log_partitions
+              + (SELECT count(*) FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id IN (SELECT id FROM queen.log_partitions
                  WHERE queue_id = (SELECT id FROM queen.queues WHERE name = 'rw')))"
 }
 [[ $(rows) == 12 ]] || fail "expected 12 rows before the purge"

@@ -74,7 +74,7 @@ for p in pa pb; do
     [[ $(head -1 <<<"$out") == 201 ]] || fail "warm $p: $out"
 done
 pb=$(sql "SELECT p.id FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE q.name = '$Q' AND p.name = 'pb'")
-sql "DELETE FROM queen.log_txns WHERE partition_id = $pb; DELETE FROM queen.log_segments WHERE partition_id = $pb; DELETE FROM queen.log_partitions WHERE id = $pb" >/dev/null
+sql "DELETE FROM queen.log_segments WHERE partition_id = $pb; DELETE FROM queen.log_partitions WHERE id = $pb" >/dev/null
 body="{\"items\":[{\"queue\":\"$Q\",\"partition\":\"pa\",\"payload\":1,\"transactionId\":\"x\"},{\"queue\":\"$Q\",\"partition\":\"pb\",\"payload\":2,\"transactionId\":\"x\"}]}"
 out=$(post "$A_PORT" /api/v1/push "$body")
 b=$(tail -n +2 <<<"$out")

@@ -1,6 +1,6 @@
 // An in-memory model of the extension's contract for the sidecar's tests: resolve_partition,
 // push_segments (probe in (GREATEST(p_verified, txns_start - 1), last_offset] within the window,
-// first-wins, contiguous offsets for survivors, one log_txns row per segment), the cache's two
+// first-wins, contiguous offsets for survivors, one hashes row per segment), the cache's two
 // reads, retention and window changes. It also runs the full-window probe beside every narrowed
 // one and counts any disagreement: a vouch that would have let a duplicate in. Hints
 // (p_hints) are checked like the extension does (22023 for a malformed one), each hinted
@@ -350,7 +350,7 @@ public:
         return Status::ok();
     }
 
-    // Purge log_txns rows created before cutoff_ms (advancing txns_start), like run_retention.
+    // Purge the hashes of rows created before cutoff_ms (advancing txns_start), like run_retention.
     void retention(int64_t cutoff_ms) {
         std::lock_guard<std::recursive_mutex> lk(mu_);
         for (auto& [id, pt] : parts_) {

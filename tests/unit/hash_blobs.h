@@ -1,4 +1,4 @@
-// Test helpers for the digest tests: blobs of stored hashes as log_txns rows hold them.
+// Test helpers for the digest tests: blobs of stored hashes as queen.log_segments.hashes holds them.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // Message identity for deduplication: xxh3_128 of a transactionId's UTF-8 bytes, kept in the
-// 16-byte canonical (big-endian) form. The same bytes are stored in queen.log_txns.hashes.
+// 16-byte canonical (big-endian) form. The same bytes are stored in queen.log_segments.hashes.
 #pragma once
 #include "core/common/firewall.h"
 

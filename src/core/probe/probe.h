@@ -1,6 +1,6 @@
 // The in-memory half of the probe: who leads inside one call (first-wins), which stored hashes
 // match, and the per-item verdicts with offsets for the survivors. PostgreSQL access (the row
-// lock, reading queen.log_txns) lives in src/pg; this file only sees bytes.
+// lock, reading queen.log_segments.hashes) lives in src/pg; this file only sees bytes.
 #pragma once
 #include "core/common/firewall.h"
 

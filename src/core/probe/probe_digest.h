@@ -1,5 +1,5 @@
 // The extension's per-backend probe cache ("digest"): what one backend has already read of a
-// partition's queen.log_txns rows, so a later push reads only the rows committed since.
+// partition's queen.log_segments hashes, so a later push reads only the rows committed since.
 //
 // Soundness contract (the glue in src/pg/probe/probe_cache*.cpp keeps it):
 //   * every hash stored at an offset <= verified_upto() whose row is (or may later be) inside

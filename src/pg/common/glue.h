@@ -59,11 +59,15 @@ void cxx_raise(const CxxError& err);
 
 // Oids of queen's storage, looked up by name for this call (cheap syscache lookups).
 struct Storage {
-    Oid log_txns;
-    Oid log_txns_pkey;
     Oid log_segments;
     Oid log_segments_pkey;
-    Oid log_txns_created;  // (partition_id, created_at) index; InvalidOid before 0.2.0's upgrade
+    // Where the hashes and message ids are. 0.3.0: the segment rows themselves (columns 7, 8;
+    // hashes_rel = log_segments). A database still on 0.1.0 / 0.2.0's schema (this library runs
+    // there until ALTER EXTENSION queen UPDATE): the separate queen.log_txns (columns 5, 6).
+    bool split;
+    Oid hashes_rel;
+    Oid hashes_pkey;
+    Oid hashes_created;  // its (partition_id, created_at) index; InvalidOid on 0.1.0's schema
 };
 void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp
 

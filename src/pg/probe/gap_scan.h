@@ -2,7 +2,7 @@
 // probe_cache.cpp, for the per-backend and the shared cache alike; the ack digests in
 // src/pg/queue/ack_lookup.cpp).
 //
-// A digest remembers its anchor: the newest stored log_txns tuple it learned (offsets, the
+// A digest remembers its anchor: the newest stored hash-carrying log_segments tuple it learned (offsets, the
 // inserting transaction id and the first hash prefix). Catching up reads the partition's rows
 // from the anchor on. The first row must be that very tuple, otherwise the storage changed
 // under the digest (TRUNCATE, restore, a recreated extension or partition) and the digest must
@@ -17,10 +17,10 @@
 
 namespace queen_pg {
 
-// What identifies a stored log_txns row a digest was brought up to date with (its anchor).
+// What identifies a stored hash-carrying row a digest was brought up to date with (its anchor).
 queen::DigestAnchor row_anchor(const LogRow* row);
 
-// An open gap scan: the log_txns rows of one partition above a digest's anchor.
+// An open gap scan: the hash-carrying rows of one partition above a digest's anchor.
 struct GapScan {
     LogScan scan;
     queen::DigestAnchor want;

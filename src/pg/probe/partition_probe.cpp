@@ -27,7 +27,7 @@ static void probe_full(ProbeCtx* c) {
     LogRow row;
     LogScan scan;
     bool vouched = c->floor > c->ps->txns_start - 1;
-    if (!vouched && OidIsValid(c->st->log_txns_created)) {
+    if (!vouched && OidIsValid(c->st->hashes_created)) {
         log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
         while (log_scan_next(&scan, &row)) {
             cache_stats.rows_read++;

@@ -39,7 +39,7 @@ private:
 BackendProbeCache backend;
 
 // Create the cache on first use (ERROR when out of memory), sized by the current settings;
-// a new queen.log_txns (a recreated extension) or a new timeline (a promotion) forgets every
+// a new queen.log_segments (a recreated extension) or a new timeline (a promotion) forgets every
 // digest.
 bool BackendProbeCache::find(ProbeCtx* c, DigestView* out) {
     CxxError err;
@@ -47,7 +47,7 @@ bool BackendProbeCache::find(ProbeCtx* c, DigestView* out) {
     cxx_raise(err);
     // The epoch is the log table and the history (WAL timeline): a new one of either (a
     // recreated extension, a promotion) forgets every digest (probe_history.h).
-    cache_->set_epoch((uint64) probe_history_timeline() << 32 | (uint64) c->st->log_txns);
+    cache_->set_epoch((uint64) probe_history_timeline() << 32 | (uint64) c->st->hashes_rel);
     cache_->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
     digest_ = cache_->find(c->pid);
     if (digest_ == nullptr) return false;
@@ -72,7 +72,7 @@ void BackendProbeCache::drop(ProbeCtx* c) {
 bool BackendProbeCache::admit(ProbeCtx* c) {
     double estimate = (double) (c->ps->last_offset - c->ps->txns_start + 1) * 32.0;
     return !(estimate > (double) guc_probe_cache_mb * 1024.0 * 1024.0 &&
-             !OidIsValid(c->st->log_txns_created));
+             !OidIsValid(c->st->hashes_created));
 }
 
 // Install an empty digest for the partition (ERROR when out of memory, before any scan).

@@ -38,7 +38,7 @@
 //     or can again be inside the window (the scan itself decided the push).
 //   * Committed only: nothing is learned by a transaction that wrote the partition (the caller
 //     passes dirty: storage/written_here.h); the rows read under the lock were committed by the lock's earlier holders.
-//   * Identity: the key is (database, log_txns OID, partition id); the anchor row is read back
+//   * Identity: the key is (database, log_segments OID, partition id); the anchor row is read back
 //     before every use (TRUNCATE, restore, a recreated extension or a reused partition id drop
 //     the digest), and a watermark above last_offset or a purge watermark that moved back too.
 //   * A miss proves absence only up to the watermark known before the gap scan; a hit is
@@ -86,7 +86,7 @@ namespace {
 // is never found again, only evicted (probe_history.h).
 struct ShmKey {
     Oid db;
-    Oid rel;  // queen.log_txns
+    Oid rel;  // queen.log_segments
     int64 pid;
     uint32 timeline;
 };
@@ -202,7 +202,7 @@ ShmKey key_of(const ProbeCtx* c) {
     ShmKey k;
     memset(&k, 0, sizeof k);
     k.db = MyDatabaseId;
-    k.rel = c->st->log_txns;
+    k.rel = c->st->hashes_rel;
     k.pid = c->pid;
     k.timeline = probe_history_timeline();
     return k;
@@ -711,7 +711,7 @@ void SharedProbeCache::forget_gap() {
     ngap_ = cap_ = 0;
 }
 
-// Resident digests of this database's queen.log_txns on this timeline (not those of a dropped
+// Resident digests of this database's queen.log_segments on this timeline (not those of a dropped
 // extension's or of an earlier history, which stay until evicted).
 void SharedProbeCache::usage(int* partitions, int64* bytes) {
     *partitions = 0;
@@ -723,7 +723,7 @@ void SharedProbeCache::usage(int* partitions, int64* bytes) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < hdr->nslots; i++)
         if (slots[i].state == kResident && slots[i].key.db == MyDatabaseId &&
-            slots[i].key.rel == st.log_txns && slots[i].key.timeline == timeline) {
+            slots[i].key.rel == st.hashes_rel && slots[i].key.timeline == timeline) {
             (*partitions)++;
             *bytes += (int64) slots[i].extent_len;
         }
@@ -832,7 +832,7 @@ extern "C" Datum queen_probe_cache_shared_v1(PG_FUNCTION_ARGS) {
 }
 
 // queen.probe_cache_partitions(): one row per shared digest or refused partition of this
-// database's queen.log_txns.
+// database's queen.log_segments.
 extern "C" Datum queen_probe_cache_partitions_v1(PG_FUNCTION_ARGS) {
     InitMaterializedSRF(fcinfo, 0);
     ReturnSetInfo* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
@@ -850,7 +850,7 @@ extern "C" Datum queen_probe_cache_partitions_v1(PG_FUNCTION_ARGS) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     for (int32 i = 0; i < n; i++) {
         ShmSlot* s = &slots[i];
-        if (s->state == kFree || s->key.db != MyDatabaseId || s->key.rel != st.log_txns) continue;
+        if (s->state == kFree || s->key.db != MyDatabaseId || s->key.rel != st.hashes_rel) continue;
         rows[m] = Row{s->key.pid, s->state, s->hashes, s->extent_len, s->capacity, s->needed,
                       pg_atomic_read_u64(const_cast<pg_atomic_uint64*>(&s->last_use_us)), -1};
         if (s->state == kResident) {

@@ -152,7 +152,7 @@ static int64 find_hash_after(int64 pid, const queen::Hash128* h, int64 after) {
     CxxError err;
     if (ack_cache == nullptr) cxx_capture(err, [&] { ack_cache = new queen::DigestCache(0); });
     cxx_raise(err);
-    ack_cache->set_epoch((uint64) st.log_txns);
+    ack_cache->set_epoch((uint64) st.hashes_rel);
     ack_cache->set_budget((std::size_t) guc_probe_cache_mb * 1024 * 1024);
     bool learn = !wrote_partition_here(pid);
     queen::PartitionDigest* d = ack_cache->find(pid);

@@ -5,7 +5,7 @@
 namespace queen_pg {
 
 // Read the message id stored at `offset` (zero UUID when its segment is gone): from the
-// log_txns row's message_ids (one small inline row), else out of the segment itself.
+// segment row's message_ids (one small inline row), else out of the segment itself.
 static void original_id(const Storage* st, int64 pid, const PartitionState* ps, int64 offset,
                         Snapshot snap, LogRow* txn, bool* have_txn, LogRow* seg, bool* have_seg,
                         queen::Uuid* out) {

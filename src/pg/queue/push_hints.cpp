@@ -2,7 +2,7 @@
 // hints (core/vouch_hints.h) name, for the segment's repeats, the offset of each one's earliest
 // in-window occurrence (at or below V). The caller (the sidecar's block cache) knows every
 // in-window hash up to V; this file only checks what it says against the stored rows:
-//   * every hinted original is read back under the partition lock (one log_txns row by
+//   * every hinted original is read back under the partition lock (one segment row's hashes by
 //     primary key each): it must be in the window (created_at >= now - the queue's window,
 //     read under the lock) and hold exactly that message's hash at that offset;
 //   * all confirmed: the hinted messages (and every message of the segment with the same hash)
@@ -59,7 +59,7 @@ VouchHints hints_parse(bytea* blob, int n, int64 verified, const char* what) {
 }
 
 // The id stored at `offset` of the confirmed row, like push_prelocked's answers: the zero UUID
-// below log_start (the segment was purged), else the log_txns row's copy, else the segment's.
+// below log_start (the segment was purged), else the segment row's message_ids, else its data.
 static void hinted_id(const Storage* st, int64 pid, const PartitionState* ps, int64 offset,
                       const LogRow* txn, Snapshot snap, queen::Uuid* out) {
     memset(out->b, 0, sizeof out->b);

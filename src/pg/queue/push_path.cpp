@@ -5,12 +5,12 @@
 //                                             (push_hints.cpp), the floor and window
 //   probe     pg/probe/partition_probe.cpp    a probe cache narrows, the full probe decides
 //   allocate  pg/queue/push_allocate.cpp      verdicts, offsets for survivors, answers
-//   write     pg/queue/push_write.cpp         allocator bump, segment and log_txns rows
+//   write     pg/queue/push_write.cpp         allocator bump, the segment row (with its hashes)
 //
 // Locking protocol (which locks, in which order, why it is safe)
 //   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE first and held
 //      until the transaction ends (partition_lock.cpp says why this strength and how). Every
-//      writer of the partition's log takes it before touching log_txns or log_segments, so
+//      writer of the partition's log takes it before touching log_segments, so
 //      nobody can commit rows into the span we probe between our probe and our allocation.
 //      Different partitions never contend.
 //   2. Callers that lock several partitions take them in ascending id order (push_segments,
@@ -24,7 +24,7 @@
 //   4. The probe caches take their own locks inside the probe stage and never hold one across
 //      a scan or anything that can raise (probe_cache_shm.cpp: directory lock, then at most
 //      one digest lock); the per-backend cache takes none.
-//   5. A duplicate writes nothing: no allocator bump, no segment, no log_txns row; the
+//   5. A duplicate writes nothing: no allocator bump, no segment row; the
 //      survivors of a partially duplicate segment are written in the same call. The writes
 //      take no further row lock: the allocator update replaces the version this transaction
 //      locked.

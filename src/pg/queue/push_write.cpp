@@ -5,10 +5,10 @@
 // locked; the inserts take the RowExclusiveLock of the equivalent INSERT (direct_write.cpp).
 // A duplicate writes nothing: this stage runs only when something survived.
 //
-// Appends to a reserved queue of window 0 (the streams module's __queen_streams) write no
-// log_txns row: nothing ever reads one back there (window 0: no probe; acks by transactionId
-// and every user entry point refuse reserved queues with 42501; stream readers read segments).
-// That is three WAL records and ~270 bytes less per stream append (bench/durable/RESULTS.md).
+// Appends to a reserved queue of window 0 (the streams module's __queen_streams) keep no hashes
+// (hashes and message_ids NULL, so no created_at index entry either): nothing ever reads them
+// back there (window 0: no probe; acks by transactionId and every user entry point refuse
+// reserved queues with 42501; stream readers read data).
 #include "pg/queue/push_write.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/written_here.h"
@@ -19,7 +19,7 @@ extern "C" {
 
 namespace queen_pg {
 
-static SPIPlanPtr plan_set_last, plan_insert_segment, plan_insert_txns;
+static SPIPlanPtr plan_set_last, plan_insert_segment, plan_insert_split_segment, plan_insert_txns;
 
 // A bytea of the given size, uninitialized.
 static bytea* new_bytea(Size len) {
@@ -28,29 +28,32 @@ static bytea* new_bytea(Size len) {
     return b;
 }
 
-// True when the partition's appends keep log_txns rows (all but a reserved queue of window 0).
-static bool keeps_txns(const PartitionState* ps) {
+// True when the partition's appends keep their hashes (all but a reserved queue of window 0).
+static bool keeps_hashes(const PartitionState* ps) {
     return !(ps->reserved && ps->window == 0);
 }
 
-// The three writes done directly (see direct_write.cpp): the allocator bump of the row version
-// this transaction locked (a HOT update: no index entry), then the segment and (keeps_txns) the
-// log_txns rows with their index entries. False (nothing written) when a table's shape rules it
-// out: a trigger, row security, or other columns than sql/queen.sql defines.
+// The two writes done directly (see direct_write.cpp): the allocator bump of the row version
+// this transaction locked (a HOT update: no index entry), then the segment row (data, and its
+// hashes and ids unless hashes is nullptr) with its index entries. On a database not yet
+// updated to 0.3.0 (a log_txns table: QueenRels::log_txns) the hashes and ids go to their own
+// log_txns row instead, as 0.2.0 wrote them. False (nothing written) when a table's shape
+// rules it out: a trigger, row security, or other columns than sql/schema/queen.sql defines.
 static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
                          TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
     const QueenRels* r = queen_rels();
-    bool with_txns = keeps_txns(ps);
+    bool split = OidIsValid(r->log_txns);
+    bool with_txns = split && hashes != nullptr;
     EState* estate = CreateExecutorState();
     DirectTable parts, segs, txns;
     direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
     if (with_txns) direct_open(&txns, r->log_txns, estate);
     bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
-              RelationGetDescr(segs.rel)->natts == 6 &&
+              RelationGetDescr(segs.rel)->natts == (split ? 6 : 8) &&
               (!with_txns ||
                (direct_insert_ok(txns.rel) && RelationGetDescr(txns.rel)->natts == 6));
-    if (ok) {
+    if (ok && split) {
         int cols[1] = {r->p_last_offset};
         Datum last[1] = {Int64GetDatum(end)};
         ItemPointerData tid = ps->tid;
@@ -65,6 +68,17 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
                               PointerGetDatum(ids)};
             direct_insert(&txns, a_txn, nulls);
         }
+    } else if (ok) {
+        int cols[1] = {r->p_last_offset};
+        Datum last[1] = {Int64GetDatum(end)};
+        ItemPointerData tid = ps->tid;
+        direct_update(&parts, &tid, 1, cols, last);
+        bool nulls[8] = {false, false, false, false, false, false, hashes == nullptr, ids == nullptr};
+        Datum a_seg[8] = {Int64GetDatum(pid),         Int64GetDatum(base),
+                          Int64GetDatum(end),         TimestampTzGetDatum(now),
+                          Int32GetDatum(survivors),   PointerGetDatum(seg),
+                          PointerGetDatum(hashes),    PointerGetDatum(ids)};
+        direct_insert(&segs, a_seg, nulls);
     }
     if (with_txns) direct_close(&txns);
     direct_close(&segs);
@@ -75,10 +89,10 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
 }
 
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
-                      bytea* seg, bytea* hashes, bytea* ids, bool with_txns);
+                      bytea* seg, bytea* hashes, bytea* ids);
 
-// Write the survivors: bump the allocator, insert one segment row and (keeps_txns) one
-// log_txns row.
+// Write the survivors: bump the allocator, insert one segment row carrying (keeps_hashes) their
+// hashes and message ids.
 static void write_survivors(int64 pid, const PartitionState* ps,
                             const PushBatch* b, const queen::ItemVerdict* v, int survivors,
                             TimestampTz now) {
@@ -98,29 +112,60 @@ static void write_survivors(int64 pid, const PartitionState* ps,
         for (int i = 0; i < b->n; i++)
             if (v[i].kind == queen::VerdictKind::Queued) p = queen::segment_write_entry(p, b->msgs[i]);
     }
-    bytea* hashes = new_bytea((Size) survivors * queen::kHashBytes);
-    bytea* ids = new_bytea((Size) survivors * 16);
-    uint8* h = reinterpret_cast<uint8*>(VARDATA(hashes));
-    uint8* id = reinterpret_cast<uint8*>(VARDATA(ids));
-    for (int i = 0; i < b->n; i++)
-        if (v[i].kind == queen::VerdictKind::Queued) {
-            memcpy(h, b->hashes[i].b, queen::kHashBytes);
-            h += queen::kHashBytes;
-            memcpy(id, b->msgs[i].id.b, 16);
-            id += 16;
-        }
+    bytea* hashes = nullptr;
+    bytea* ids = nullptr;
+    if (keeps_hashes(ps)) {
+        hashes = new_bytea((Size) survivors * queen::kHashBytes);
+        ids = new_bytea((Size) survivors * 16);
+        uint8* h = reinterpret_cast<uint8*>(VARDATA(hashes));
+        uint8* id = reinterpret_cast<uint8*>(VARDATA(ids));
+        for (int i = 0; i < b->n; i++)
+            if (v[i].kind == queen::VerdictKind::Queued) {
+                memcpy(h, b->hashes[i].b, queen::kHashBytes);
+                h += queen::kHashBytes;
+                memcpy(id, b->msgs[i].id.b, 16);
+                id += 16;
+            }
+    }
 
     if (!(ps->direct && guc_direct_write &&
           write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
-        write_spi(pid, base, end, now, survivors, seg, hashes, ids, keeps_txns(ps));
+        write_spi(pid, base, end, now, survivors, seg, hashes, ids);
     pfree(seg);
-    pfree(hashes);
-    pfree(ids);
+    if (hashes != nullptr) pfree(hashes);
+    if (ids != nullptr) pfree(ids);
+}
+
+// The inserts as SQL statements on a database not yet updated to 0.3.0: the segment row and
+// (hashes not nullptr) the log_txns row, as 0.2.0 wrote them. SPI is connected.
+static void write_spi_split(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
+                            bytea* seg, bytea* hashes, bytea* ids) {
+    Oid t_seg[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
+    Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
+    if (SPI_execute_plan(spi_plan(&plan_insert_split_segment,
+                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
+                             " created_at, message_count, data) VALUES ($1, $2, $3, $4, $5, $6)",
+                             6, t_seg),
+                         a_seg, nullptr, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: segment insert failed");
+    if (hashes != nullptr) {
+        Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
+        Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
+                          TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
+        if (SPI_execute_plan(spi_plan(&plan_insert_txns,
+                                 "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
+                                 " created_at, hashes, message_ids) VALUES ($1, $2, $3, $4, $5, $6)",
+                                 6, t_txn),
+                             a_txn, nullptr, false, 0) != SPI_OK_INSERT)
+            elog(ERROR, "queen: log_txns insert failed");
+    }
+    SPI_finish();
 }
 
 // The writes as SQL statements (queen.direct_write off, or a table with triggers).
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
-                      bytea* seg, bytea* hashes, bytea* ids, bool with_txns) {
+                      bytea* seg, bytea* hashes, bytea* ids) {
     spi_open();
     Oid t_set[2] = {INT8OID, INT8OID};
     Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
@@ -130,29 +175,23 @@ static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int sur
                          a_set, nullptr, false, 0) != SPI_OK_UPDATE)
         elog(ERROR, "queen: allocator update failed");
 
-    Oid t_seg[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID};
-    Datum a_seg[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
-                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg)};
-    if (SPI_execute_plan(spi_plan(&plan_insert_segment,
-                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
-                             " created_at, message_count, data) VALUES ($1, $2, $3, $4, $5, $6)",
-                             6, t_seg),
-                         a_seg, nullptr, false, 0) != SPI_OK_INSERT)
-        elog(ERROR, "queen: segment insert failed");
-    if (!with_txns) {
-        SPI_finish();
+    if (OidIsValid(queen_rels()->log_txns)) {
+        write_spi_split(pid, base, end, now, survivors, seg, hashes, ids);
         return;
     }
-
-    Oid t_txn[6] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, BYTEAOID, BYTEAOID};
-    Datum a_txn[6] = {Int64GetDatum(pid), Int64GetDatum(base), Int64GetDatum(end),
-                      TimestampTzGetDatum(now), PointerGetDatum(hashes), PointerGetDatum(ids)};
-    if (SPI_execute_plan(spi_plan(&plan_insert_txns,
-                             "INSERT INTO queen.log_txns (partition_id, base_offset, end_offset,"
-                             " created_at, hashes, message_ids) VALUES ($1, $2, $3, $4, $5, $6)",
-                             6, t_txn),
-                         a_txn, nullptr, false, 0) != SPI_OK_INSERT)
-        elog(ERROR, "queen: log_txns insert failed");
+    Oid t_seg[8] = {INT8OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID, BYTEAOID, BYTEAOID, BYTEAOID};
+    Datum a_seg[8] = {Int64GetDatum(pid),       Int64GetDatum(base),     Int64GetDatum(end),
+                      TimestampTzGetDatum(now), Int32GetDatum(survivors), PointerGetDatum(seg),
+                      PointerGetDatum(hashes),  PointerGetDatum(ids)};
+    char nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', hashes == nullptr ? 'n' : ' ',
+                     ids == nullptr ? 'n' : ' '};
+    if (SPI_execute_plan(spi_plan(&plan_insert_segment,
+                             "INSERT INTO queen.log_segments (partition_id, base_offset, end_offset,"
+                             " created_at, message_count, data, hashes, message_ids)"
+                             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                             8, t_seg),
+                         a_seg, nulls, false, 0) != SPI_OK_INSERT)
+        elog(ERROR, "queen: segment insert failed");
     SPI_finish();
 }
 

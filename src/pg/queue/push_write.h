@@ -5,8 +5,8 @@
 
 namespace queen_pg {
 
-// Bump the allocator past the survivors, insert one log_segments row holding them and one
-// log_txns row with their hashes and message ids (directly, or as SQL statements), then mark
+// Bump the allocator past the survivors, insert one log_segments row holding them with their
+// hashes and message ids (directly, or as SQL statements), then mark
 // the partition written by this transaction (storage/written_here.h).
 void push_write(int64 partition_id, const PartitionState* ps, const PushBatch* b,
                 const queen::ItemVerdict* v, int survivors, TimestampTz now);

@@ -68,8 +68,9 @@ static void fill_queen_rels(QueenRels* out) {
     r.log_partitions_name_key = rel_named(nsp, "log_partitions_queue_id_name_key", false);
     r.log_segments = rel_named(nsp, "log_segments", false);
     r.log_segments_pkey = rel_named(nsp, "log_segments_pkey", false);
-    r.log_txns = rel_named(nsp, "log_txns", false);
-    r.log_txns_pkey = rel_named(nsp, "log_txns_pkey", false);
+    r.log_segments_created = rel_named(nsp, "log_segments_created_idx", true);
+    r.log_txns = rel_named(nsp, "log_txns", true);
+    r.log_txns_pkey = rel_named(nsp, "log_txns_pkey", true);
     r.log_txns_created = rel_named(nsp, "log_txns_created_idx", true);
     r.q_id = col_named(r.queues, "id");
     r.q_name = col_named(r.queues, "name");
@@ -88,11 +89,12 @@ const QueenRels* queen_rels() { return rels_cache.get(fill_queen_rels); }
 // Look up queen's tables and primary keys (cached per backend by queen_rels()).
 void storage_lookup(Storage* out) {
     const QueenRels* r = queen_rels();
-    out->log_txns = r->log_txns;
-    out->log_txns_pkey = r->log_txns_pkey;
     out->log_segments = r->log_segments;
     out->log_segments_pkey = r->log_segments_pkey;
-    out->log_txns_created = r->log_txns_created;  // may be missing
+    out->split = OidIsValid(r->log_txns);
+    out->hashes_rel = out->split ? r->log_txns : r->log_segments;
+    out->hashes_pkey = out->split ? r->log_txns_pkey : r->log_segments_pkey;
+    out->hashes_created = out->split ? r->log_txns_created : r->log_segments_created;
 }
 
 // Register queen.direct_write.

@@ -1,5 +1,8 @@
-// Index range scans over queen's log tables, keyed by the (partition_id, base_offset) primary
-// keys. Callers pass a registered snapshot taken after they locked the partition row, so the
+// Index range scans over queen.log_segments, keyed by its (partition_id, base_offset) primary
+// key (or its created_at index). Each scan reads one side of the row: its hashes and message
+// ids (columns 7, 8: never detoasting data) or its data (column 6); a row without that side
+// (hashes NULL: none kept; data empty: expired while its hashes are kept) is skipped, exactly
+// like a row that is not there. Callers pass a registered snapshot taken after they locked the partition row, so the
 // rows committed by the pusher they waited for are visible (see push_path.cpp).
 #include "pg/storage/log_scan.h"
 
@@ -14,9 +17,18 @@ extern "C" {
 
 namespace queen_pg {
 
-// Column numbers of the two tables (sql/queen.sql fixes the order).
-static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kTxnHashes = 5, kTxnIds = 6,
-                        kSegData = 6;
+// Column numbers (sql/schema/queen.sql fixes the order): log_segments' data (6), hashes (7) and
+// message ids (8); before 0.3.0's upgrade (st->split) the hashes and ids are log_txns' 5 and 6.
+static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kSegData = 6, kHashes = 7, kIds = 8,
+                        kSplitHashes = 5, kSplitIds = 6;
+
+// The relation and primary key holding one side of the rows.
+static Oid side_rel(const Storage* st, bool segments) {
+    return segments ? st->log_segments : st->hashes_rel;
+}
+static Oid side_pkey(const Storage* st, bool segments) {
+    return segments ? st->log_segments_pkey : st->hashes_pkey;
+}
 
 // Open relations and position an ascending scan after `after`.
 void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
@@ -25,8 +37,9 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     s->segments = segments;
     s->detoasted = nullptr;
     s->partition_id = partition_id;
-    s->heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
-    s->index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    s->split = st->split;
+    s->heap = table_open(side_rel(st, segments), AccessShareLock);
+    s->index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
     s->slot = table_slot_create(s->heap, nullptr);
@@ -34,15 +47,16 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
-// Open log_txns and its created_at index and position a scan at created_at >= since.
+// Open log_segments and its created_at index and position a scan at created_at >= since.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
                           Snapshot snapshot) {
     ScanKeyData keys[2];
     s->segments = false;
     s->detoasted = nullptr;
     s->partition_id = partition_id;
-    s->heap = table_open(st->log_txns, AccessShareLock);
-    s->index = index_open(st->log_txns_created, AccessShareLock);
+    s->split = st->split;
+    s->heap = table_open(st->hashes_rel, AccessShareLock);
+    s->index = index_open(st->hashes_created, AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
                 TimestampTzGetDatum(since));
@@ -51,15 +65,29 @@ void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, Tim
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
-// Deform the current slot into a LogRow.
-static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, LogRow* row) {
+// True when the slot's row has the side a scan reads: hashes not NULL (segments false), or a
+// non-empty data (segments true; an empty bytea is never compressed nor out of line, so this
+// reads no TOAST).
+static bool slot_has_side(TupleTableSlot* slot, bool segments, bool split) {
+    bool isnull;
+    Datum d = slot_getattr(slot, segments ? kSegData : split ? kSplitHashes : kHashes, &isnull);
+    if (isnull) return false;
+    if (!segments) return true;
+    Pointer p = DatumGetPointer(d);
+    if (VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p)) return true;
+    return VARSIZE_ANY_EXHDR(p) > 0;
+}
+
+// Deform the current slot into a LogRow (the caller checked slot_has_side).
+static void slot_to_row(TupleTableSlot* slot, bool segments, bool split, bytea** detoasted,
+                        LogRow* row) {
     bool isnull;
     row->base_offset = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
     row->end_offset = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
     row->created_at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
     row->owned = nullptr;
     row->xmin = DatumGetTransactionId(slot_getsysattr(slot, MinTransactionIdAttributeNumber, &isnull));
-    Datum d = slot_getattr(slot, segments ? kSegData : kTxnHashes, &isnull);
+    Datum d = slot_getattr(slot, segments ? kSegData : split ? kSplitHashes : kHashes, &isnull);
     if (*detoasted != nullptr) {
         pfree(*detoasted);
         *detoasted = nullptr;
@@ -73,7 +101,7 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
     if (!segments) {
         // message ids are STORAGE MAIN and stay inline below toast_tuple_target: no copy
         // (were one ever compressed, its copy lives until the caller's context is reset)
-        Datum idd = slot_getattr(slot, kTxnIds, &isnull);
+        Datum idd = slot_getattr(slot, split ? kSplitIds : kIds, &isnull);
         if (!isnull) {
             bytea* ib = DatumGetByteaPP(idd);
             row->ids = reinterpret_cast<const uint8*>(VARDATA_ANY(ib));
@@ -84,8 +112,10 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bytea** detoasted, 
 
 // Step the scan.
 bool log_scan_next(LogScan* s, LogRow* row) {
-    if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
-    slot_to_row(s->slot, s->segments, &s->detoasted, row);
+    do {
+        if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
+    } while (!slot_has_side(s->slot, s->segments, s->split));
+    slot_to_row(s->slot, s->segments, s->split, &s->detoasted, row);
     return true;
 }
 
@@ -98,21 +128,27 @@ void log_scan_end(LogScan* s) {
     table_close(s->heap, AccessShareLock);
 }
 
-// Backward scan from `offset` to the row that starts at or below it; `cover`: it must hold it.
+// Backward scan from `offset` to the row that starts at or below it; `cover`: it must hold it
+// (the one row that could, so one without the side read means none); else the newest such row
+// with the side read.
 static bool row_at_or_before(const Storage* st, bool segments, int64 partition_id, int64 offset,
                              Snapshot snapshot, LogRow* row, bool cover) {
     ScanKeyData keys[2];
-    Relation heap = table_open(segments ? st->log_segments : st->log_txns, AccessShareLock);
-    Relation index = index_open(segments ? st->log_segments_pkey : st->log_txns_pkey, AccessShareLock);
+    Relation heap = table_open(side_rel(st, segments), AccessShareLock);
+    Relation index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
     TupleTableSlot* slot = table_slot_create(heap, nullptr);
     IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
     bool found = false;
-    if (index_getnext_slot(scan, BackwardScanDirection, slot)) {
+    bool have = index_getnext_slot(scan, BackwardScanDirection, slot);
+    if (!cover)
+        while (have && !slot_has_side(slot, segments, st->split))
+            have = index_getnext_slot(scan, BackwardScanDirection, slot);
+    if (have && slot_has_side(slot, segments, st->split)) {
         bytea* detoasted = nullptr;
-        slot_to_row(slot, segments, &detoasted, row);
+        slot_to_row(slot, segments, st->split, &detoasted, row);
         if (!cover || row->end_offset >= offset) {
             found = true;
             // copy blob and ids out of the buffer before the slot goes away
@@ -144,11 +180,11 @@ bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offs
     return row_at_or_before(st, segments, partition_id, offset, snapshot, row, true);
 }
 
-// Hash count of a log_txns row, rejecting a corrupt blob.
+// Hash count of a row's hashes, rejecting a corrupt blob.
 Size log_row_hash_count(int64 partition_id, const LogRow* row) {
     if (row->blob_len % 16 != 0 || row->blob_len / 16 != (Size) (row->end_offset - row->base_offset + 1))
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("queen.log_txns row (" INT64_FORMAT ", " INT64_FORMAT
+                        errmsg("queen.log_segments row (" INT64_FORMAT ", " INT64_FORMAT
                                ") has %zu hash bytes for its span", partition_id, row->base_offset,
                                (size_t) row->blob_len)));
     return row->blob_len / 16;

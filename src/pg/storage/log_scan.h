@@ -1,5 +1,7 @@
-// Direct index scans of queen.log_txns and queen.log_segments (no SPI, no planner): the probe
-// reads exactly the key range it names, so its cost never depends on a cached plan's guess.
+// Direct index scans of queen.log_segments (no SPI, no planner): the probe reads exactly the key
+// range it names, so its cost never depends on a cached plan's guess. A scan reads one side of
+// the rows: their hashes and message ids (segments = false) or their data (segments = true), and
+// skips the rows without that side (see log_scan.cpp).
 #pragma once
 #include "pg/common/glue.h"
 
@@ -14,16 +16,16 @@ extern "C" {
 
 namespace queen_pg {
 
-// One log_txns (or log_segments) row as the scans hand it out. `blob` points into a
+// One log_segments row as the scans hand it out. `blob` points into a
 // detoasted copy valid until the next call on the scan.
 struct LogRow {
     int64 base_offset;
     int64 end_offset;
     TimestampTz created_at;
-    const uint8* blob;  // hashes (log_txns) or segment data (log_segments)
+    const uint8* blob;  // hashes (segments false) or segment data (segments true)
     Size blob_len;
     void* owned;  // log_row_at() only: the allocation holding blob (pfree this, not blob)
-    const uint8* ids;  // log_txns only: 16-byte message ids, or nullptr (valid like blob;
+    const uint8* ids;  // hashes side only: 16-byte message ids, or nullptr (valid like blob;
     Size ids_len;      // log_row_at() copies them into the same allocation)
     TransactionId xmin;  // the inserting transaction (raw): tells one stored tuple from another
 };
@@ -34,7 +36,8 @@ struct LogScan {
     Relation index;
     IndexScanDesc scan;
     TupleTableSlot* slot;
-    bool segments;  // log_segments (data in column 6) rather than log_txns (hashes in column 5)
+    bool segments;  // the data side (column 6) rather than hashes and ids (columns 7, 8)
+    bool split;     // Storage::split: hashes and ids in log_txns (columns 5, 6)
     bytea* detoasted;
     int64 partition_id;
 };
@@ -42,10 +45,10 @@ struct LogScan {
 // Begin a scan of (partition_id, base_offset > after) under the given snapshot.
 void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
                     Snapshot snapshot);
-// Begin a scan of log_txns rows of one partition with created_at >= since, through the
+// Begin a scan of the hash-carrying rows of one partition with created_at >= since, through the
 // (partition_id, created_at) index, in created_at order (not offset order). Selects by the
 // very column the window is defined on, so it is exact whatever order the clock stamped the
-// rows in. Only valid when st->log_txns_created is set.
+// rows in. Only valid when st->hashes_created is set.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
                           Snapshot snapshot);
 // The next row, or false at the end.
@@ -58,7 +61,7 @@ void log_scan_end(LogScan* s);
 bool log_row_at(const Storage* st, bool segments, int64 partition_id, int64 offset,
                 Snapshot snapshot, LogRow* row);
 
-// Number of 16-byte hashes of a log_txns row; ERROR (data corrupted) when the blob does not
+// Number of 16-byte hashes of a row (hashes side); ERROR (data corrupted) when the blob does not
 // match the row's span.
 Size log_row_hash_count(int64 partition_id, const LogRow* row);
 

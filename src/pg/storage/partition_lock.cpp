@@ -5,7 +5,7 @@
 //      update changes no key, and this strength leaves foreign-key checks of consumer_groups
 //      alone, so acks never queue behind pushes) and held until the transaction ends. Every
 //      writer of the partition's log (push, push_segment(s), transaction, run_retention) takes
-//      this lock before touching log_txns or log_segments, so it serializes all writes of one
+//      this lock before touching log_segments, so it serializes all writes of one
 //      partition: nobody can commit rows into the span a push probes between its probe and its
 //      allocation. Different partitions never contend.
 //   2. queen.push finds the row by its names and locks it in one step (partition_lock_by_name);

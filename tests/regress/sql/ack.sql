@@ -86,7 +86,7 @@ SELECT queen.committed_offset('ack_off', 'q2') AS committed;     -- 2
 -- the new one are both acked by two acks.
 SELECT queen.configure('ack_aged', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
 SELECT status, message_offset FROM queen.push('ack_aged', 'p', '[{"transactionId":"r","payload":0}]');
-UPDATE queen.log_txns SET created_at = created_at - interval '1 hour'
+UPDATE queen.log_segments SET created_at = created_at - interval '1 hour'
  WHERE partition_id = queen.partition_id('ack_aged', 'p');
 SELECT status, message_offset FROM queen.push('ack_aged', 'p', '[{"transactionId":"r","payload":1}]');
 SELECT queen.ack('ack_aged', 'p', 'r') AS ack_r, queen.ack('ack_aged', 'p', 'r') AS ack_r_again;
@@ -103,7 +103,7 @@ SELECT queen.configure('ack_purge', '{"dedupWindowSeconds": 60}') IS NOT NULL AS
 SELECT count(*) AS queued FROM queen.push('ack_purge', 'p',
     '[{"transactionId":"old","payload":0},{"transactionId":"warm","payload":1}]');
 SELECT queen.ack('ack_purge', 'p', 'warm', 'gp') AS ack_warm;   -- reads the partition
-UPDATE queen.log_txns SET created_at = created_at - interval '1 hour'
+UPDATE queen.log_segments SET created_at = created_at - interval '1 hour'
  WHERE partition_id = queen.partition_id('ack_purge', 'p');
 SELECT (queen.run_retention(1000) ->> 'txnsDeleted')::int >= 1 AS purged;
 SELECT count(*) AS queued FROM queen.push('ack_purge', 'p', '[{"transactionId":"new","payload":2}]');

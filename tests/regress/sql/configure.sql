@@ -75,7 +75,7 @@ FROM queen.push('cfg_content', 'p', '[{"transactionId":"explicit","payload":{"a"
 -- The identity is what log_txns holds: the stored message's transaction_id hashes to its row.
 SELECT r.message_offset, u.h = queen.txn_hash(r.transaction_id) AS hash_matches
 FROM queen.read('cfg_content', 'p', 0, 100) r
-JOIN queen.log_txns t ON t.partition_id = (SELECT lp.id FROM queen.log_partitions lp
+JOIN queen.log_segments t ON t.hashes IS NOT NULL AND t.partition_id = (SELECT lp.id FROM queen.log_partitions lp
                                            JOIN queen.queues q ON q.id = lp.queue_id
                                            WHERE q.name = 'cfg_content' AND lp.name = 'p')
                      AND r.message_offset BETWEEN t.base_offset AND t.end_offset

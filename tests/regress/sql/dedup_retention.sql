@@ -16,7 +16,7 @@ CREATE FUNCTION pg_temp.state(q text) RETURNS TABLE (part text, log_start bigint
 CREATE FUNCTION pg_temp.age(q text) RETURNS void LANGUAGE sql AS $$
     UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
      WHERE partition_id IN (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id WHERE qu.name = q);
-    UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+    UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
      WHERE partition_id IN (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id WHERE qu.name = q);
 $$;
 

@@ -28,9 +28,9 @@ BEGIN
     RAISE NOTICE 'trigger on % saw base_offset %', TG_TABLE_NAME, NEW.base_offset;
     RETURN NEW;
 END $$;
-CREATE TRIGGER dw_note AFTER INSERT ON queen.log_txns FOR EACH ROW EXECUTE FUNCTION pg_temp.dw_note();
+CREATE TRIGGER dw_note AFTER INSERT ON queen.log_segments FOR EACH ROW EXECUTE FUNCTION pg_temp.dw_note();
 SELECT status, message_offset FROM queen.push('dw', 'p', '[{"transactionId":"e","payload":1},{"transactionId":"a","payload":2}]');
-DROP TRIGGER dw_note ON queen.log_txns;
+DROP TRIGGER dw_note ON queen.log_segments;
 -- and a trigger on log_partitions (not a foreign-key one): the lock and the update are
 -- statements too, so it fires on the allocator update.
 CREATE FUNCTION pg_temp.dw_note_upd() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -25,8 +25,8 @@ CREATE FUNCTION pg_temp.rows_of(q text)
     LANGUAGE sql AS $$
     WITH p AS (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id WHERE qu.name = q)
     SELECT (SELECT count(*) FROM p),
-           (SELECT count(*) FROM queen.log_segments WHERE partition_id IN (SELECT id FROM p)),
-           (SELECT count(*) FROM queen.log_txns WHERE partition_id IN (SELECT id FROM p)),
+           (SELECT count(*) FROM queen.log_segments WHERE octet_length(data) > 0 AND partition_id IN (SELECT id FROM p)),
+           (SELECT count(*) FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id IN (SELECT id FROM p)),
            (SELECT count(*) FROM queen.consumer_groups WHERE partition_id IN (SELECT id FROM p)),
            (SELECT count(*) FROM queen.consumer_acks WHERE partition_id IN (SELECT id FROM p)) $$;
 

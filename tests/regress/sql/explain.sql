@@ -36,7 +36,7 @@ SELECT pg_temp.ex('ex_q', 'p', 'zzz');
 
 -- Outside the window (its hash row aged 10 minutes): not a duplicate; the stored occurrence
 -- is still named, with no window left.
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ex_q', 'p');
 SELECT pg_temp.ex('ex_q', 'p', 'a');
 SELECT queen.explain('ex_q', 'p', 'a') -> 'windowLeftSeconds' AS window_left;
@@ -60,7 +60,7 @@ SELECT status, message_offset, message_id FROM queen.push('ex_r', 'p', '[{"trans
 -- message found in the kept segments.
 SELECT queen.configure('ex_h', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
 SELECT count(*) AS queued FROM queen.push('ex_h', 'p', '[{"transactionId":"d","payload":1},{"transactionId":"d2","payload":2}]');
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ex_h', 'p');
 SELECT * FROM queen.retention_purge(pg_temp.pid('ex_h', 'p'), 100, clock_timestamp());
 SELECT pg_temp.ex('ex_h', 'p', 'd2');
@@ -69,7 +69,7 @@ SELECT * FROM pg_temp.ex_matches_log('ex_h', 'p', 'd2');
 -- Hash and segment purged: nothing is known any more (purged null, offset null).
 SELECT queen.configure('ex_b', '{"dedupWindowSeconds": 60, "retentionSeconds": 60}') IS NOT NULL AS configured;
 SELECT count(*) AS queued FROM queen.push('ex_b', 'p', '[{"transactionId":"e","payload":1}]');
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ex_b', 'p');
 UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ex_b', 'p');

@@ -12,7 +12,7 @@ CREATE FUNCTION pg_temp.push1(q text, t text) RETURNS TABLE(status text, message
 -- History: 20 segments pushed "two hours ago" (no retention run), then 2 recent ones.
 SELECT queen.configure('pw', '{"dedupWindowSeconds": 600}') IS NOT NULL AS configured;
 SELECT count(*) AS pushed FROM generate_series(1, 20) g, LATERAL pg_temp.push1('pw', 'old-' || g);
-UPDATE queen.log_txns SET created_at = created_at - interval '2 hours'
+UPDATE queen.log_segments SET created_at = created_at - interval '2 hours'
  WHERE partition_id = queen.partition_id('pw', 'p');
 SELECT * FROM pg_temp.push1('pw', 'new-1');
 SELECT * FROM pg_temp.push1('pw', 'new-2');
@@ -40,9 +40,9 @@ SELECT pg_temp.rows_read() - :before AS rows_read;
 ------------------------------------------------------------------------------------------
 SELECT queen.configure('pw_clock', '{"dedupWindowSeconds": 600}') IS NOT NULL AS configured;
 SELECT count(*) AS pushed FROM generate_series(0, 6) g, LATERAL pg_temp.push1('pw_clock', 'c-' || g);
-UPDATE queen.log_txns SET created_at = now() + interval '10 minutes'
+UPDATE queen.log_segments SET created_at = now() + interval '10 minutes'
  WHERE partition_id = queen.partition_id('pw_clock', 'p') AND base_offset = 0;
-UPDATE queen.log_txns SET created_at = now() - interval '1 hour'
+UPDATE queen.log_segments SET created_at = now() - interval '1 hour'
  WHERE partition_id = queen.partition_id('pw_clock', 'p') AND base_offset BETWEEN 1 AND 5;
 -- offset 6 keeps its real (recent) created_at.
 CREATE TEMP TABLE clock_answers(cache text, txn text, status text, message_offset bigint);
@@ -52,9 +52,9 @@ SELECT * FROM clock_answers ORDER BY cache, txn;
 -- The cache gives the same verdicts (a fresh partition in the same shape).
 SELECT queen.configure('pw_clock2', '{"dedupWindowSeconds": 600}') IS NOT NULL AS configured;
 SELECT count(*) AS pushed FROM generate_series(0, 6) g, LATERAL pg_temp.push1('pw_clock2', 'c-' || g);
-UPDATE queen.log_txns SET created_at = now() + interval '10 minutes'
+UPDATE queen.log_segments SET created_at = now() + interval '10 minutes'
  WHERE partition_id = queen.partition_id('pw_clock2', 'p') AND base_offset = 0;
-UPDATE queen.log_txns SET created_at = now() - interval '1 hour'
+UPDATE queen.log_segments SET created_at = now() - interval '1 hour'
  WHERE partition_id = queen.partition_id('pw_clock2', 'p') AND base_offset BETWEEN 1 AND 5;
 SET queen.probe_cache = on;
 INSERT INTO clock_answers SELECT 'on', t, a.* FROM unnest(ARRAY['c-0', 'c-3', 'c-6']) t, LATERAL pg_temp.push1('pw_clock2', t) a;

@@ -38,7 +38,7 @@ FROM queen.log_segments WHERE partition_id = pg_temp.pid('push_q', 'p0') ORDER B
 SELECT base_offset, end_offset, octet_length(hashes) AS hash_bytes,
        hashes = queen.txn_hash('a') || queen.txn_hash('b') || queen.txn_hash('c') AS hashes_ok,
        created_at <= now() AS created_in_past
-FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'p0') ORDER BY base_offset;
+FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = pg_temp.pid('push_q', 'p0') ORDER BY base_offset;
 
 -- What was stored reads back: ids, transactionIds and payloads.
 SELECT r.message_offset, r.transaction_id, r.payload, r.message_id = f.message_id AS same_id
@@ -101,7 +101,7 @@ ORDER BY p.index;
 SELECT * FROM pg_temp.state('push_q', 'p0');
 SELECT base_offset, end_offset, octet_length(hashes) AS hash_bytes,
        hashes = queen.txn_hash('g') || queen.txn_hash('h') AS survivors_only
-FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'p0') AND base_offset = 6;
+FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = pg_temp.pid('push_q', 'p0') AND base_offset = 6;
 
 -- A call that is only duplicates writes nothing (no empty segment row); the original's id is
 -- read back from the survivors-only segment written above.
@@ -118,7 +118,7 @@ FROM no_txn ORDER BY index;
 -- ... which is what log_txns holds ...
 SELECT hashes = (SELECT string_agg(queen.txn_hash(message_id::text), ''::bytea ORDER BY index) FROM no_txn)
        AS hashes_of_ids
-FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'p0') AND base_offset = 8;
+FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = pg_temp.pid('push_q', 'p0') AND base_offset = 8;
 -- ... so re-pushing that id as a transactionId is a duplicate of it.
 SELECT p.status, p.message_offset,
        p.message_id = (SELECT message_id FROM no_txn ORDER BY index LIMIT 1) AS original_id
@@ -135,13 +135,13 @@ SELECT s.base_offset, s.end_offset, s.message_count,
        t.end_offset = s.end_offset AS txns_row_matches,
        octet_length(t.hashes) = 16 * s.message_count AS hash_bytes_ok
 FROM queen.log_segments s
-JOIN queen.log_txns t ON t.partition_id = s.partition_id AND t.base_offset = s.base_offset
+JOIN queen.log_segments t ON t.hashes IS NOT NULL AND t.partition_id = s.partition_id AND t.base_offset = s.base_offset
 WHERE s.partition_id = pg_temp.pid('push_q', 'p0') ORDER BY s.base_offset;
 
 -- Every stored message's hash sits at its offset in log_txns.
 SELECT count(*) AS messages, bool_and(u.h = queen.txn_hash(r.transaction_id)) AS hashes_match
 FROM queen.read('push_q', 'p0', 0, 1000) r
-JOIN queen.log_txns t ON t.partition_id = pg_temp.pid('push_q', 'p0')
+JOIN queen.log_segments t ON t.hashes IS NOT NULL AND t.partition_id = pg_temp.pid('push_q', 'p0')
                      AND r.message_offset BETWEEN t.base_offset AND t.end_offset
 CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
 WHERE u.idx = r.message_offset - t.base_offset;
@@ -183,7 +183,7 @@ SELECT * FROM pg_temp.state('push_q', 'repeats');
 SELECT count(*) AS queued FROM queen.push('push_q', 'huge',
     (SELECT jsonb_agg(jsonb_build_object('transactionId', 'huge-' || i, 'payload', i) ORDER BY i)
      FROM generate_series(0, 2999) i));
-SELECT octet_length(hashes) AS hash_bytes FROM queen.log_txns WHERE partition_id = pg_temp.pid('push_q', 'huge');
+SELECT octet_length(hashes) AS hash_bytes FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = pg_temp.pid('push_q', 'huge');
 SELECT status, count(*) AS n, bool_and(message_offset = index) AS offset_is_index
 FROM queen.push('push_q', 'huge',
     (SELECT jsonb_agg(jsonb_build_object('transactionId', 'huge-' || i, 'payload', i) ORDER BY i)

@@ -38,7 +38,7 @@ END $$;
 CREATE FUNCTION pg_temp.stats() RETURNS TABLE(hinted_segments bigint, hints bigint, confirmed bigint, fallbacks bigint)
     LANGUAGE sql AS $$ SELECT * FROM queen.push_hint_stats() $$;
 CREATE FUNCTION pg_temp.state(pid bigint) RETURNS TABLE(last_offset bigint, txns bigint) LANGUAGE sql AS $$
-    SELECT lp.last_offset, (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
+    SELECT lp.last_offset, (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp WHERE lp.id = pid $$;
 
 SELECT partition_id AS p FROM queen.resolve_partition('hint_q', 'p') \gset
@@ -72,7 +72,7 @@ SELECT * FROM pg_temp.stats();
 SELECT queen.configure('hint_w', '{"dedupWindowSeconds": 60}') IS NOT NULL AS configured;
 SELECT partition_id AS w FROM queen.resolve_partition('hint_w', 'p') \gset
 SELECT * FROM pg_temp.seg(:w, 60, ARRAY['old', 'keep'], -1, 60, NULL);
-UPDATE queen.log_txns SET created_at = created_at - interval '120 seconds' WHERE partition_id = :w;
+UPDATE queen.log_segments SET created_at = created_at - interval '120 seconds' WHERE partition_id = :w;
 SELECT * FROM pg_temp.seg(:w, 62, ARRAY['keep2'], -1, 60, NULL);
 -- 'old' (offset 0) is out of the 60 s window: hinting it there cannot make it a duplicate.
 SELECT * FROM pg_temp.seg(:w, 63, ARRAY['old'], 2, 60, pg_temp.hints(0, 0));

@@ -40,8 +40,8 @@ CREATE FUNCTION pg_temp.seg(pid bigint, ids int[], txns text[], verified bigint)
 CREATE FUNCTION pg_temp.state(pid bigint)
     RETURNS TABLE(last_offset bigint, segments bigint, txns bigint) LANGUAGE sql AS $$
     SELECT lp.last_offset,
-           (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = lp.id),
-           (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
+           (SELECT count(*) FROM queen.log_segments s WHERE octet_length(s.data) > 0 AND s.partition_id = lp.id),
+           (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp WHERE lp.id = pid $$;
 
 -- The helper encodes exactly the documented layout (one entry, spelled out byte by byte).
@@ -68,7 +68,7 @@ SELECT base_offset, end_offset, message_count,
                                    ARRAY['{"id":1}', '{"id":2}', '{"id":3}']) AS blob_unchanged
 FROM queen.log_segments WHERE partition_id = :pid;
 SELECT base_offset, end_offset, hashes = pg_temp.test_hashes(ARRAY['s1', 's2', 's3']) AS hashes_ok
-FROM queen.log_txns WHERE partition_id = :pid;
+FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = :pid;
 -- The SQL read path sees the same messages.
 SELECT message_offset, message_id, transaction_id, payload FROM queen.read('seg_q', 'p0', 0, 100);
 
@@ -84,7 +84,7 @@ SELECT * FROM pg_temp.seg(:pid, ARRAY[21, 22, 23, 24], ARRAY['s2', 's4', 's4', '
 SELECT * FROM pg_temp.state(:pid);
 SELECT base_offset, end_offset, message_count FROM queen.log_segments WHERE partition_id = :pid ORDER BY base_offset;
 SELECT base_offset, hashes = pg_temp.test_hashes(ARRAY['s4', 's5']) AS survivors_only
-FROM queen.log_txns WHERE partition_id = :pid AND base_offset = 3;
+FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = :pid AND base_offset = 3;
 SELECT message_offset, message_id, transaction_id, payload FROM queen.read('seg_q', 'p0', 3, 100);
 
 -- An empty segment answers nothing and writes nothing.
@@ -240,7 +240,7 @@ SELECT queen.configure('vouch_win', '{"dedupWindowSeconds": 60}') IS NOT NULL AS
 SELECT partition_id AS vw FROM queen.resolve_partition('vouch_win', 'p') \gset
 SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
     pg_temp.test_segment(ARRAY[pg_temp.mid(900)], ARRAY['old'], ARRAY['1']), -1, 60);
-UPDATE queen.log_txns SET created_at = created_at - interval '120 seconds' WHERE partition_id = :vw;
+UPDATE queen.log_segments SET created_at = created_at - interval '120 seconds' WHERE partition_id = :vw;
 SELECT idx, status, message_offset FROM queen.push_segment(:vw, pg_temp.test_hashes(ARRAY['old']),
     pg_temp.test_segment(ARRAY[pg_temp.mid(901)], ARRAY['old'], ARRAY['2']), 0, 60);
 SELECT queen.configure('vouch_win', '{"dedupWindowSeconds": 3600}') IS NOT NULL AS configured;

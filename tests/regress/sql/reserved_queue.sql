@@ -26,8 +26,8 @@ CREATE FUNCTION pg_temp.census() RETURNS text LANGUAGE sql AS $$
                     WHERE name = 'ok_q' OR (starts_with(name, '__queen_') AND name <> '__queen_streams')),
                   (SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                     WHERE q.name = 'ok_q' OR (q.name = '__queen_streams' AND p.name IN ('rs', 'new'))),
-                  (SELECT count(*) FROM queen.log_segments WHERE partition_id = pg_temp.rs()),
-                  (SELECT count(*) FROM queen.log_txns WHERE partition_id = pg_temp.rs()),
+                  (SELECT count(*) FROM queen.log_segments WHERE octet_length(data) > 0 AND partition_id = pg_temp.rs()),
+                  (SELECT count(*) FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = pg_temp.rs()),
                   (SELECT count(*) FROM queen.consumer_groups WHERE partition_id = pg_temp.rs())) $$;
 
 -- The streams module creates and writes its reserved queue (internal callers still work).

@@ -23,7 +23,7 @@ SELECT * FROM pg_temp.state('ret_q', 'p');
 -- Age the first four segments and their hash rows (offsets 0..3) past both limits.
 UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ret_q', 'p') AND base_offset <= 3;
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ret_q', 'p') AND base_offset <= 3;
 
 -- Bounded batches: with max_rows 1, each call deletes at most one row in all, oldest first,
@@ -51,7 +51,7 @@ SELECT count(*) AS queued FROM queen.push('ret_keep', 'p',
     '[{"transactionId":"k0","payload":0},{"transactionId":"k1","payload":1}]');
 UPDATE queen.log_segments SET created_at = created_at - interval '1 day'
 WHERE partition_id = pg_temp.pid('ret_keep', 'p');
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ret_keep', 'p');
 SELECT queen.run_retention() - 'partitionsVisited' AS summary;
 SELECT * FROM pg_temp.state('ret_keep', 'p');
@@ -61,9 +61,9 @@ SELECT message_offset, transaction_id FROM queen.read('ret_keep', 'p', 0, 100);
 -- a 2-hour-old one goes.
 SELECT count(*) AS queued FROM queen.push('ret_default', 'p', '[{"transactionId":"d0","payload":0}]');
 SELECT count(*) AS queued FROM queen.push('ret_default', 'p', '[{"transactionId":"d1","payload":1}]');
-UPDATE queen.log_txns SET created_at = created_at - interval '2 hours'
+UPDATE queen.log_segments SET created_at = created_at - interval '2 hours'
 WHERE partition_id = pg_temp.pid('ret_default', 'p') AND base_offset = 0;
-UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
 WHERE partition_id = pg_temp.pid('ret_default', 'p') AND base_offset = 1;
 SELECT queen.run_retention() - 'partitionsVisited' AS summary;
 SELECT * FROM pg_temp.state('ret_default', 'p');
@@ -76,7 +76,7 @@ SELECT count(*) AS queued FROM queen.push('ret_off', 'p', '[{"transactionId":"o0
 SELECT count(*) AS queued FROM queen.push('ret_off', 'p', '[{"transactionId":"o1","payload":1}]');
 UPDATE queen.log_segments SET created_at = created_at - interval '1 day'
 WHERE partition_id = pg_temp.pid('ret_off', 'p');
-UPDATE queen.log_txns SET created_at = created_at - interval '1 day'
+UPDATE queen.log_segments SET created_at = created_at - interval '1 day'
 WHERE partition_id = pg_temp.pid('ret_off', 'p');
 SELECT queen.run_retention() - 'partitionsVisited' AS summary;
 SELECT * FROM pg_temp.state('ret_off', 'p');

@@ -9,8 +9,8 @@ CREATE FUNCTION pg_temp.state(q text)
     RETURNS TABLE(part text, last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
     LANGUAGE sql AS $$
     SELECT lp.name, lp.last_offset, lp.log_start, lp.txns_start,
-           (SELECT count(*) FROM queen.log_segments s WHERE s.partition_id = lp.id),
-           (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = lp.id)
+           (SELECT count(*) FROM queen.log_segments s WHERE octet_length(s.data) > 0 AND s.partition_id = lp.id),
+           (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
     WHERE qu.name = q ORDER BY lp.id $$;
 -- Push five one-message segments to each of three partitions and age them all.
@@ -19,7 +19,7 @@ CREATE FUNCTION pg_temp.fill(q text) RETURNS void LANGUAGE sql AS $$
         LATERAL queen.push(q, 'p' || p, jsonb_build_array(jsonb_build_object('transactionId', 'm' || i, 'payload', i)));
     UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
      WHERE partition_id IN (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id WHERE qu.name = q);
-    UPDATE queen.log_txns SET created_at = created_at - interval '10 minutes'
+    UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
      WHERE partition_id IN (SELECT lp.id FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id WHERE qu.name = q);
 $$;
 

@@ -70,7 +70,7 @@ SELECT t AS tbl,
        pg_temp.sqlstate_of(format('UPDATE queen.%I SET partition_id = partition_id', t)) AS upd,
        pg_temp.sqlstate_of(format('DELETE FROM queen.%I', t)) AS del,
        pg_temp.sqlstate_of(format('TRUNCATE queen.%I', t)) AS trunc
-FROM unnest(ARRAY['log_segments', 'log_txns', 'consumer_groups', 'consumer_acks']) t;
+FROM unnest(ARRAY['log_segments', 'consumer_groups', 'consumer_acks']) t;
 SELECT t AS tbl,
        pg_temp.sqlstate_of(format('INSERT INTO queen.%I (name) VALUES (''x'')', t)) AS ins,
        pg_temp.sqlstate_of(format('UPDATE queen.%I SET name = name', t)) AS upd,
@@ -104,7 +104,7 @@ CREATE OPERATOR roles_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = roles_
 CREATE TABLE roles_evil.queues (id bigint, name text, dedup_window_seconds int);
 INSERT INTO roles_evil.queues VALUES (1, 'roles_q', 0);
 CREATE TABLE roles_evil.log_partitions (id bigint);
-CREATE TEMP TABLE log_txns (partition_id bigint);
+CREATE TEMP TABLE log_segments (partition_id bigint);
 SET search_path = roles_evil, pg_catalog, public;
 -- (the hostile objects do work for the caller's own queries)
 SELECT pg_temp.sqlstate_of('SELECT jsonb_typeof(''1''::jsonb)') AS caller_own_query;
@@ -116,7 +116,7 @@ SELECT pg_temp.sqlstate_of($q$SELECT queen.transaction('{"operations":[{"type":"
 SELECT queen.transaction('{"operations":[{"type":"push","queue":"roles_q","partition":"p2","items":[{"transactionId":"w5","payload":5}]},{"type":"ack","queue":"roles_q","partition":"p2","transactionId":"w3"}]}') -> 'results' -> 1 AS tx_ack;
 SELECT queen.explain('roles_q', 'p', 'w4') - 'createdAt' - 'messageId' - 'windowLeftSeconds' AS explained;
 RESET search_path;
-DROP TABLE pg_temp.log_txns;
+DROP TABLE pg_temp.log_segments;
 RESET ROLE;
 
 ------------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.push('roles_q', 'p', '[{"trans
        pg_temp.sqlstate_of($q$SELECT queen.ack('roles_q', 'p', 'w4', 'g')$q$) AS ack,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partition('roles_q', 'new')$q$) AS resolve,
        pg_temp.sqlstate_of($q$SELECT queen.configure('roles_q', '{}')$q$) AS configure,
-       pg_temp.sqlstate_of($q$SELECT count(*) FROM queen.log_txns$q$) AS select_table;
+       pg_temp.sqlstate_of($q$SELECT count(*) FROM queen.log_segments$q$) AS select_table;
 RESET ROLE;
 
 ------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@
 --
 CREATE FUNCTION pg_temp.rows(s text) RETURNS text LANGUAGE sql AS $$
     SELECT format('segments=%s txns=%s last_offset=%s',
-                  (SELECT count(*) FROM queen.log_segments g WHERE g.partition_id = st.partition_id),
-                  (SELECT count(*) FROM queen.log_txns t WHERE t.partition_id = st.partition_id),
+                  (SELECT count(*) FROM queen.log_segments g WHERE octet_length(g.data) > 0 AND g.partition_id = st.partition_id),
+                  (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = st.partition_id),
                   (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = st.partition_id))
       FROM queen.streams st WHERE st.name = s $$;
 
@@ -40,7 +40,7 @@ SELECT messages, offsets, next_offset FROM queen.stream_read('ss-b');
 -- a user queue of window 0 keeps its hash row, and an ack by transactionId finds it
 SELECT queen.configure('ss_w0', '{"dedupWindowSeconds": 0}') IS NOT NULL AS configured;
 SELECT status, message_offset FROM queen.push('ss_w0', 'p', '[{"transactionId": "a", "payload": 1}]');
-SELECT count(*) AS txns FROM queen.log_txns WHERE partition_id = queen.partition_id('ss_w0', 'p');
+SELECT count(*) AS txns FROM queen.log_segments WHERE hashes IS NOT NULL AND partition_id = queen.partition_id('ss_w0', 'p');
 SELECT queen.ack('ss_w0', 'p', 'a', 'g') AS acked;
 SELECT queen.committed_offset('ss_w0', 'p', 'g') AS committed;
 

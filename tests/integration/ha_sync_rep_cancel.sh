@@ -7,7 +7,9 @@
 #     barrier passes and the push is answered 201 `queued` at its stored offset, stored once;
 #  2. with a short --resolve-deadline-ms and the wait never confirmed, it is answered 503 with
 #     code `outcome_unknown`; the unchanged retry, once replication is healthy again, gets the
-#     exact answer (`duplicate` of the one stored copy).
+#     exact answer (`duplicate` of the one stored copy);
+#  3. an ack whose wait is cancelled is answered 503 `outcome_unknown`, not 200; it committed
+#     locally, so the message is not delivered again, and its retry acks nothing twice.
 # Runs a PostgreSQL of its own (scripts/pg.sh, own data folder and port): its
 # synchronous_standby_names names a standby that never comes ('nobody'), so commits hang.
 set -euo pipefail
@@ -47,10 +49,11 @@ cancel_waiter() {
     fail "no sidecar backend waited for synchronous replication"
 }
 stored() { sql "SELECT count(*) || ' ' || coalesce(min(message_offset), -1) FROM queen.read('$1', 'Default', 0, 100) WHERE transaction_id = '$2'"; }
-# post in the background: its answer lands in $WORK/$1.code and $WORK/$1.body.
+# post in the background (to /api/v1/push, or to path $4): its answer lands in $WORK/$1.code and
+# $WORK/$1.body.
 post_bg() {
     (curl -s -o "$WORK/$1.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-        --data-binary "$3" "http://127.0.0.1:$2/api/v1/push" >"$WORK/$1.part" || echo 000 >"$WORK/$1.part"
+        --data-binary "$3" "http://127.0.0.1:$2${4:-/api/v1/push}" >"$WORK/$1.part" || echo 000 >"$WORK/$1.part"
     mv "$WORK/$1.part" "$WORK/$1.code") &
 }
 wait_answer() {
@@ -97,4 +100,30 @@ out=$(post "$B_PORT" /api/v1/push "$body")
 [[ $(head -1 <<<"$out") == 201 ]] || fail "retry: $out"
 [[ $(json_get "$(tail -n +2 <<<"$out")" 'd[0]["status"], d[0]["offset"]') == "duplicate $off" ]] || fail "retry answer: $out"
 [[ $(stored "$Q" two) == "1 $off" ]] || fail "stored twice: $(stored "$Q" two)"
-echo "sync-rep cancel: held until durable, then queued; past the deadline 503 outcome_unknown, retry duplicate@$off"
+# 3. An ack (Queen's wire) whose wait is cancelled: 503 outcome_unknown, never a 200; the ack
+#    committed locally, so once replication is healthy the message is not delivered again, and
+#    the unchanged retry acks nothing twice.
+Q3=${RUN_ID}_syncrep_ack
+out=$(post "$B_PORT" /api/v1/push "{\"items\":[{\"queue\":\"$Q3\",\"payload\":4,\"transactionId\":\"a1\"}]}")
+[[ $(head -1 <<<"$out") == 201 ]] || fail "push to ack: $out"
+popped=$(curl -s "http://127.0.0.1:$B_PORT/api/v1/pop/queue/$Q3?batch=1&wait=false")
+read -r pid lease <<<"$(json_get "$popped" 'd["messages"][0]["partitionId"], d["leaseId"]')"
+[[ -n $pid && -n $lease ]] || fail "pop before the ack: $popped"
+ack="{\"transactionId\":\"a1\",\"partitionId\":\"$pid\",\"status\":\"completed\",\"consumerGroup\":null}"
+sync_rep on
+post_bg ack "$B_PORT" "$ack" /api/v1/ack
+cancel_waiter
+wait_answer ack 15
+[[ $(cat "$WORK/ack.code") == 503 ]] || fail "ack in doubt: $(cat "$WORK/ack.code") $(cat "$WORK/ack.body")"
+[[ $(json_get "$(cat "$WORK/ack.body")" 'd["code"]') == outcome_unknown ]] || fail "ack code: $(cat "$WORK/ack.body")"
+sync_rep off
+code=$(curl -s -o "$WORK/pop2" -w '%{http_code}' "http://127.0.0.1:$B_PORT/api/v1/pop/queue/$Q3?batch=1&wait=false")
+[[ $code == 204 ]] || fail "the acked message was delivered again: $code $(cat "$WORK/pop2")"
+out=$(post "$B_PORT" /api/v1/ack "$ack")
+[[ $(head -1 <<<"$out") == 200 ]] || fail "ack retry: $out"
+[[ $(json_get "$(tail -n +2 <<<"$out")" 'd[0]["success"], d[0]["dlq"], d[0]["transactionId"]') == "True False a1" ]] ||
+    fail "ack retry answer: $out"
+code=$(curl -s -o "$WORK/pop3" -w '%{http_code}' "http://127.0.0.1:$B_PORT/api/v1/pop/queue/$Q3?batch=1&wait=false")
+[[ $code == 204 ]] || fail "delivered after the retried ack: $code $(cat "$WORK/pop3")"
+[[ $(stored "$Q3" a1) == "1 0" ]] || fail "the acked message is not stored once: $(stored "$Q3" a1)"
+echo "sync-rep cancel: held until durable, then queued; past the deadline 503 outcome_unknown, retry duplicate@$off; an ack in doubt 503 outcome_unknown, acked once"

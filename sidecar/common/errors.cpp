@@ -41,6 +41,7 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::CrossShard, "cross_shard"},
     {ErrorCode::ShardUnavailable, "shard_unavailable"},
     {ErrorCode::NotSupportedSharded, "not_supported_sharded"},
+    {ErrorCode::ExtensionVersion, "extension_version"},
     {ErrorCode::Gone, "gone"},
     {ErrorCode::MethodNotAllowed, "method_not_allowed"},
     {ErrorCode::BadName, "bad_name"},
@@ -104,6 +105,8 @@ const StateMap kStates[] = {
     {"42501", 403, ErrorCode::PermissionDenied, false},
     {"54", 413, ErrorCode::TooLarge, true},
     {"55P03", 503, ErrorCode::LockTimeout, false},
+    // Made by the sidecar itself (common/extension_version.h): the database needs an update.
+    {"55Q03", 503, ErrorCode::ExtensionVersion, true},
     {"57014", 503, ErrorCode::StatementTimeout, false},
     {"40001", 503, ErrorCode::SerializationFailure, false},
     {"40P01", 503, ErrorCode::Deadlock, false},

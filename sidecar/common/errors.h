@@ -47,6 +47,7 @@ enum class ErrorCode : int {
     CrossShard,
     ShardUnavailable,
     NotSupportedSharded,
+    ExtensionVersion,
     // The streams surface: its requests' checks and the extension's typed answers.
     Gone,
     MethodNotAllowed,

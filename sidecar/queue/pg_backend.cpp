@@ -2,6 +2,7 @@
 #include "queue/pg_backend.h"
 
 #include "common/clock.h"
+#include "common/extension_version.h"
 #include "common/pg_idle_check.h"
 #include "common/pg_wire.h"
 
@@ -259,8 +260,7 @@ Status PgBackend::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();
     disconnect();
     const int64_t now = SystemClock::instance().mono_ms();
-    if (now - last_failure_mono_ < 500)
-        return Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
+    if (now - last_failure_mono_ < 500) return last_failure_;
     const std::string timeout = std::to_string(connect_timeout_s_);
     // Defaults first: the connection string (dbname, expanded) overrides any of them.
     const char* keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval",
@@ -283,6 +283,7 @@ Status PgBackend::ensure_connected() {
     conn_ = pg::connect(keys, vals, &err);
     if (!conn_) {
         last_failure_mono_ = now;
+        last_failure_ = Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
         if (metrics_) {
             metrics_->pg_connect_failures++;
             metrics_->pg_up = 0;
@@ -290,6 +291,15 @@ Status PgBackend::ensure_connected() {
         return Status(StatusCode::Unavailable, err);
     }
     if (metrics_) metrics_->pg_connects++;
+    // A database whose extension is not the version this sidecar reads: say what to run.
+    Status v = check_extension_version(conn_);
+    if (!v.is_ok()) {
+        disconnect();
+        last_failure_mono_ = now;
+        last_failure_ = v;
+        if (metrics_) metrics_->pg_up = 0;
+        return v;
+    }
     // Failover: watch this session's notices; learn the history it writes (pg_session.h).
     pg::watch_session(conn_, &watch_);
     conn_epoch_ = pg::note_timeline(conninfo_, pg::session_timeline(conn_));

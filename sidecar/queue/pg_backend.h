@@ -126,6 +126,7 @@ private:
     // reference to one across a reconnect).
     std::unordered_map<std::string, bool> prepared_calls_;
     int64_t last_failure_mono_ = INT64_MIN / 2;
+    Status last_failure_;  // what the last failed connect answered, repeated while backing off
     // This connection's queen.push_hint_stats() as last read (per backend: a new connection
     // starts at 0 again).
     int64_t hint_confirmed_seen_ = 0, hint_fallbacks_seen_ = 0;

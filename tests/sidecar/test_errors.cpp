@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
+#include "common/extension_version.h"
 
 using queen::sidecar::public_error;
 using queen::sidecar::Status;
@@ -39,4 +40,22 @@ TEST(PublicError, InvalidParameterShowsFirstLineOnly) {
     EXPECT_EQ(e.http, 400);
     EXPECT_EQ(e.code, "invalid_parameter");
     EXPECT_EQ(e.message, "batch must be between 1 and 10000");
+}
+
+// A database whose extension is older than the sidecar: 503 extension_version, with the words
+// an operator needs (the check's own message, never the server's).
+TEST(PublicError, ExtensionVersionSaysWhatToRun) {
+    using queen::sidecar::extension_version_message;
+    using queen::sidecar::kExtensionVersionState;
+    EXPECT_EQ(extension_version_message("0.2.0"),
+              std::string("the database's queen extension is version 0.2.0 and this sidecar "
+                          "needs ") +
+                  queen::sidecar::kQueenExtensionVersion + ": run ALTER EXTENSION queen UPDATE");
+    EXPECT_EQ(extension_version_message(""),
+              "the queen extension is not installed in this database: run CREATE EXTENSION queen");
+    auto e = public_error(
+        Status(StatusCode::Unavailable, extension_version_message("0.2.0"), kExtensionVersionState));
+    EXPECT_EQ(e.http, 503);
+    EXPECT_EQ(e.code, "extension_version");
+    EXPECT_EQ(e.message, extension_version_message("0.2.0"));
 }

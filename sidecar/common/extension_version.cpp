@@ -1,0 +1,35 @@
+// The sidecar's check of the database's queen extension version (see extension_version.h).
+#include "common/extension_version.h"
+
+namespace queen::sidecar {
+
+// What an operator reads, for a database whose extension is at `found` ("" = not installed).
+std::string extension_version_message(const std::string& found) {
+    if (found.empty())
+        return "the queen extension is not installed in this database: run CREATE EXTENSION "
+               "queen";
+    return std::string("the database's queen extension is version ") + found +
+           " and this sidecar needs " + kQueenExtensionVersion +
+           ": run ALTER EXTENSION queen UPDATE";
+}
+
+// One catalog read on a fresh connection (a constant statement, no parameters).
+Status check_extension_version(PGconn* conn) {
+    PGresult* r = PQexecParams(conn,
+                               "SELECT extversion FROM pg_catalog.pg_extension WHERE extname = "
+                               "'queen'",
+                               0, nullptr, nullptr, nullptr, nullptr, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        const char* st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        Status s(StatusCode::Unavailable, "the queen extension's version could not be read",
+                 st ? st : "");
+        PQclear(r);
+        return s;
+    }
+    const std::string found = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "";
+    PQclear(r);
+    if (found == kQueenExtensionVersion) return Status::ok();
+    return Status(StatusCode::Unavailable, extension_version_message(found), kExtensionVersionState);
+}
+
+}  // namespace queen::sidecar

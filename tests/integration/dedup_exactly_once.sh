@@ -18,7 +18,7 @@ RUN="dv$$"
 Q="${RUN}_q"
 WORK=$(mktemp -d /tmp/queen-dedup-eo.XXXXXX)
 BG_PIDS=()
-SESSION_PID_=""
+SESSION_PSQL_PID=""
 DB="queen_dedup_eo_$$"
 cleanup() {
     local p
@@ -27,9 +27,9 @@ cleanup() {
         kill "$p" 2>/dev/null || true
         wait "$p" 2>/dev/null || true
     done
-    if [[ -n $SESSION_PID_ ]]; then
-        kill "$SESSION_PID_" 2>/dev/null || true
-        wait "$SESSION_PID_" 2>/dev/null || true
+    if [[ -n $SESSION_PSQL_PID ]]; then
+        kill "$SESSION_PSQL_PID" 2>/dev/null || true
+        wait "$SESSION_PSQL_PID" 2>/dev/null || true
     fi
     psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true
     rm -rf "$WORK"
@@ -47,7 +47,7 @@ fail() {
 # sql fails the script.
 sql() {
     local line out=""
-    printf '%s;\n\\echo %s\n' "$1" "$END" >&"${SESSION[1]}" 2>/dev/null || session_lost
+    printf '%s;\n\\echo %s\n' "$1" "$END" 1>&"${SESSION[1]}" 2>/dev/null || session_lost
     while IFS= read -r line <&"${SESSION[0]}"; do
         if [[ $line == "$END" ]]; then
             printf '%s' "$out"
@@ -74,7 +74,7 @@ psql -X -q -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB" >/dev/null
 export PGDATABASE=$DB
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION queen" >/dev/null
 coproc SESSION { exec psql -X -q -t -A -v ON_ERROR_STOP=1; }
-SESSION_PID_=$SESSION_PID
+SESSION_PSQL_PID=$!
 sql "SELECT queen.configure('$Q')" >/dev/null
 
 # Push n messages starting at number `from` to partitions p0..p2 (round robin, one push each).

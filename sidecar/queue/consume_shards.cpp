@@ -52,6 +52,32 @@ Status shards_of(Backend& b, std::vector<int>* list) {
     return Status::ok();
 }
 
+// One jsonb statement on every shard of the map, in its order, each answer handed to fold. Any
+// error but ShardUnavailable (a shard's or fold's) ends the call with it at once; a shard that
+// could not be reached is skipped and the first such error is answered after every other shard
+// was called (their parts are done; a retry finishes the rest).
+template <class Fold>
+Status for_each_shard(Backend& b, const char* name, const char* sql, int n, const char* const* v,
+                      bool read_only, Fold fold) {
+    std::vector<int> list;
+    Status s = shards_of(b, &list);
+    if (!s.is_ok()) return s;
+    Status down;
+    for (int sh : list) {
+        std::string out;
+        bool null = false;
+        s = call_on(b, sh, name, sql, n, v, read_only, &out, &null);
+        if (!s.is_ok()) {
+            if (s.code() != StatusCode::ShardUnavailable) return s;
+            if (down.is_ok()) down = s;
+            continue;
+        }
+        s = fold(std::move(out));
+        if (!s.is_ok()) return s;
+    }
+    return down;
+}
+
 // An answer object's text with its "index" replaced by idx (the other members as answered).
 std::string with_index(simdjson::dom::object o, int64_t idx) {
     std::string s = "{\"index\":";
@@ -300,57 +326,35 @@ HttpResponse shards_renew(Backend& b, const std::string& lease, int64_t seconds)
 // Every shard deletes its part; existed when any shard held the queue. A shard that could not
 // be reached: 503 (the others' parts are gone; a retry finishes it).
 HttpResponse shards_delete_queue(Backend& b, const std::string& queue) {
-    std::vector<int> list;
-    Status s = shards_of(b, &list);
-    if (!s.is_ok()) return error_response(s);
     const char* v[] = {queue.c_str()};
     std::string first, existed;
-    Status down;
-    for (int sh : list) {
-        std::string out;
-        bool null = false;
-        s = call_on(b, sh, kDeleteQueueName, kDeleteQueue, 1, v, false, &out, &null);
-        if (!s.is_ok()) {
-            if (s.code() != StatusCode::ShardUnavailable) return error_response(s);
-            if (down.is_ok()) down = s;
-            continue;
-        }
+    Status s = for_each_shard(b, kDeleteQueueName, kDeleteQueue, 1, v, false, [&](std::string out) {
         simdjson::dom::parser p;
         simdjson::dom::object o;
         bool e = false;
         if (!p.parse(out).get(o) && !o["existed"].get(e) && e && existed.empty()) existed = out;
         if (first.empty()) first = std::move(out);
-    }
-    if (!down.is_ok()) return error_response(down);
+        return Status::ok();
+    });
+    if (!s.is_ok()) return error_response(s);
     return json_ok(existed.empty() ? std::move(first) : std::move(existed));
 }
 
 // Every shard deletes the group's state; deletedPartitions is their sum.
 HttpResponse shards_delete_group(Backend& b, const std::string& group, bool metadata) {
-    std::vector<int> list;
-    Status s = shards_of(b, &list);
-    if (!s.is_ok()) return error_response(s);
     const char* v[] = {group.c_str(), metadata ? "true" : "false"};
     int64_t parts = 0;
-    Status down;
-    for (int sh : list) {
-        std::string out;
-        bool null = false;
-        s = call_on(b, sh, kDeleteGroupName, kDeleteGroup, 2, v, false, &out, &null);
-        if (!s.is_ok()) {
-            if (s.code() != StatusCode::ShardUnavailable) return error_response(s);
-            if (down.is_ok()) down = s;
-            continue;
-        }
+    Status s = for_each_shard(b, kDeleteGroupName, kDeleteGroup, 2, v, false, [&](std::string out) {
         simdjson::dom::parser p;
         simdjson::dom::object o;
         int64_t k = 0;
         if (p.parse(out).get(o) || o["deletedPartitions"].get(k))
-            return error_response(Status(StatusCode::Internal,
-                                         "delete_consumer_group answered " + out.substr(0, 200)));
+            return Status(StatusCode::Internal,
+                          "delete_consumer_group answered " + out.substr(0, 200));
         parts += k;
-    }
-    if (!down.is_ok()) return error_response(down);
+        return Status::ok();
+    });
+    if (!s.is_ok()) return error_response(s);
     std::string body = "{\"success\":true,\"consumerGroup\":";
     json_append_string(&body, group);
     body += ",\"metadataDeleted\":";
@@ -365,35 +369,23 @@ HttpResponse shards_delete_group(Backend& b, const std::string& group, bool meta
 // its text order is its time order; equal times keep shard order), then offset and limit.
 HttpResponse shards_dlq(Backend& b, const std::string& queue, const std::string& group,
                         bool has_group, int64_t limit, int64_t offset) {
-    std::vector<int> list;
-    Status s = shards_of(b, &list);
-    if (!s.is_ok()) return error_response(s);
     const std::string l = std::to_string(std::min<int64_t>(limit + offset, INT_MAX));
     const char* v[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(), "0"};
     std::vector<std::pair<std::string, std::string>> msgs;  // (failedAt, text)
-    Status down;
-    for (int sh : list) {
-        std::string out;
-        bool null = false;
-        s = call_on(b, sh, kDlqName, kDlq, 4, v, true, &out, &null);
-        if (!s.is_ok()) {
-            if (s.code() != StatusCode::ShardUnavailable) return error_response(s);
-            if (down.is_ok()) down = s;
-            continue;
-        }
+    Status s = for_each_shard(b, kDlqName, kDlq, 4, v, true, [&](std::string out) {
         simdjson::dom::parser p;
         simdjson::dom::object o;
         simdjson::dom::array arr;
         if (p.parse(out).get(o) || o["messages"].get(arr))
-            return error_response(
-                Status(StatusCode::Internal, "dlq_messages answered " + out.substr(0, 200)));
+            return Status(StatusCode::Internal, "dlq_messages answered " + out.substr(0, 200));
         for (simdjson::dom::element el : arr) {
             std::string_view at;
             if (el["failedAt"].get(at)) at = {};
             msgs.emplace_back(std::string(at), simdjson::minify(el));
         }
-    }
-    if (!down.is_ok()) return error_response(down);
+        return Status::ok();
+    });
+    if (!s.is_ok()) return error_response(s);
     std::stable_sort(msgs.begin(), msgs.end(),
                      [](const auto& a, const auto& b2) { return a.first > b2.first; });
     std::string body = "{\"messages\":[";

@@ -27,6 +27,15 @@ CREATE OR REPLACE FUNCTION queen.push_parked(p_partition_id bigint, p_txns text[
     SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
+-- Internal (no grant): NULL when a transactionId passes the push path's rule, else the push's
+-- own 22023 message for it (src/pg/queue/txn_id_check.cpp), so that maintenance_park accepts
+-- exactly what queen.push_parked will push.
+CREATE OR REPLACE FUNCTION queen.txn_id_problem(p_txn text) RETURNS text
+    AS 'MODULE_PATHNAME', 'queen_txn_id_problem_v1'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+    SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp;
+
 -- Whether maintenance mode is on (the sidecar's periodic check; no lock).
 CREATE OR REPLACE FUNCTION queen.maintenance_enabled() RETURNS boolean
 LANGUAGE sql STABLE
@@ -63,9 +72,10 @@ $$;
 -- text sent). Every item is checked before anything is written, so that the drain can push
 -- each of them: 22023 when p_items is not an array, an item is not an object, queue or
 -- partition is not a non-empty string, transactionId is not a non-empty string the push accepts
--- (at most 65535 bytes, no control character), messageId is not a UUID, or payload is missing;
--- 42501 for a reserved queue (__queen_*). Answers true when the items were parked (in their
--- order), false when maintenance mode is off (nothing written: push them normally).
+-- (queen.txn_id_problem: at most 65535 bytes, valid UTF-8, no control character), messageId
+-- is not a UUID, or payload is missing; 42501 for a reserved queue (__queen_*). Answers true
+-- when the items were parked (in their order), false when maintenance mode is off (nothing
+-- written: push them normally).
 CREATE OR REPLACE FUNCTION queen.maintenance_park(p_items json) RETURNS boolean
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
@@ -87,10 +97,8 @@ BEGIN
                  OR (e ->> 'partition') = '' THEN '"partition" must be a non-empty string'
             WHEN pg_catalog.json_typeof(e -> 'transactionId') IS DISTINCT FROM 'string'
                  OR (e ->> 'transactionId') = '' THEN '"transactionId" must be a non-empty string'
-            WHEN pg_catalog.octet_length(e ->> 'transactionId') > 65535
-                THEN 'transactionId is longer than 65535 bytes'
-            WHEN (e ->> 'transactionId') ~ '[\x01-\x1f\x7f-\x9f]'
-                THEN 'transactionId contains a control character'
+            WHEN queen.txn_id_problem(e ->> 'transactionId') IS NOT NULL
+                THEN queen.txn_id_problem(e ->> 'transactionId')
             WHEN pg_catalog.json_typeof(e -> 'messageId') IS DISTINCT FROM 'string'
                  OR (e ->> 'messageId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                 THEN '"messageId" must be a UUID'

@@ -37,14 +37,15 @@ CREATE OR REPLACE FUNCTION queen.remote_drop_queue(p_conn text, p_queue text) RE
 LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.drop_queue(p_queue); $$;
 
 -- ---------------------------------------------------------------- the two phases
--- Raise 08006 naming the shard when a PL/Proxy error is a failed connection (else return: the
--- caller raises the error unchanged). p_done: the shards p_what already ran on.
+-- Raise 08006 naming the shard when a PL/Proxy error is a failed or lost connection (PL/Proxy's
+-- own error, or the shard's: class 08, or 57P01-57P03, a shard shutting down or starting),
+-- else return: the caller raises the error unchanged. p_done: the shards p_what already ran on.
 CREATE OR REPLACE FUNCTION queen.every_shard_unreachable(p_shard text, p_what text, p_done text[],
-                                                         p_message text) RETURNS void
+                                                         p_message text, p_sqlstate text) RETURNS void
 LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF queen.is_connection_failure(p_message) THEN
+    IF queen.is_connection_failure(p_message) OR p_sqlstate ~ '^(08|57P0[123])' THEN
         RAISE EXCEPTION 'shard % is unavailable: % %', p_shard, p_what,
             CASE WHEN COALESCE(cardinality(p_done), 0) = 0 THEN 'changed nothing on any shard'
                  ELSE format('ran on %s only', array_to_string(p_done, ', ')) END
@@ -74,8 +75,8 @@ BEGIN
         conninfo := v_s.conninfo;
         BEGIN
             partitions := queen.remote_queue_partitions(v_s.conninfo, p_queue);
-        EXCEPTION WHEN internal_error THEN
-            PERFORM queen.every_shard_unreachable(v_s.name, p_what, '{}', SQLERRM);
+        EXCEPTION WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+            PERFORM queen.every_shard_unreachable(v_s.name, p_what, '{}', SQLERRM, SQLSTATE);
             RAISE;
         END;
         RETURN NEXT;
@@ -114,8 +115,8 @@ BEGIN
     FOR v_i IN 1 .. cardinality(v_names) LOOP
         BEGIN
             v_answers := v_answers || queen.remote_configure(v_conns[v_i], p_queue, p_options);
-        EXCEPTION WHEN internal_error THEN
-            PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.configure', v_names[1:v_i - 1], SQLERRM);
+        EXCEPTION WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+            PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.configure', v_names[1:v_i - 1], SQLERRM, SQLSTATE);
             RAISE;
         END;
     END LOOP;
@@ -160,8 +161,8 @@ BEGIN
     FOR v_i IN 1 .. cardinality(v_names) LOOP
         BEGIN
             v_answers := v_answers || queen.remote_run_retention(v_conns[v_i], p_max_rows);
-        EXCEPTION WHEN internal_error THEN
-            PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.run_retention', v_names[1:v_i - 1], SQLERRM);
+        EXCEPTION WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+            PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.run_retention', v_names[1:v_i - 1], SQLERRM, SQLSTATE);
             RAISE;
         END;
     END LOOP;
@@ -194,8 +195,8 @@ BEGIN
         -- nowhere: the first shard answers as one server does (and changes nothing)
         BEGIN
             RETURN queen.remote_drop_queue(v_conns[1], p_queue);
-        EXCEPTION WHEN internal_error THEN
-            PERFORM queen.every_shard_unreachable(v_names[1], 'queen.drop_queue', '{}', SQLERRM);
+        EXCEPTION WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+            PERFORM queen.every_shard_unreachable(v_names[1], 'queen.drop_queue', '{}', SQLERRM, SQLSTATE);
             RAISE;
         END;
     END IF;
@@ -206,8 +207,8 @@ BEGIN
         EXCEPTION
             WHEN undefined_object THEN
                 NULL;  -- dropped there meanwhile
-            WHEN internal_error THEN
-                PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.drop_queue', v_done, SQLERRM);
+            WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
+                PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.drop_queue', v_done, SQLERRM, SQLSTATE);
                 RAISE;
         END;
         v_done := v_done || v_names[v_i];

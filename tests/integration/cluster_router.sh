@@ -20,7 +20,8 @@
 #     cluster.sh start brings it back, the unchanged retry gets its exact answer;
 #   * configure / run_retention / drop_queue with a shard down: 08006 naming it, nothing changed
 #     on any shard; retried once it is back: one server's state and answer (a drop that reached
-#     one shard only finishes on the others; a second drop 42704);
+#     one shard only finishes on the others; a second drop 42704); a shard lost in the middle of
+#     configure (its backend terminated): 08006 naming it and the shards done, the retry completes;
 #   * the router database survives pg_dump/pg_restore with the same map, version and routing.
 # Self-contained: its own cluster (data in a folder of its own under /tmp that user postgres can
 # reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 29540),
@@ -271,5 +272,33 @@ expect "dropped everywhere" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT cou
 expect "drop_queue once more: as on one server" "$(sqlstate "$R" "SELECT queen.drop_queue('orders')")" "42704"
 expect "the drop that reached s1 only, retried" "$(q "$R" "SELECT queen.drop_queue('keep') ->> 'partitionsDropped'")" "1"
 expect "keep gone everywhere" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT count(*) FROM queen.queues WHERE name = 'keep'"; done | tr '\n' ,)" "0,0,0,"
+# a shard lost in the middle of a call to every shard (its backend ended while configure waits
+# there on the queue's row, held by another session): 08006 naming it and the shards done; the
+# shards after it untouched; the same call again completes
+PGAPPNAME=cr_holder "$PGBIN/psql" -X -qAt -d "$(shard s2)" -c "BEGIN" \
+    -c "SELECT 1 FROM queen.queues WHERE name = 'cfgq' FOR UPDATE" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+HOLDER=$!
+for _ in $(seq 100); do
+    [[ $(q "$(shard s2)" "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cr_holder' AND query LIKE '%pg_sleep%'") == 1 ]] && break
+    sleep 0.1
+done
+"$PGBIN/psql" -X -qAt -d "$R" -c "\\set VERBOSITY verbose" \
+    -c "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 45}')" >"$WORK/mid.out" 2>&1 &
+MID=$!
+for _ in $(seq 100); do
+    VICTIM=$(q "$(shard s2)" "SELECT pid FROM pg_stat_activity WHERE query LIKE '%queen.configure%' AND wait_event_type = 'Lock' LIMIT 1")
+    [[ -n $VICTIM ]] && break
+    sleep 0.1
+done
+[[ -n $VICTIM ]] || fail "configure did not reach s2's row lock"
+q "$(shard s2)" "SELECT pg_terminate_backend($VICTIM)" >/dev/null
+wait "$MID"
+q "$(shard s2)" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cr_holder'" >/dev/null
+wait "$HOLDER"
+expect "lost mid-call: SQLSTATE" "$(sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' "$WORK/mid.out" | head -n1)" "08006"
+expect "lost mid-call: named" "$(sed -n 's/^ERROR:  [0-9A-Z]\{5\}: //p' "$WORK/mid.out" | head -n1)" "shard s2 is unavailable: queen.configure ran on s1 only"
+expect "s1 done, s2 and s3 not" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT dedup_window_seconds FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "45,30,30,"
+expect "configure again" "$(q "$R" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 45}') ->> 'dedupWindowSeconds'")" "45"
+expect "every shard configured" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT dedup_window_seconds FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "45,45,45,"
 
 echo "cluster_router: PASS ($(($(date +%s) - T0)) s)"

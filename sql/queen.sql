@@ -22,7 +22,9 @@
 --   * queue rows are locked (configure, drop_queue) before any partition row, never after;
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
---     each partition's batch).
+--     each partition's batch). On a shard, a purge takes the partition's slot fence lock in
+--     ShareLock mode after the partition row lock, exactly like a push
+--     (queen.slot_fence_owns_partition; src/pg/storage/slot_fence.h).
 --   * the consuming model (sql/modules/60_consume*.sql) adds, after the partition locks
 --     (FOR NO KEY UPDATE by queen.transaction_wire, like a push; FOR KEY SHARE by wire acks,
 --     pops and group deletions, which no push conflicts with, only drop_queue's FOR UPDATE): a group's
@@ -834,6 +836,13 @@ BEGIN
      WHERE p.id = p_partition_id FOR NO KEY UPDATE OF p;
     IF NOT FOUND THEN
         RETURN;  -- dropped meanwhile
+    END IF;
+    -- On a shard, a partition of a slot being moved off it (or not its own) is left alone: the
+    -- move's export reads it and its import stores it on the target as it was; retention runs
+    -- there once the target owns the slot (queen.slot_fence_owns_partition holds the slot's
+    -- fence lock shared to our commit, so a fence waits for this purge or is seen by it).
+    IF NOT queen.slot_fence_owns_partition(p_partition_id) THEN
+        RETURN;
     END IF;
     v_floor := queen.retention_floor(p_partition_id);
     -- data: the oldest prefix of the kept data older than retention (and below the floor)

@@ -8,8 +8,17 @@ B with 3 shards, in folders and on ports of their own. Measured, rounds interlea
             seconds of every shard server process (postmasters and their children, read from
             /proc) per million messages;
   router    queenbench --variant push (SQL queen.push, one partition a call) through cluster A's
-            router (PL/Proxy) against the same on its shard directly: pushes/s, p50, and CPU of
-            the router's and the shard's processes per million messages;
+            router (PL/Proxy) against the same on its shard directly: pushes/s, p50, and CPU per
+            million messages of the router server (router_cpu_s_per_M: the router is a
+            PostgreSQL server of the cluster) and of the shard (shard_cpu_s_per_M) apart, and
+            their sum (pg_cpu_s_per_M);
+  sqlshards the hot path's CPU on 1 shard and on 3 with the same call shape: --sql-groups
+            queenbench --variant push processes at once on each cluster, each straight to one
+            shard's conninfo (no router, no sidecar), group g on shard g mod n, its own queue
+            configured single_slot on a slot that shard owns (so the clients are split over
+            the shards by slot), --sql-clients clients, --sql-partitions partitions and
+            --sql-batch messages a call each, fresh ids, no warmup: messages/s and the CPU
+            seconds of every shard server process per million messages (pg_cpu_s_per_M);
   move      on cluster B, a partition filled with N messages (N from --move-sizes), a writer
             pushing one message at a time to it through the sidecar, and CALL queen.move_slot
             of its slot to another shard: the move's duration and the writer's longest gap
@@ -64,27 +73,40 @@ class Cluster:
             return int(f.readline())
 
 
+def _stat(pid):
+    """(ppid, utime + stime, cutime + cstime) in clock ticks, or None when the process is gone."""
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return None
+    rest = st[st.rindex(")") + 2:].split()
+    return int(rest[1]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14])
+
+
 def cpu_of(postmasters):
     """CPU seconds of the postmasters and all their children: utime + stime of every live one,
     plus the postmasters' cutime + cstime (the children that exited: a client's backends end
-    with its connections, before the second reading)."""
+    with its connections, before the second reading). A child reaped during the scan of /proc
+    would be counted twice (alive, then in the postmaster's cutime: pids wrap, so a child may
+    be read before its postmaster) or not at all, so the scan is repeated until the
+    postmasters' cutime is the same before and after it."""
     tck = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-        except OSError:
-            continue
-        rest = st[st.rindex(")") + 2:].split()
-        pid, ppid = int(d), int(rest[1])
-        if pid in postmasters or ppid in postmasters:
-            total += int(rest[11]) + int(rest[12])
-        if pid in postmasters:
-            total += int(rest[13]) + int(rest[14])
-    return total / tck
+    for _ in range(20):
+        before = {pm: _stat(pm) for pm in postmasters}
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) in postmasters:
+                continue
+            st = _stat(d)
+            if st is not None and st[0] in postmasters:
+                total += st[1]
+        after = {pm: _stat(pm) for pm in postmasters}
+        if all(before[pm] is not None and after[pm] is not None and before[pm][2] == after[pm][2]
+               for pm in postmasters):
+            return (total + sum(a[1] + a[2] for a in after.values())) / tck
+        time.sleep(0.05)
+    raise RuntimeError("cpu_of: the postmasters kept reaping children during every scan")
 
 
 def sql(ci, q, timeout=600):
@@ -122,20 +144,69 @@ def run_sidecar(c, args, rnd, out):
 
 def run_router(c, args, rnd, out):
     for via, ci in (("router", c.router), ("direct", c.shards["s1"])):
-        pms = {c.postmaster("s1"), c.postmaster("router")}
-        cpu0 = cpu_of(pms)
+        router_pm, shard_pm = {c.postmaster("router")}, {c.postmaster("s1")}
+        r0, s0 = cpu_of(router_pm), cpu_of(shard_pm)
         line = sh([args.queenbench, "--conninfo", ci, "--variant", "push", "--clients", "4",
                    "--partitions", "16", "--batch", "10", "--dups", "0", "--warmup", "1",
                    "--duration", str(args.duration), "--queue", "rb", "--prefix", "%s%d-" % (via, rnd),
                    "--seed", str(rnd)]).strip().split("\n")[-1]
-        cpu = cpu_of(pms) - cpu0
+        rcpu, scpu = cpu_of(router_pm) - r0, cpu_of(shard_pm) - s0
         f = line.split(",")
         msgs, secs = float(f[6]), float(f[7])
         res = {"what": "sql", "via": via, "round": rnd, "msgs_per_s": float(f[8]),
                "pushes_per_s": round(float(f[5]) / secs, 1), "p50_ms": float(f[9]), "p99_ms": float(f[10]),
-               "verdict_errors": int(f[13]), "pg_cpu_s_per_M": round(cpu / msgs * 1e6, 1)}
+               "verdict_errors": int(f[13]),
+               "router_cpu_s_per_M": round(rcpu / msgs * 1e6, 1),
+               "shard_cpu_s_per_M": round(scpu / msgs * 1e6, 1),
+               "pg_cpu_s_per_M": round((rcpu + scpu) / msgs * 1e6, 1)}
         out.append(res)
         print(json.dumps(res), flush=True)
+
+
+def single_slot_queue(c, base, shard):
+    """A queue name (base + a counter) whose one slot (single_slot placement: the slot of
+    (queue, '')) the cluster's map gives to shard, configured single_slot through the router."""
+    for i in range(10000):
+        q = "%s-%d" % (base, i)
+        if sql(c.router, "SELECT queen.slot_shard(queen.slot_of('%s', ''))" % q) == shard:
+            sql(c.router, "SELECT queen.configure('%s', '{\"placement\": \"single_slot\"}')" % q)
+            return q
+    raise RuntimeError("no queue name of %s on %s" % (base, shard))
+
+
+def run_sql_shards(c, args, rnd, out):
+    shards = sorted(c.shards)
+    groups = []
+    for g in range(args.sql_groups):
+        shard = shards[g % len(shards)]
+        groups.append((shard, single_slot_queue(c, "hs%d%s%d" % (rnd, c.name, g), shard)))
+    pms = {c.postmaster(s) for s in shards}
+    cpu0, t0 = cpu_of(pms), time.time()
+    procs = [subprocess.Popen([args.queenbench, "--conninfo", c.shards[shard], "--variant", "push",
+                               "--clients", str(args.sql_clients), "--partitions", str(args.sql_partitions),
+                               "--batch", str(args.sql_batch), "--dups", "0", "--warmup", "0",
+                               "--duration", str(args.duration), "--queue", q, "--prefix", "p",
+                               "--seed", str(rnd * 100 + g)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for g, (shard, q) in enumerate(groups)]
+    lines = []
+    for pr in procs:
+        o, e = pr.communicate()
+        if pr.returncode != 0:
+            raise RuntimeError("queenbench failed: %s" % e[-1500:])
+        lines.append(o.strip().split("\n")[-1].split(","))
+    cpu = cpu_of(pms) - cpu0
+    msgs = sum(float(f[6]) for f in lines)
+    res = {"what": "sqlshards", "cluster": c.name, "shards": c.n, "round": rnd,
+           "groups": args.sql_groups, "clients_per_group": args.sql_clients,
+           "partitions_per_group": args.sql_partitions, "batch": args.sql_batch,
+           "msgs_per_s": round(sum(float(f[8]) for f in lines), 1), "messages": msgs,
+           "p50_ms_max": max(float(f[9]) for f in lines), "p99_ms_max": max(float(f[10]) for f in lines),
+           "verdict_errors": sum(int(f[13]) for f in lines),
+           "pg_cpu_s": round(cpu, 2), "pg_cpu_s_per_M": round(cpu / msgs * 1e6, 1),
+           "wall_s": round(time.time() - t0, 1)}
+    out.append(res)
+    print(json.dumps(res), flush=True)
 
 
 def run_move(c, args, size, out):
@@ -216,20 +287,30 @@ def main():
     ap.add_argument("--partitions", type=int, default=64)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--move-sizes", default="1000,10000,100000")
+    ap.add_argument("--sql-groups", type=int, default=3)
+    ap.add_argument("--sql-clients", type=int, default=2)
+    ap.add_argument("--sql-partitions", type=int, default=16)
+    ap.add_argument("--sql-batch", type=int, default=10)
+    ap.add_argument("--parts", default="sidecar,sqlshards,router,move",
+                    help="which measurements, comma-separated (default all)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
+    parts = set(args.parts.split(","))
     a = Cluster("one", args.port, 1, args.work, args.pgbin)
     b = Cluster("three", args.port + 10, 3, args.work, args.pgbin)
     out = []
     try:
         a.start()
         b.start()
-        for rnd in range(args.rounds):
+        for rnd in range(args.rounds if "sidecar" in parts else 0):
             run_sidecar(a, args, rnd, out)
             run_sidecar(b, args, rnd, out)
-        for rnd in range(args.rounds):
+        for rnd in range(args.rounds if "sqlshards" in parts else 0):
+            run_sql_shards(a, args, rnd, out)
+            run_sql_shards(b, args, rnd, out)
+        for rnd in range(args.rounds if "router" in parts else 0):
             run_router(a, args, rnd, out)
-        for size in (int(x) for x in args.move_sizes.split(",")):
+        for size in (int(x) for x in args.move_sizes.split(",") if "move" in parts):
             run_move(b, args, size, out)
     finally:
         with open(args.out, "w") as f:

@@ -10,8 +10,9 @@
 -- router connects as the shards' owner).
 --
 -- Locking protocol: shard_fence_slot takes the slot's fence lock in ExclusiveLock mode (it
--- waits for every write that passed the check, which holds the lock in ShareLock mode to its
--- end) and no other lock of queen's; slot_import takes it too (before any partition exists
+-- waits for every write that passed the check, and every retention purge that passed
+-- queen.slot_fence_owns_partition, which hold the lock in ShareLock mode to their end, taken
+-- after the partition row lock) and no other lock of queen's; slot_import takes it too (before any partition exists
 -- here, so a push cannot hold one of its rows); slot_drop does not take it (it locks partition
 -- rows, in ascending id order, which a fenced push may hold while it waits for the fence lock).
 
@@ -25,6 +26,15 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_check(p_queue text, p_partition text
 -- The check for a partition's writes besides its log (acks: queen.ack_lock_group).
 CREATE OR REPLACE FUNCTION queen.slot_fence_check_partition(p_partition_id bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'queen_slot_fence_check_partition_v1'
+    LANGUAGE C VOLATILE STRICT SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp;
+
+-- Whether this shard owns the partition's slot (true on a server that is not a shard), the
+-- slot's fence lock held in ShareLock mode to the end of the transaction and the state read as
+-- committed after it is granted: retention (queen.retention_purge) leaves the partitions of a
+-- moving slot alone, and a fence waits for a purge that passed this check.
+CREATE OR REPLACE FUNCTION queen.slot_fence_owns_partition(p_partition_id bigint) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'queen_slot_fence_owns_partition_v1'
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 

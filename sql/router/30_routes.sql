@@ -12,13 +12,20 @@
 -- RUN ON the slot); a shard that cannot be reached fails with 08006 naming the shard
 -- (queen.shard_unreachable), every other error comes back with the shard's own SQLSTATE.
 
+-- Whether a PL/Proxy error message is a failed connection to a shard (down, or lost mid-call).
+CREATE OR REPLACE FUNCTION queen.is_connection_failure(p_message text) RETURNS boolean
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT COALESCE(p_message ~ '(PQconnectPoll|PQconnectStart|connection to server|server closed the connection|could not connect|Connection refused|lost connection)', false)
+$$;
+
 -- Raise 08006 naming the slot's shard when a PL/Proxy error is a failed connection (else return:
 -- the caller raises the error unchanged).
 CREATE OR REPLACE FUNCTION queen.shard_unreachable(p_slot int, p_message text) RETURNS void
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF p_message ~ '(PQconnectPoll|PQconnectStart|connection to server|server closed the connection|could not connect|Connection refused|lost connection)' THEN
+    IF queen.is_connection_failure(p_message) THEN
         RAISE EXCEPTION 'shard % (slot %) is unavailable', queen.slot_shard(p_slot), p_slot
             USING ERRCODE = '08006', DETAIL = p_message,
                   HINT = 'Only the slots of that shard fail; retry once it is back.';
@@ -187,33 +194,6 @@ $$;
 CREATE OR REPLACE FUNCTION queen.transaction_on(p_slot int, p_ops jsonb) RETURNS jsonb
 LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.transaction(p_ops); $$;
 
--- queen.configure on every shard (one answer per shard).
-CREATE OR REPLACE FUNCTION queen.configure_all(p_queue text, p_options jsonb) RETURNS SETOF jsonb
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON ALL; SELECT queen.configure(p_queue, p_options); $$;
-
--- How many partitions of a queue each shard holds.
-CREATE OR REPLACE FUNCTION queen.queue_partition_count_all(p_queue text) RETURNS SETOF bigint
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON ALL; SELECT queen.queue_partition_count(p_queue); $$;
-
-CREATE OR REPLACE FUNCTION queen.run_retention_all(p_max_rows int) RETURNS SETOF jsonb
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON ALL; SELECT queen.run_retention(p_max_rows); $$;
-
-CREATE OR REPLACE FUNCTION queen.drop_queue_all(p_queue text) RETURNS SETOF jsonb
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON ALL; SELECT queen.drop_queue(p_queue); $$;
-
--- One answer from several shards' answers: number fields summed, the others the first's.
-CREATE OR REPLACE FUNCTION queen.merge_answers(p_answers jsonb[]) RETURNS jsonb
-LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT COALESCE(jsonb_object_agg(y.k, y.v), '{}')
-      FROM (SELECT x.k, CASE WHEN bool_and(jsonb_typeof(x.v) = 'number')
-                             THEN to_jsonb(sum((x.v #>> '{}')::numeric) FILTER (WHERE jsonb_typeof(x.v) = 'number'))
-                             ELSE (array_agg(x.v ORDER BY x.o))[1] END AS v
-              FROM (SELECT e.key AS k, e.value AS v, a.o
-                      FROM unnest(p_answers) WITH ORDINALITY a(j, o), jsonb_each(a.j) e) x
-             GROUP BY x.k) y
-$$;
-
 -- A transaction runs on one shard: every partition it names must live there, else 0A000
 -- naming the shards, before anything is written.
 CREATE OR REPLACE FUNCTION queen.transaction(p_ops jsonb) RETURNS jsonb
@@ -246,60 +226,6 @@ BEGIN
 EXCEPTION WHEN internal_error THEN
     PERFORM queen.shard_unreachable(v_slot, SQLERRM);
     RAISE;
-END
-$$;
-
--- configure on every shard; a change of placement only while no shard holds a partition of
--- the queue (55000: their slots follow from it).
-CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_single boolean := COALESCE(jsonb_typeof(p_options) = 'object'
-                                 AND p_options ->> 'placement' = 'single_slot', false);
-    v_old    boolean;
-    v_answer jsonb;
-BEGIN
-    SELECT q.single_slot INTO v_old FROM queen.router_queues q WHERE q.queue = p_queue FOR UPDATE;
-    IF COALESCE(v_old, false) <> v_single
-       AND (SELECT COALESCE(sum(c), 0) FROM queen.queue_partition_count_all(p_queue) c) > 0 THEN
-        RAISE EXCEPTION 'queue "%" has partitions: its placement stays %', p_queue,
-            CASE WHEN v_old THEN 'single_slot' ELSE 'partition' END
-            USING ERRCODE = '55000',
-                  HINT = 'configure is a full replace: name "placement" in every configure call of this queue.';
-    END IF;
-    -- the answer of the shard owning Default's slot when the wire's options created it there
-    -- (the others answer partitionId null)
-    SELECT a INTO v_answer FROM queen.configure_all(p_queue, p_options) a
-     ORDER BY (a ->> 'partitionId') IS NULL LIMIT 1;
-    IF v_single THEN
-        INSERT INTO queen.router_queues (queue, single_slot) VALUES (p_queue, true)
-            ON CONFLICT (queue) DO UPDATE SET single_slot = true;
-    ELSE
-        DELETE FROM queen.router_queues WHERE queue = p_queue;
-    END IF;
-    RETURN v_answer;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.run_retention(p_max_rows int DEFAULT 10000) RETURNS jsonb
-LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$ SELECT queen.merge_answers(array_agg(a)) FROM queen.run_retention_all(p_max_rows) a $$;
-
-CREATE OR REPLACE FUNCTION queen.drop_queue(p_queue text) RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_answer jsonb;
-BEGIN
-    IF EXISTS (SELECT 1 FROM queen.router_views v WHERE v.queue = p_queue) THEN
-        RAISE EXCEPTION 'queue "%" is read by dedup views (%): drop them first', p_queue,
-            (SELECT string_agg(v.name, ', ' ORDER BY v.name) FROM queen.router_views v WHERE v.queue = p_queue)
-            USING ERRCODE = '2BP01';
-    END IF;
-    SELECT queen.merge_answers(array_agg(a)) INTO v_answer FROM queen.drop_queue_all(p_queue) a;
-    DELETE FROM queen.router_queues WHERE queue = p_queue;
-    RETURN v_answer;
 END
 $$;
 

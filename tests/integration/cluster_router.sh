@@ -12,12 +12,20 @@
 #     one shard (or a single_slot queue) it commits; a dedup view needs a single_slot queue;
 #   * move_slot: a transactionId stored before the move answers duplicate with the same message
 #     id after it, the consumer position and the partition id move along, the old owner refuses;
+#   * retention during a move (the slot fenced; through the router and on the source) leaves the
+#     moving slot alone: the target gets every segment, hash and start offset as they were, a
+#     transactionId stored before answers duplicate with the same id, and the target purges the
+#     slot once it owns it;
 #   * a stopped shard fails only its own slots (08006 naming it), the others keep answering; once
 #     cluster.sh start brings it back, the unchanged retry gets its exact answer;
+#   * configure / run_retention / drop_queue with a shard down: 08006 naming it, nothing changed
+#     on any shard; retried once it is back: one server's state and answer (a drop that reached
+#     one shard only finishes on the others; a second drop 42704); a shard lost in the middle of
+#     configure (its backend terminated): 08006 naming it and the shards done, the retry completes;
 #   * the router database survives pg_dump/pg_restore with the same map, version and routing.
 # Self-contained: its own cluster (data in a folder of its own under /tmp that user postgres can
 # reach even when the checkout is not, ports from QUEEN_TEST_CLUSTER_PORT, default 29540),
-# removed at the end.
+# removed at the end. Runtime: about 70 s.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -169,6 +177,49 @@ expect "another slot meanwhile" "$(push "$R" orders "$P1" t10 | cut -d'|' -f1)" 
 q "$(shard s2)" "SELECT queen.shard_unfence_slot($P2SLOT)" >/dev/null
 expect "after unfence" "$(push "$R" orders "$P2" f1 | cut -d'|' -f1,3)" "queued|1"
 
+# ---- retention during a move: the source leaves the moving slot alone (its fence state is not
+# 'owned'), so the target gets every segment, hash and start offset as it was, and a
+# transactionId stored before answers duplicate with the same id after; the target purges it
+# once it owns the slot. Retention runs while the slot is fenced (the move's first step, taken
+# here by hand; move_slot fences again, the same) through the router and on the source itself.
+q "$R" "SELECT queen.configure('keep', '{\"dedupWindowSeconds\": 60, \"retentionSeconds\": 60}')" >/dev/null
+KP=$(part_on keep s1)
+KSLOT=$(q "$R" "SELECT queen.route_slot('keep', '$KP')")
+KC=$(q "$R" "SELECT p FROM (SELECT 'c' || g AS p, g FROM generate_series(1, 500) g) x
+              WHERE queen.slot_shard(queen.route_slot('keep', p)) = 's1' AND queen.route_slot('keep', p) <> $KSLOT
+              ORDER BY g LIMIT 1")
+push "$R" keep "$KP" k1 >/dev/null
+push "$R" keep "$KP" k2 >/dev/null
+push "$R" keep "$KC" c1 >/dev/null
+q "$(shard s1)" "UPDATE queen.log_segments SET created_at = created_at - interval '10 minutes'
+                  WHERE partition_id IN (queen.partition_id('keep', '$KP'), queen.partition_id('keep', '$KC'))" >/dev/null
+K3=$(push "$R" keep "$KP" k3)  # in window
+# a partition's start offsets and every segment's offsets, data, hashes and ids
+snap() {
+    q "$1" "SELECT p.log_start || ',' || p.txns_start || ',' || p.last_offset || ':' ||
+                   (SELECT string_agg(s.base_offset || '-' || s.end_offset || '/' || md5(s.data) || '/' ||
+                                      COALESCE(md5(s.hashes), '-') || '/' || COALESCE(md5(s.message_ids), '-'),
+                                      ';' ORDER BY s.base_offset)
+                      FROM queen.log_segments s WHERE s.partition_id = p.id)
+              FROM queen.log_partitions p JOIN queen.queues qq ON qq.id = p.queue_id
+             WHERE qq.name = 'keep' AND p.name = '$2'"
+}
+KBEFORE=$(snap "$(shard s1)" "$KP")
+[[ $KBEFORE =~ ^0,0,2:.*\;.*\; ]] || fail "keep's partition before the move: $KBEFORE"
+q "$(shard s1)" "SELECT queen.shard_fence_slot($KSLOT)" >/dev/null
+expect "retention through the router while the slot moves" "$(q "$R" "SELECT queen.run_retention() ->> 'segmentsDeleted'")" "1"
+"$PGBIN/psql" -X -qAt -v ON_ERROR_STOP=1 -d "$(shard s1)" -c "CALL queen.run_retention_procedure(2000, 0)" >/dev/null ||
+    fail "run_retention_procedure on the source"
+expect "the moving slot untouched on the source" "$(snap "$(shard s1)" "$KP")" "$KBEFORE"
+expect "the other slot purged" "$(q "$(shard s1)" "SELECT log_start || ',' || txns_start FROM queen.log_partitions WHERE name = '$KC'")" "1,1"
+q "$R" "CALL queen.move_slot($KSLOT, 's3')" >/dev/null
+expect "keep's slot on s3" "$(q "$R" "SELECT queen.slot_shard($KSLOT)")" "s3"
+expect "the target holds it as it was" "$(snap "$(shard s3)" "$KP")" "$KBEFORE"
+expect "k3 duplicate after the move" "$(push "$R" keep "$KP" k3)" "duplicate|${K3#queued|}"
+expect "the target purges it once it owns the slot" "$(q "$R" "SELECT queen.run_retention() ->> 'segmentsDeleted'")" "2"
+expect "purged on s3" "$(q "$(shard s3)" "SELECT log_start || ',' || txns_start FROM queen.log_partitions WHERE name = '$KP'")" "2,2"
+expect "k3 still duplicate" "$(push "$R" keep "$KP" k3)" "duplicate|${K3#queued|}"
+
 # ---- the router database survives pg_dump and pg_restore: no error, the same map, version,
 # shards and placements, and it routes the same (a stored transactionId answers duplicate)
 "$PGBIN/pg_dump" -Fc -d "$R" -f "$WORK/router.dump" 2>"$WORK/dump.err" || fail "pg_dump of the router: $(cat "$WORK/dump.err")"
@@ -192,11 +243,62 @@ expect "down shard named" "$(errmsg "$R" "SELECT * FROM queen.push('orders', '$P
 expect "s1 keeps answering" "$(push "$R" orders "$P1B" d2 | cut -d'|' -f1)" "queued"
 expect "s2 keeps answering" "$(push "$R" orders "$P2" d3 | cut -d'|' -f1)" "queued"
 expect "status says so" "$(bash "$CLUSTER" status >/dev/null; echo $?)" "3"
+# calls to every shard while one is down: 08006 naming it, nothing changed on any shard
+ORDERS_PARTS=$(for s in s1 s2; do q "$(shard $s)" "SELECT count(*) FROM queen.shard_partitions() WHERE queue = 'orders'"; done | tr '\n' ,)
+expect "configure, a shard down" "$(sqlstate "$R" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 30}')")" "08006"
+expect "configure names it" "$(errmsg "$R" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 30}')")" "shard s3 is unavailable: queen.configure changed nothing on any shard"
+expect "no shard configured" "$(for s in s1 s2; do q "$(shard $s)" "SELECT count(*) FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "0,0,"
+expect "retention, a shard down" "$(errmsg "$R" "SELECT queen.run_retention()")" "shard s3 is unavailable: queen.run_retention changed nothing on any shard"
+expect "retention's SQLSTATE" "$(sqlstate "$R" "SELECT queen.run_retention()")" "08006"
+expect "drop_queue, a shard down" "$(errmsg "$R" "SELECT queen.drop_queue('orders')")" "shard s3 is unavailable: queen.drop_queue changed nothing on any shard"
+expect "orders kept everywhere" "$(for s in s1 s2; do q "$(shard $s)" "SELECT count(*) FROM queen.shard_partitions() WHERE queue = 'orders'"; done | tr '\n' ,)" "$ORDERS_PARTS"
+# a drop_queue that reached s1 only (as when s3 goes down between the router's check and its call)
+q "$(shard s1)" "SELECT queen.drop_queue('keep')" >/dev/null
 T1=$(date +%s)
 bash "$CLUSTER" start >/dev/null 2>&1 || fail "cluster.sh start did not bring s3 back"
 echo "cluster_router: s3 back after $(($(date +%s) - T1)) s"
 D1=$(push "$R" orders "$P3" d1)
 [[ $D1 =~ ^queued\|[0-9a-f-]{36}\|0$ ]] || fail "retry after the shard came back: $D1"
 expect "and its duplicate" "$(push "$R" orders "$P3" d1)" "duplicate|${D1#queued|}"
+# ... and retried once it is back: the state one server reaches
+CFG=$(q "$R" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 30}')")
+expect "configure retried: the one-server answer" "$CFG" "$(q "$(shard s2)" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 30}')")"
+expect "configured on every shard" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT dedup_window_seconds FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "30,30,30,"
+expect "retention retried" "$(q "$R" "SELECT queen.run_retention() ?& ARRAY['segmentsDeleted', 'txnsDeleted', 'partitionsVisited']")" "t"
+NORDERS=0
+for s in s1 s2 s3; do NORDERS=$((NORDERS + $(q "$(shard $s)" "SELECT count(*) FROM queen.shard_partitions() WHERE queue = 'orders'"))); done
+expect "drop_queue retried" "$(q "$R" "SELECT queen.drop_queue('orders') ->> 'partitionsDropped'")" "$NORDERS"
+expect "dropped everywhere" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT count(*) FROM queen.queues WHERE name = 'orders'"; done | tr '\n' ,)" "0,0,0,"
+expect "drop_queue once more: as on one server" "$(sqlstate "$R" "SELECT queen.drop_queue('orders')")" "42704"
+expect "the drop that reached s1 only, retried" "$(q "$R" "SELECT queen.drop_queue('keep') ->> 'partitionsDropped'")" "1"
+expect "keep gone everywhere" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT count(*) FROM queen.queues WHERE name = 'keep'"; done | tr '\n' ,)" "0,0,0,"
+# a shard lost in the middle of a call to every shard (its backend ended while configure waits
+# there on the queue's row, held by another session): 08006 naming it and the shards done; the
+# shards after it untouched; the same call again completes
+PGAPPNAME=cr_holder "$PGBIN/psql" -X -qAt -d "$(shard s2)" -c "BEGIN" \
+    -c "SELECT 1 FROM queen.queues WHERE name = 'cfgq' FOR UPDATE" -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+HOLDER=$!
+for _ in $(seq 100); do
+    [[ $(q "$(shard s2)" "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cr_holder' AND query LIKE '%pg_sleep%'") == 1 ]] && break
+    sleep 0.1
+done
+"$PGBIN/psql" -X -qAt -d "$R" -c "\\set VERBOSITY verbose" \
+    -c "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 45}')" >"$WORK/mid.out" 2>&1 &
+MID=$!
+for _ in $(seq 100); do
+    VICTIM=$(q "$(shard s2)" "SELECT pid FROM pg_stat_activity WHERE query LIKE '%queen.configure%' AND wait_event_type = 'Lock' LIMIT 1")
+    [[ -n $VICTIM ]] && break
+    sleep 0.1
+done
+[[ -n $VICTIM ]] || fail "configure did not reach s2's row lock"
+q "$(shard s2)" "SELECT pg_terminate_backend($VICTIM)" >/dev/null
+wait "$MID"
+q "$(shard s2)" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'cr_holder'" >/dev/null
+wait "$HOLDER"
+expect "lost mid-call: SQLSTATE" "$(sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' "$WORK/mid.out" | head -n1)" "08006"
+expect "lost mid-call: named" "$(sed -n 's/^ERROR:  [0-9A-Z]\{5\}: //p' "$WORK/mid.out" | head -n1)" "shard s2 is unavailable: queen.configure ran on s1 only"
+expect "s1 done, s2 and s3 not" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT dedup_window_seconds FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "45,30,30,"
+expect "configure again" "$(q "$R" "SELECT queen.configure('cfgq', '{\"dedupWindowSeconds\": 45}') ->> 'dedupWindowSeconds'")" "45"
+expect "every shard configured" "$(for s in s1 s2 s3; do q "$(shard $s)" "SELECT dedup_window_seconds FROM queen.queues WHERE name = 'cfgq'"; done | tr '\n' ,)" "45,45,45,"
 
 echo "cluster_router: PASS ($(($(date +%s) - T0)) s)"

@@ -21,6 +21,7 @@ extern "C" {
 
 PG_FUNCTION_INFO_V1(queen_slot_fence_check_v1);
 PG_FUNCTION_INFO_V1(queen_slot_fence_check_partition_v1);
+PG_FUNCTION_INFO_V1(queen_slot_fence_owns_partition_v1);
 PG_FUNCTION_INFO_V1(queen_slot_fence_lock_v1);
 PG_FUNCTION_INFO_V1(queen_slot_fence_invalidate_v1);
 }
@@ -113,12 +114,19 @@ static void fence_lock(int32 slot, LOCKMODE mode) {
     (void) LockAcquire(&tag, mode, false, false);
 }
 
-// The check proper: the slot's fence lock shared, then its state as committed now.
-static void fence_check_slot(int32 slot, const char* what) {
+// The slot's fence lock shared (to the end of the transaction), then its state as committed
+// now: kSlotOwned also when this server left the cluster meanwhile.
+static SlotState fence_lock_state(int32 slot) {
     fence_lock(slot, ShareLock);
     AcceptInvalidationMessages();  // a fence committed before we got the lock is seen now
-    if (!fence_member()) return;   // left the cluster meanwhile
-    uint8 st = static_cast<uint32>(slot) < cache.slot_count ? cache.states[slot] : uint8(kSlotNone);
+    if (!fence_member()) return kSlotOwned;  // left the cluster meanwhile
+    return static_cast<uint32>(slot) < cache.slot_count ? static_cast<SlotState>(cache.states[slot])
+                                                        : kSlotNone;
+}
+
+// The check proper: refuse unless the slot is owned here.
+static void fence_check_slot(int32 slot, const char* what) {
+    SlotState st = fence_lock_state(slot);
     if (st == kSlotOwned) return;
     if (st == kSlotMoving)
         ereport(ERROR, (errcode(MAKE_SQLSTATE('5', '5', 'Q', '0', '2')),
@@ -186,6 +194,14 @@ void slot_fence_check_partition(int64 partition_id) {
     fence_check_slot(slot, what);
 }
 
+// See slot_fence.h.
+bool slot_fence_owns_partition(int64 partition_id) {
+    if (!fence_member()) return true;
+    int32 slot = partition_slot(partition_id);
+    if (slot < 0) return true;  // gone: the caller finds nothing to change
+    return fence_lock_state(slot) == kSlotOwned;
+}
+
 // See slot_fence.h. The queue's placement is read here (creation is rare).
 void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
                             Size partition_len) {
@@ -221,6 +237,13 @@ extern "C" Datum queen_slot_fence_check_v1(PG_FUNCTION_ARGS) {
 extern "C" Datum queen_slot_fence_check_partition_v1(PG_FUNCTION_ARGS) {
     slot_fence_check_partition(PG_GETARG_INT64(0));
     PG_RETURN_VOID();
+}
+
+// queen.slot_fence_owns_partition(partition_id): whether the partition's slot is owned here
+// (true on a server that is not a shard), its fence lock held shared to the end of the
+// transaction (retention: queen.retention_purge skips a partition of a moving slot).
+extern "C" Datum queen_slot_fence_owns_partition_v1(PG_FUNCTION_ARGS) {
+    PG_RETURN_BOOL(slot_fence_owns_partition(PG_GETARG_INT64(0)));
 }
 
 // queen.slot_fence_lock(slot): the fence lock in ExclusiveLock mode, to the end of the

@@ -23,6 +23,14 @@ namespace queen_pg {
 // or is moving. Called with the partition row locked. No-op on a server that is not a shard.
 void slot_fence_check_partition(int64 partition_id);
 
+// Whether this shard may change the partition's stored data other than by a write that the
+// fence refuses (retention): true when its slot is owned here, or when this server is not a
+// shard; false when the slot is moving off it or not its own. Takes the slot's fence lock in
+// ShareLock mode to the end of the transaction first, like a write, and reads the state as
+// committed after the lock is granted: a fence either waits for the caller to commit, or
+// committed before and is seen. Called with the partition row locked.
+bool slot_fence_owns_partition(int64 partition_id);
+
 // The same for a partition about to be created, by its names. No-op when not a shard.
 void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
                             Size partition_len);

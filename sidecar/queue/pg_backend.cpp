@@ -233,8 +233,12 @@ void place_rows(std::vector<PushRow>& all, const std::vector<SegmentIn>& segs,
 
 }  // namespace
 
-PgBackend::PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics)
-    : conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s), metrics_(metrics) {}
+PgBackend::PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics,
+                     std::string extension)
+    : conninfo_(std::move(conninfo)),
+      connect_timeout_s_(connect_timeout_s),
+      metrics_(metrics),
+      extension_(std::move(extension)) {}
 
 PgBackend::~PgBackend() { disconnect(); }
 
@@ -292,7 +296,7 @@ Status PgBackend::ensure_connected() {
     }
     if (metrics_) metrics_->pg_connects++;
     // A database whose extension is not the version this sidecar reads: say what to run.
-    Status v = check_extension_version(conn_);
+    Status v = check_extension_version(conn_, extension_);
     if (!v.is_ok()) {
         disconnect();
         last_failure_mono_ = now;

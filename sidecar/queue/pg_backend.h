@@ -32,7 +32,10 @@ struct ReadRow {
 
 class PgBackend final : public Backend {
 public:
-    PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics);
+    // `extension`: the one the database must hold at this sidecar's version (common/
+    // extension_version.h): queen, or queen_router for a cluster's router database.
+    PgBackend(std::string conninfo, int connect_timeout_s, Metrics* metrics,
+              std::string extension = "queen");
     ~PgBackend() override;
     PgBackend(const PgBackend&) = delete;
     PgBackend& operator=(const PgBackend&) = delete;
@@ -125,6 +128,7 @@ private:
     // call_json's statements by name (entries are only reset, never erased: exec_text holds a
     // reference to one across a reconnect).
     std::unordered_map<std::string, bool> prepared_calls_;
+    std::string extension_;
     int64_t last_failure_mono_ = INT64_MIN / 2;
     Status last_failure_;  // what the last failed connect answered, repeated while backing off
     // This connection's queen.push_hint_stats() as last read (per backend: a new connection

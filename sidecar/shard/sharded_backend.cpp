@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/extension_version.h"
 
 namespace queen::sidecar::shard {
 
@@ -329,8 +330,11 @@ Status ShardedBackend::shard_for(const PgTarget& t, int* shard) {
 // The router, which configures every shard (PL/Proxy RUN ON ALL) and keeps the placement.
 Status ShardedBackend::pg_every_shard(std::vector<PgBackend*>* out) {
     out->clear();
-    if (!router_) router_ = std::make_unique<PgBackend>(dir_.router_conninfo(), connect_timeout_s_, metrics_);
+    if (!router_)
+        router_ = std::make_unique<PgBackend>(dir_.router_conninfo(), connect_timeout_s_, metrics_,
+                                              "queen_router");
     Status c = router_->ensure_connected();
+    if (c.sqlstate() == kExtensionVersionState) return c;  // says what to run on the router
     if (!c.is_ok()) return Status(StatusCode::Unavailable, "the router database is unavailable; retry");
     dir_.reload_soon();
     out->push_back(router_.get());

@@ -34,6 +34,18 @@ struct PgRoute {
         if (single) *out = {single};
         return single ? Status::ok() : b.pg_every_shard(out);
     }
+    // A call through the router that failed because a shard is down (the router's 08006
+    // "shard S is unavailable: ...", sql/router/35_every_shard.sql) is that shard's failure:
+    // 503 shard_unavailable with its message and Retry-After, as the routed pushes answer.
+    Status every_result(Status s) const {
+        if (single || s.sqlstate() != "08006") return s;
+        std::string m = primary_message(s.message());
+        const std::string tag = "PostgreSQL unavailable: ";  // PgBackend's prefix (class 08)
+        const std::size_t at = m.find(tag);
+        if (at != std::string::npos) m = m.substr(at + tag.size());
+        if (m.rfind("shard ", 0) != 0) return s;
+        return Status(StatusCode::ShardUnavailable, std::move(m));
+    }
 };
 
 // Run fn on a SQL worker with its connections, routed.
@@ -306,7 +318,7 @@ void Api::configure(HttpRequest&& req, Reply reply) {
                 "SELECT queen.configure($1::text, $2::jsonb) || "
                 "jsonb_build_object('namespace', $3::text, 'task', $4::text)",
                 4, v, false, &result, &null);
-        if (!s.is_ok()) return error_response(s);
+        if (!s.is_ok()) return error_response(route.every_result(std::move(s)));
         fl->forget_meta();
         HttpResponse r;
         r.body = null ? "null" : result;

@@ -3,7 +3,7 @@
 # slot pauses"): bench/shards/move_pause.py's short form on a cluster of its own (3 shards and a
 # router, scripts/cluster.sh, ports QUEEN_CLUSTER_PORT (default 29280) to +3; data in
 # /tmp/queen-move-lanes-*). A sidecar with 2 flush lanes; writers push one message at a time to
-# the moving partition (1,000 messages), to a partition of another slot on the same shard and to
+# the moving partition (10,000 messages), to a partition of another slot on the same shard and to
 # one on the target shard, both control partitions in the moving partition's flush lane. Asserts
 # that while the move runs the control writers never wait more than 1 s (nor get a retryable
 # answer) while the moving writer pauses longer, and that after the move every partition holds
@@ -20,7 +20,7 @@ mkdir -p "$WORK"
 chmod 755 "$WORK"  # the postgres user runs the servers in it
 trap 'QUEEN_CLUSTER_DIR=$WORK/three QUEEN_PGBIN=$QUEEN_PGBIN QUEEN_CLUSTER_PORT=$PORT bash "$ROOT/scripts/cluster.sh" remove >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 if ! python3 "$ROOT/bench/shards/move_pause.py" --sidecar "${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" \
-    --pgbin "$QUEEN_PGBIN" --work "$WORK" --port "$PORT" --sizes 1000 --before-s 1.5 \
+    --pgbin "$QUEEN_PGBIN" --work "$WORK" --port "$PORT" --sizes 10000 --before-s 1.5 \
     --after-s 1.5 --pool-size 2 --max-control-gap 1.0 --out "$WORK/move.jsonl"; then
     echo "FAIL: a slot move paused a control writer in its lane, or the counts are not exact" >&2
     tail -n 20 "$WORK"/sidecar-*.log >&2 || true

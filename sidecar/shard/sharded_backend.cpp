@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "common/clock.h"
+
 
 namespace queen::sidecar::shard {
 
@@ -11,6 +13,10 @@ namespace {
 // How often a call follows a 55Q01 to a newer map before it gives up (a map that keeps naming
 // a shard that refuses the slot: the router and the shard disagree).
 constexpr int kMaxFollows = 8;
+// The least time between two map reads caused by 55Q02 on one worker: a slot of many
+// partitions meets the fence once per partition (the flusher splits a refused call down to
+// them) and again on every retry; one read per round is enough to see the switch.
+constexpr int64_t kMoveRefreshMs = 50;
 
 // Whether a failure means the shard could not be reached (nothing was sent, or a read-only
 // statement's connection broke): no SQLSTATE, a connection exception, a server shutting down.
@@ -103,8 +109,13 @@ Status ShardedBackend::on_owner(const std::vector<uint32_t>& slots, const Call& 
             // The slot is being moved: the call rolled back, nothing was written. The flusher
             // parks the moving slot's partitions (queue/parking.h) instead of this worker
             // sleeping here, which would hold its lane's other partitions; the map is read again
-            // so the next try finds the new owner once the move switched it.
-            dir_.refresh_after(m->version).ignore();
+            // so the next try finds the new owner once the move switched it (at most once per
+            // kMoveRefreshMs on this worker).
+            const int64_t now = SystemClock::instance().mono_ms();
+            if (move_refresh_ms_ < 0 || now - move_refresh_ms_ >= kMoveRefreshMs) {
+                move_refresh_ms_ = now;
+                dir_.refresh_after(m->version).ignore();
+            }
             return Status(StatusCode::Unavailable, "a slot is being moved; retry", "55Q02");
         }
         if (unreachable(s))

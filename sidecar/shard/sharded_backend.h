@@ -86,6 +86,7 @@ private:
     std::mutex conns_mu_;
     std::vector<Conn> conns_;  // by shard index
     std::unique_ptr<PgBackend> router_;  // configure runs through the router
+    int64_t move_refresh_ms_ = -1;  // when a 55Q02 last read the map (only this worker's thread)
 };
 
 }  // namespace queen::sidecar::shard

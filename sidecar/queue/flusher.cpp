@@ -25,7 +25,6 @@ struct HashOfHash {
     }
 };
 
-
 // Whether a failed call may be split and retried: the server refused something in it (and so
 // rolled all of it back), as opposed to a connection or capacity problem.
 bool splittable(const Status& s) {

@@ -2,18 +2,23 @@
 """How long a slot move pauses its slot, by slot size (issue 20; run through move_pause.sh).
 
 One cluster of 3 shards (scripts/cluster.sh, synchronous_commit = on) and one sidecar with
---router. For each size N (--sizes): a partition `big` of queue `mvN` is filled with N messages
-through the router; then three writers push one message at a time through the sidecar, each to
-its own partition: `moving` to the partition about to move, `same-shard` to a partition of
-another slot on the same (source) shard, `other-shard` to a partition on the move's target
-shard. Every write is sent again unchanged until it is answered (201 with a verdict that is not
+--router (--pool-size flush lanes). For each size N (--sizes): a partition `big` of queue `mvN`
+is filled with N messages through the router; then three writers push one message at a time
+through the sidecar, each to its own partition: `moving` to the partition about to move,
+`same-shard` to a partition of another slot on the same (source) shard, `other-shard` to a
+partition on the move's target shard. Both control partitions are chosen in the moving
+partition's flush lane (flush_lane: the sidecar's lane_of), the worker a move could hold.
+Every write is sent again unchanged until it is answered (201 with a verdict that is not
 `failed`). While they run, CALL queen.move_slot(slot, target) on the router.
 
 Per writer: the longest time between two consecutive answers that overlaps the move (the pause
 its slot saw), its usual gap before the move, its writes and retried answers. Checked after
 each move: the moved partition holds N + the moving writer's writes on the target shard and
-nothing on the source; each control partition holds exactly its writer's writes. Prints one
-JSON line per size; exit 1 when a check fails.
+nothing on the source; each control partition holds exactly its writer's writes. With
+--max-control-gap S (tests/integration/cluster_move_lanes.sh) also: no control writer's gap
+overlapping the move is longer than S seconds and none needed a retry, while the moving
+writer's gap is longer than S (the move was felt). Prints one JSON line per size; exit 1 when
+a check fails.
 """
 import argparse
 import http.client
@@ -33,10 +38,38 @@ def owner_of(c, q, p):
     return slot, sql(c.router, "SELECT shard FROM queen.slot_map() WHERE slot = %d" % slot)
 
 
-def partition_on(c, q, shard, not_slot):
-    """A partition name of queue q whose slot is on `shard` and is not `not_slot`."""
+_MUL = (0xc6a4a793 << 32) + 0x5bd1e995
+_MASK = (1 << 64) - 1
+
+
+def _std_hash(b):
+    """std::hash<std::string> of GCC's libstdc++ on 64 bits (its _Hash_bytes, a MurmurHash2
+    variant with seed 0xc70f6907): what Flusher::lane_of hashes."""
+    def mix(v):
+        return v ^ (v >> 47)
+    n, whole = len(b), len(b) & ~7
+    h = 0xc70f6907 ^ ((n * _MUL) & _MASK)
+    for i in range(0, whole, 8):
+        h ^= (mix((int.from_bytes(b[i:i + 8], "little") * _MUL) & _MASK) * _MUL) & _MASK
+        h = (h * _MUL) & _MASK
+    if n & 7:
+        h ^= int.from_bytes(b[whole:], "little")
+        h = (h * _MUL) & _MASK
+    return mix((mix(h) * _MUL) & _MASK)
+
+
+def flush_lane(q, p, lanes):
+    """The sidecar's flush lane (worker) of a partition: sidecar/queue/flusher.cpp lane_of."""
+    return _std_hash((q + "\x1f" + p).encode()) % lanes
+
+
+def partition_on(c, q, shard, not_slot, lane=None, lanes=1):
+    """A partition name of queue q whose slot is on `shard` and is not `not_slot` (and, when
+    lane is given, in that flush lane of `lanes`)."""
     for i in range(1000):
         p = "c%d" % i
+        if lane is not None and flush_lane(q, p, lanes) != lane:
+            continue
         slot, owner = owner_of(c, q, p)
         if owner == shard and slot != not_slot:
             return p
@@ -103,10 +136,12 @@ def run_size(c, args, size):
                       "generate_series(%d, %d) g))" % (q, size - left, size - left + n - 1))
         left -= n
     fill_s = time.time() - t
-    same = partition_on(c, q, src, slot)
-    other = partition_on(c, q, dst, slot)
+    lane = flush_lane(q, "big", args.pool_size)
+    same = partition_on(c, q, src, slot, lane, args.pool_size)
+    other = partition_on(c, q, dst, slot, lane, args.pool_size)
     proc, port = start_sidecar(args.sidecar, os.path.join(args.work, "sidecar-%d.log" % size),
-                               ["--router", c.router, "--pool-size", "2", "--router-refresh-ms", "200"])
+                               ["--router", c.router, "--pool-size", str(args.pool_size),
+                                "--router-refresh-ms", "200"])
     writers = {"moving": Writer(port, q, "big"), "same-shard": Writer(port, q, same),
                "other-shard": Writer(port, q, other)}
     try:
@@ -125,7 +160,8 @@ def run_size(c, args, size):
         proc.kill()
         proc.wait()
     res = {"messages": size, "slot": slot, "from": src, "to": dst, "fill_s": round(fill_s, 1),
-           "move_s": round(t1 - t0, 2)}
+           "move_s": round(t1 - t0, 2), "lane": lane, "lanes": args.pool_size,
+           "controls": [same, other]}
     for name, w in writers.items():
         res[name] = w.figures(t0, t1)
     problems = []
@@ -142,6 +178,17 @@ def run_size(c, args, size):
         problems.append("the moved partition is still on %s" % src)
     if any(w.lost for w in writers.values()):
         problems.append("a writer got no answer for 600 s")
+    if args.max_control_gap is not None:
+        for name in ("same-shard", "other-shard"):
+            f = res[name]
+            if f["max_gap_s"] > args.max_control_gap:
+                problems.append("%s (lane %d, the moving partition's) paused %.3f s during the move"
+                                % (name, lane, f["max_gap_s"]))
+            if f["retried"]:
+                problems.append("%s needed %d retries" % (name, f["retried"]))
+        if res["moving"]["max_gap_s"] <= args.max_control_gap:
+            problems.append("the moving slot's writer paused only %.3f s: the move was not felt"
+                            % res["moving"]["max_gap_s"])
     res["problems"] = problems
     print(json.dumps(res), flush=True)
     return res
@@ -157,6 +204,9 @@ def main():
     ap.add_argument("--before-s", type=float, default=2.0)
     ap.add_argument("--after-s", type=float, default=2.0)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--pool-size", type=int, default=2, help="the sidecar's flush lanes")
+    ap.add_argument("--max-control-gap", type=float, default=None,
+                    help="fail when a control writer in the moving lane pauses longer (s)")
     args = ap.parse_args()
     c = Cluster("three", args.port, 3, args.work, args.pgbin)
     out = []

@@ -120,6 +120,9 @@ std::string render_metrics(const Metrics& m) {
     metric_sample(&out, "queen_sidecar_messages_total", "status=\"duplicate\"",
            m.messages_duplicate.load());
     metric_sample(&out, "queen_sidecar_messages_total", "status=\"error\"", m.messages_failed.load());
+    metric_header(&out, "queen_sidecar_parked_total", "counter",
+           "pushed messages parked while their slot was being moved (retried later)");
+    metric_sample(&out, "queen_sidecar_parked_total", "", m.messages_parked.load());
     metric_header(&out, "queen_sidecar_local_duplicates_total", "counter",
            "duplicates caught before SQL, by layer");
     metric_sample(&out, "queen_sidecar_local_duplicates_total", "layer=\"1\"",

@@ -53,6 +53,7 @@ struct Metrics {
     std::atomic<uint64_t> messages_layer1_duplicate{0};
     std::atomic<uint64_t> messages_layer2_duplicate{0};
     std::atomic<uint64_t> messages_failed{0};
+    std::atomic<uint64_t> messages_parked{0};  // items parked: their slot was being moved
     std::atomic<uint64_t> flushes{0};
     std::atomic<uint64_t> sql_calls{0};
     std::atomic<uint64_t> sql_errors{0};

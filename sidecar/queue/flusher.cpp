@@ -25,12 +25,6 @@ struct HashOfHash {
     }
 };
 
-// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
-// framing).
-int64_t item_bytes(const PushItem& it) {
-    return static_cast<int64_t>(it.payload.size() + it.txn.size()) + 48;
-}
-
 // Whether a failed call may be split and retried: the server refused something in it (and so
 // rolled all of it back), as opposed to a connection or capacity problem.
 bool splittable(const Status& s) {
@@ -56,6 +50,12 @@ std::string part_key(const PushItem& it) {
 }
 }  // namespace
 
+// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
+// framing).
+int64_t item_bytes(const PushItem& it) {
+    return static_cast<int64_t>(it.payload.size() + it.txn.size()) + 48;
+}
+
 // Keep the first error; mark the item.
 void PushJob::fail(std::size_t i, const Status& s) {
     answers[i].failed = true;
@@ -75,6 +75,7 @@ Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>>
       cvs_(std::max<std::size_t>(1, backends_.size())),
       ready_(std::max<std::size_t>(1, backends_.size())),
       sql_backends_(std::move(sql_backends)),
+      parking_(std::max<std::size_t>(1, backends_.size())),
       memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms) {}
 
 Flusher::~Flusher() { stop(); }
@@ -290,13 +291,22 @@ void Flusher::take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts
     metrics_.pending_items.store(pending_);
 }
 
-// Flush done: partitions with new arrivals become ready again in their lane (whose worker is
-// the caller, who looks again before waiting); idle ones are forgotten.
-void Flusher::release(const std::vector<PartQueue*>& parts) {
+// Flush done: partitions with items to park stay in flight, parked (queue/parking.cpp);
+// partitions with new arrivals become ready again in their lane (whose worker is the caller,
+// who looks again before waiting); idle ones are forgotten.
+void Flusher::release(const std::vector<PartQueue*>& parts,
+                      std::vector<std::vector<Pending>>& parked) {
     bool wake_all = false;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        for (PartQueue* pq : parts) {
+        const int64_t now = clock_.mono_ms();
+        for (std::size_t p = 0; p < parts.size(); p++) {
+            PartQueue* pq = parts[p];
+            if (p < parked.size() && !parked[p].empty()) {
+                park_locked(pq, std::move(parked[p]), now);
+                continue;
+            }
+            pq->move_deadline = -1;  // this flush met no fence: a later one waits afresh
             pq->in_flight = false;
             if (!pq->pending.empty()) {
                 pq->queued = true;
@@ -320,10 +330,20 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
         {
             std::unique_lock<std::mutex> lk(mu_);
             const bool takes_sql = sql_backends_.empty();
-            cvs_[lane].wait(lk, [&] {
-                return !ready_[lane].empty() || (takes_sql && !sql_jobs_.empty()) ||
-                       (stopping_ && parts_.empty());
-            });
+            // Wait for work; parked partitions of this lane come back when due (at once when
+            // abandoning), so the wait ends by the earliest due time.
+            for (;;) {
+                const int64_t now = clock_.mono_ms();
+                unpark_due_locked(lane, now);
+                if (!ready_[lane].empty() || (takes_sql && !sql_jobs_.empty()) ||
+                    (stopping_ && parts_.empty()))
+                    break;
+                const int64_t due = parking_.next_due(lane);
+                if (due < 0)
+                    cvs_[lane].wait(lk);
+                else
+                    cvs_[lane].wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(1, due - now)));
+            }
             if (takes_sql && !sql_jobs_.empty()) {
                 fn = std::move(sql_jobs_.front());
                 sql_jobs_.pop_front();
@@ -337,8 +357,9 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
             if (!abandoning_.load()) fn(*b);
             continue;
         }
-        process(*b, parts, items);
-        release(parts);
+        std::vector<std::vector<Pending>> parked;
+        process(*b, parts, items, &parked);
+        release(parts, parked);
     }
 }
 
@@ -349,6 +370,7 @@ bool Flusher::run_once(Backend& b) {
     std::function<void(Backend&)> fn;
     {
         std::lock_guard<std::mutex> lk(mu_);
+        for (std::size_t l = 0; l < ready_.size(); l++) unpark_due_locked(l, clock_.mono_ms());
         std::size_t lane = 0;
         while (lane < ready_.size() && ready_[lane].empty()) lane++;
         if (!sql_jobs_.empty()) {
@@ -364,8 +386,9 @@ bool Flusher::run_once(Backend& b) {
         fn(b);
         return true;
     }
-    process(b, parts, items);
-    release(parts);
+    std::vector<std::vector<Pending>> parked;
+    process(b, parts, items, &parked);
+    release(parts, parked);
     return true;
 }
 
@@ -424,7 +447,8 @@ void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
     } gauges{memo_, metrics_};
     if (s.is_ok() && got.size() != miss.size())
         s = Status(StatusCode::Internal, "resolve_partitions returned an answer of the wrong shape");
-    if (!s.is_ok() && splittable(s) && miss.size() > 1) {
+    // One at a time also when a slot is being moved: only its partitions wait (are parked).
+    if (!s.is_ok() && (splittable(s) || slot_moving(s)) && miss.size() > 1) {
         for (std::size_t k = 0; k < miss.size(); k++) {
             std::vector<PartitionMeta> one;
             Status s1 = b.resolve_partitions({names[k]}, &one);
@@ -558,9 +582,16 @@ void Flusher::forget_refused_vouch(const Status& s, const std::vector<SegmentIn>
 // Resolve metadata per partition, cut the items into units (one job's items of one
 // partition), and push them all in one attempt.
 void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
-                      std::vector<std::vector<Pending>>& items) {
+                      std::vector<std::vector<Pending>>& items,
+                      std::vector<std::vector<Pending>>* parked) {
     FlushCtx ctx;
     ctx.parts = &parts;
+    ctx.parked.resize(parts.size());
+    struct HandBack {  // the items to park, however this returns
+        FlushCtx& ctx;
+        std::vector<std::vector<Pending>>* out;
+        ~HandBack() { *out = std::move(ctx.parked); }
+    } hand_back{ctx, parked};
     ctx.deadline_mono = clock_.mono_ms() + cfg_.resolve_deadline_ms;
     std::vector<Status> resolved;
     if (abandoning_.load()) {
@@ -576,7 +607,10 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
         const Status& s = resolved[p];
         if (!s.is_ok()) {
             Unit u{p, std::move(items[p])};
-            fail_units({&u}, s);
+            if (slot_moving(s))
+                park_units(ctx, {&u});
+            else
+                fail_units({&u}, s);
             continue;
         }
         const std::size_t first_unit = units.size();
@@ -612,6 +646,16 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
     if (abandoning_.load())
         return fail_units(units, Status(StatusCode::Unavailable,
                                         "the sidecar stopped before this message was sent"));
+    // A partition with items parked in this flush parks the rest too (they are younger).
+    std::vector<const Unit*> go;
+    for (const Unit* u : units) {
+        if (ctx.parked[u->part].empty()) {
+            go.push_back(u);
+            continue;
+        }
+        park_units(ctx, {u});
+    }
+    if (go.size() != units.size()) return attempt(b, ctx, go, vouch);
     follow_history(b);  // after a failover: nothing learned before it vouches (in_doubt.cpp)
     std::vector<Seg> segs = gather_segments(units);
     for (Seg& sg : segs) fold_segment(sg, ctx.metas[sg.part].window_s > 0);
@@ -763,6 +807,7 @@ Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& seg
 // twice); otherwise every item fails with s.
 void Flusher::after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                             const Call& call, const Status& s, bool vouch) {
+    if (slot_moving(s)) return split_moving(b, ctx, units, vouch);  // nothing was written
     if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
     if (vouch && splittable(s)) {
         forget_refused_vouch(s, call.in);

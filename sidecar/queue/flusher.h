@@ -43,12 +43,20 @@
 // is made, and a batch takes only partitions of one shard, so each fused call goes to one shard
 // (sidecar/shard/sharded_backend.h routes it) and a shard that is down fails only its own.
 //
-// Locking protocol. mu_ guards parts_, ready_ (every lane), pending counts, sql_jobs_ and the
-// stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
+// A slot being moved (SQLSTATE 55Q02 under --router; queue/parking.h): the call rolled back, so
+// it is split by partition until the moving slot's partitions are alone; those are parked (kept
+// in flight, their items oldest first, not answered) and handed back to their lane after
+// move_retry_ms, while the lane's worker flushes its other partitions at once. A partition
+// still meeting the fence move_wait_ms after its first 55Q02 has those items answered 503.
+//
+// Locking protocol. mu_ guards parts_, ready_ (every lane), parking_, pending counts, sql_jobs_
+// and the stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
 // leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
 // is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
 // held); err_mu and the memo's mutex are leaves; the placement function is called with mu_ held and
-// must take only leaf locks (the shard directory's map lock). A job's answers[i] is written only by the
+// must take only leaf locks (the shard directory's map lock). A partition's parked items and
+// move deadline are touched only by its lane's worker (a partition never changes lane): without
+// mu_ while the partition is in flight, with mu_ when it is parked or handed back. A job's answers[i] is written only by the
 // worker that flushed item i, and read only after the job's remaining counter reached zero
 // (acquire/release on that counter orders the writes before the reads).
 #pragma once
@@ -68,11 +76,16 @@
 #include "queue/block_cache.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "queue/parking.h"
 #include "queue/partition_memo.h"
 #include "queue/push_request.h"
 #include "common/status.h"
 
 namespace queen::sidecar {
+
+// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
+// framing).
+int64_t item_bytes(const PushItem& it);
 
 // One item's final answer.
 struct ItemAnswer {
@@ -111,6 +124,8 @@ struct FlusherConfig {
     int64_t meta_ttl_ms = 30000;
     int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
     bool named_first_contact = true;        // memo misses that need no window go by name
+    int64_t move_wait_ms = 10000;           // longest wait for a slot being moved (then 503)
+    int64_t move_retry_ms = 50;             // a parked partition's pause before its next try
 };
 
 class Flusher {
@@ -169,6 +184,10 @@ private:
         int shard = 0;         // its shard when it was queued (set_placement)
         bool in_flight = false;
         bool queued = false;
+        // Parked (a slot being moved, queue/parking.h): its items back from the refused push,
+        // oldest first, and when a push meeting the fence again answers them 503 (-1: none).
+        std::vector<Pending> parked;
+        int64_t move_deadline = -1;
     };
     // One request's items of one partition, in arrival order: what a failing flush is split by.
     struct Unit {
@@ -184,6 +203,8 @@ private:
         std::vector<uint8_t> cold;
         int64_t deadline_mono;
         int resends = 0;  // calls sent again after a lost answer (bounds the recursion)
+        // parked[p]: partition p's items to park (its slot is being moved), in order.
+        std::vector<std::vector<Pending>> parked;
     };
     struct Seg;
     struct Call;
@@ -194,8 +215,10 @@ private:
                            std::vector<std::vector<Pending>>* items);
     // The lane of a partition key.
     std::size_t lane_of(const std::string& key) const;
+    // Flush a batch; *parked[p] are partition p's items to park (a slot being moved).
     void process(Backend& b, const std::vector<PartQueue*>& parts,
-                 std::vector<std::vector<Pending>>& items);
+                 std::vector<std::vector<Pending>>& items,
+                 std::vector<std::vector<Pending>>* parked);
     // Push units in one call; split on data errors, resolve lost answers (see the top).
     void attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
     // attempt's stages: segments by partition, layer 2 and encoding of one segment, the call's
@@ -217,7 +240,16 @@ private:
     void unfold_layer1(Unit& u);
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void sql_loop(Backend* b);
-    void release(const std::vector<PartQueue*>& parts);
+    void release(const std::vector<PartQueue*>& parts,
+                 std::vector<std::vector<Pending>>& parked);
+    // Parking (queue/parking.cpp): a call refused for a slot being moved is split by partition;
+    // one partition alone is parked (or answered 503 past its move deadline); parked
+    // partitions go back to their lane when due (mu_ held by the _locked ones).
+    void split_moving(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                      bool vouch);
+    void park_units(FlushCtx& ctx, const std::vector<const Unit*>& units);
+    void park_locked(PartQueue* pq, std::vector<Pending>&& items, int64_t now);
+    void unpark_due_locked(std::size_t lane, int64_t now);
     // Metadata for every partition of a flush: memo hits, then one batch for the misses
     // (st[p] is each partition's outcome).
     // A memo miss whose items need no window (window_free) is not resolved but named
@@ -248,6 +280,7 @@ private:
     std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
+    ParkingLot<PartQueue*> parking_;
     PartitionMemo memo_;
     std::function<int(std::string_view, std::string_view)> placement_;
     // The history epoch (common/pg_session.h) the block cache and memo were learned under;

@@ -2,12 +2,11 @@
 #include "shard/sharded_backend.h"
 
 #include <algorithm>
-#include <chrono>
 #include <set>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/extension_version.h"
+
 
 namespace queen::sidecar::shard {
 
@@ -15,8 +14,10 @@ namespace {
 // How often a call follows a 55Q01 to a newer map before it gives up (a map that keeps naming
 // a shard that refuses the slot: the router and the shard disagree).
 constexpr int kMaxFollows = 8;
-// The pause between tries at a slot being moved.
-constexpr int64_t kMovePollMs = 20;
+// The least time between two map reads caused by 55Q02 on one worker: a slot of many
+// partitions meets the fence once per partition (the flusher splits a refused call down to
+// them) and again on every retry; one read per round is enough to see the switch.
+constexpr int64_t kMoveRefreshMs = 50;
 
 // Whether a failure means the shard could not be reached (nothing was sent, or a read-only
 // statement's connection broke): no SQLSTATE, a connection exception, a server shutting down.
@@ -34,10 +35,8 @@ std::string join(const std::set<std::string>& names) {
 }
 }  // namespace
 
-ShardedBackend::ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics,
-                               int64_t move_wait_ms)
-    : dir_(dir), connect_timeout_s_(connect_timeout_s), metrics_(metrics),
-      move_wait_ms_(move_wait_ms) {}
+ShardedBackend::ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics)
+    : dir_(dir), connect_timeout_s_(connect_timeout_s), metrics_(metrics) {}
 
 // The loaded map, or one read now.
 Status ShardedBackend::current(std::shared_ptr<const ShardMap>* m) {
@@ -61,9 +60,9 @@ PgBackend* ShardedBackend::conn(int shard) {
     return c.pg.get();
 }
 
-// Follow the map: 55Q01 reads it again, 55Q02 waits; an unreachable shard fails as itself.
+// Follow the map: 55Q01 reads it again, 55Q02 is handed back at once (after a map read); an
+// unreachable shard fails as itself.
 Status ShardedBackend::on_owner(const std::vector<uint32_t>& slots, const Call& call) {
-    const int64_t deadline = SystemClock::instance().mono_ms() + move_wait_ms_;
     int follows = 0;
     for (;;) {
         std::shared_ptr<const ShardMap> m;
@@ -107,12 +106,18 @@ Status ShardedBackend::on_owner(const std::vector<uint32_t>& slots, const Call& 
                               "the router's shard map could not be read: " + r.message());
             continue;
         }
-        if (s.sqlstate() == "55Q02") {  // the slot is being moved: nothing written, try again
-            if (SystemClock::instance().mono_ms() >= deadline)
-                return Status(StatusCode::Unavailable, "a slot is being moved; retry");
-            std::this_thread::sleep_for(std::chrono::milliseconds(kMovePollMs));
-            dir_.refresh_after(m->version).ignore();
-            continue;
+        if (s.sqlstate() == "55Q02") {
+            // The slot is being moved: the call rolled back, nothing was written. The flusher
+            // parks the moving slot's partitions (queue/parking.h) instead of this worker
+            // sleeping here, which would hold its lane's other partitions; the map is read again
+            // so the next try finds the new owner once the move switched it (at most once per
+            // kMoveRefreshMs on this worker).
+            const int64_t now = SystemClock::instance().mono_ms();
+            if (move_refresh_ms_ < 0 || now - move_refresh_ms_ >= kMoveRefreshMs) {
+                move_refresh_ms_ = now;
+                dir_.refresh_after(m->version).ignore();
+            }
+            return Status(StatusCode::Unavailable, "a slot is being moved; retry", "55Q02");
         }
         if (unreachable(s))
             return Status(StatusCode::ShardUnavailable,

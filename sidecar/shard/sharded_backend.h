@@ -9,7 +9,8 @@
 // A shard that refuses a slot as not its own (SQLSTATE 55Q01: the slot moved; nothing was
 // written; or 42704 for a partition id the old owner already dropped, when the map read again
 // is newer) makes the map be read again and the call go to the new owner; a slot being moved
-// (55Q02) is retried until move_wait_ms. A shard that cannot be reached fails only the calls
+// (55Q02) is answered at once as a status with that SQLSTATE (the map read again), which the
+// flusher parks off the lane and retries until its move_wait_ms (queue/parking.h). A shard that cannot be reached fails only the calls
 // for its slots, with StatusCode::ShardUnavailable naming it. A call whose partitions the map
 // places on several shards (the flusher batches by shard, so only after a move) is refused
 // before anything is sent, with a failure the flusher splits (StatusCode::Internal), until each
@@ -35,8 +36,7 @@ namespace queen::sidecar::shard {
 
 class ShardedBackend final : public Backend {
 public:
-    ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics,
-                   int64_t move_wait_ms = 10000);
+    ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics);
 
     Status resolve_partition(std::string_view queue, std::string_view partition,
                              PartitionMeta* out) override;
@@ -79,7 +79,6 @@ private:
     Directory& dir_;
     int connect_timeout_s_;
     Metrics* metrics_;
-    int64_t move_wait_ms_;
     struct Conn {
         std::string conninfo;
         std::unique_ptr<PgBackend> pg;
@@ -87,6 +86,7 @@ private:
     std::mutex conns_mu_;
     std::vector<Conn> conns_;  // by shard index
     std::unique_ptr<PgBackend> router_;  // configure runs through the router
+    int64_t move_refresh_ms_ = -1;  // when a 55Q02 last read the map (only this worker's thread)
 };
 
 }  // namespace queen::sidecar::shard

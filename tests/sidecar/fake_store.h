@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 #include <string_view>
 #include <mutex>
 #include <string>
@@ -61,6 +62,7 @@ public:
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_resolve++;
         Part& pt = part(std::string(q), std::string(p));
+        if (moving_.count(pt.id)) return moving_refusal();
         out->pid = pt.id;
         out->window_s = pt.window_s;
         out->last_offset = pt.last;
@@ -129,6 +131,8 @@ public:
         last_committed_ = false;
         if (down) return Status(StatusCode::Unavailable, "down");
         calls_push++;
+        for (const SegmentIn& sg : segs)
+            if (moving_.count(sg.pid)) return moving_refusal();  // the whole call rolls back
         if (lose_before_commit > 0) {  // sent, then the connection broke: nothing written
             lose_before_commit--;
             return Status(StatusCode::Unknown, "connection lost before COMMIT");
@@ -229,8 +233,26 @@ public:
     std::string reject_payload;
     std::string unknown_status_txn;
     int calls_push = 0, calls_find = 0;
+    int calls_moving = 0;  // calls refused with 55Q02
+
+    // A sharded cluster's fence on a slot being moved: pushes and resolves touching partition
+    // id pid are refused with 55Q02 (nothing written) while on (any thread may call this).
+    void set_moving(int64_t pid, bool on) {
+        std::lock_guard<std::recursive_mutex> lk(mu_);
+        if (on)
+            moving_.insert(pid);
+        else
+            moving_.erase(pid);
+    }
 
 private:
+    // What a fenced shard answers (ShardedBackend hands it on at once).
+    Status moving_refusal() {
+        calls_moving++;
+        return Status(StatusCode::Unavailable, "a slot is being moved; retry", "55Q02");
+    }
+    std::set<int64_t> moving_;
+
     Status push_locked(const std::vector<SegmentIn>& segs,
                        std::vector<std::vector<EntryOut>>* out) {
         out->assign(segs.size(), {});

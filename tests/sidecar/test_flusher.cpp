@@ -12,6 +12,7 @@
 
 #include "core/common/segment_codec.h"
 #include "fake_store.h"
+#include "flusher_rig.h"
 #include "queue/flusher.h"
 #include "queue/push_request.h"
 
@@ -31,19 +32,7 @@ struct Answer {
 };
 
 // One sidecar: cache + flusher over a backend on the shared store.
-struct Sidecar {
-    Sidecar(FakeStore& store, const Clock& clock, CacheConfig cc, FlusherConfig fc)
-        : backend(store), cache(cc, clock), flusher(fc, {}, cache, metrics, clock) {}
-    FakeBackend backend;
-    Metrics metrics;
-    BlockCache cache;
-    Flusher flusher;
-    // Flush until nothing is ready.
-    void drain() {
-        while (flusher.run_once(backend)) {
-        }
-    }
-};
+using Sidecar = testing::FlusherRig;
 
 struct Item {
     std::string queue, partition, txn;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "fake_store.h"
+#include "flusher_rig.h"
 #include "queue/flusher.h"
 #include "queue/push_request.h"
 
@@ -72,18 +73,7 @@ int64_t pid_of(FakeStore& store, const std::string& part) {
     return m.pid;
 }
 
-struct Rig {
-    explicit Rig(FakeStore& store, const Clock& clock, FlusherConfig fc = FlusherConfig())
-        : backend(store), cache(CacheConfig(), clock), flusher(fc, {}, cache, metrics, clock) {}
-    FakeBackend backend;
-    Metrics metrics;
-    BlockCache cache;
-    Flusher flusher;
-    void drain() {
-        while (flusher.run_once(backend)) {
-        }
-    }
-};
+using Rig = testing::FlusherRig;
 
 // Ten partitions in one fused call, one of them fenced: the nine are answered by that flush;
 // the fenced one's three requests stay unanswered (parked, counted pending) and, once the fence
@@ -153,7 +143,7 @@ TEST(FlusherParking, AMoveOutlastingTheWaitIsAnswered503) {
     FakeStore store(clock);
     FlusherConfig fc;
     fc.move_wait_ms = 500;
-    Rig rig(store, clock, fc);
+    Rig rig(store, clock, CacheConfig(), fc);
     queen::UuidV7Generator gen(32);
     Answers warm, a;
     rig.flusher.submit(job_on("m", {"w"}, gen, clock.wall_ms(), &warm));
@@ -194,7 +184,7 @@ TEST(FlusherParking, ARefusedResolveParks) {
     FakeStore store(clock);
     FlusherConfig fc;
     fc.named_first_contact = false;  // resolve before the push
-    Rig rig(store, clock, fc);
+    Rig rig(store, clock, CacheConfig(), fc);
     queen::UuidV7Generator gen(33);
     const int64_t fenced = pid_of(store, "r");  // exists on the shard, not memoised
     store.set_moving(fenced, true);

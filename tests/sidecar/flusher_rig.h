@@ -1,0 +1,26 @@
+// One sidecar's cache and flusher over a FakeBackend on a shared FakeStore, flushed by hand
+// (run_once) so the flusher tests decide every step.
+#pragma once
+
+#include "fake_store.h"
+#include "queue/block_cache.h"
+#include "queue/flusher.h"
+
+namespace queen::sidecar::testing {
+
+struct FlusherRig {
+    FlusherRig(FakeStore& store, const Clock& clock, CacheConfig cc = CacheConfig(),
+               FlusherConfig fc = FlusherConfig())
+        : backend(store), cache(cc, clock), flusher(fc, {}, cache, metrics, clock) {}
+    FakeBackend backend;
+    Metrics metrics;
+    BlockCache cache;
+    Flusher flusher;
+    // Flush until nothing is ready.
+    void drain() {
+        while (flusher.run_once(backend)) {
+        }
+    }
+};
+
+}  // namespace queen::sidecar::testing

@@ -187,6 +187,13 @@ BEGIN
         v_mode := 'new';
         v_start := p_now;
     END IF;
+    IF v_mode = 'new' THEN
+        -- a shard's fence (issue 20), before the subscription row: the cursors below go on every
+        -- partition of the queue, so one in a moving slot refuses this first pop (55Q02)
+        PERFORM queen.slot_fence_check_partition(p.id)
+           FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+          WHERE q.name = p_queue AND p.last_offset >= 0 ORDER BY p.id;
+    END IF;
     INSERT INTO queen.consumer_subscriptions (queue_name, group_name, mode, start_at)
     VALUES (p_queue, p_group, COALESCE(v_mode, 'all'), v_start)
     ON CONFLICT DO NOTHING;

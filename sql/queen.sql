@@ -50,7 +50,8 @@
 --     advisory-class lock of the slot) after the partition row lock of every write, or before
 --     creating a partition, or before an ack's group row lock; the consuming model's writers
 --     (wire acks, pops, group deletions, queen.transaction_wire) take it after their partition
---     locks and before any state row, a lease renewal before its state rows, a dedup view's
+--     locks and before any state row, a lease renewal before its state rows, the first pop of
+--     a "new" subscription before the subscription row, a dedup view's
 --     writers after the view row; queen.shard_fence_slot takes it in ExclusiveLock mode and no
 --     other lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h; every
 --     fenced writer: docs/scale-out.md "Fenced writers").

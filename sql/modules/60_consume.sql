@@ -9,6 +9,9 @@
 --   partition rows (ascending id): FOR NO KEY UPDATE by queen.transaction_wire (like a push),
 --   FOR KEY SHARE by acks and pops (which no push conflicts with; a queue deletion's FOR
 --   UPDATE does, so rows referencing a partition are never created while waiting for it)
+--   -> on a shard, the slots' fence locks (ShareLock; src/pg/storage/slot_fence.h): every writer
+--      here checks its partitions' slots before any row below (a lease renewal, which locks no
+--      partition, first of all; the first pop of a "new" subscription before its row)
 --   -> a group's subscription row (created at its first pop of a queue)
 --   -> queen.consumer_state rows, FOR UPDATE, ascending (partition id, group name COLLATE "C"),
 --      created in that order too

@@ -48,8 +48,13 @@
 --     as it pushes them. Nothing else takes that row, so it adds no cycle.
 --   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
 --     advisory-class lock of the slot) after the partition row lock of every write, or before
---     creating a partition, or before an ack's group row lock; queen.shard_fence_slot takes it in ExclusiveLock mode and no other
---     lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h).
+--     creating a partition, or before an ack's group row lock; the consuming model's writers
+--     (wire acks, pops, group deletions, queen.transaction_wire) take it after their partition
+--     locks and before any state row, a lease renewal before its state rows, the first pop of
+--     a "new" subscription before the subscription row, a dedup view's
+--     writers after the view row; queen.shard_fence_slot takes it in ExclusiveLock mode and no
+--     other lock of queen's, so it never waits in a circle (src/pg/storage/slot_fence.h; every
+--     fenced writer: docs/scale-out.md "Fenced writers").
 
 -- ---------------------------------------------------------------- C entry points
 CREATE OR REPLACE FUNCTION queen.txn_hash(text) RETURNS bytea
@@ -918,6 +923,7 @@ DECLARE
     v_segs  bigint := 0;
     v_txns  bigint := 0;
     v_parts int := 0;
+    v_skip  int := 0;
 BEGIN
     IF p_max_rows IS NULL OR p_max_rows < 1 THEN
         RAISE EXCEPTION 'p_max_rows must be at least 1' USING ERRCODE = '22023';
@@ -926,13 +932,22 @@ BEGIN
         EXIT WHEN v_left <= 0;
         CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
         SELECT * INTO v_r FROM queen.retention_purge(v_pid, v_left, v_now);
-        v_parts := v_parts + 1;
+        -- a partition the shard's fence made the purge leave alone (its slot moving or gone:
+        -- the same answer the purge got, its lock held to our commit) is skipped, not visited
+        IF queen.slot_fence_owns_partition(v_pid) THEN
+            v_parts := v_parts + 1;
+        ELSE
+            v_skip := v_skip + 1;
+        END IF;
         v_segs := v_segs + v_r.segments_deleted;
         v_txns := v_txns + v_r.txns_deleted;
         v_left := v_left - v_r.segments_deleted - v_r.txns_deleted;
     END LOOP;
+    -- partitionsSkipped only when some were (only a shard skips: one server's answer keeps
+    -- its three counts)
     RETURN jsonb_build_object('segmentsDeleted', v_segs, 'txnsDeleted', v_txns,
-                              'partitionsVisited', v_parts);
+                              'partitionsVisited', v_parts)
+        || CASE WHEN v_skip > 0 THEN jsonb_build_object('partitionsSkipped', v_skip) ELSE '{}' END;
 END
 $$;
 
@@ -969,6 +984,16 @@ BEGIN
     FOR v_pid IN SELECT p.id FROM queen.log_partitions p WHERE p.id > v_after ORDER BY p.id LOOP
         CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
         SELECT * INTO v_r FROM queen.retention_purge(v_pid, p_batch_rows, v_now);
+        IF NOT queen.slot_fence_owns_partition(v_pid) THEN
+            -- left alone by the shard's fence (slot moving or gone): skipped, not visited
+            RETURN v_state || jsonb_build_object(
+                'afterPartitionId', v_pid,
+                'partitionsSkipped', COALESCE((v_state ->> 'partitionsSkipped')::bigint, 0)
+                    + CASE WHEN v_pid IS DISTINCT FROM (v_state ->> 'lastPartitionId')::bigint
+                           THEN 1 ELSE 0 END,
+                'lastPartitionId', v_pid,
+                'batches', (v_state ->> 'batches')::bigint + 1);
+        END IF;
         RETURN v_state || jsonb_build_object(
             -- a full batch may have left more: the next step visits this partition again
             'afterPartitionId', CASE WHEN v_r.segments_deleted + v_r.txns_deleted >= p_batch_rows
@@ -1144,6 +1169,9 @@ BEGIN
     END IF;
     SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_pids
       FROM (SELECT id FROM queen.log_partitions WHERE queue_id = v_qid ORDER BY id FOR UPDATE) l;
+    -- a shard's fence (issue 20), after the partition locks: a queue with a partition in a
+    -- moving slot is not dropped here (55Q02; the move's import would bring it back)
+    PERFORM queen.slot_fence_check_partition(u.pid) FROM unnest(v_pids) u(pid) ORDER BY u.pid;
     DELETE FROM queen.consumer_acks WHERE partition_id = ANY (v_pids);
     -- counted as what they held: segments with data, rows with hashes
     SELECT count(*) FILTER (WHERE octet_length(s.data) > 0), count(*) FILTER (WHERE s.hashes IS NOT NULL)

@@ -344,6 +344,9 @@ BEGIN
     v_offs := ARRAY(SELECT queen.stream_offset(o) FROM pg_catalog.generate_series(v_from, v_at - 1) o
                      ORDER BY o);
     IF v_s.ttl_seconds IS NOT NULL THEN
+        -- a read of a TTL stream writes its touch: on a shard, fenced like a write (issue 20;
+        -- a touch kept on the source of a move would be lost, the stream expiring early)
+        PERFORM queen.slot_fence_check_partition(v_s.partition_id);
         UPDATE queen.streams s SET touched_at = v_now
          WHERE s.partition_id = v_s.partition_id AND s.touched_at < v_now;
     END IF;
@@ -413,6 +416,7 @@ BEGIN
         RETURN 'not_found';
     END IF;
     PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
+    PERFORM queen.slot_fence_check_partition(v_pid);  -- a shard's fence (issue 20)
     SELECT * INTO v_s FROM queen.streams s WHERE s.partition_id = v_pid;
     IF NOT FOUND THEN
         RETURN 'not_found';

@@ -126,6 +126,10 @@ BEGIN
     IF EXISTS (SELECT 1 FROM queen.dedup_views WHERE name = p_name) THEN
         RAISE EXCEPTION 'dedup view "%" already exists', p_name USING ERRCODE = '42710';
     END IF;
+    -- a shard's fence (issue 20): a view over a single_slot queue moves with the queue's slot
+    IF EXISTS (SELECT 1 FROM queen.queue_placement pl WHERE pl.queue_id = v_qid AND pl.single_slot) THEN
+        PERFORM queen.slot_fence_check(p_source_queue, '');
+    END IF;
     INSERT INTO queen.dedup_views (name, queue_id, options, key_path, rowtime_path, order_rowtime,
                                    keep_last, update_before, generate_insert, mini_batch,
                                    mini_batch_size, compact_changes, state_ttl_ms)
@@ -170,12 +174,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    v_id bigint;
+    v_id  bigint;
+    v_qid bigint;
 BEGIN
-    DELETE FROM queen.dedup_views WHERE name = p_name RETURNING id INTO v_id;
+    DELETE FROM queen.dedup_views WHERE name = p_name RETURNING id, queue_id INTO v_id, v_qid;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'dedup view "%" does not exist', p_name USING ERRCODE = '42704';
     END IF;
+    -- a shard's fence (issue 20), after the view row's lock (the delete's), as dedup_advance's
+    PERFORM queen.slot_fence_check(q.name, '')
+       FROM queen.queues q JOIN queen.queue_placement pl ON pl.queue_id = q.id AND pl.single_slot
+      WHERE q.id = v_qid;
     DELETE FROM queen.dedup_state_buckets WHERE view_id = v_id;
     DELETE FROM queen.dedup_candidates WHERE view_id = v_id;
     DELETE FROM queen.dedup_change_blocks WHERE view_id = v_id;

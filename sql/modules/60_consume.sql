@@ -9,6 +9,9 @@
 --   partition rows (ascending id): FOR NO KEY UPDATE by queen.transaction_wire (like a push),
 --   FOR KEY SHARE by acks and pops (which no push conflicts with; a queue deletion's FOR
 --   UPDATE does, so rows referencing a partition are never created while waiting for it)
+--   -> on a shard, the slots' fence locks (ShareLock; src/pg/storage/slot_fence.h): every writer
+--      here checks its partitions' slots before any row below (a lease renewal, which locks no
+--      partition, first of all; the first pop of a "new" subscription before its row)
 --   -> a group's subscription row (created at its first pop of a queue)
 --   -> queen.consumer_state rows, FOR UPDATE, ascending (partition id, group name COLLATE "C"),
 --      created in that order too
@@ -186,6 +189,13 @@ BEGIN
     IF v_start IS NULL AND v_mode IS NULL AND p_mode = 'new' THEN
         v_mode := 'new';
         v_start := p_now;
+    END IF;
+    IF v_mode = 'new' THEN
+        -- a shard's fence (issue 20), before the subscription row: the cursors below go on every
+        -- partition of the queue, so one in a moving slot refuses this first pop (55Q02)
+        PERFORM queen.slot_fence_check_partition(p.id)
+           FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+          WHERE q.name = p_queue AND p.last_offset >= 0 ORDER BY p.id;
     END IF;
     INSERT INTO queen.consumer_subscriptions (queue_name, group_name, mode, start_at)
     VALUES (p_queue, p_group, COALESCE(v_mode, 'all'), v_start)

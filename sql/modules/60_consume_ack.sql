@@ -318,6 +318,10 @@ BEGIN
     -- the partitions first (KEY SHARE, ascending: no push conflicts, a queue deletion does),
     -- then the state rows: creating cursor and DLQ rows then never waits on a partition
     PERFORM 1 FROM queen.log_partitions WHERE id = ANY (v_pids) ORDER BY id FOR KEY SHARE;
+    -- a shard's fence (issue 20), after the partition locks and before any state row: an ack
+    -- of a moving slot's partition refuses the whole call (55Q02) before anything is written
+    PERFORM queen.slot_fence_check_partition(d.pid)
+       FROM (SELECT DISTINCT u.pid FROM unnest(v_pids) u(pid) WHERE u.pid IS NOT NULL ORDER BY 1) d;
     PERFORM queen.consume_lock_states(v_pids, v_grps);
     v_i := 0;
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP
@@ -370,6 +374,11 @@ BEGIN
     END IF;
     IF p_lease_id OPERATOR(pg_catalog.~*) '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN
         v_lease := p_lease_id::uuid;
+        -- a shard's fence (issue 20) before the state rows (as an ack takes it): the rows of a
+        -- lease are all written by the pop that took it, so the set read here only shrinks
+        PERFORM queen.slot_fence_check_partition(d.pid)
+           FROM (SELECT DISTINCT s.partition_id AS pid FROM queen.consumer_state s
+                  WHERE s.lease_id = v_lease AND s.lease_expires_at > v_now ORDER BY 1) d;
         PERFORM 1 FROM queen.consumer_state s
          WHERE s.lease_id = v_lease AND s.lease_expires_at > v_now
          ORDER BY s.partition_id, s.group_name COLLATE "C" FOR UPDATE;

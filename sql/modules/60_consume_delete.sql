@@ -52,6 +52,11 @@ BEGIN
      WHERE p.id IN (SELECT s.partition_id FROM queen.consumer_state s WHERE s.group_name = p_group
                     UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group)
      ORDER BY p.id FOR KEY SHARE;
+    -- a shard's fence (issue 20), after the partition locks, before the state rows
+    PERFORM queen.slot_fence_check_partition(d.pid)
+       FROM (SELECT s.partition_id AS pid FROM queen.consumer_state s WHERE s.group_name = p_group
+             UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group
+             ORDER BY 1) d;
     PERFORM 1 FROM queen.consumer_state s WHERE s.group_name = p_group
      ORDER BY s.partition_id FOR UPDATE;
     WITH st AS (DELETE FROM queen.consumer_state WHERE group_name = p_group RETURNING partition_id),

@@ -60,6 +60,16 @@ BEGIN
             RETURN '[]'::jsonb;  -- deleted meanwhile
         END IF;
     END IF;
+    -- a shard's fence (issue 20), after the partition lock and before any state row: a pop
+    -- over a queue passes by a partition whose slot is moving (or not this shard's), as by a
+    -- locked one, so the queue's other slots never pause; a pop of that partition gets 55Q02
+    IF p_skip THEN
+        IF NOT queen.slot_fence_owns_partition(p_pid) THEN
+            RETURN NULL;
+        END IF;
+    ELSE
+        PERFORM queen.slot_fence_check_partition(p_pid);
+    END IF;
     IF p_skip THEN
         -- never wait for a row another pop holds (an insert would wait for its update)
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s

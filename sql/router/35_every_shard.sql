@@ -33,6 +33,15 @@ LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.configure(p_queue, p_options
 CREATE OR REPLACE FUNCTION queen.remote_run_retention(p_conn text, p_max_rows int) RETURNS jsonb
 LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.run_retention(p_max_rows); $$;
 
+-- How many partitions of the queue the shard holds in slots it is moving off (issue 20).
+CREATE OR REPLACE FUNCTION queen.remote_queue_moving(p_conn text, p_queue text) RETURNS bigint
+LANGUAGE plproxy AS $$
+    CONNECT p_conn;
+    SELECT count(*) AS remote_queue_moving FROM queen.shard_partitions() sp
+      JOIN queen.shard_slots s ON s.slot = sp.slot AND s.state = 'moving'
+     WHERE sp.queue = p_queue;
+$$;
+
 CREATE OR REPLACE FUNCTION queen.remote_drop_queue(p_conn text, p_queue text) RETURNS jsonb
 LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.drop_queue(p_queue); $$;
 
@@ -172,6 +181,12 @@ $$;
 
 -- drop_queue on every shard holding the queue, the counts summed; a queue no shard holds gets
 -- the one server's answer (the first shard's error: 42704, or the reserved-queue refusal).
+-- 55Q02 (nothing dropped anywhere) while a slot holding partitions of the queue is being moved:
+-- the move's import would bring them back on the target after a drop there. Asked of the
+-- source shard of every move not finished (queen.router_moves), before any shard drops; a
+-- move fenced after this check is caught by the source's own fence (queen.drop_queue there
+-- refuses 55Q02 too; shards before it may have dropped theirs, and the same call again once
+-- the move is over completes it, as after a shard lost midway).
 CREATE OR REPLACE FUNCTION queen.drop_queue(p_queue text) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -182,12 +197,22 @@ DECLARE
     v_answers jsonb[] := '{}';
     v_done    text[] := '{}';
     v_i       int;
+    v_move    record;
 BEGIN
     IF EXISTS (SELECT 1 FROM queen.router_views v WHERE v.queue = p_queue) THEN
         RAISE EXCEPTION 'queue "%" is read by dedup views (%): drop them first', p_queue,
             (SELECT string_agg(v.name, ', ' ORDER BY v.name) FROM queen.router_views v WHERE v.queue = p_queue)
             USING ERRCODE = '2BP01';
     END IF;
+    FOR v_move IN SELECT DISTINCT ON (m.slot) m.slot, m.from_shard, m.phase FROM queen.router_moves m
+                   ORDER BY m.slot, m.id DESC LOOP
+        CONTINUE WHEN v_move.phase IN ('done', 'failed');
+        IF queen.remote_queue_moving(queen.shard_conninfo(v_move.from_shard), p_queue) > 0 THEN
+            RAISE EXCEPTION 'queue "%" has partitions in slot %, which is moving from shard %: nothing was dropped',
+                p_queue, v_move.slot, v_move.from_shard
+                USING ERRCODE = '55Q02', HINT = 'Retry once the move is over (queen.slot_moves()).';
+        END IF;
+    END LOOP;
     SELECT array_agg(p.shard ORDER BY p.o), array_agg(p.conninfo ORDER BY p.o), array_agg(p.partitions ORDER BY p.o)
       INTO v_names, v_conns, v_parts
       FROM queen.every_shard_probe(p_queue, 'queen.drop_queue') WITH ORDINALITY p(shard, conninfo, partitions, o);

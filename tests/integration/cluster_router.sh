@@ -13,7 +13,9 @@
 #   * move_slot: a transactionId stored before the move answers duplicate with the same message
 #     id after it, the consumer position and the partition id move along, the old owner refuses;
 #   * retention during a move (the slot fenced; through the router and on the source) leaves the
-#     moving slot alone: the target gets every segment, hash and start offset as they were, a
+#     moving slot alone (counted as partitionsSkipped, not visited); drop_queue of a queue with
+#     a partition in the moving slot is refused (55Q02) by the router and by the source, nothing
+#     dropped anywhere; the target gets every segment, hash and start offset as they were, a
 #     transactionId stored before answers duplicate with the same id, and the target purges the
 #     slot once it owns it;
 #   * a stopped shard fails only its own slots (08006 naming it), the others keep answering; once
@@ -208,6 +210,18 @@ KBEFORE=$(snap "$(shard s1)" "$KP")
 [[ $KBEFORE =~ ^0,0,2:.*\;.*\; ]] || fail "keep's partition before the move: $KBEFORE"
 q "$(shard s1)" "SELECT queen.shard_fence_slot($KSLOT)" >/dev/null
 expect "retention through the router while the slot moves" "$(q "$R" "SELECT queen.run_retention() ->> 'segmentsDeleted'")" "1"
+expect "the moving partition counted as skipped" \
+    "$(q "$(shard s1)" "SELECT queen.run_retention() ->> 'partitionsSkipped'")" "1"
+# drop_queue while a slot of the queue moves: the router refuses (55Q02, nothing dropped) when a
+# move of it is under way (its row as move_slot writes it after the fence, here by hand), and
+# the source's own fence refuses it too (s1 is the first shard, so nothing is dropped anywhere)
+q "$R" "INSERT INTO queen.router_moves (slot, from_shard, to_shard, phase) VALUES ($KSLOT, 's1', 's3', 'fenced')" >/dev/null
+expect "drop_queue during a move: the router refuses" "$(sqlstate "$R" "SELECT queen.drop_queue('keep')")" "55Q02"
+q "$R" "DELETE FROM queen.router_moves WHERE phase = 'fenced' AND slot = $KSLOT" >/dev/null
+expect "drop_queue on the fenced source refuses" "$(sqlstate "$R" "SELECT queen.drop_queue('keep')")" "55Q02"
+for s in s1 s2 s3; do
+    expect "keep kept on $s" "$(q "$(shard $s)" "SELECT count(*) FROM queen.queues WHERE name = 'keep'")" "1"
+done
 "$PGBIN/psql" -X -qAt -v ON_ERROR_STOP=1 -d "$(shard s1)" -c "CALL queen.run_retention_procedure(2000, 0)" >/dev/null ||
     fail "run_retention_procedure on the source"
 expect "the moving slot untouched on the source" "$(snap "$(shard s1)" "$KP")" "$KBEFORE"

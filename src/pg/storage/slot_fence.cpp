@@ -220,6 +220,24 @@ void slot_fence_check_names(const char* queue, Size queue_len, const char* parti
     fence_check_slot(slot_for(queue, queue_len, partition, partition_len, single), "a new partition");
 }
 
+// See slot_fence.h. The queue's placement is read here (one row by the queue's name).
+void slot_fence_check_view(const char* queue) {
+    if (!fence_member()) return;
+    Oid types[1] = {TEXTOID};
+    Datum args[1] = {CStringGetTextDatum(queue)};
+    spi_open();
+    if (SPI_execute_with_args("SELECT pl.single_slot FROM queen.queue_placement pl"
+                              " JOIN queen.queues q ON q.id = pl.queue_id WHERE q.name = $1",
+                              1, types, args, nullptr, true, 1) != SPI_OK_SELECT)
+        elog(ERROR, "queen: slot fence placement lookup failed");
+    bool isnull = true;
+    bool single = SPI_processed > 0 &&
+                  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    SPI_finish();
+    if (!single) return;  // not moved with any slot
+    fence_check_slot(slot_for(queue, strlen(queue), "", 0, true), "the dedup view's state");
+}
+
 }  // namespace queen_pg
 
 using namespace queen_pg;

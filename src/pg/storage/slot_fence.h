@@ -35,6 +35,13 @@ bool slot_fence_owns_partition(int64 partition_id);
 void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
                             Size partition_len);
 
+// The check for a dedup view's state (issue 20): a view over a single_slot queue moves with
+// that slot (queen.slot_export), so its writer (queen.dedup_advance / watermark / flush, view
+// creation and drop) is refused like a write to the slot of (queue, ''): 55Q02 while it moves,
+// 55Q01 once it left. A view over a queue placed by partition is never moved: no check. Called
+// with the view's row locked (or before it is created); no-op when not a shard.
+void slot_fence_check_view(const char* queue);
+
 // slot_fence_check_names() for two texts.
 inline void slot_fence_check_pair(text* queue, text* partition) {
     slot_fence_check_names(VARDATA_ANY(queue), VARSIZE_ANY_EXHDR(queue), VARDATA_ANY(partition),

@@ -4,8 +4,11 @@
 // caller's transaction, so a rollback or a killed session leaves no trace and the next call
 // emits exactly what the interrupted one would have.
 //
-// Locks: the view's queen.dedup_views row FOR NO KEY UPDATE, first and only, held to commit
-// (NO KEY, so the KEY SHARE of foreign-key checks on its rows never waits). Calls on one view
+// Locks: the view's queen.dedup_views row FOR NO KEY UPDATE, first, held to commit (NO KEY, so
+// the KEY SHARE of foreign-key checks on its rows never waits); on a shard, then the slot fence
+// lock of a single_slot queue's view (slot_fence.h: ShareLock after the row lock, as a push takes
+// it; a move's fence holds no other lock, so it waits for the call or the call gets 55Q02
+// before writing anything; no cycle). Calls on one view
 // therefore serialise; after the wait, READ COMMITTED statements see the committed
 // offsets of the call that went first. The log is read without row locks (the segment index
 // scans queen.read uses, AccessShare on the tables), so pushes never wait on a view and a view
@@ -22,6 +25,7 @@
 // read under that lock, carries the state token this backend wrote last; any (sub)transaction
 // abort after storing into it clears it. So the copy is never older than the table.
 #include "pg/views/glue.h"
+#include "pg/storage/slot_fence.h"
 
 extern "C" {
 #include "access/genam.h"
@@ -280,6 +284,7 @@ Datum dedup_run(FunctionCallInfo fcinfo, Mode mode) {
     ViewRow v;
     Options o;
     load_view(name, &v, &o);
+    slot_fence_check_view(v.queue);  // issue 20: a shard's fence, after the view row lock
     CxxError err;
     holder->mem = work_memory_begin();
     cxx_capture(err, [&] { holder->run = new Run(o, holder->mem); });

@@ -109,6 +109,37 @@ def cpu_of(postmasters):
     raise RuntimeError("cpu_of: the postmasters kept reaping children during every scan")
 
 
+AUX = ("checkpointer", "background writer", "walwriter", "autovacuum launcher",
+       "logical replication launcher", "archiver")
+
+
+def aux_cpu_of(postmasters):
+    """CPU seconds of the servers' own processes (the postmasters themselves and their auxiliary
+    processes: checkpointer, background writer, WAL writer, launchers), which live through a
+    measurement; the rest of cpu_of is the backends' (the clients' sessions)."""
+    tck = os.sysconf("SC_CLK_TCK")
+    total = sum((_stat(pm) or (0, 0, 0))[1] for pm in postmasters)
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in postmasters:
+            continue
+        st = _stat(d)
+        if st is None or st[0] not in postmasters:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d) as f:
+                cmd = f.read().replace("\x00", " ")
+        except OSError:
+            continue
+        if any(("postgres: " + a) in cmd for a in AUX):
+            total += st[1]
+    return total / tck
+
+
+def wal_flushes(cis):
+    """WAL flushes (pg_stat_wal.wal_sync) summed over the servers of the conninfos."""
+    return sum(int(sql(ci, "SELECT wal_sync FROM pg_stat_wal")) for ci in cis)
+
+
 def sql(ci, q, timeout=600):
     return sh(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", ci, "-c", q]).strip()
 
@@ -181,6 +212,7 @@ def run_sql_shards(c, args, rnd, out):
         shard = shards[g % len(shards)]
         groups.append((shard, single_slot_queue(c, "hs%d%s%d" % (rnd, c.name, g), shard)))
     pms = {c.postmaster(s) for s in shards}
+    sync0, aux0 = wal_flushes([c.shards[s] for s in shards]), aux_cpu_of(pms)
     cpu0, t0 = cpu_of(pms), time.time()
     procs = [subprocess.Popen([args.queenbench, "--conninfo", c.shards[shard], "--variant", "push",
                                "--clients", str(args.sql_clients), "--partitions", str(args.sql_partitions),
@@ -196,6 +228,8 @@ def run_sql_shards(c, args, rnd, out):
             raise RuntimeError("queenbench failed: %s" % e[-1500:])
         lines.append(o.strip().split("\n")[-1].split(","))
     cpu = cpu_of(pms) - cpu0
+    aux = aux_cpu_of(pms) - aux0
+    syncs = wal_flushes([c.shards[s] for s in shards]) - sync0
     msgs = sum(float(f[6]) for f in lines)
     res = {"what": "sqlshards", "cluster": c.name, "shards": c.n, "round": rnd,
            "groups": args.sql_groups, "clients_per_group": args.sql_clients,
@@ -204,6 +238,9 @@ def run_sql_shards(c, args, rnd, out):
            "p50_ms_max": max(float(f[9]) for f in lines), "p99_ms_max": max(float(f[10]) for f in lines),
            "verdict_errors": sum(int(f[13]) for f in lines),
            "pg_cpu_s": round(cpu, 2), "pg_cpu_s_per_M": round(cpu / msgs * 1e6, 1),
+           "aux_cpu_s_per_M": round(aux / msgs * 1e6, 1),
+           "backend_cpu_s_per_M": round((cpu - aux) / msgs * 1e6, 1),
+           "wal_flushes_per_k_msgs": round(syncs / msgs * 1e3, 2),
            "wall_s": round(time.time() - t0, 1)}
     out.append(res)
     print(json.dumps(res), flush=True)

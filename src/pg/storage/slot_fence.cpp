@@ -202,10 +202,9 @@ bool slot_fence_owns_partition(int64 partition_id) {
     return fence_lock_state(slot) == kSlotOwned;
 }
 
-// See slot_fence.h. The queue's placement is read here (creation is rare).
-void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
-                            Size partition_len) {
-    if (!fence_member()) return;
+// Whether the named queue keeps all its partitions on one slot (queen.queue_placement; false
+// when it has no placement row).
+static bool queue_single_slot(const char* queue, Size queue_len) {
     Oid types[1] = {TEXTOID};
     Datum args[1] = {PointerGetDatum(cstring_to_text_with_len(queue, static_cast<int>(queue_len)))};
     spi_open();
@@ -214,27 +213,25 @@ void slot_fence_check_names(const char* queue, Size queue_len, const char* parti
                               1, types, args, nullptr, true, 1) != SPI_OK_SELECT)
         elog(ERROR, "queen: slot fence placement lookup failed");
     bool isnull = true;
-    bool single = SPI_processed > 0 &&
-                  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    const bool single =
+        SPI_processed > 0 &&
+        DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     SPI_finish();
+    return single;
+}
+
+// See slot_fence.h. The queue's placement is read here (creation is rare).
+void slot_fence_check_names(const char* queue, Size queue_len, const char* partition,
+                            Size partition_len) {
+    if (!fence_member()) return;
+    const bool single = queue_single_slot(queue, queue_len);
     fence_check_slot(slot_for(queue, queue_len, partition, partition_len, single), "a new partition");
 }
 
 // See slot_fence.h. The queue's placement is read here (one row by the queue's name).
 void slot_fence_check_view(const char* queue) {
     if (!fence_member()) return;
-    Oid types[1] = {TEXTOID};
-    Datum args[1] = {CStringGetTextDatum(queue)};
-    spi_open();
-    if (SPI_execute_with_args("SELECT pl.single_slot FROM queen.queue_placement pl"
-                              " JOIN queen.queues q ON q.id = pl.queue_id WHERE q.name = $1",
-                              1, types, args, nullptr, true, 1) != SPI_OK_SELECT)
-        elog(ERROR, "queen: slot fence placement lookup failed");
-    bool isnull = true;
-    bool single = SPI_processed > 0 &&
-                  DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-    SPI_finish();
-    if (!single) return;  // not moved with any slot
+    if (!queue_single_slot(queue, strlen(queue))) return;  // not moved with any slot
     fence_check_slot(slot_for(queue, strlen(queue), "", 0, true), "the dedup view's state");
 }
 

@@ -17,7 +17,7 @@ each move: the moved partition holds N + the moving writer's writes on the targe
 nothing on the source; each control partition holds exactly its writer's writes. With
 --max-control-gap S (tests/integration/cluster_move_lanes.sh) also: no control writer's gap
 overlapping the move is longer than S seconds and none needed a retry, while the moving
-writer's gap is longer than S (the move was felt). Prints one JSON line per size; exit 1 when
+writer's gap is at least twice the longest control's (the move was felt by its slot alone). Prints one JSON line per size; exit 1 when
 a check fails.
 """
 import argparse
@@ -186,9 +186,15 @@ def run_size(c, args, size):
                                 % (name, lane, f["max_gap_s"]))
             if f["retried"]:
                 problems.append("%s needed %d retries" % (name, f["retried"]))
-        if res["moving"]["max_gap_s"] <= args.max_control_gap:
-            problems.append("the moving slot's writer paused only %.3f s: the move was not felt"
-                            % res["moving"]["max_gap_s"])
+        # The move is felt where it should be: its own writer pauses at least twice as long as
+        # any control (a lane held by the move pauses the controls as long as the moving writer,
+        # and a move too short to measure pauses nobody). Not an absolute floor: a fast machine
+        # moves a slot in about the controls' ceiling.
+        worst_control = max(res[name]["max_gap_s"] for name in ("same-shard", "other-shard"))
+        if res["moving"]["max_gap_s"] < 2 * worst_control:
+            problems.append("the moving slot's writer paused %.3f s, less than twice a control's "
+                            "%.3f s: the move was not told apart from the other slots"
+                            % (res["moving"]["max_gap_s"], worst_control))
     res["problems"] = problems
     print(json.dumps(res), flush=True)
     return res

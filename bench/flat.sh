@@ -5,6 +5,10 @@
 # opens new connections, so each minute's backends also hydrate their probe caches from the
 # window filled so far: a proxy for "after 10 minutes of load", not one long-lived session.
 # Prints one CSV line per minute (+ the window size) and the last minute / first minute ratio.
+# Beside each minute, what explains a change (deltas over the minute): the shared probe cache's
+# hashes held at the end, its hydrations, evictions and refusals (zeros when queen is not
+# preloaded), the database's blocks read from outside shared_buffers per 1,000 messages, and
+# WAL bytes per message.
 #
 #   eval "$(bash scripts/pg.sh env)"; bash bench/flat.sh [minutes] [clients] [batch]
 # Builds the load client (make build/bench/queenbench). Uses a database queen_flat it drops.
@@ -20,15 +24,33 @@ psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
 psql -X -q -d "$DB" -c "CREATE EXTENSION queen" -f "$BENCH_DIR/sql/setup.sql" \
      -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
 CONN="host=${PGHOST:-} port=${PGPORT:-5432} dbname=$DB user=${PGUSER:-postgres}"
-echo "minute,window_hashes_per_partition_at_end,$("$CLIENT" --header)"
+# The counters read before and after each minute, as one CSV fragment.
+counters() {
+    psql -X -A -t -F, -d "$DB" -c "
+        SELECT COALESCE((SELECT hashes FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
+               COALESCE((SELECT hydrations FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
+               COALESCE((SELECT evictions FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
+               COALESCE((SELECT refusals FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
+               (SELECT blks_read FROM pg_stat_database WHERE datname = current_database()),
+               pg_current_wal_insert_lsn() - '0/0'"
+}
+extra="cache_hashes_at_end,cache_hydrations,cache_evictions,cache_refusals,blks_read_per_k_msgs,wal_bytes_per_msg"
+echo "minute,window_hashes_per_partition_at_end,$("$CLIENT" --header),$extra"
 first="" last=""
 for ((m = 1; m <= MIN; m++)); do
+    before=$(counters)
     line=$("$CLIENT" --conninfo "$CONN" --variant push --label push --clients "$CLIENTS" \
            --partitions 100 --prefix flat- --part-base 0 --queue bench_w3600 --batch "$BATCH" \
-           --dups $((BATCH / 10)) --payload-bytes 256 --warmup 0 --duration 60 --seed "$m")
+           --dups $((BATCH / 10)) --payload-bytes 256 --warmup 0 --duration "${FLAT_SECONDS:-60}" --seed "$m")
+    after=$(counters)
     w=$(psql -X -A -t -d "$DB" -c "SELECT bench.window_size('queen', 'flat-')")
-    echo "$m,$w,$line"
     rate=$(echo "$line" | cut -d, -f9)
+    msgs=$(echo "$line" | cut -d, -f7)
+    more=$(awk -F, -v b="$before" -v a="$after" -v n="$msgs" 'BEGIN {
+        split(b, x, ","); split(a, y, ","); if (n < 1) n = 1
+        printf "%d,%d,%d,%d,%.1f,%.0f", y[1], y[2] - x[2], y[3] - x[3], y[4] - x[4],
+               (y[5] - x[5]) * 1000 / n, (y[6] - x[6]) / n }')
+    echo "$m,$w,$line,$more"
     [ -z "$first" ] && first=$rate
     last=$rate
 done

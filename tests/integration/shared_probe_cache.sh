@@ -11,6 +11,7 @@
 #   3. A later push to p1 from a new backend reads 2 rows (the anchor and the one new row), the
 #      next one 1 (the anchor: nothing was committed since).
 #   4. A digest that fills up grows from its own entries, reading only the new rows.
+#      The server log reports the refusals once (one line a minute at most), with its hint.
 #   5. With the idle time set to 0, p4 is admitted and evicts the least recently used digest
 #      (p2); the budget holds (used_bytes <= arena_bytes, arena + directory <= budget).
 set -euo pipefail
@@ -69,6 +70,12 @@ expect "view after 4 partitions" "$(view)" "$((3 * d15k)) 3 45000 1 3 0 1"
 expect "resident" "$(resident)" "p1,p2,p3"
 expect "p4 second push (refused, no digest built)" "$(push p4 new1 new2)" "duplicate:15000,queued:15001"
 expect "view after p4 again" "$(view)" "$((3 * d15k)) 3 45000 1 3 0 2"
+# The server log says so once (at most one line a minute): 2 refusals, one line, with the hint.
+refusal_lines() { grep -c 'queen: the shared probe cache is full' "$QUEEN_PGDATA/server.log" || true; }
+expect "server log lines about refusals" "$(refusal_lines)" "1"
+expect "the first says" "$(grep -o 'shared probe cache is full: [0-9]* refusals since the last report, [0-9]* partitions refused now' "$QUEEN_PGDATA/server.log")" \
+    "shared probe cache is full: 1 refusals since the last report, 1 partitions refused now"
+expect "with the hint" "$(grep -c 'HINT:  Raise queen.shared_probe_cache_mb (now 1 MB)' "$QUEEN_PGDATA/server.log" || true)" "1"
 expect "p4 refused entry asks for" "$(sql "SELECT bytes FROM queen.probe_cache_partitions() c JOIN queen.log_partitions lp ON lp.id = c.partition_id WHERE lp.name = 'p4'")" "$(digest_bytes 15000)"
 out=$(sql "SELECT string_agg(status || ':' || message_offset, ',' ORDER BY index) FROM queen.push('sc', 'p1',
         jsonb_build_array(jsonb_build_object('transactionId', 'p1-new1', 'payload', 2), jsonb_build_object('transactionId', 'p1-x77', 'payload', 2)));

@@ -119,6 +119,8 @@ struct ShmHeader {
     int32 resident;
     int32 refused;
     pg_atomic_uint64 lookups, hydrations, evictions, refusals, invalidations, compactions, grows;
+    pg_atomic_uint64 refusals_logged;  // the refusals counter when the server log last said so
+    pg_atomic_uint64 refusal_log_us;   // and when (at most one line a minute)
 };
 
 ShmHeader* hdr = nullptr;
@@ -191,12 +193,37 @@ void shm_startup() {
         pg_atomic_init_u64(&hdr->invalidations, 0);
         pg_atomic_init_u64(&hdr->compactions, 0);
         pg_atomic_init_u64(&hdr->grows, 0);
+        pg_atomic_init_u64(&hdr->refusals_logged, 0);
+        pg_atomic_init_u64(&hdr->refusal_log_us, 0);
         for (int32 i = 0; i < n; i++) pg_atomic_init_u64(&slots[i].last_use_us, 0);
     }
     LWLockRelease(AddinShmemInitLock);
 }
 
 uint64 now_us() { return (uint64) GetCurrentTimestamp(); }
+
+// Tell the server log, at most once a minute server-wide, that the cache refused partitions
+// since it last said so: their pushes read every row of their window (the full probe), which
+// costs in proportion to the window, so the budget is what keeps pushes flat as windows fill.
+// Called with no lock held (a LOG line raises nothing, but it formats and writes).
+void log_refusals() {
+    uint64 refusals = pg_atomic_read_u64(&hdr->refusals);
+    uint64 logged = pg_atomic_read_u64(&hdr->refusals_logged);
+    if (refusals == logged) return;
+    uint64 now = now_us(), last = pg_atomic_read_u64(&hdr->refusal_log_us);
+    if (last != 0 && now - last < (uint64) 60 * 1000 * 1000) return;
+    if (!pg_atomic_compare_exchange_u64(&hdr->refusal_log_us, &last, now)) return;  // another said it
+    pg_atomic_write_u64(&hdr->refusals_logged, refusals);
+    ereport(LOG,
+            (errmsg("queen: the shared probe cache is full: %llu refusals since the last report, "
+                    "%d partitions refused now",
+                    (unsigned long long) (refusals - logged), hdr->refused),
+             errdetail("A refused partition's pushes read every row of its dedup window instead of "
+                       "its digest."),
+             errhint("Raise queen.shared_probe_cache_mb (now %d MB): a digest takes about 16 bytes "
+                     "per hash in the window; see queen.probe_cache.",
+                     guc_shared_probe_cache_mb)));
+}
 
 ShmKey key_of(const ProbeCtx* c) {
     ShmKey k;
@@ -486,6 +513,7 @@ void grow_digest(ProbeCtx* c, const ShmKey& k, const uint8* src, const GapRow* g
         publish(k, local, len, h.used, h.capacity, true);
     }
     pfree(local);
+    log_refusals();
 }
 
 // The shared cache as an implementation of the probe-cache interface (probe_cache.h). Between
@@ -553,7 +581,10 @@ bool SharedProbeCache::admit(ProbeCtx* c) {
     LWLockAcquire(dir_lock(), LW_SHARED);
     bool admissible = f_.needed <= hdr->arena_bytes && obtainable(f_.slot, now_us()) >= f_.needed;
     LWLockRelease(dir_lock());
-    if (!admissible) pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+    if (!admissible) {
+        pg_atomic_fetch_add_u64(&hdr->refusals, 1);
+        log_refusals();
+    }
     return admissible;
 }
 
@@ -596,6 +627,7 @@ void SharedProbeCache::hydration_end(ProbeCtx* c, bool complete,
         publish(k_, local, len, h.used, h.capacity);
     }
     pfree(local);
+    log_refusals();
 }
 
 // The gap rows are kept (copied, no lock) until phase 2 applies them.

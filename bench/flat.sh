@@ -10,6 +10,10 @@
 # preloaded), the database's blocks read from outside shared_buffers per 1,000 messages, and
 # WAL bytes per message.
 #
+# FLAT_VARIANT=onconflict (or plain) runs the same minutes as INSERT ... ON CONFLICT DO NOTHING
+# (or plain INSERT) into bench's tables: the baseline of how a growing table alone ages the rate
+# on this server (window column: rows per partition).
+#
 #   eval "$(bash scripts/pg.sh env)"; bash bench/flat.sh [minutes] [clients] [batch]
 # Builds the load client (make build/bench/queenbench). Uses a database queen_flat it drops.
 set -euo pipefail
@@ -19,6 +23,13 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CLIENT=$REPO/build/bench/queenbench
 bench_tools build/bench/queenbench
 MIN=${1:-10} CLIENTS=${2:-64} BATCH=${3:-10}
+VARIANT=${FLAT_VARIANT:-push}
+case $VARIANT in
+    push) SIZE_SQL="SELECT bench.window_size('queen', 'flat-')" ;;
+    onconflict) SIZE_SQL="SELECT count(*) / 100 FROM bench.oc_msgs" ;;
+    plain) SIZE_SQL="SELECT count(*) / 100 FROM bench.plain_msgs" ;;
+    *) echo "flat.sh: FLAT_VARIANT is push, onconflict or plain" >&2; exit 2 ;;
+esac
 DB=queen_flat
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 psql -X -q -d "$DB" -c "CREATE EXTENSION queen" -f "$BENCH_DIR/sql/setup.sql" \
@@ -39,11 +50,11 @@ echo "minute,window_hashes_per_partition_at_end,$("$CLIENT" --header),$extra"
 first="" last=""
 for ((m = 1; m <= MIN; m++)); do
     before=$(counters)
-    line=$("$CLIENT" --conninfo "$CONN" --variant push --label push --clients "$CLIENTS" \
+    line=$("$CLIENT" --conninfo "$CONN" --variant "$VARIANT" --label "$VARIANT" --clients "$CLIENTS" \
            --partitions 100 --prefix flat- --part-base 0 --queue bench_w3600 --batch "$BATCH" \
            --dups $((BATCH / 10)) --payload-bytes 256 --warmup 0 --duration "${FLAT_SECONDS:-60}" --seed "$m")
     after=$(counters)
-    w=$(psql -X -A -t -d "$DB" -c "SELECT bench.window_size('queen', 'flat-')")
+    w=$(psql -X -A -t -d "$DB" -c "$SIZE_SQL")
     rate=$(echo "$line" | cut -d, -f9)
     msgs=$(echo "$line" | cut -d, -f7)
     more=$(awk -F, -v b="$before" -v a="$after" -v n="$msgs" 'BEGIN {

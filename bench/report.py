@@ -234,7 +234,7 @@ def render(rows, meta, raw_name):
                      f"{t.col_sum(s, 'push', 'cache_hits') / pushes:.1f} hits, "
                      f"{t.col_sum(s, 'push', 'cache_confirmed') / pushes:.1f} confirmed, "
                      f"{t.col_sum(s, 'push', 'cache_fallbacks') / pushes:.2f} fallbacks to the full probe and "
-                     f"{t.col_sum(s, 'push', 'cache_rows_read') / pushes:,.1f} log_txns rows read per push.")
+                     f"{t.col_sum(s, 'push', 'cache_rows_read') / pushes:,.1f} window rows read per push (segment rows since 0.3.0, log_txns rows before).")
             L.append("")
 
     if any(s in scens for s in ("w100k", "w1m")):

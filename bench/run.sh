@@ -100,9 +100,11 @@ if q -c "CREATE EXTENSION queen" 2>"$TMP/create-extension.log"; then
     HAVE_QUEEN=1
     has() { [ "$(q -c "SELECT to_regprocedure('$1') IS NOT NULL")" = t ]; }
     has 'queen.push(text,text,jsonb)' && HAVE_PUSH=1
-    # push_segment(id, hashes, segment, verified [, window]): a 5th argument is the window a vouch
-    # was made for, which the client then sends with every vouch (as the sidecar does).
-    if has 'queen.push_segment(bigint,bytea,bytea,bigint,integer)'; then HAVE_SEG=1 SEG_WINDOW=1
+    # push_segment(id, hashes, segment, verified [, window [, hint]]): a 5th argument is the
+    # window a vouch was made for, which the client then sends with every vouch (as the sidecar
+    # does); 0.3.0 adds a 6th (the hinted vouch, defaulted), which the client leaves out.
+    if has 'queen.push_segment(bigint,bytea,bytea,bigint,integer,bytea)' ||
+        has 'queen.push_segment(bigint,bytea,bytea,bigint,integer)'; then HAVE_SEG=1 SEG_WINDOW=1
     elif has 'queen.push_segment(bigint,bytea,bytea,bigint)'; then HAVE_SEG=1; fi
     has 'queen.resolve_partition(text,text)' || HAVE_SEG=0
     has 'queen.txn_hash(text)' && has 'queen.log_unnest_hashes(bytea)' && HAVE_HASHFN=1

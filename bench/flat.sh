@@ -38,12 +38,11 @@ CONN="host=${PGHOST:-} port=${PGPORT:-5432} dbname=$DB user=${PGUSER:-postgres}"
 # The counters read before and after each minute, as one CSV fragment.
 counters() {
     psql -X -A -t -F, -d "$DB" -c "
-        SELECT COALESCE((SELECT hashes FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
-               COALESCE((SELECT hydrations FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
-               COALESCE((SELECT evictions FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
-               COALESCE((SELECT refusals FROM queen.probe_cache_shared() WHERE mode = 'shared'), 0),
-               (SELECT blks_read FROM pg_stat_database WHERE datname = current_database()),
-               pg_current_wal_insert_lsn() - '0/0'"
+        SELECT COALESCE(c.hashes, 0), COALESCE(c.hydrations, 0), COALESCE(c.evictions, 0),
+               COALESCE(c.refusals, 0), d.blks_read, pg_current_wal_insert_lsn() - '0/0'
+          FROM pg_stat_database d
+          LEFT JOIN queen.probe_cache_shared() c ON c.mode = 'shared'
+         WHERE d.datname = current_database()"
 }
 extra="cache_hashes_at_end,cache_hydrations,cache_evictions,cache_refusals,blks_read_per_k_msgs,wal_bytes_per_msg"
 echo "minute,window_hashes_per_partition_at_end,$("$CLIENT" --header),$extra"

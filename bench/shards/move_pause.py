@@ -17,8 +17,8 @@ each move: the moved partition holds N + the moving writer's writes on the targe
 nothing on the source; each control partition holds exactly its writer's writes. With
 --max-control-gap S (tests/integration/cluster_move_lanes.sh) also: no control writer's gap
 overlapping the move is longer than S seconds and none needed a retry, while the moving
-writer's gap is at least twice the longest control's (the move was felt by its slot alone). Prints one JSON line per size; exit 1 when
-a check fails.
+writer's gap is at least twice the longest control's (the move was felt by its slot alone).
+Prints one JSON line per size; exit 1 when a check fails.
 """
 import argparse
 import http.client

@@ -6,8 +6,9 @@
 # the moving partition (100,000 messages), to a partition of another slot on the same shard and to
 # one on the target shard, both control partitions in the moving partition's flush lane. Asserts
 # that while the move runs the control writers never wait more than 1.5 s (nor get a retryable
-# answer) while the moving writer pauses at least twice as long as either, and that after the move every partition holds
-# exactly its writer's writes (each write answered once; the moved partition only on the target).
+# answer) while the moving writer pauses at least twice as long as either, and that after the
+# move every partition holds exactly its writer's writes (each write answered once; the moved
+# partition only on the target).
 # What the controls still wait is PostgreSQL's: a push that meets the fence while the fence's own
 # transaction runs waits for its lock (0.3 s on an idle machine, up to 1 s at load 8); a lane
 # held by the move (before parking) paused them as long as the move (2.5 s idle for this size).

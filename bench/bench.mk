@@ -17,7 +17,7 @@ $(BENCH_BUILD)/%.o: bench/%.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(BENCH_CXXFLAGS) -c $< -o $@
 
-# The sidecar's headers are reached as "queue/block_cache.h" (include root sidecar/).
+# The sidecar's headers are reached as "push/block_cache.h" (include root sidecar/).
 $(BENCH_BUILD)/sidecar/cache_memory.o: bench/sidecar/cache_memory.cpp
 	@mkdir -p $(dir $@)
 	$(HOST_CXX) $(BENCH_CXXFLAGS) -Isidecar -c $< -o $@

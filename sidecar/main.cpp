@@ -21,22 +21,22 @@
 #include <thread>
 #include <vector>
 
-#include "queue/api.h"
-#include "queue/block_cache.h"
+#include "api/api.h"
+#include "push/block_cache.h"
 #include "common/clock.h"
-#include "queue/flusher.h"
+#include "push/flusher.h"
 #include "http/health.h"
 #include "http/http_server.h"
 #include "common/log.h"
 #include "common/metrics.h"
-#include "queue/pg_backend.h"
-#include "settings.h"
-#include "settings_wiring.h"
+#include "db/pg_connection.h"
+#include "settings/settings.h"
+#include "settings/settings_wiring.h"
 #include "shard/directory.h"
 #include "shard/sharded_backend.h"
 #include "shard/sharded_streams.h"
-#include "streams/api.h"
-#include "streams/pg_backend.h"
+#include "streams/streams_routes.h"
+#include "streams/streams_pg_connection.h"
 #include "streams/pg_direct.h"
 
 using namespace queen::sidecar;
@@ -129,14 +129,14 @@ int main(int argc, char** argv) {
     auto push_backend = [&]() -> std::unique_ptr<Backend> {
         if (sharded)
             return std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics);
-        return std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+        return std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
     };
     const std::string& pg_main = sharded ? st.router : st.pg;
     std::vector<std::unique_ptr<Backend>> backends;
     for (int64_t i = 0; sharded && i < st.pool_size; i++) backends.push_back(push_backend());
     for (int64_t i = 0; !sharded && i < st.pool_size; i++) {
         auto pg =
-            std::make_unique<PgBackend>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+            std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
         if (i == 0) {
             Status c = pg->ensure_connected();
             if (!c.is_ok())
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
     streams::Engine stream_engine(
         [&st, d = shards.get()]() -> std::unique_ptr<streams::StreamsBackend> {
             if (d) return std::make_unique<shard::ShardedStreams>(*d, int(st.connect_timeout_s));
-            return std::make_unique<streams::StreamsPgBackend>(st.pg, int(st.connect_timeout_s));
+            return std::make_unique<streams::StreamsPgConnection>(st.pg, int(st.connect_timeout_s));
         },
         int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch),
         stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);

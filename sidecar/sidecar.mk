@@ -43,7 +43,7 @@ install-sidecar: $(BUILD)/queen-sidecar
 # first (simdjson) parser kept in tests/fuzz/reference_push_parser.cpp.
 FUZZ_CXX ?= clang++
 FUZZ_SRCS = tests/fuzz/push_request_fuzz.cpp tests/fuzz/reference_push_parser.cpp \
-            sidecar/queue/push_request.cpp sidecar/common/json_scan.cpp sidecar/common/json_writer.cpp \
+            sidecar/push/push_request.cpp sidecar/common/json_scan.cpp sidecar/common/json_writer.cpp \
             src/core/common/hash.cpp src/core/common/uuidv7.cpp src/core/common/segment_codec.cpp
 $(BUILD)/fuzz/push_request_fuzz: $(FUZZ_SRCS) tests/fuzz/reference_push_parser.h $(SIDECAR_HDRS)
 	@mkdir -p $(dir $@)
@@ -54,7 +54,7 @@ sidecar-fuzz: $(BUILD)/fuzz/push_request_fuzz
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/push_request_fuzz -max_total_time=$${FUZZ_SECONDS:-60} -max_len=4096 $(BUILD)/fuzz/corpus tests/fuzz/corpus
 
-# docs/sidecar.md's settings table, rewritten from the table in sidecar/settings.cpp (the
+# docs/sidecar.md's settings table, rewritten from the table in sidecar/settings/settings.cpp (the
 # GoogleTest SettingsTest.DocsTableIsGenerated fails while the two differ).
 .PHONY: settings-docs
 settings-docs: $(BUILD)/queen-sidecar

@@ -59,7 +59,7 @@ def _std_hash(b):
 
 
 def flush_lane(q, p, lanes):
-    """The sidecar's flush lane (worker) of a partition: sidecar/queue/flusher.cpp lane_of."""
+    """The sidecar's flush lane (worker) of a partition: sidecar/push/flusher.cpp lane_of."""
     return _std_hash((q + "\x1f" + p).encode()) % lanes
 
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/block_cache.h"
+#include "push/block_cache.h"
 
 using namespace queen::sidecar;
 

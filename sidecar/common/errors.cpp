@@ -105,7 +105,7 @@ const StateMap kStates[] = {
     {"42501", 403, ErrorCode::PermissionDenied, false},
     {"54", 413, ErrorCode::TooLarge, true},
     {"55P03", 503, ErrorCode::LockTimeout, false},
-    // Made by the sidecar itself (common/extension_version.h): the database needs an update.
+    // Made by the sidecar itself (db/extension_version.h): the database needs an update.
     {"55Q03", 503, ErrorCode::ExtensionVersion, true},
     {"57014", 503, ErrorCode::StatementTimeout, false},
     {"40001", 503, ErrorCode::SerializationFailure, false},

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "common/log.h"
-#include "common/pg_wire.h"
+#include "db/pg_wire.h"
 
 namespace queen::sidecar::shard {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "common/clock.h"
-#include "common/extension_version.h"
+#include "db/extension_version.h"
 
 
 namespace queen::sidecar::shard {
@@ -48,14 +48,14 @@ Status ShardedBackend::current(std::shared_ptr<const ShardMap>* m) {
     return Status(StatusCode::Unavailable, "the router's shard map could not be read: " + s.message());
 }
 
-PgBackend* ShardedBackend::conn(int shard) {
+PgConnection* ShardedBackend::conn(int shard) {
     const std::string ci = dir_.conninfo(shard);
     std::lock_guard<std::mutex> lk(conns_mu_);
     if (conns_.size() <= static_cast<std::size_t>(shard)) conns_.resize(static_cast<std::size_t>(shard) + 1);
     Conn& c = conns_[static_cast<std::size_t>(shard)];
     if (!c.pg || c.conninfo != ci) {
         c.conninfo = ci;
-        c.pg = std::make_unique<PgBackend>(ci, connect_timeout_s_, metrics_);
+        c.pg = std::make_unique<PgConnection>(ci, connect_timeout_s_, metrics_);
     }
     return c.pg.get();
 }
@@ -108,7 +108,7 @@ Status ShardedBackend::on_owner(const std::vector<uint32_t>& slots, const Call& 
         }
         if (s.sqlstate() == "55Q02") {
             // The slot is being moved: the call rolled back, nothing was written. The flusher
-            // parks the moving slot's partitions (queue/parking.h) instead of this worker
+            // parks the moving slot's partitions (push/parking.h) instead of this worker
             // sleeping here, which would hold its lane's other partitions; the map is read again
             // so the next try finds the new owner once the move switched it (at most once per
             // kMoveRefreshMs on this worker).
@@ -155,7 +155,7 @@ Status ShardedBackend::resolve_partition(std::string_view queue, std::string_vie
     Status s = current(&m);
     if (!s.is_ok()) return s;
     const uint32_t slot = m->slot_of(queue, partition);
-    s = on_owner({slot}, [&](PgBackend& pg) { return pg.resolve_partition(queue, partition, out); });
+    s = on_owner({slot}, [&](PgConnection& pg) { return pg.resolve_partition(queue, partition, out); });
     if (s.is_ok()) dir_.note_pid(out->pid, slot);
     return s;
 }
@@ -190,7 +190,7 @@ Status ShardedBackend::resolve_partitions(const std::vector<PartitionName>& name
             b++;
         }
         std::vector<PartitionMeta> got;
-        s = on_owner(gslots, [&](PgBackend& pg) { return pg.resolve_partitions(group, &got); });
+        s = on_owner(gslots, [&](PgConnection& pg) { return pg.resolve_partitions(group, &got); });
         if (!s.is_ok())
             return several ? Status(StatusCode::Internal, "resolving over several shards: " + s.message())
                            : s;
@@ -210,7 +210,7 @@ Status ShardedBackend::push_segments(const std::vector<SegmentIn>& segs,
         Status s = slot_of_pid(segs[i].pid, &slots[i]);
         if (!s.is_ok()) return s;
     }
-    return on_owner(slots, [&](PgBackend& pg) { return pg.push_segments(segs, out); });
+    return on_owner(slots, [&](PgConnection& pg) { return pg.push_segments(segs, out); });
 }
 
 Status ShardedBackend::push_segments_named(const std::vector<SegmentIn>& segs,
@@ -229,7 +229,7 @@ Status ShardedBackend::push_segments_named(const std::vector<SegmentIn>& segs,
         s = slot_of_pid(segs[i].pid, &slots[i]);
         if (!s.is_ok()) return s;
     }
-    s = on_owner(slots, [&](PgBackend& pg) { return pg.push_segments_named(segs, names, out, metas); });
+    s = on_owner(slots, [&](PgConnection& pg) { return pg.push_segments_named(segs, names, out, metas); });
     if (s.is_ok())
         for (std::size_t i = 0; i < segs.size() && i < metas->size(); i++)
             if (segs[i].pid < 0) dir_.note_pid((*metas)[i].pid, slots[i]);
@@ -241,7 +241,7 @@ Status ShardedBackend::load_window(int64_t pid, int64_t window_s, int64_t* last_
     uint32_t slot = 0;
     Status s = slot_of_pid(pid, &slot);
     if (!s.is_ok()) return s;
-    return on_owner({slot}, [&](PgBackend& pg) {
+    return on_owner({slot}, [&](PgConnection& pg) {
         rows->clear();
         return pg.load_window(pid, window_s, last_offset, rows);
     });
@@ -251,7 +251,7 @@ Status ShardedBackend::load_range(int64_t pid, int64_t lo, int64_t hi, std::vect
     uint32_t slot = 0;
     Status s = slot_of_pid(pid, &slot);
     if (!s.is_ok()) return s;
-    return on_owner({slot}, [&](PgBackend& pg) {
+    return on_owner({slot}, [&](PgConnection& pg) {
         rows->clear();
         return pg.load_range(pid, lo, hi, rows);
     });
@@ -262,7 +262,7 @@ Status ShardedBackend::find_ids(int64_t pid, int64_t after, const std::vector<qu
     uint32_t slot = 0;
     Status s = slot_of_pid(pid, &slot);
     if (!s.is_ok()) return s;
-    return on_owner({slot}, [&](PgBackend& pg) { return pg.find_ids(pid, after, ids, offsets); });
+    return on_owner({slot}, [&](PgConnection& pg) { return pg.find_ids(pid, after, ids, offsets); });
 }
 
 void ShardedBackend::cancel() {
@@ -284,7 +284,7 @@ bool ShardedBackend::shard_list(std::vector<int>* out) {
 
 // This worker's connection to the shard; unreachable (connect refused, connection broken on a
 // statement, a server shutting down) is the shard's unavailability.
-Status ShardedBackend::on_shard(int shard, const std::function<Status(PgBackend&)>& call) {
+Status ShardedBackend::on_shard(int shard, const std::function<Status(PgConnection&)>& call) {
     Status s = call(*conn(shard));
     if (unreachable(s))
         return Status(StatusCode::ShardUnavailable,
@@ -293,7 +293,7 @@ Status ShardedBackend::on_shard(int shard, const std::function<Status(PgBackend&
 }
 
 // The one shard of every named partition and id, or CrossShard naming the shards.
-Status ShardedBackend::pg_for(const PgTarget& t, PgBackend** out) {
+Status ShardedBackend::pg_for(const PgTarget& t, PgConnection** out) {
     *out = nullptr;
     int owner = -1;
     Status s = shard_for(t, &owner);
@@ -333,10 +333,10 @@ Status ShardedBackend::shard_for(const PgTarget& t, int* shard) {
 }
 
 // The router, which configures every shard (PL/Proxy RUN ON ALL) and keeps the placement.
-Status ShardedBackend::pg_every_shard(std::vector<PgBackend*>* out) {
+Status ShardedBackend::pg_every_shard(std::vector<PgConnection*>* out) {
     out->clear();
     if (!router_)
-        router_ = std::make_unique<PgBackend>(dir_.router_conninfo(), connect_timeout_s_, metrics_,
+        router_ = std::make_unique<PgConnection>(dir_.router_conninfo(), connect_timeout_s_, metrics_,
                                               "queen_router");
     Status c = router_->ensure_connected();
     if (c.sqlstate() == kExtensionVersionState) return c;  // says what to run on the router

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "streams/pg_backend.h"
+#include "streams/streams_pg_connection.h"
 
 namespace queen::sidecar::shard {
 
@@ -19,7 +19,7 @@ streams::StreamsBackend* ShardedStreams::conn(int shard) {
     Conn& c = conns_[static_cast<std::size_t>(shard)];
     if (!c.be || c.conninfo != ci) {
         c.conninfo = ci;
-        c.be = std::make_unique<streams::StreamsPgBackend>(ci, connect_timeout_s_);
+        c.be = std::make_unique<streams::StreamsPgConnection>(ci, connect_timeout_s_);
     }
     return c.be.get();
 }

@@ -1,13 +1,13 @@
 // The Durable Streams backend over a sharded cluster (queen-sidecar --router): a stream lives
 // on the shard owning ShardMap::stream_slot(name) (its partition's slot,
 // slot_of("__queen_streams", name), as the shard's fence computes it); each call goes to that
-// shard's StreamsPgBackend (one per shard, made on first use; the engine makes one
+// shard's StreamsPgConnection (one per shard, made on first use; the engine makes one
 // ShardedStreams per writer or reader). As in sharded_backend.h: 55Q01 reads the map again and
 // goes to the new owner, 55Q02 waits, an unreachable shard fails with ShardUnavailable naming
 // it. A fused batch of appends whose streams live on several shards is refused before anything
 // is sent (StatusCode::Internal, which makes the engine send each append alone); a fork whose
 // source lives on another shard than the fork's name is refused as CrossShard.
-// Not thread-safe (one per engine worker, like StreamsPgBackend).
+// Not thread-safe (one per engine worker, like StreamsPgConnection).
 #pragma once
 
 #include <functional>

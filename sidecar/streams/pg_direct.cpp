@@ -1,7 +1,7 @@
 // The libpq DirectAppender (see streams_pg_direct.h).
 #include "streams/pg_direct.h"
 
-#include "common/pg_idle_check.h"
+#include "db/pg_idle_check.h"
 
 namespace queen::sidecar::streams {
 

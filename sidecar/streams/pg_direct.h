@@ -19,7 +19,7 @@
 #include <string>
 
 #include "streams/backend.h"
-#include "streams/pg_backend.h"
+#include "streams/streams_pg_connection.h"
 
 namespace queen::sidecar::streams {
 

@@ -1,7 +1,7 @@
 // Long-poll/SSE wake-ups (see streams_waiters.h).
 #include "streams/waiters.h"
 
-#include "common/pg_wire.h"
+#include "db/pg_wire.h"
 
 #include <libpq-fe.h>
 #include <poll.h>

@@ -17,7 +17,7 @@
 
 #include "core/common/segment_codec.h"
 #include "common/json_writer.h"
-#include "queue/push_request.h"
+#include "push/push_request.h"
 #include "reference_push_parser.h"
 
 namespace {

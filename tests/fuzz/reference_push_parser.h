@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-#include "queue/push_request.h"
+#include "push/push_request.h"
 
 namespace queen::sidecar::reference {
 

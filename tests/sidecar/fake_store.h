@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "queue/backend.h"
+#include "push/push_store.h"
 #include "common/clock.h"
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"

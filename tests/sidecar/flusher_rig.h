@@ -3,8 +3,8 @@
 #pragma once
 
 #include "fake_store.h"
-#include "queue/block_cache.h"
-#include "queue/flusher.h"
+#include "push/block_cache.h"
+#include "push/flusher.h"
 
 namespace queen::sidecar::testing {
 

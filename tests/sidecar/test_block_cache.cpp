@@ -5,7 +5,7 @@
 
 #include <thread>
 
-#include "queue/block_cache.h"
+#include "push/block_cache.h"
 #include "core/common/segment_codec.h"
 #include "fake_store.h"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <random>
 
-#include "queue/block_cache.h"
+#include "push/block_cache.h"
 #include "core/common/segment_codec.h"
 #include "fake_store.h"
 #include "malloc_probe.h"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/errors.h"
-#include "common/extension_version.h"
+#include "db/extension_version.h"
 
 using queen::sidecar::public_error;
 using queen::sidecar::Status;

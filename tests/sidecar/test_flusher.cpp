@@ -13,8 +13,8 @@
 #include "core/common/segment_codec.h"
 #include "fake_store.h"
 #include "flusher_rig.h"
-#include "queue/flusher.h"
-#include "queue/push_request.h"
+#include "push/flusher.h"
+#include "push/push_request.h"
 
 namespace queen::sidecar {
 namespace {

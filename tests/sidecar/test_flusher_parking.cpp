@@ -1,4 +1,4 @@
-// The flusher's parking of a slot being moved (queue/parking.h) against the in-memory model of
+// The flusher's parking of a slot being moved (push/parking.h) against the in-memory model of
 // the extension, whose fence refuses a partition's pushes with 55Q02 (nothing written): the
 // other partitions of the same call and of the same lane are answered at once; the moving
 // partition's items wait unanswered, in order, and are pushed once the fence lifts, or are
@@ -12,8 +12,8 @@
 
 #include "fake_store.h"
 #include "flusher_rig.h"
-#include "queue/flusher.h"
-#include "queue/push_request.h"
+#include "push/flusher.h"
+#include "push/push_request.h"
 
 namespace queen::sidecar {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/json_scan.h"
-#include "queue/push_request.h"
+#include "push/push_request.h"
 
 namespace queen::sidecar {
 namespace {

@@ -10,9 +10,9 @@
 
 #include "fake_store.h"
 #include "malloc_probe.h"
-#include "queue/flusher.h"
-#include "queue/partition_memo.h"
-#include "queue/push_request.h"
+#include "push/flusher.h"
+#include "push/partition_memo.h"
+#include "push/push_request.h"
 
 namespace queen::sidecar {
 namespace {

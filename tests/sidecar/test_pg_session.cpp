@@ -1,9 +1,9 @@
-// common/pg_session: the synchronous-replication WARNING is recognised in both of PostgreSQL
+// db/pg_session: the synchronous-replication WARNING is recognised in both of PostgreSQL
 // 15's wordings (and nothing else is), and the history epoch moves only when a cluster's
 // timeline changes (docs/failover.md).
 #include <gtest/gtest.h>
 
-#include "common/pg_session.h"
+#include "db/pg_session.h"
 
 using namespace queen::sidecar;
 

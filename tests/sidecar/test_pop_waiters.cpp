@@ -1,4 +1,4 @@
-// PopWaiters (sidecar/queue/pop_waiters.h): the long-poll pops' waiting room. A push wakes
+// PopWaiters (sidecar/consume/pop_waiters.h): the long-poll pops' waiting room. A push wakes
 // only its queue's waiters, a push between a pop's token and its wait is never lost, each
 // callback runs exactly once (woken, timed out or stopped), and the room is bounded.
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "queue/pop_waiters.h"
+#include "consume/pop_waiters.h"
 
 namespace queen::sidecar {
 namespace {

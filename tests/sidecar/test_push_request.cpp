@@ -1,9 +1,9 @@
 // Push body parsing, validation and the answer shape.
 #include <gtest/gtest.h>
 
-#include "queue/api.h"
-#include "queue/push_request.h"
-#include "settings.h"
+#include "api/api.h"
+#include "push/push_request.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 namespace {

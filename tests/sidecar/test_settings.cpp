@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "settings.h"
-#include "settings_wiring.h"
+#include "settings/settings.h"
+#include "settings/settings_wiring.h"
 
 namespace queen::sidecar {
 namespace {

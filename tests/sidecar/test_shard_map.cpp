@@ -9,8 +9,8 @@
 
 #include "core/common/slot.h"
 #include "fake_store.h"
-#include "queue/flusher.h"
-#include "queue/push_request.h"
+#include "push/flusher.h"
+#include "push/push_request.h"
 #include "shard/shard_map.h"
 
 namespace queen::sidecar {

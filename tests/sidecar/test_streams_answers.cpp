@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/errors.h"
-#include "common/pg_wire.h"
+#include "db/pg_wire.h"
 #include "streams/backend.h"
 #include "streams/wire.h"
 

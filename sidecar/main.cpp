@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "db/pg_connection.h"
+#include "db/sql_pool.h"
 #include "settings/settings.h"
 #include "settings/settings_wiring.h"
 #include "shard/directory.h"
@@ -147,10 +148,17 @@ int main(int argc, char** argv) {
         backends.push_back(std::move(pg));
     }
     // The non-push endpoints get connections of their own (never queued behind pushes).
-    std::vector<std::unique_ptr<Backend>> sql_backends;
-    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++)
-        sql_backends.push_back(push_backend());
-    Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock, std::move(sql_backends));
+    std::vector<std::unique_ptr<SqlRoute>> sql_routes;
+    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++) {
+        if (sharded)
+            sql_routes.push_back(
+                std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics));
+        else
+            sql_routes.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>(
+                st.pg, static_cast<int>(st.connect_timeout_s), &metrics)));
+    }
+    SqlPool sql_pool(std::move(sql_routes));
+    Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock);
     if (sharded)
         flusher.set_placement([d = shards.get()](std::string_view q, std::string_view p) {
             auto m = d->map();
@@ -158,7 +166,7 @@ int main(int argc, char** argv) {
         });
     // Long-poll pops wait here, holding no PostgreSQL connection.
     PopWaiters pop_waiters(clock, st.pop_max_waiters);
-    Api api(parse_limits(st), flusher, cache, metrics, &pop_waiters, consume_limits(st));
+    Api api(parse_limits(st), flusher, sql_pool, cache, metrics, &pop_waiters, consume_limits(st));
     PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(pg_main);
@@ -194,6 +202,7 @@ int main(int argc, char** argv) {
     probe.start();
     if (shards) shards->start();
     flusher.start();
+    sql_pool.start();
     pop_waiters.start();
     stream_waiters.start();
     stream_engine.start();
@@ -254,7 +263,9 @@ int main(int argc, char** argv) {
     ioc.run();
     for (auto& t : threads) t.join();
     pop_waiters.stop();
-    flusher.abandon();  // nobody can be answered any more: send nothing else
+    sql_pool.abandon();  // nobody can be answered any more: send nothing else
+    flusher.abandon();
+    sql_pool.stop();
     flusher.stop();
     stream_engine.stop();
     stream_waiters.stop();

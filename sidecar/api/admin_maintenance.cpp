@@ -124,8 +124,8 @@ void Api::submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply
     if (!on && !never &&
         (age < kMaintenanceRecheckMs || !maint_checking_.compare_exchange_strong(expected, true)))
         return flusher_.submit(std::move(job));
-    flusher_.run_sql([this, on, job = std::move(job), reply = std::move(reply)](Backend& b) mutable {
-        auto* pg = dynamic_cast<PgConnection*>(&b);
+    sql_.run([this, on, job = std::move(job), reply = std::move(reply)](SqlRoute& b) mutable {
+        auto* pg = b.single();
         if (pg == nullptr) {  // --router: no maintenance mode (docs/queen-compatibility.md)
             note_maintenance(false);
             if (!on) maint_checking_.store(false);
@@ -154,8 +154,8 @@ void Api::submit_push(std::shared_ptr<PushJob> job, std::shared_ptr<Reply> reply
 
 // GET /api/v1/system/maintenance: queen.maintenance_status().
 void Api::maintenance_get(Reply reply) {
-    flusher_.run_sql([this, reply = std::move(reply)](Backend& b) {
-        auto* pg = dynamic_cast<PgConnection*>(&b);
+    sql_.run([this, reply = std::move(reply)](SqlRoute& b) {
+        auto* pg = b.single();
         if (pg == nullptr) return reply(not_sharded());
         std::string out;
         bool null = false;
@@ -177,8 +177,8 @@ void Api::maintenance_set(HttpRequest&& req, Reply reply) {
     bool enabled = false;
     if (obj["enabled"].get(enabled))
         return reply(error_response(Status(StatusCode::BadRequest, "enabled must be a boolean")));
-    flusher_.run_sql([this, enabled, reply = std::move(reply)](Backend& b) {
-        auto* pg = dynamic_cast<PgConnection*>(&b);
+    sql_.run([this, enabled, reply = std::move(reply)](SqlRoute& b) {
+        auto* pg = b.single();
         if (pg == nullptr) return reply(not_sharded());
         const char* v[] = {enabled ? "true" : "false"};
         std::string out;

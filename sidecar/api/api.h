@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/metrics.h"
+#include "db/sql_pool.h"
 #include "http/message.h"
 #include "http/target.h"
 #include "push/block_cache.h"
@@ -35,7 +36,7 @@ class Api final : public Handler {
 public:
     // limits: what one push body may hold (from the settings, in main.cpp).
     // waiters (optional): long-poll pops; without them wait=true pops answer at once.
-    Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics,
+    Api(const ParseLimits& limits, Flusher& flusher, SqlPool& sql, BlockCache& cache, Metrics& metrics,
         PopWaiters* waiters = nullptr, ConsumeLimits consume = ConsumeLimits());
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply) override;
@@ -91,6 +92,7 @@ private:
     const std::atomic<bool>* draining_ = nullptr;
     ParseLimits limits_;
     Flusher& flusher_;
+    SqlPool& sql_;  // the non-push calls' workers
     BlockCache& cache_;
     Metrics& metrics_;
     PopWaiters* waiters_;

@@ -39,11 +39,11 @@ HttpResponse json_ok(std::string body, int status = 200) {
 }
 
 // Run one on the single server's connection, or (--router) sharded on the shards.
-void on_pg_or_shards(Flusher& flusher, Reply reply, std::function<HttpResponse(PgConnection&)> one,
-                     std::function<HttpResponse(Backend&)> sharded) {
-    flusher.run_sql([reply = std::move(reply), one = std::move(one),
-                     sharded = std::move(sharded)](Backend& b) {
-        auto* pg = dynamic_cast<PgConnection*>(&b);
+void on_pg_or_shards(SqlPool& sql, Reply reply, std::function<HttpResponse(PgConnection&)> one,
+                     std::function<HttpResponse(SqlRoute&)> sharded) {
+    sql.run([reply = std::move(reply), one = std::move(one),
+                     sharded = std::move(sharded)](SqlRoute& b) {
+        auto* pg = b.single();
         reply(pg ? one(*pg) : sharded(b));
     });
 }
@@ -101,8 +101,8 @@ void Api::pop_wire(const std::string& queue, const std::string& partition,
 // connection held) until a push to the queue, the step's end or the deadline, then again.
 void Api::pop_try(std::shared_ptr<PopCall> call) {
     const uint64_t token = waiters_ ? waiters_->token(call->queue) : 0;
-    flusher_.run_sql([this, call, token](Backend& b) {
-        auto* pg = dynamic_cast<PgConnection*>(&b);
+    sql_.run([this, call, token](SqlRoute& b) {
+        auto* pg = b.single();
         const PopParams p{{call->queue.c_str(),
                            call->partition.empty() ? nullptr : call->partition.c_str(),
                            call->has_group ? call->group.c_str() : nullptr,
@@ -139,7 +139,7 @@ void Api::ack_wire(std::string acks_json, std::string group, bool has_group, Rep
     auto acks = std::make_shared<const std::string>(std::move(acks_json));
     auto grp = std::make_shared<const std::string>(std::move(group));
     on_pg_or_shards(
-        flusher_, std::move(reply),
+        sql_, std::move(reply),
         [acks, grp, has_group](PgConnection& pg) {
             const char* v[] = {acks->c_str(), has_group ? grp->c_str() : nullptr};
             std::string out;
@@ -148,7 +148,7 @@ void Api::ack_wire(std::string acks_json, std::string group, bool has_group, Rep
             if (!s.is_ok()) return error_response(s);
             return json_ok(null ? "[]" : std::move(out));
         },
-        [acks, grp, has_group](Backend& b) { return shards_ack(b, *acks, *grp, has_group); });
+        [acks, grp, has_group](SqlRoute& b) { return shards_ack(b, *acks, *grp, has_group); });
 }
 
 // POST /api/v1/lease/:leaseId/extend {seconds?}: queen.renew_lease (60 s by default).
@@ -169,7 +169,7 @@ void Api::lease_extend(const std::string& lease, HttpRequest&& req, Reply reply)
         }
     }
     on_pg_or_shards(
-        flusher_, std::move(reply),
+        sql_, std::move(reply),
         [lease, seconds](PgConnection& pg) {
             const std::string sec = std::to_string(seconds);
             const char* v[] = {lease.c_str(), sec.c_str()};
@@ -179,7 +179,7 @@ void Api::lease_extend(const std::string& lease, HttpRequest&& req, Reply reply)
             if (!s.is_ok()) return error_response(s);
             return json_ok(null ? "[]" : std::move(out));
         },
-        [lease, seconds](Backend& b) { return shards_renew(b, lease, seconds); });
+        [lease, seconds](SqlRoute& b) { return shards_renew(b, lease, seconds); });
 }
 
 // DELETE /api/v1/resources/queues/:q: queen.delete_queue (200 also for a queue that never was).
@@ -188,7 +188,7 @@ void Api::delete_queue(const std::string& queue, Reply reply) {
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     Flusher* fl = &flusher_;
     on_pg_or_shards(
-        flusher_, std::move(reply),
+        sql_, std::move(reply),
         [queue, fl](PgConnection& pg) {
             const char* v[] = {queue.c_str()};
             std::string out;
@@ -198,7 +198,7 @@ void Api::delete_queue(const std::string& queue, Reply reply) {
             fl->forget_meta();  // its partitions are gone: never vouch for them again
             return json_ok(std::move(out));
         },
-        [queue, fl](Backend& b) {
+        [queue, fl](SqlRoute& b) {
             HttpResponse r = shards_delete_queue(b, queue);
             fl->forget_meta();  // also after a partial deletion (a shard down: 503)
             return r;
@@ -216,7 +216,7 @@ void Api::delete_group(const std::string& group, const std::string& query, Reply
         meta = v == "true";
     }
     on_pg_or_shards(
-        flusher_, std::move(reply),
+        sql_, std::move(reply),
         [group, meta](PgConnection& pg) {
             const char* v2[] = {group.c_str(), meta ? "true" : "false"};
             std::string out;
@@ -225,7 +225,7 @@ void Api::delete_group(const std::string& group, const std::string& query, Reply
             if (!s.is_ok()) return error_response(s);
             return json_ok(std::move(out));
         },
-        [group, meta](Backend& b) { return shards_delete_group(b, group, meta); });
+        [group, meta](SqlRoute& b) { return shards_delete_group(b, group, meta); });
 }
 
 // GET /api/v1/dlq?queue&consumerGroup&limit&offset: queen.dlq_messages (newest first).
@@ -243,7 +243,7 @@ void Api::dlq(const std::string& query, Reply reply) {
         return reply(
             error_response(Status(StatusCode::BadRequest, "offset must be a whole number >= 0")));
     on_pg_or_shards(
-        flusher_, std::move(reply),
+        sql_, std::move(reply),
         [queue, group, has_group, limit, offset](PgConnection& pg) {
             const std::string l = std::to_string(limit), o = std::to_string(offset);
             const char* v2[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(),
@@ -254,7 +254,7 @@ void Api::dlq(const std::string& query, Reply reply) {
             if (!s.is_ok()) return error_response(s);
             return json_ok(std::move(out));
         },
-        [queue, group, has_group, limit, offset](Backend& b) {
+        [queue, group, has_group, limit, offset](SqlRoute& b) {
             return shards_dlq(b, queue, group, has_group, limit, offset);
         });
 }
@@ -311,9 +311,9 @@ void Api::transaction_wire(std::string body, Reply reply) {
         }
         idx++;
     }
-    flusher_.run_sql([reply = std::move(reply), body = std::move(body),
-                      target = std::move(target)](Backend& b) {
-        PgConnection* pg = dynamic_cast<PgConnection*>(&b);
+    sql_.run([reply = std::move(reply), body = std::move(body),
+                      target = std::move(target)](SqlRoute& b) {
+        PgConnection* pg = b.single();
         if (pg == nullptr) {  // --router: the one shard holding all of it, else 400 cross_shard
             Status r = b.pg_for(target, &pg);
             if (!r.is_ok()) return reply(error_response(r));

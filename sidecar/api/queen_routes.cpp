@@ -22,7 +22,7 @@ namespace {
 // The PostgreSQL connections of a non-push endpoint: on one server the worker's own; with
 // --router the shard holding what the call touches (Backend::pg_for, sidecar/shard/).
 struct PgRoute {
-    Backend& b;
+    SqlRoute& b;
     PgConnection* single;  // a plain PgConnection serves everything
     // The connection serving t.
     Status at(const PgTarget& t, PgConnection** out) const {
@@ -49,18 +49,19 @@ struct PgRoute {
 };
 
 // Run fn on a SQL worker with its connections, routed.
-void with_route(Flusher& flusher, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
-    flusher.run_sql([reply = std::move(reply), fn = std::move(fn)](Backend& b) {
-        reply(fn(PgRoute{b, dynamic_cast<PgConnection*>(&b)}));
+void with_route(SqlPool& sql, Reply reply, std::function<HttpResponse(const PgRoute&)> fn) {
+    sql.run([reply = std::move(reply), fn = std::move(fn)](SqlRoute& b) {
+        reply(fn(PgRoute{b, b.single()}));
     });
 }
 
 }  // namespace
 
-Api::Api(const ParseLimits& limits, Flusher& flusher, BlockCache& cache, Metrics& metrics,
+Api::Api(const ParseLimits& limits, Flusher& flusher, SqlPool& sql, BlockCache& cache, Metrics& metrics,
          PopWaiters* waiters, ConsumeLimits consume)
     : limits_(limits),
       flusher_(flusher),
+      sql_(sql),
       cache_(cache),
       metrics_(metrics),
       waiters_(waiters),
@@ -305,7 +306,7 @@ void Api::configure(HttpRequest&& req, Reply reply) {
         options = kept + "}";
     }
     Flusher* fl = &flusher_;
-    with_route(flusher_, std::move(reply), [queue, options, ns, task, has_ns, has_task, fl](const PgRoute& route) {
+    with_route(sql_, std::move(reply), [queue, options, ns, task, has_ns, has_task, fl](const PgRoute& route) {
         const char* v[] = {queue.c_str(), options.c_str(), has_ns ? ns.c_str() : nullptr,
                            has_task ? task.c_str() : nullptr};
         std::string result;
@@ -452,7 +453,7 @@ void Api::ack(HttpRequest&& req, Reply reply, bool batch) {
         Status s = read_one(obj, -1);
         if (!s.is_ok()) return reply(error_response(s));
     }
-    with_route(flusher_, std::move(reply), [acks = std::move(acks), batch](const PgRoute& route) mutable {
+    with_route(sql_, std::move(reply), [acks = std::move(acks), batch](const PgRoute& route) mutable {
         std::string body = batch ? "{\"results\":[" : "";
         for (std::size_t i = 0; i < acks.size(); i++) {
             One& a = acks[i];
@@ -497,7 +498,7 @@ void Api::pop(const std::string& queue, const std::string& partition, const std:
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
-    with_route(flusher_, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
+    with_route(sql_, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
         PgConnection* pgp = nullptr;
         Status rs = route.at(PgTarget{{{queue, partition}}, {}}, &pgp);
         if (!rs.is_ok()) return error_response(rs);
@@ -578,7 +579,7 @@ void Api::transaction(HttpRequest&& req, Reply reply) {
             if (const char* why = validate_queue_name(o.queue))
                 return reply(
                     error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
-    with_route(flusher_, std::move(reply), [sql, ref](const PgRoute& route) {
+    with_route(sql_, std::move(reply), [sql, ref](const PgRoute& route) {
         // Every partition the transaction touches must live on one shard (with --router):
         // refused as cross_shard before anything is written otherwise.
         PgTarget t;

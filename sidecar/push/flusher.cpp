@@ -65,8 +65,7 @@ void PushJob::fail(std::size_t i, const Status& s) {
 }
 
 Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
-                 BlockCache& cache, Metrics& metrics, const Clock& clock,
-                 std::vector<std::unique_ptr<Backend>> sql_backends)
+                 BlockCache& cache, Metrics& metrics, const Clock& clock)
     : cfg_(cfg),
       backends_(std::move(backends)),
       cache_(cache),
@@ -74,33 +73,15 @@ Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>>
       clock_(clock),
       cvs_(std::max<std::size_t>(1, backends_.size())),
       ready_(std::max<std::size_t>(1, backends_.size())),
-      sql_backends_(std::move(sql_backends)),
       parking_(std::max<std::size_t>(1, backends_.size())),
       memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms) {}
 
 Flusher::~Flusher() { stop(); }
 
-// One thread per backend connection; worker i flushes lane i; the SQL workers take run_sql.
+// One thread per backend connection; worker i flushes lane i.
 void Flusher::start() {
     for (std::size_t i = 0; i < backends_.size(); i++)
         threads_.emplace_back([this, p = backends_[i].get(), i] { worker_loop(p, i); });
-    for (auto& sb : sql_backends_) threads_.emplace_back([this, p = sb.get()] { sql_loop(p); });
-}
-
-// A SQL worker: run closures until stopped (abandoned ones are dropped unanswered: nobody
-// listens any more).
-void Flusher::sql_loop(Backend* b) {
-    for (;;) {
-        std::function<void(Backend&)> fn;
-        {
-            std::unique_lock<std::mutex> lk(mu_);
-            sql_cv_.wait(lk, [&] { return !sql_jobs_.empty() || stopping_; });
-            if (sql_jobs_.empty()) return;
-            fn = std::move(sql_jobs_.front());
-            sql_jobs_.pop_front();
-        }
-        if (!abandoning_.load()) fn(*b);
-    }
 }
 
 // Stop sending: see flusher.h.
@@ -109,9 +90,7 @@ void Flusher::abandon() {
     // A statement still waiting (a lock, a slow server) would commit with nobody to answer:
     // cancel it. One already committing cannot be stopped; it is the only such window.
     for (auto& b : backends_) b->cancel();
-    for (auto& b : sql_backends_) b->cancel();
     for (auto& cv : cvs_) cv.notify_all();
-    sql_cv_.notify_all();
 }
 
 // A stable spread of partitions over the workers.
@@ -126,7 +105,6 @@ void Flusher::stop() {
         stopping_ = true;
     }
     for (auto& cv : cvs_) cv.notify_all();
-    sql_cv_.notify_all();
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
@@ -224,19 +202,6 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
         if (i >= 64 ? woke == ~uint64_t(0) : (woke >> i & 1)) cvs_[i].notify_one();
 }
 
-// Queue a SQL closure for a worker.
-void Flusher::run_sql(std::function<void(Backend&)> fn) {
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        sql_jobs_.push_back(std::move(fn));
-    }
-    if (!sql_backends_.empty()) {
-        sql_cv_.notify_one();
-        return;
-    }
-    for (auto& cv : cvs_) cv.notify_one();  // no SQL workers: whichever push worker is idle
-}
-
 // Pop a lane's ready partitions and move out their pending items: at most one segment's worth
 // each (items and bytes), at most max_flush_bytes in all (the first partition always gets at
 // least one item, so a single item at the payload limit still goes).
@@ -321,41 +286,27 @@ void Flusher::release(const std::vector<PartQueue*>& parts,
         for (auto& cv : cvs_) cv.notify_all();
 }
 
-// A worker: SQL closures first (they are rare and small), else a push batch of its lane.
+// A worker: push batches of its lane until stopped.
 void Flusher::worker_loop(Backend* b, std::size_t lane) {
     for (;;) {
         std::vector<PartQueue*> parts;
         std::vector<std::vector<Pending>> items;
-        std::function<void(Backend&)> fn;
         {
             std::unique_lock<std::mutex> lk(mu_);
-            const bool takes_sql = sql_backends_.empty();
             // Wait for work; parked partitions of this lane come back when due (at once when
             // abandoning), so the wait ends by the earliest due time.
             for (;;) {
                 const int64_t now = clock_.mono_ms();
                 unpark_due_locked(lane, now);
-                if (!ready_[lane].empty() || (takes_sql && !sql_jobs_.empty()) ||
-                    (stopping_ && parts_.empty()))
-                    break;
+                if (!ready_[lane].empty() || (stopping_ && parts_.empty())) break;
                 const int64_t due = parking_.next_due(lane);
                 if (due < 0)
                     cvs_[lane].wait(lk);
                 else
                     cvs_[lane].wait_for(lk, std::chrono::milliseconds(std::max<int64_t>(1, due - now)));
             }
-            if (takes_sql && !sql_jobs_.empty()) {
-                fn = std::move(sql_jobs_.front());
-                sql_jobs_.pop_front();
-            } else if (!ready_[lane].empty()) {
-                take_batch_locked(lane, &parts, &items);
-            } else {
-                return;  // stopping and nothing left anywhere
-            }
-        }
-        if (fn) {
-            if (!abandoning_.load()) fn(*b);
-            continue;
+            if (ready_[lane].empty()) return;  // stopping and nothing left anywhere
+            take_batch_locked(lane, &parts, &items);
         }
         std::vector<std::vector<Pending>> parked;
         process(*b, parts, items, &parked);
@@ -367,24 +318,13 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
 bool Flusher::run_once(Backend& b) {
     std::vector<PartQueue*> parts;
     std::vector<std::vector<Pending>> items;
-    std::function<void(Backend&)> fn;
     {
         std::lock_guard<std::mutex> lk(mu_);
         for (std::size_t l = 0; l < ready_.size(); l++) unpark_due_locked(l, clock_.mono_ms());
         std::size_t lane = 0;
         while (lane < ready_.size() && ready_[lane].empty()) lane++;
-        if (!sql_jobs_.empty()) {
-            fn = std::move(sql_jobs_.front());
-            sql_jobs_.pop_front();
-        } else if (lane < ready_.size()) {
-            take_batch_locked(lane, &parts, &items);
-        } else {
-            return false;
-        }
-    }
-    if (fn) {
-        fn(b);
-        return true;
+        if (lane >= ready_.size()) return false;
+        take_batch_locked(lane, &parts, &items);
     }
     std::vector<std::vector<Pending>> parked;
     process(b, parts, items, &parked);

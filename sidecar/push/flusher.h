@@ -21,8 +21,8 @@
 // gets its own answer; a request is answered with one error only when none of its items
 // committed.
 //
-// Non-push endpoints run on their own backends (sql_backends) and threads, so a slow read never
-// waits behind, or stalls, a push.
+// Non-push endpoints run on their own connections and threads (db/sql_pool.h), so a slow read
+// never waits behind, or stalls, a push.
 //
 // Partition resolution. Every flush looks its partitions up in the metadata memo
 // (partition_memo.h: byte-bounded LRU, TTL meta_ttl_ms). A miss whose items do not depend on
@@ -49,8 +49,8 @@
 // move_retry_ms, while the lane's worker flushes its other partitions at once. A partition
 // still meeting the fence move_wait_ms after its first 55Q02 has those items answered 503.
 //
-// Locking protocol. mu_ guards parts_, ready_ (every lane), parking_, pending counts, sql_jobs_
-// and the stop/abandon flags (cvs_[i] and sql_cv_ are waited on with mu_ held); the memo has its own
+// Locking protocol. mu_ guards parts_, ready_ (every lane), parking_, pending counts
+// and the stop/abandon flags (cvs_[i] are waited on with mu_ held); the memo has its own
 // leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
 // is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
 // held); err_mu and the memo's mutex are leaves; the placement function is called with mu_ held and
@@ -131,11 +131,8 @@ struct FlusherConfig {
 class Flusher {
 public:
     // One worker per backend; the flusher owns them. cache may be disabled but not null.
-    // sql_backends run the non-push endpoints (run_sql), one thread each; when empty, the push
-    // workers take those jobs too.
     Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
-            BlockCache& cache, Metrics& metrics, const Clock& clock,
-            std::vector<std::unique_ptr<Backend>> sql_backends = {});
+            BlockCache& cache, Metrics& metrics, const Clock& clock);
     ~Flusher();
 
     // Start the worker threads.
@@ -159,9 +156,6 @@ public:
     // Run one queued batch on the calling thread with backend b (tests drive the flusher
     // deterministically with this instead of start()). Returns false when nothing was ready.
     bool run_once(Backend& b);
-
-    // Run fn on a worker's connection (the non-push endpoints). fn runs on a worker thread.
-    void run_sql(std::function<void(Backend&)> fn);
 
     int64_t pending_items() const;
     int64_t pending_bytes() const;
@@ -239,7 +233,6 @@ private:
     void fail_units(const std::vector<const Unit*>& units, const Status& s);
     void unfold_layer1(Unit& u);
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
-    void sql_loop(Backend* b);
     void release(const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& parked);
     // Parking (push/parking.cpp): a call refused for a slot being moved is split by partition;
@@ -271,9 +264,6 @@ private:
     std::vector<std::condition_variable> cvs_;  // one per lane (its worker waits on it)
     std::unordered_map<std::string, std::unique_ptr<PartQueue>> parts_;
     std::vector<std::deque<PartQueue*>> ready_;  // one per lane
-    std::vector<std::unique_ptr<Backend>> sql_backends_;
-    std::condition_variable sql_cv_;
-    std::deque<std::function<void(Backend&)>> sql_jobs_;
     int64_t pending_ = 0;
     int64_t pending_bytes_ = 0;
     bool stopping_ = false;

@@ -69,14 +69,6 @@ struct PartitionName {
     std::string_view queue, partition;
 };
 
-class PgConnection;
-
-// What a non-push endpoint touches (Backend::pg_for): partitions by name and by id.
-struct PgTarget {
-    std::vector<std::pair<std::string, std::string>> partitions;  // (queue, partition)
-    std::vector<int64_t> pids;
-};
-
 // Everything a flush worker does with its connection.
 class Backend : public CacheLoader {
 public:
@@ -138,43 +130,6 @@ public:
     // Ask the server to cancel whatever statement is running (any thread may call it; a
     // no-op when idle or not connected).
     virtual void cancel() {}
-    // The one PostgreSQL connection that holds every partition of t (a sharded backend,
-    // sidecar/shard/: the shard owning them; StatusCode::CrossShard naming the shards when they
-    // are several). A plain PgConnection is its own (api.cpp uses it directly); this default has
-    // none.
-    virtual Status pg_for(const PgTarget& t, PgConnection** out) {
-        (void) t;
-        *out = nullptr;
-        return Status(StatusCode::Internal, "no PostgreSQL backend");
-    }
-    // The consuming routes under --router (shard/consume_shards.cpp): the shards that own a
-    // slot, as indexes in a stable order (a plain backend has none: false).
-    virtual bool shard_list(std::vector<int>* out) {
-        out->clear();
-        return false;
-    }
-    // Run call on shard `shard` with this worker's connection to it; a shard that cannot be
-    // reached fails as StatusCode::ShardUnavailable naming it.
-    virtual Status on_shard(int shard, const std::function<Status(PgConnection&)>& call) {
-        (void) shard;
-        (void) call;
-        return Status(StatusCode::Internal, "no shards");
-    }
-    // The index of the one shard holding every partition of t (pg_for's choice; NotFound when
-    // a partition id is on no shard, CrossShard when they are several).
-    virtual Status shard_for(const PgTarget& t, int* shard) {
-        (void) t;
-        *shard = -1;
-        return Status(StatusCode::Internal, "no shards");
-    }
-    // A shard's name (for messages).
-    virtual std::string shard_name(int shard) { return std::to_string(shard); }
-    // The connection(s) a configure runs on: one per shard, or (a sharded backend) the router
-    // database's, whose queen.configure configures every shard and records the queue's placement.
-    virtual Status pg_every_shard(std::vector<PgConnection*>* out) {
-        out->clear();
-        return Status(StatusCode::Internal, "no PostgreSQL backend");
-    }
     // Failover (db/pg_session.h): the history epoch under which the next push's vouches
     // were computed (a backend whose session meets a newer one sends no vouch made under an
     // older one), and a barrier making what this session saw committed durable (ok when the

@@ -37,7 +37,7 @@ HttpResponse json_ok(std::string body) {
 }
 
 // A jsonb statement on one shard.
-Status call_on(Backend& b, int shard, const char* name, const char* sql, int n,
+Status call_on(SqlRoute& b, int shard, const char* name, const char* sql, int n,
                const char* const* v, bool read_only, std::string* out, bool* null) {
     return b.on_shard(shard, [&](PgConnection& pg) {
         return pg.call_json(name, sql, n, v, read_only, out, null);
@@ -45,7 +45,7 @@ Status call_on(Backend& b, int shard, const char* name, const char* sql, int n,
 }
 
 // The shards owning a slot; Unavailable when the map could not be read.
-Status shards_of(Backend& b, std::vector<int>* list) {
+Status shards_of(SqlRoute& b, std::vector<int>* list) {
     b.shard_list(list);
     if (list->empty())
         return Status(StatusCode::Unavailable, "the router's shard map could not be read; retry");
@@ -57,7 +57,7 @@ Status shards_of(Backend& b, std::vector<int>* list) {
 // could not be reached is skipped and the first such error is answered after every other shard
 // was called (their parts are done; a retry finishes the rest).
 template <class Fold>
-Status for_each_shard(Backend& b, const char* name, const char* sql, int n, const char* const* v,
+Status for_each_shard(SqlRoute& b, const char* name, const char* sql, int n, const char* const* v,
                       bool read_only, Fold fold) {
     std::vector<int> list;
     Status s = shards_of(b, &list);
@@ -113,7 +113,7 @@ std::string failed_ack(int64_t idx, std::string_view tid, const Status& s) {
 
 // The partition's shard, or the shards from a rotating start until one delivers. A shard that
 // cannot be reached is skipped; it fails the pop only when no other shard delivered.
-Status shards_pop(Backend& b, const std::string& queue, const PopParams& p, std::string* out,
+Status shards_pop(SqlRoute& b, const std::string& queue, const PopParams& p, std::string* out,
                   bool* null) {
     *null = true;
     auto one = [&](int shard) {
@@ -146,7 +146,7 @@ Status shards_pop(Backend& b, const std::string& queue, const PopParams& p, std:
 // answer or its error, as one server. Several: queen.ack_messages' first check (a reserved
 // queue, 42501) is asked of each before any applies, so a refusal still applies nothing; then
 // each shard's acks are applied in one call and the answers merged back in request order.
-HttpResponse shards_ack(Backend& b, const std::string& acks_json, const std::string& group,
+HttpResponse shards_ack(SqlRoute& b, const std::string& acks_json, const std::string& group,
                         bool has_group) {
     simdjson::dom::parser parser;
     simdjson::dom::array arr;
@@ -291,7 +291,7 @@ HttpResponse shards_ack(Backend& b, const std::string& acks_json, const std::str
 
 // The shards until one holds the lease (a pop's lease lives on the one shard that answered
 // it); none: the first shard's "not found" answer, or 503 when a shard could not be asked.
-HttpResponse shards_renew(Backend& b, const std::string& lease, int64_t seconds) {
+HttpResponse shards_renew(SqlRoute& b, const std::string& lease, int64_t seconds) {
     std::vector<int> list;
     Status s = shards_of(b, &list);
     if (!s.is_ok()) return error_response(s);
@@ -325,7 +325,7 @@ HttpResponse shards_renew(Backend& b, const std::string& lease, int64_t seconds)
 
 // Every shard deletes its part; existed when any shard held the queue. A shard that could not
 // be reached: 503 (the others' parts are gone; a retry finishes it).
-HttpResponse shards_delete_queue(Backend& b, const std::string& queue) {
+HttpResponse shards_delete_queue(SqlRoute& b, const std::string& queue) {
     const char* v[] = {queue.c_str()};
     std::string first, existed;
     Status s = for_each_shard(b, kDeleteQueueName, kDeleteQueue, 1, v, false, [&](std::string out) {
@@ -341,7 +341,7 @@ HttpResponse shards_delete_queue(Backend& b, const std::string& queue) {
 }
 
 // Every shard deletes the group's state; deletedPartitions is their sum.
-HttpResponse shards_delete_group(Backend& b, const std::string& group, bool metadata) {
+HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool metadata) {
     const char* v[] = {group.c_str(), metadata ? "true" : "false"};
     int64_t parts = 0;
     Status s = for_each_shard(b, kDeleteGroupName, kDeleteGroup, 2, v, false, [&](std::string out) {
@@ -367,7 +367,7 @@ HttpResponse shards_delete_group(Backend& b, const std::string& group, bool meta
 
 // Every shard's newest limit+offset, merged newest first (failedAt: fixed-width ISO text, so
 // its text order is its time order; equal times keep shard order), then offset and limit.
-HttpResponse shards_dlq(Backend& b, const std::string& queue, const std::string& group,
+HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
                         bool has_group, int64_t limit, int64_t offset) {
     const std::string l = std::to_string(std::min<int64_t>(limit + offset, INT_MAX));
     const char* v[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(), "0"};

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "http/message.h"
-#include "push/push_store.h"
+#include "db/sql_route.h"
 
 namespace queen::sidecar {
 
@@ -27,19 +27,19 @@ struct PopParams {
 };
 
 // One pop try: *null when nothing was delivered (no shard error), else *out is the answer.
-Status shards_pop(Backend& b, const std::string& queue, const PopParams& p, std::string* out,
+Status shards_pop(SqlRoute& b, const std::string& queue, const PopParams& p, std::string* out,
                   bool* null);
 // POST /api/v1/ack[/batch]: acks_json is the checked array of ack objects.
-HttpResponse shards_ack(Backend& b, const std::string& acks_json, const std::string& group,
+HttpResponse shards_ack(SqlRoute& b, const std::string& acks_json, const std::string& group,
                         bool has_group);
 // POST /api/v1/lease/:id/extend.
-HttpResponse shards_renew(Backend& b, const std::string& lease, int64_t seconds);
+HttpResponse shards_renew(SqlRoute& b, const std::string& lease, int64_t seconds);
 // DELETE /api/v1/resources/queues/:q.
-HttpResponse shards_delete_queue(Backend& b, const std::string& queue);
+HttpResponse shards_delete_queue(SqlRoute& b, const std::string& queue);
 // DELETE /api/v1/consumer-groups/:g.
-HttpResponse shards_delete_group(Backend& b, const std::string& group, bool metadata);
+HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool metadata);
 // GET /api/v1/dlq.
-HttpResponse shards_dlq(Backend& b, const std::string& queue, const std::string& group,
+HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
                         bool has_group, int64_t limit, int64_t offset);
 
 }  // namespace queen::sidecar

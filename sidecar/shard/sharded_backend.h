@@ -1,4 +1,4 @@
-// The flush workers' Backend over a sharded cluster (queen-sidecar --router): one per worker,
+// The flush workers' Backend and the SQL workers' SqlRoute over a sharded cluster (queen-sidecar --router): one per worker,
 // holding one PgConnection per shard (made on first use; the workers' connections to a shard are
 // that shard's pool). Every call goes straight to the shard owning its partitions' slot with
 // the same binary statements as on a single server (no hop through PL/Proxy):
@@ -30,11 +30,12 @@
 #include "common/metrics.h"
 #include "push/push_store.h"
 #include "db/pg_connection.h"
+#include "db/sql_route.h"
 #include "shard/directory.h"
 
 namespace queen::sidecar::shard {
 
-class ShardedBackend final : public Backend {
+class ShardedBackend final : public Backend, public SqlRoute {
 public:
     ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics);
 
@@ -54,6 +55,9 @@ public:
     Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
                     std::vector<int64_t>* offsets) override;
     void cancel() override;
+    // The non-push calls' routing (db/sql_route.h): no single connection; the shard holding a
+    // target, every shard, the router database.
+    PgConnection* single() override { return nullptr; }
     Status pg_for(const PgTarget& t, PgConnection** out) override;
     // The consuming routes' fan-outs (shard/consume_shards.cpp): every shard owning a slot of
     // the current map, a call on one of them, the one holding a target.

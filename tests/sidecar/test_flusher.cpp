@@ -13,6 +13,8 @@
 #include "core/common/segment_codec.h"
 #include "fake_store.h"
 #include "flusher_rig.h"
+#include "db/pg_connection.h"
+#include "db/sql_pool.h"
 #include "push/flusher.h"
 #include "push/push_request.h"
 
@@ -619,21 +621,25 @@ TEST(FlusherFaults, ByteLimits) {
     EXPECT_EQ(sc.flusher.pending_bytes(), 0);
 }
 
-// Non-push endpoints run on their own backends: a stalled one never delays a push.
+// Non-push endpoints run on their own connections (db/sql_pool.h): a stalled one never delays
+// a push.
 TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
     ManualClock clock;
     FakeStore store(clock);
-    std::vector<std::unique_ptr<Backend>> push, sql;
+    std::vector<std::unique_ptr<Backend>> push;
     push.push_back(std::make_unique<FakeBackend>(store));
-    sql.push_back(std::make_unique<FakeBackend>(store));
+    std::vector<std::unique_ptr<SqlRoute>> sql;  // never connects: the job below sends nothing
+    sql.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>("", 1, nullptr)));
+    SqlPool pool(std::move(sql));
+    pool.start();
     Metrics metrics;
     BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), std::move(push), cache, metrics, clock, std::move(sql));
+    Flusher flusher(FlusherConfig(), std::move(push), cache, metrics, clock);
     flusher.start();
     std::mutex m;
     std::condition_variable cv;
     bool release = false, sql_started = false;
-    flusher.run_sql([&](Backend&) {
+    pool.run([&](SqlRoute&) {
         std::unique_lock<std::mutex> lk(m);
         sql_started = true;
         cv.notify_all();
@@ -661,6 +667,7 @@ TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
     }
     cv.notify_all();
     flusher.stop();
+    pool.stop();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].status, 0);
 }

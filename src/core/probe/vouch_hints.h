@@ -6,6 +6,7 @@
 // Blob: 12 bytes per hint, big-endian: uint32 message index, int64 offset; indexes strictly
 // ascending. Pure C++ (no postgres.h).
 #pragma once
+#include "core/common/firewall.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -4,12 +4,12 @@
 // (sql/modules/20_producers.sql through src/pg/streams/functions.cpp) reads the state under the
 // stream's partition row lock and writes the new state with the data in one transaction.
 #pragma once
+#include "core/common/firewall.h"
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "core/common/blake3.h"
-#include "core/common/firewall.h"
 
 namespace queen {
 

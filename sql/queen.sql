@@ -47,7 +47,9 @@
 --     messages' partitions in the creation order above and locks them in ascending id order
 --     as it pushes them. Nothing else takes that row, so it adds no cycle.
 --   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
---     advisory-class lock of the slot) after the partition row lock of every write, or before
+--     advisory-class lock of the slot) after the partition row lock of every write (taken
+--     together by the lock primitives queen.partitions_lock_for_write /
+--     queen.partition_lock_for_write, and in C by partition_lock()), or before
 --     creating a partition, or before an ack's group row lock; the consuming model's writers
 --     (wire acks, pops, group deletions, queen.transaction_wire) take it after their partition
 --     locks and before any state row, a lease renewal before its state rows, the first pop of

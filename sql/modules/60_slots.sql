@@ -23,7 +23,10 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_check(p_queue text, p_partition text
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
--- The check for a partition's writes besides its log (acks: queen.ack_lock_group).
+-- The check for a partition's writes besides its log. Writers that lock the partition call it
+-- through queen.partitions_lock_for_write / queen.partition_lock_for_write (sql/queen.sql);
+-- direct callers are the exemptions of tests/regress/sql/slot_fence_primitives.sql
+-- (queen.ack_lock_group, queen.renew_lease, ...).
 CREATE OR REPLACE FUNCTION queen.slot_fence_check_partition(p_partition_id bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'queen_slot_fence_check_partition_v1'
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER

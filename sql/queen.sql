@@ -47,7 +47,9 @@
 --     messages' partitions in the creation order above and locks them in ascending id order
 --     as it pushes them. Nothing else takes that row, so it adds no cycle.
 --   * a shard of a cluster (sql/modules/60_slots.sql) takes its slot fence lock (ShareLock on an
---     advisory-class lock of the slot) after the partition row lock of every write, or before
+--     advisory-class lock of the slot) after the partition row lock of every write (taken
+--     together by the lock primitives queen.partitions_lock_for_write /
+--     queen.partition_lock_for_write, and in C by partition_lock()), or before
 --     creating a partition, or before an ack's group row lock; the consuming model's writers
 --     (wire acks, pops, group deletions, queen.transaction_wire) take it after their partition
 --     locks and before any state row, a lease renewal before its state rows, the first pop of
@@ -168,6 +170,95 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     PERFORM queen.reserved_queue_guard(q) FROM pg_catalog.unnest(p_queues) AS q;
+END
+$$;
+
+-- ---------------------------------------------------------------- partition locks for writing
+-- The SQL writers' partition lock primitives: the partition row locks, then the shard's slot
+-- fence (issue 20) of those partitions, in one call, so that a writer of partition state cannot
+-- take the lock and forget the fence. Every SQL function that writes partition-owned state
+-- (log, cursors, leases, DLQ, streams) either takes its partitions through one of these, or is
+-- an exemption listed with its reason in tests/regress/sql/slot_fence_primitives.sql (which
+-- finds the writers in the catalog; docs/scale-out.md "Fenced writers"). The C push path does
+-- the same in src/pg/storage/partition_lock.cpp.
+-- Lock order (the protocol above): the queen.log_partitions rows in ascending id order, in the
+-- strength asked ('no key update': a push or a transaction; 'key share': acks, pops, group
+-- deletions; 'update': drop_queue), then the slot fence lock of each partition (ShareLock,
+-- ascending id), then nothing: the caller takes its state rows after. The fence never waits for
+-- a partition row (queen.shard_fence_slot takes only the fence lock), so adding it after the
+-- row locks adds no cycle.
+
+-- Lock the partitions p_pids (NULLs and repeats ignored; absent ones are skipped) in ascending
+-- id order in strength p_strength, then check the slot fence of every distinct id given
+-- (55Q02 slot moving, 55Q01 not owned here; a no-op off a shard). Returns the ids locked,
+-- ascending. Internal.
+CREATE OR REPLACE FUNCTION queen.partitions_lock_for_write(p_pids bigint[], p_strength text)
+RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_locked bigint[];
+BEGIN
+    IF p_strength = 'no key update' THEN
+        SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_locked
+          FROM (SELECT p.id FROM queen.log_partitions p WHERE p.id = ANY (p_pids)
+                 ORDER BY p.id FOR NO KEY UPDATE) l;
+    ELSIF p_strength = 'key share' THEN
+        SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_locked
+          FROM (SELECT p.id FROM queen.log_partitions p WHERE p.id = ANY (p_pids)
+                 ORDER BY p.id FOR KEY SHARE) l;
+    ELSIF p_strength = 'update' THEN
+        SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_locked
+          FROM (SELECT p.id FROM queen.log_partitions p WHERE p.id = ANY (p_pids)
+                 ORDER BY p.id FOR UPDATE) l;
+    ELSE
+        RAISE EXCEPTION 'queen: unknown partition lock strength "%"', p_strength USING ERRCODE = 'XX000';
+    END IF;
+    -- the fence, after every row lock, before the caller writes anything
+    PERFORM queen.slot_fence_check_partition(d.pid)
+       FROM (SELECT DISTINCT u.pid FROM pg_catalog.unnest(p_pids) u(pid)
+              WHERE u.pid IS NOT NULL ORDER BY 1) d;
+    RETURN v_locked;
+END
+$$;
+
+-- One partition, as queen.partitions_lock_for_write, for a pop: with p_skip the row is taken
+-- SKIP LOCKED and a slot this shard may not write (moving, or not its own) is passed by
+-- instead of refused (queen.slot_fence_owns_partition: the fence lock held all the same).
+-- 'locked' (row locked, fence passed), 'absent' (no such row, or with p_skip one locked by
+-- another transaction: nothing locked, nothing checked) or, with p_skip only, 'fenced' (row
+-- locked, slot not writable here). Internal.
+CREATE OR REPLACE FUNCTION queen.partition_lock_for_write(p_pid bigint, p_strength text,
+                                                          p_skip boolean DEFAULT false)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_strength = 'key share' AND p_skip THEN
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE SKIP LOCKED;
+    ELSIF p_strength = 'key share' THEN
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE;
+    ELSIF p_strength = 'no key update' AND p_skip THEN
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR NO KEY UPDATE SKIP LOCKED;
+    ELSIF p_strength = 'no key update' THEN
+        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR NO KEY UPDATE;
+    ELSE
+        RAISE EXCEPTION 'queen: unknown partition lock strength "%"', p_strength USING ERRCODE = 'XX000';
+    END IF;
+    IF NOT FOUND THEN
+        RETURN 'absent';
+    END IF;
+    -- the fence, after the row lock, before the caller writes anything
+    IF p_skip THEN
+        IF NOT queen.slot_fence_owns_partition(p_pid) THEN
+            RETURN 'fenced';
+        END IF;
+    ELSE
+        PERFORM queen.slot_fence_check_partition(p_pid);
+    END IF;
+    RETURN 'locked';
 END
 $$;
 
@@ -1167,11 +1258,11 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'queue "%" does not exist', p_queue USING ERRCODE = '42704';
     END IF;
-    SELECT COALESCE(array_agg(l.id ORDER BY l.id), '{}') INTO v_pids
-      FROM (SELECT id FROM queen.log_partitions WHERE queue_id = v_qid ORDER BY id FOR UPDATE) l;
-    -- a shard's fence (issue 20), after the partition locks: a queue with a partition in a
-    -- moving slot is not dropped here (55Q02; the move's import would bring it back)
-    PERFORM queen.slot_fence_check_partition(u.pid) FROM unnest(v_pids) u(pid) ORDER BY u.pid;
+    -- its partitions FOR UPDATE in ascending id order, then the shard's fence (issue 20): a
+    -- queue with a partition in a moving slot is not dropped here (55Q02; the move's import
+    -- would bring it back)
+    v_pids := queen.partitions_lock_for_write(
+        ARRAY(SELECT id FROM queen.log_partitions WHERE queue_id = v_qid), 'update');
     DELETE FROM queen.consumer_acks WHERE partition_id = ANY (v_pids);
     -- counted as what they held: segments with data, rows with hashes
     SELECT count(*) FILTER (WHERE octet_length(s.data) > 0), count(*) FILTER (WHERE s.hashes IS NOT NULL)

@@ -415,8 +415,8 @@ BEGIN
     IF NOT FOUND THEN
         RETURN 'not_found';
     END IF;
-    PERFORM 1 FROM queen.log_partitions lp WHERE lp.id = v_pid FOR NO KEY UPDATE;
-    PERFORM queen.slot_fence_check_partition(v_pid);  -- a shard's fence (issue 20)
+    -- the partition row, then the shard's fence (issue 20)
+    PERFORM queen.partitions_lock_for_write(ARRAY[v_pid], 'no key update');
     SELECT * INTO v_s FROM queen.streams s WHERE s.partition_id = v_pid;
     IF NOT FOUND THEN
         RETURN 'not_found';

@@ -316,12 +316,10 @@ BEGIN
         SELECT q.name FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
          WHERE p.id = ANY (v_pids)));
     -- the partitions first (KEY SHARE, ascending: no push conflicts, a queue deletion does),
-    -- then the state rows: creating cursor and DLQ rows then never waits on a partition
-    PERFORM 1 FROM queen.log_partitions WHERE id = ANY (v_pids) ORDER BY id FOR KEY SHARE;
-    -- a shard's fence (issue 20), after the partition locks and before any state row: an ack
-    -- of a moving slot's partition refuses the whole call (55Q02) before anything is written
-    PERFORM queen.slot_fence_check_partition(d.pid)
-       FROM (SELECT DISTINCT u.pid FROM unnest(v_pids) u(pid) WHERE u.pid IS NOT NULL ORDER BY 1) d;
+    -- then the state rows: creating cursor and DLQ rows then never waits on a partition. The
+    -- shard's fence (issue 20) comes with the partition locks, before any state row: an ack of
+    -- a moving slot's partition refuses the whole call (55Q02) before anything is written
+    PERFORM queen.partitions_lock_for_write(v_pids, 'key share');
     PERFORM queen.consume_lock_states(v_pids, v_grps);
     v_i := 0;
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_acks) LOOP

@@ -48,15 +48,11 @@ BEGIN
     END IF;
     -- the partitions first (KEY SHARE, ascending), as acks and pops take them, so that a queue
     -- deletion (partitions FOR UPDATE, then their state and cursors) never deadlocks with this
-    PERFORM 1 FROM queen.log_partitions p
-     WHERE p.id IN (SELECT s.partition_id FROM queen.consumer_state s WHERE s.group_name = p_group
-                    UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group)
-     ORDER BY p.id FOR KEY SHARE;
-    -- a shard's fence (issue 20), after the partition locks, before the state rows
-    PERFORM queen.slot_fence_check_partition(d.pid)
-       FROM (SELECT s.partition_id AS pid FROM queen.consumer_state s WHERE s.group_name = p_group
-             UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group
-             ORDER BY 1) d;
+    -- with the shard's fence (issue 20) after the partition locks, before the state rows
+    PERFORM queen.partitions_lock_for_write(ARRAY(
+        SELECT s.partition_id FROM queen.consumer_state s WHERE s.group_name = p_group
+         UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group),
+        'key share');
     PERFORM 1 FROM queen.consumer_state s WHERE s.group_name = p_group
      ORDER BY s.partition_id FOR UPDATE;
     WITH st AS (DELETE FROM queen.consumer_state WHERE group_name = p_group RETURNING partition_id),

@@ -29,6 +29,7 @@ DECLARE
     v_secs    int := (p_opts ->> 'leaseTime')::int;
     v_newest  timestamptz;
     v_created boolean;
+    v_lock    text;
     v_lease   uuid;
     v_expires timestamptz;
     v_pos     bigint;
@@ -48,27 +49,16 @@ BEGIN
     END IF;
     v_created := false;
     -- the partition first (KEY SHARE: pushes never conflict, a queue deletion does), so that
-    -- creating rows that reference it never waits while this pop holds other state rows
-    IF p_skip THEN
-        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE SKIP LOCKED;
-        IF NOT FOUND THEN
-            RETURN NULL;  -- being deleted
-        END IF;
-    ELSE
-        PERFORM 1 FROM queen.log_partitions WHERE id = p_pid FOR KEY SHARE;
-        IF NOT FOUND THEN
-            RETURN '[]'::jsonb;  -- deleted meanwhile
-        END IF;
-    END IF;
-    -- a shard's fence (issue 20), after the partition lock and before any state row: a pop
-    -- over a queue passes by a partition whose slot is moving (or not this shard's), as by a
-    -- locked one, so the queue's other slots never pause; a pop of that partition gets 55Q02
-    IF p_skip THEN
-        IF NOT queen.slot_fence_owns_partition(p_pid) THEN
-            RETURN NULL;
-        END IF;
-    ELSE
-        PERFORM queen.slot_fence_check_partition(p_pid);
+    -- creating rows that reference it never waits while this pop holds other state rows; then
+    -- the shard's fence (issue 20), before any state row: a pop over a queue passes by a
+    -- partition whose slot is moving (or not this shard's), as by a locked one, so the queue's
+    -- other slots never pause; a pop of that partition gets 55Q02
+    v_lock := queen.partition_lock_for_write(p_pid, 'key share', p_skip);
+    IF v_lock = 'absent' THEN
+        -- with p_skip: being deleted; else deleted meanwhile
+        RETURN CASE WHEN p_skip THEN NULL ELSE '[]'::jsonb END;
+    ELSIF v_lock = 'fenced' THEN
+        RETURN NULL;
     END IF;
     IF p_skip THEN
         -- never wait for a row another pop holds (an insert would wait for its update)

@@ -105,12 +105,9 @@ BEGIN
         v_pids := v_pids || ARRAY(SELECT (f ->> 'pid')::bigint FROM jsonb_array_elements(v_flat) f
                                    WHERE f ->> 'type' = 'ack' AND f ->> 'pid' IS NOT NULL);
         -- 3. every partition in ascending id order, then the acks' state rows
-        PERFORM 1 FROM queen.log_partitions p WHERE p.id = ANY (v_pids)
-         ORDER BY p.id FOR NO KEY UPDATE;
-        -- a shard's fence (issue 20) on every partition, after their locks, before the state
-        -- rows (the pushes would check theirs again in queen.push; the acks' are checked here)
-        PERFORM queen.slot_fence_check_partition(d.pid)
-           FROM (SELECT DISTINCT u.pid FROM unnest(v_pids) u(pid) WHERE u.pid IS NOT NULL ORDER BY 1) d;
+        --    with the shard's fence (issue 20) on every partition, after their locks, before
+        --    the state rows (the pushes check theirs again in queen.push; the acks' here)
+        PERFORM queen.partitions_lock_for_write(v_pids, 'no key update');
         PERFORM queen.consume_lock_states(
             ARRAY(SELECT (f ->> 'pid')::bigint FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'ack'),
             ARRAY(SELECT f ->> 'group' FROM jsonb_array_elements(v_flat) f WHERE f ->> 'type' = 'ack'));

@@ -23,7 +23,10 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_check(p_queue text, p_partition text
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp;
 
--- The check for a partition's writes besides its log (acks: queen.ack_lock_group).
+-- The check for a partition's writes besides its log. Writers that lock the partition call it
+-- through queen.partitions_lock_for_write / queen.partition_lock_for_write (sql/queen.sql);
+-- direct callers are the exemptions of tests/regress/sql/slot_fence_primitives.sql
+-- (queen.ack_lock_group, queen.renew_lease, ...).
 CREATE OR REPLACE FUNCTION queen.slot_fence_check_partition(p_partition_id bigint) RETURNS void
     AS 'MODULE_PATHNAME', 'queen_slot_fence_check_partition_v1'
     LANGUAGE C VOLATILE STRICT SECURITY DEFINER
@@ -91,15 +94,6 @@ BEGIN
 END
 $$;
 
--- How many partitions of a queue this server holds (the router's configure checks it).
-CREATE OR REPLACE FUNCTION queen.queue_partition_count(p_queue text) RETURNS bigint
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-     WHERE q.name = p_queue
-$$;
-
 -- ---------------------------------------------------------------- membership
 -- Join a cluster as shard p_shard (again: the same answer). Partition and view ids of this
 -- shard are drawn from p_id_base upwards (each shard its own range, so they stay unique when
@@ -145,16 +139,6 @@ AS $$
       FROM queen.shard_membership m, queen.log_partitions p
       JOIN queen.queues q ON q.id = p.queue_id
       LEFT JOIN queen.queue_placement pl ON pl.queue_id = q.id
-$$;
-
--- This shard's slots and their state, and how many partitions each holds.
-CREATE OR REPLACE FUNCTION queen.shard_slot_states(OUT slot int, OUT state text, OUT partitions bigint)
-RETURNS SETOF record
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT s.slot, s.state, (SELECT count(*) FROM queen.shard_partitions() sp WHERE sp.slot = s.slot)
-      FROM queen.shard_slots s ORDER BY s.slot
 $$;
 
 -- Own exactly these slots (the router's first placement of an empty cluster). 55000 when a

@@ -10,7 +10,8 @@
 -- ---------------------------------------------------------------- queues: by (queue, partition)
 -- Each is a PL/pgSQL function computing the slot once and calling queen.<name>_on (PL/Proxy,
 -- RUN ON the slot); a shard that cannot be reached fails with 08006 naming the shard
--- (queen.shard_unreachable), every other error comes back with the shard's own SQLSTATE.
+-- (queen.shard_unreachable), every other error comes back with the shard's own SQLSTATE. The
+-- pairs are generated from one list (the DO block below).
 
 -- Whether a PL/Proxy error message is a failed connection to a shard (down, or lost mid-call).
 CREATE OR REPLACE FUNCTION queen.is_connection_failure(p_message text) RETURNS boolean
@@ -33,161 +34,65 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION queen.push_on(p_slot int, p_queue text, p_partition text, p_items jsonb)
-    RETURNS TABLE (index int, status text, message_id uuid, transaction_id text,
-                   message_offset bigint)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.push(p_queue, p_partition, p_items); $$;
-
-CREATE OR REPLACE FUNCTION queen.push(p_queue text, p_partition text, p_items jsonb)
-    RETURNS TABLE (index int, status text, message_id uuid, transaction_id text,
-                   message_offset bigint)
+-- The routed functions by (queue, partition), from one list: for each row, a pair
+--   queen.<name>_on(p_slot int, <params>)  PL/Proxy, RUN ON p_slot, calling queen.<name> there
+--   queen.<name>(<params with defaults>)   PL/pgSQL: the slot (queen.route_slot), then <name>_on;
+--                                          a connection failure becomes 08006 naming the shard
+-- created by format() below. params: the shard function's parameters as declared there (the
+-- router's wrapper keeps their defaults; the _on function drops them); result: its RETURNS
+-- clause (a TABLE is returned with RETURN QUERY). Privileges: sql/router/90_privileges.sql.
+DO $gen$
+DECLARE
+    r       record;
+    v_plain text;     -- the parameters without their defaults
+    v_args  text;     -- the parameter names, as call arguments
+    v_set   boolean;  -- returns a set (RETURNS TABLE)
+BEGIN
+    FOR r IN SELECT * FROM (VALUES
+        ('push',             'p_queue text, p_partition text, p_items jsonb',
+                             'TABLE (index int, status text, message_id uuid, transaction_id text, message_offset bigint)'),
+        ('read',             'p_queue text, p_partition text, p_from_offset bigint, p_limit int',
+                             'TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb, created_at timestamptz)'),
+        ('ack',              'p_queue text, p_partition text, p_transaction_id text, p_consumer_group text DEFAULT ''__QUEUE_MODE__''',
+                             'boolean'),
+        ('ack_offset',       'p_queue text, p_partition text, p_offset bigint, p_consumer_group text DEFAULT ''__QUEUE_MODE__''',
+                             'boolean'),
+        ('ack_batch',        'p_queue text, p_partition text, p_items jsonb, p_consumer_group text DEFAULT ''__QUEUE_MODE__''',
+                             'TABLE (index int, transaction_id text, message_offset bigint, status text)'),
+        ('committed_offset', 'p_queue text, p_partition text, p_consumer_group text DEFAULT ''__QUEUE_MODE__''',
+                             'bigint'),
+        ('partition_id',     'p_queue text, p_partition text',
+                             'bigint'),
+        ('explain',          'p_queue text, p_partition text, p_transaction_id text',
+                             'jsonb')
+    ) AS t(name, params, result)
+    LOOP
+        v_plain := pg_catalog.regexp_replace(r.params, '\s+DEFAULT\s+[^,]+', '', 'g');
+        v_args := pg_catalog.regexp_replace(v_plain, '(\w+)\s+[^,]+', '\1', 'g');
+        v_set := r.result LIKE 'TABLE%';
+        EXECUTE pg_catalog.format($f$
+CREATE OR REPLACE FUNCTION queen.%1$s_on(p_slot int, %2$s)
+    RETURNS %3$s
+LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT %4$squeen.%1$s(%5$s); $$
+$f$, r.name, v_plain, r.result, CASE WHEN v_set THEN '* FROM ' ELSE '' END, v_args);
+        EXECUTE pg_catalog.format($f$
+CREATE OR REPLACE FUNCTION queen.%1$s(%2$s)
+    RETURNS %3$s
 LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     v_slot int := queen.route_slot(p_queue, p_partition);
 BEGIN
-    RETURN QUERY SELECT * FROM queen.push_on(v_slot, p_queue, p_partition, p_items);
+    %4$s queen.%1$s_on(v_slot, %5$s);
 EXCEPTION WHEN internal_error THEN
     PERFORM queen.shard_unreachable(v_slot, SQLERRM);
     RAISE;
 END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.read_on(p_slot int, p_queue text, p_partition text, p_from_offset bigint, p_limit int)
-    RETURNS TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb,
-                   created_at timestamptz)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.read(p_queue, p_partition, p_from_offset, p_limit); $$;
-
-CREATE OR REPLACE FUNCTION queen.read(p_queue text, p_partition text, p_from_offset bigint, p_limit int)
-    RETURNS TABLE (message_offset bigint, message_id uuid, transaction_id text, payload jsonb,
-                   created_at timestamptz)
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN QUERY SELECT * FROM queen.read_on(v_slot, p_queue, p_partition, p_from_offset, p_limit);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
+$$
+$f$, r.name, r.params, r.result, CASE WHEN v_set THEN 'RETURN QUERY SELECT * FROM' ELSE 'RETURN' END, v_args);
+    END LOOP;
 END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.ack_on(p_slot int, p_queue text, p_partition text, p_transaction_id text,
-        p_consumer_group text)
-    RETURNS boolean
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.ack(p_queue, p_partition, p_transaction_id, p_consumer_group); $$;
-
-CREATE OR REPLACE FUNCTION queen.ack(p_queue text, p_partition text, p_transaction_id text,
-        p_consumer_group text DEFAULT '__QUEUE_MODE__')
-    RETURNS boolean
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN queen.ack_on(v_slot, p_queue, p_partition, p_transaction_id, p_consumer_group);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.ack_offset_on(p_slot int, p_queue text, p_partition text, p_offset bigint,
-        p_consumer_group text)
-    RETURNS boolean
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.ack_offset(p_queue, p_partition, p_offset, p_consumer_group); $$;
-
-CREATE OR REPLACE FUNCTION queen.ack_offset(p_queue text, p_partition text, p_offset bigint,
-        p_consumer_group text DEFAULT '__QUEUE_MODE__')
-    RETURNS boolean
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN queen.ack_offset_on(v_slot, p_queue, p_partition, p_offset, p_consumer_group);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.ack_batch_on(p_slot int, p_queue text, p_partition text, p_items jsonb,
-        p_consumer_group text)
-    RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT * FROM queen.ack_batch(p_queue, p_partition, p_items, p_consumer_group); $$;
-
-CREATE OR REPLACE FUNCTION queen.ack_batch(p_queue text, p_partition text, p_items jsonb,
-        p_consumer_group text DEFAULT '__QUEUE_MODE__')
-    RETURNS TABLE (index int, transaction_id text, message_offset bigint, status text)
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN QUERY SELECT * FROM queen.ack_batch_on(v_slot, p_queue, p_partition, p_items, p_consumer_group);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.committed_offset_on(p_slot int, p_queue text, p_partition text,
-        p_consumer_group text)
-    RETURNS bigint
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.committed_offset(p_queue, p_partition, p_consumer_group); $$;
-
-CREATE OR REPLACE FUNCTION queen.committed_offset(p_queue text, p_partition text,
-        p_consumer_group text DEFAULT '__QUEUE_MODE__')
-    RETURNS bigint
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN queen.committed_offset_on(v_slot, p_queue, p_partition, p_consumer_group);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.partition_id_on(p_slot int, p_queue text, p_partition text)
-    RETURNS bigint
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.partition_id(p_queue, p_partition); $$;
-
-CREATE OR REPLACE FUNCTION queen.partition_id(p_queue text, p_partition text)
-    RETURNS bigint
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN queen.partition_id_on(v_slot, p_queue, p_partition);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION queen.explain_on(p_slot int, p_queue text, p_partition text, p_transaction_id text)
-    RETURNS jsonb
-LANGUAGE plproxy AS $$ CLUSTER 'queen'; RUN ON p_slot; SELECT queen.explain(p_queue, p_partition, p_transaction_id); $$;
-
-CREATE OR REPLACE FUNCTION queen.explain(p_queue text, p_partition text, p_transaction_id text)
-    RETURNS jsonb
-LANGUAGE plpgsql VOLATILE SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    v_slot int := queen.route_slot(p_queue, p_partition);
-BEGIN
-    RETURN queen.explain_on(v_slot, p_queue, p_partition, p_transaction_id);
-EXCEPTION WHEN internal_error THEN
-    PERFORM queen.shard_unreachable(v_slot, SQLERRM);
-    RAISE;
-END
-$$;
+$gen$;
 
 -- ---------------------------------------------------------------- one call per shard
 -- queen.transaction on the shard of one slot (the wrapper below chose it).

@@ -23,6 +23,12 @@
 //   5. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent push updated after
 //      the transaction's snapshot fails with 40001 (retry the transaction), as the statement
 //      does: a stale snapshot can never produce a verdict.
+//   6. On a shard, the slot fence (issue 20, slot_fence.h) is part of the lock: right after the
+//      row lock, both functions take the slot's fence lock (ShareLock, to the end of the
+//      transaction) and refuse a moving or foreign slot (55Q02 / 55Q01), so no writer of the
+//      push path can lock a partition and forget the fence. The fence lock is taken after the
+//      row lock and queen.shard_fence_slot takes nothing else, so no cycle: safe. The SQL
+//      writers' counterpart is queen.partitions_lock_for_write (sql/queen.sql).
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/slot_fence.h"

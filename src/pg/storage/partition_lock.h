@@ -24,11 +24,13 @@ struct PartitionState {
 // True for a queue name reserved for queen's own modules (starts with "__queen_").
 bool queue_name_reserved(const char* name, Size len);
 
-// Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist).
+// Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist), then check the
+// shard's slot fence (55Q02 / 55Q01; see partition_lock.cpp, step 6).
 void partition_lock(int64 partition_id, PartitionState* out);
 
 // Look the partition up by name and lock it in the same statement (for queen.push: one
-// statement instead of a lookup then a lock); false when it does not exist (nothing locked).
+// statement instead of a lookup then a lock), then check the slot fence as partition_lock();
+// false when it does not exist (nothing locked, nothing checked).
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out);
 

@@ -14,6 +14,14 @@
 // 'moving' and commits: from then no transaction can store a write of that slot here. The
 // fence never waits for a partition row, so nothing waits in a circle (the locking protocol at
 // the top of sql/queen.sql; docs/architecture.md's lock order, step 6).
+//
+// Writers do not call these checks one by one: the primitives that lock a partition for
+// writing call them after the row lock (partition_lock() / partition_lock_by_name(), the
+// streams' lock_stream*() and lock_many(), queen.partitions_lock_for_write /
+// queen.partition_lock_for_write in SQL), and the creation paths before they insert
+// (resolve_names.cpp's create_missing(), queen.resolve_partition). The writers that call a check
+// directly (they hold no partition row lock to take) are listed with their reason in
+// tests/regress/sql/slot_fence_primitives.sql, which fails on any SQL writer left unfenced.
 #pragma once
 #include "pg/common/glue.h"
 

@@ -112,8 +112,10 @@ static void run(SPIPlanPtr plan, Datum* args, const char* nulls, int expect, con
 }
 
 // Find the stream by name and lock its partition row (see the protocol above): one
-// statement. The partition id, or -1 when there is no such stream (or it was deleted while
-// we waited for the lock: the row is gone, nothing is locked).
+// statement, then the shard's slot fence (issue 20: 55Q02/55Q01 after the row lock, as every
+// write takes it; the fence lives here so no caller can lock and forget it). The partition id,
+// or -1 when there is no such stream (or it was deleted while we waited for the lock: the row
+// is gone, nothing is locked, nothing checked).
 static int64 lock_stream(text* name) {
     Oid t[1] = {TEXTOID};
     Datum a[1] = {PointerGetDatum(name)};
@@ -125,11 +127,14 @@ static int64 lock_stream(text* name) {
         a, nullptr, SPI_OK_SELECT, "lock");
     if (SPI_processed == 0) return -1;
     bool isnull;
-    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    int64 pid = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    slot_fence_check_partition(pid);  // issue 20: the shard's slot fence, after the row lock
+    return pid;
 }
 
 // Lock the partition row of the stream with this partition id and name (the name checked
-// again under the lock: a stream deleted meanwhile leaves no row). The partition id, or -1.
+// again under the lock: a stream deleted meanwhile leaves no row), then the slot fence as
+// lock_stream does. The partition id, or -1.
 static int64 lock_stream_pid(int64 pid, text* name) {
     Oid t[2] = {INT8OID, TEXTOID};
     Datum a[2] = {Int64GetDatum(pid), PointerGetDatum(name)};
@@ -141,7 +146,9 @@ static int64 lock_stream_pid(int64 pid, text* name) {
         a, nullptr, SPI_OK_SELECT, "lock");
     if (SPI_processed == 0) return -1;
     bool isnull;
-    return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    int64 locked = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    slot_fence_check_partition(locked);  // issue 20: the shard's slot fence, after the row lock
+    return locked;
 }
 
 // Copy a 32-byte digest column.
@@ -670,8 +677,7 @@ void stream_append_decide(const AppendRequest* q, int64 want_pid, bool held, App
         pid = want_pid;  // the caller holds its lock already: no one deleted it meanwhile
     } else {
         if (want_pid >= 0) pid = lock_stream_pid(want_pid, q->name);
-        if (pid < 0) pid = lock_stream(q->name);
-        if (pid >= 0) slot_fence_check_partition(pid);  // issue 20: the shard's slot fence
+        if (pid < 0) pid = lock_stream(q->name);  // either checks the slot fence once locked
     }
     if (!decide_pass(q, true, pid, a))
         elog(ERROR, "queen: stream_append decided nothing");  // unreachable: pass 2 answers

@@ -15,7 +15,8 @@
 #   QUEEN_CLUSTER_DIR    data folder (default .cluster/ in the checkout)
 #   QUEEN_SLOT_COUNT     slot count of a new cluster (default 64; a power of two)
 #   QUEEN_PGBIN          PostgreSQL 15's programs (as for scripts/pg.sh)
-# Shards are named s1..sN (QUEEN_SHARD_S1, ...). Every server is started through scripts/pg.sh
+# Shards are named s1..sN (QUEEN_SHARD_S1, ...). Every server is made by scripts/pg.sh's initdb
+# (scripts/lib/pg.sh) and started through scripts/pg.sh
 # (its own data folder and fixed port: as root they run as user postgres, listen on 127.0.0.1
 # only and trust local connections: never expose them). The number of shards is fixed when the
 # cluster is first created; `start --shards M` with more shards than the cluster has adds the
@@ -37,6 +38,9 @@ RECORDED=$(cat "$DIR/base_port" 2>/dev/null || true)
 BASE=${QUEEN_CLUSTER_PORT:-${RECORDED:-55500}}
 SLOTS=${QUEEN_SLOT_COUNT:-64}
 PG=$ROOT/scripts/pg.sh
+# initdb and the servers' user: scripts/lib/pg.sh, shared with scripts/pg.sh.
+# shellcheck source=lib/pg.sh
+source "$ROOT/scripts/lib/pg.sh"
 
 say() { echo "cluster.sh: $*" >&2; }
 die() {
@@ -122,27 +126,20 @@ EOF
     done
 }
 
-# Run a command as the servers' user (postgres when we are root), from /.
-as_pg() {
-    if [[ $(id -u) -eq 0 ]]; then (cd / && runuser -u postgres -- "$@"); else (cd / && "$@"); fi
-}
-
 # Give every server without a data folder a copy of one fresh cluster (one initdb instead of
-# N + 1: initdb is most of a cold start). The copy is what scripts/pg.sh's own initdb makes
-# (same options, the same include line), so pg.sh takes it as its own.
+# N + 1: initdb is most of a cold start). The copy is made by scripts/pg.sh's own initdb
+# (pg_new_cluster of scripts/lib/pg.sh: same options, the same include line), so pg.sh takes it
+# as its own.
 seed_data() {
     local s missing=() tpl=$DIR/.template
     for s in "$@"; do [[ -d $DIR/$s ]] || missing+=("$s"); done
     ((${#missing[@]} > 1)) || return 0
     rm -rf "$tpl"
-    mkdir -m 0700 "$tpl"
-    [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$tpl" "$DIR"
-    as_pg "$PGBIN/initdb" -D "$tpl" -U postgres --auth=trust --encoding=UTF8 \
-        --locale="${QUEEN_PG_LOCALE:-C.UTF-8}" --lc-messages=C --no-instructions >/dev/null
-    echo "include_if_exists = 'queen.conf'" | as_pg tee -a "$tpl/postgresql.conf" >/dev/null
+    if pg_is_root; then chown postgres:postgres "$DIR"; fi
+    pg_new_cluster "$tpl" >/dev/null || die "initdb of the template cluster failed"
     for s in "${missing[@]}"; do  # copied aside, then renamed: never a half copy in place
         rm -rf "$DIR/.copy-$s"
-        as_pg cp -a "$tpl" "$DIR/.copy-$s"
+        pg_as_user cp -a "$tpl" "$DIR/.copy-$s"
         mv "$DIR/.copy-$s" "$DIR/$s"
     done
     rm -rf "$tpl"

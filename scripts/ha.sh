@@ -38,6 +38,8 @@
 # (timeout.network_partition_timeout < primary_demote_timeout: never two primaries).
 #
 # As root every process runs as user postgres (PostgreSQL refuses root), like scripts/pg.sh.
+# pg_autoctl makes the monitor and the standbys; the script's own initdb (node1's cluster) and
+# pg_ctl calls (a killed node's crash recovery) go through scripts/lib/pg.sh, as scripts/pg.sh's.
 # pg_autoctl's own configuration and state files go under the data folder (XDG_CONFIG_HOME,
 # XDG_DATA_HOME, XDG_RUNTIME_DIR), nothing into postgres' home.
 set -euo pipefail
@@ -50,14 +52,17 @@ DIR=$(realpath -m "${QUEEN_HA_DIR:-$ROOT/.ha}")
 NODES=(node1 node2 node3)
 FORMATION=default
 SYNC_STANDBYS=1
+# initdb and pg_ctl start/stop: scripts/lib/pg.sh (shared with scripts/pg.sh and cluster.sh),
+# run through as_pg below (PG_RUN_AS). pg_autoctl makes the standbys and the monitor itself.
+# shellcheck source=lib/pg.sh
+source "$ROOT/scripts/lib/pg.sh"
+PG_RUN_AS=as_pg
 
 say() { echo "ha.sh: $*" >&2; }
 die() {
     say "$*"
     exit 1
 }
-
-is_root() { [[ $(id -u) -eq 0 ]]; }
 
 # libpq's environment variables a caller may have set (scripts/test.sh exports its own server's
 # PGHOST/PGPORT): pg_autoctl reads them to reach its local server, so a PGHOST naming another
@@ -71,7 +76,7 @@ as_pg() {
     local envs=(XDG_CONFIG_HOME="$DIR/xdg/config" XDG_DATA_HOME="$DIR/xdg/data"
         XDG_RUNTIME_DIR="$DIR/xdg/run" PATH="$PGBIN:/usr/bin:/bin") unset=() v
     for v in "${LIBPQ_ENV[@]}"; do unset+=(-u "$v"); done
-    if is_root; then
+    if pg_is_root; then
         (cd / && runuser -u postgres -- env "${unset[@]}" "${envs[@]}" "$@") 9>&-
     else
         (cd / && env "${unset[@]}" "${envs[@]}" "$@") 9>&-
@@ -224,7 +229,7 @@ start_monitor() {
             rm -rf "$d"
             as_pg pg_autoctl create monitor --pgdata "$d" --pgport "$BASE" --hostname 127.0.0.1 \
                 --auth trust --no-ssl --pgctl "$SYSBIN/pg_ctl" >>"$DIR/monitor.log" 2>&1 && break
-            as_pg "$SYSBIN/pg_ctl" -D "$d" -m immediate stop >/dev/null 2>&1 || true
+            PGBIN=$SYSBIN pg_ctl_stop "$d" immediate >/dev/null 2>&1 || true
             ((try == 2)) && die "pg_autoctl create monitor failed (log: $DIR/monitor.log): $(grep -E ' (ERROR|FATAL) ' "$DIR/monitor.log" 2>/dev/null | head -8)"
             say "creating the monitor failed; trying again in 2 s: $(tail -1 "$DIR/monitor.log" 2>/dev/null)"
             sleep 2
@@ -255,10 +260,7 @@ start_monitor() {
 init_first_node() {
     local d=$1
     rm -rf "$d"
-    mkdir -m 0700 "$d"
-    is_root && chown postgres:postgres "$d"
-    as_pg "$PGBIN/initdb" -D "$d" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
-        --lc-messages=C --no-instructions >>"$DIR/node1.log" 2>&1 || die "initdb failed (log: $DIR/node1.log)"
+    pg_initdb "$d" C.UTF-8 >>"$DIR/node1.log" 2>&1 || die "initdb failed (log: $DIR/node1.log)"
     as_pg tee -a "$d/postgresql.conf" >/dev/null <<EOF
 # Written by scripts/ha.sh (every node has it: the standbys are copies of this one).
 shared_preload_libraries = 'queen'
@@ -288,16 +290,16 @@ recover_if_crashed() {
     say "$name was killed ($st): crash recovery before it rejoins"
     rm -f "$d/postmaster.pid"
     mkdir -p "$DIR/recover"
-    is_root && chown postgres:postgres "$DIR/recover"
+    pg_is_root && chown postgres:postgres "$DIR/recover"
     local moved=0
     if [[ -f $d/standby.signal ]]; then
         mv "$d/standby.signal" "$d/standby.signal.ha"
         moved=1
     fi
-    as_pg "$PGBIN/pg_ctl" -D "$d" -w -t 120 -l "$DIR/$name.recover.log" \
-        -o "-c listen_addresses='' -c unix_socket_directories='$DIR/recover' -p $(port_of "$name")" start >/dev/null ||
+    pg_ctl_start "$d" "$DIR/$name.recover.log" 120 \
+        -o "-c listen_addresses='' -c unix_socket_directories='$DIR/recover' -p $(port_of "$name")" >/dev/null ||
         die "crash recovery of $name failed (log: $DIR/$name.recover.log)"
-    as_pg "$PGBIN/pg_ctl" -D "$d" -w -t 120 -m fast stop >/dev/null || die "could not stop $name after its recovery"
+    pg_ctl_stop "$d" fast 120 >/dev/null || die "could not stop $name after its recovery"
     ((moved)) && mv "$d/standby.signal.ha" "$d/standby.signal"
     return 0
 }
@@ -360,11 +362,11 @@ cmd_start() {
     mkdir -p "$DIR/xdg/config" "$DIR/xdg/data" "$DIR/xdg/run"
     chmod 0755 "$DIR"
     chmod 0700 "$DIR/xdg/run"
-    is_root && chown postgres:postgres "$DIR" "$DIR/xdg" "$DIR/xdg/config" "$DIR/xdg/data" "$DIR/xdg/run"
+    pg_is_root && chown postgres:postgres "$DIR" "$DIR/xdg" "$DIR/xdg/config" "$DIR/xdg/data" "$DIR/xdg/run"
     local n
     for n in monitor "${NODES[@]}"; do
         touch "$DIR/$n.log"
-        is_root && chown postgres:postgres "$DIR/$n.log"
+        pg_is_root && chown postgres:postgres "$DIR/$n.log"
     done
     start_monitor
     local fresh=0

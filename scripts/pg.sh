@@ -31,6 +31,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
+# initdb, pg_ctl start/stop and the server's user: scripts/lib/pg.sh (shared with cluster.sh, ha.sh).
+# shellcheck source=lib/pg.sh
+source "$ROOT/scripts/lib/pg.sh"
 PORT_MIN=55400
 PORT_MAX=55499
 PG_MAJOR=15
@@ -44,22 +47,9 @@ die() {
     exit 1
 }
 
-# True when we are root (then the server runs as postgres).
-is_root() { [[ $(id -u) -eq 0 ]]; }
-
-# Run a command as the server's user, from / so the cwd is always accessible. The lock fd 9 is
-# closed for it: a postmaster inheriting it would hold the lock for its whole life.
-as_pg() {
-    if is_root; then
-        (cd / && runuser -u postgres -- "$@") 9>&-
-    else
-        (cd / && "$@") 9>&-
-    fi
-}
-
 # True when the server's user can reach (traverse) the given folder.
 pg_can_reach() {
-    if is_root; then
+    if pg_is_root; then
         (cd / && runuser -u postgres -- test -x "$1") 2>/dev/null
     else
         test -x "$1"
@@ -168,23 +158,19 @@ init_cluster() {
     remove_data
     mkdir -p "$(dirname "$DATA")"
     pg_can_reach "$(dirname "$DATA")" || die "user postgres cannot traverse $(dirname "$DATA"); choose another QUEEN_PGDATA"
-    mkdir -m 0700 "$DATA"
-    is_root && chown postgres:postgres "$DATA"
     local log
     log=$(mktemp)
-    as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 \
-        --locale="${QUEEN_PG_LOCALE:-C.UTF-8}" --lc-messages=C --no-instructions >"$log" 2>&1 || {
+    pg_new_cluster "$DATA" >"$log" 2>&1 || {
         cat "$log" >&2
         rm -f "$log"
         die "initdb failed"
     }
     rm -f "$log"
-    echo "include_if_exists = 'queen.conf'" | as_pg tee -a "$DATA/postgresql.conf" >/dev/null
 }
 
 # Write the settings that change per start (port, socket folder) and record the port.
 write_settings() {
-    as_pg tee "$DATA/queen.conf" >/dev/null <<EOF
+    pg_as_user tee "$DATA/queen.conf" >/dev/null <<EOF
 # Written by scripts/pg.sh on every start.
 listen_addresses = '127.0.0.1'
 port = $1
@@ -199,16 +185,16 @@ EOF
     # queen preloaded: the shared probe cache (docs/push-path.md) serves every backend.
     # QUEEN_PRELOAD=0 starts without it (each backend then keeps its own probe cache).
     if [[ ${QUEEN_PRELOAD:-1} != 0 ]]; then
-        as_pg tee -a "$DATA/queen.conf" >/dev/null <<EOF
+        pg_as_user tee -a "$DATA/queen.conf" >/dev/null <<EOF
 shared_preload_libraries = 'queen'
 queen.shared_probe_cache_mb = ${QUEEN_SHARED_PROBE_CACHE_MB:-256}
 EOF
     fi
     # QUEEN_PG_CONF: the caller's settings last (PostgreSQL keeps the last value of a name).
     if [[ -n ${QUEEN_PG_CONF:-} ]]; then
-        printf '# QUEEN_PG_CONF\n%s\n' "$QUEEN_PG_CONF" | as_pg tee -a "$DATA/queen.conf" >/dev/null
+        printf '# QUEEN_PG_CONF\n%s\n' "$QUEEN_PG_CONF" | pg_as_user tee -a "$DATA/queen.conf" >/dev/null
     fi
-    echo "$1" | as_pg tee "$DATA/queen.port" >/dev/null
+    echo "$1" | pg_as_user tee "$DATA/queen.port" >/dev/null
 }
 
 # Start the server (init first when needed); retry another port when the chosen one is taken.
@@ -223,7 +209,7 @@ cmd_start() {
         remove_data
     fi
     [[ -d $DATA ]] || init_cluster
-    if is_root && [[ $(stat -c %U "$DATA") != postgres ]]; then
+    if pg_is_root && [[ $(stat -c %U "$DATA") != postgres ]]; then
         say "data folder not owned by postgres; fixing"
         chown -R postgres:postgres "$DATA"
     fi
@@ -236,7 +222,7 @@ cmd_start() {
         port=$(choose_port "$tried")
         write_settings "$port"
         logsize=$(stat -c %s "$DATA/server.log" 2>/dev/null || echo 0)
-        if ctl_out=$(as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w -t 60 "${core_opt[@]}" start 2>&1); then
+        if ctl_out=$(pg_ctl_start "$DATA" "$DATA/server.log" 60 "${core_opt[@]}" 2>&1); then
             say "PostgreSQL $PG_MAJOR running: port $port, socket in $DATA ($DATA_REASON)"
             return 0
         fi
@@ -297,12 +283,12 @@ cmd_stop() {
         say "not running (data $DATA)"
         return 0
     fi
-    if as_pg "$PGBIN/pg_ctl" -D "$DATA" -m fast -w -t 60 stop >/dev/null 2>&1 && wait_gone "$pid" 10; then
+    if pg_ctl_stop "$DATA" fast 60 >/dev/null 2>&1 && wait_gone "$pid" 10; then
         say "stopped"
         return 0
     fi
     say "fast shutdown did not finish; trying immediate"
-    if as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w -t 30 stop >/dev/null 2>&1 && wait_gone "$pid" 10; then
+    if pg_ctl_stop "$DATA" immediate 30 >/dev/null 2>&1 && wait_gone "$pid" 10; then
         say "stopped (immediate)"
         return 0
     fi
@@ -344,7 +330,7 @@ cmd_env() {
 # runs crash recovery. Tests use it to crash the server under a sidecar.
 cmd_crash() {
     running_pid >/dev/null || die "not running (data $DATA)"
-    as_pg "$PGBIN/pg_ctl" -D "$DATA" -m immediate -w stop >/dev/null
+    pg_ctl_stop "$DATA" immediate >/dev/null
     say "stopped (immediate)"
 }
 

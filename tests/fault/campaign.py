@@ -19,19 +19,25 @@ Afterwards the checker reads the whole log back and asserts:
      stored at most once per attempt that carried it (never more often than it was sent);
   5. every request got an answer.
 It prints its figures and exits 1 on any violation.
+
+The clients are load.py's (shared with cluster_campaign.py and failover_campaign.py), the
+checker history.py's, the sidecars tests/lib/sidecar.py's (the one Python launcher).
 """
 import argparse
-import http.client
 import json
 import os
 import random
-import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+from history import History, check  # noqa: E402
+from load import http_client  # noqa: E402
+from sidecar import Sidecar, private_copy  # noqa: E402
 
 
 def log(*a):
@@ -69,10 +75,8 @@ class Pg:
         self.env["QUEEN_PGPORT"] = self.port
 
     def crash_restart(self):
-        cmd = [os.path.join(self.pgbin, "pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop"]
-        if os.getuid() == 0:
-            cmd = ["runuser", "-u", "postgres", "--"] + cmd
-        subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+        """Immediate shutdown (pg.sh crash: no checkpoint), then start (crash recovery)."""
+        self.sh("crash")
         time.sleep(0.3)
         self.sh("start")
 
@@ -89,206 +93,6 @@ class Pg:
 
     def conninfo(self):
         return "host=%s port=%s user=postgres dbname=postgres" % (self.host, self.port)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-class Sidecar:
-    def __init__(self, name, binary, conninfo, workdir, extra):
-        self.name, self.binary, self.conninfo = name, binary, conninfo
-        self.port = free_port()
-        self.logpath = os.path.join(workdir, "sidecar-%s.log" % name)
-        self.extra = extra
-        self.proc = None
-
-    def start(self):
-        logf = open(self.logpath, "a")
-        self.proc = subprocess.Popen([self.binary, "--listen", "127.0.0.1:%d" % self.port,
-                                      "--pg", self.conninfo, *self.extra],
-                                     stdout=logf, stderr=logf)
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("sidecar %s died at start" % self.name)
-                time.sleep(0.05)
-        raise RuntimeError("sidecar %s never listened" % self.name)
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.kill()
-
-
-class History:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.t0 = time.time()
-        self.answers = []      # (partition, txn, status, id, offset)
-        self.sent = {}         # (partition, txn) -> set of canonical payloads
-        self.auto_sent = {}  # canonical payload sent without a transactionId -> attempts carrying it
-        self.known = []        # (partition, txn) sent so far, for repeats
-        self.requests = 0
-        self.attempts = 0
-        self.unanswered = 0
-        self.unanswered_info = []  # what each unanswered request last got, for the report
-        self.bad_answers = []  # protocol violations seen by clients (400, 500, malformed)
-
-
-# Per-item error codes a client answers by sending the request again (the cluster campaign adds
-# shard_unavailable).
-RETRY_CODES = {"outcome_unknown", "unavailable", "busy"}
-
-
-def canon(v):
-    return json.dumps(v, sort_keys=True, separators=(",", ":"))
-
-
-def client(cid, args, sidecars, hist, stop, rng):
-    r = 0
-    while not stop.is_set():
-        items = []
-        parts = rng.sample(range(args.partitions), rng.randint(1, min(3, args.partitions)))
-        for k in range(rng.randint(1, args.max_items)):
-            p = "p%d" % rng.choice(parts)
-            payload = {"c": cid, "r": r, "k": k}
-            x = rng.random()
-            with hist.lock:
-                if x < 0.05:
-                    hist.auto_sent[canon(payload)] = 0
-                    items.append({"queue": args.queue, "partition": p, "payload": payload})
-                    continue
-                if x < 0.20 and hist.known:
-                    p, txn = rng.choice(hist.known)
-                else:
-                    txn = "c%d-r%d-k%d" % (cid, r, k)
-                    hist.known.append((p, txn))
-                hist.sent.setdefault((p, txn), set()).add(canon(payload))
-            items.append({"queue": args.queue, "partition": p, "payload": payload, "transactionId": txn})
-        body = json.dumps({"items": items})
-        r += 1
-        with hist.lock:
-            hist.requests += 1
-        first = time.time()
-        give_up = first + args.answer_deadline_s
-        last = "no attempt"
-        while True:
-            if time.time() > give_up:
-                with hist.lock:
-                    hist.unanswered += 1
-                    hist.unanswered_info.append("http %s sent at %.0f s, last: %s" % (
-                        sorted({it["partition"] for it in items}), first - hist.t0, last))
-                break
-            sc = rng.choice(sidecars)
-            with hist.lock:
-                hist.attempts += 1
-                for it in items:
-                    if "transactionId" not in it:
-                        hist.auto_sent[canon(it["payload"])] += 1
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", sc.port, timeout=30)
-                c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
-                resp = c.getresponse()
-                status, data = resp.status, resp.read()
-                c.close()
-            except (OSError, http.client.HTTPException) as e:
-                last = "%s from sidecar %s" % (type(e).__name__, sc.port)
-                time.sleep(rng.uniform(0.02, 0.1))
-                continue
-            last = "%s %s" % (status, data[:160])
-            if status in (429, 503):
-                time.sleep(rng.uniform(0.05, 0.2))
-                continue
-            if status != 201:
-                with hist.lock:
-                    hist.bad_answers.append((status, data[:300]))
-                time.sleep(0.1)
-                continue
-            ans = json.loads(data)
-            retry = False
-            with hist.lock:
-                for it, a in zip(items, ans):
-                    if a["status"] == "failed":
-                        retry = True
-                        if a.get("code") not in RETRY_CODES:
-                            hist.bad_answers.append((201, json.dumps(a)[:300]))
-                        continue
-                    hist.answers.append((it["partition"], a["transaction_id"], a["status"],
-                                         a["message_id"], a["offset"]))
-            if not retry:
-                break
-            time.sleep(rng.uniform(0.05, 0.2))
-
-
-
-def check_stored(stored, hist, violations):
-    """The stored copies against what was sent: {(partition, txn): [(offset, id, payload)]}.
-    A transactionId is stored once; an item sent without one is a new message each send (Queen's
-    rule), so it is stored at most once per attempt that carried it, with its message id as its
-    transactionId; every payload is one a client sent."""
-    auto_seen = {}
-    for (p, t), copies in stored.items():
-        if len(copies) > 1:
-            violations.append("transactionId %s stored %d times in %s" % (t, len(copies), p))
-        for _, mid, payload in copies:
-            if (p, t) not in hist.sent and payload in hist.auto_sent:
-                auto_seen[payload] = auto_seen.get(payload, 0) + 1  # sent without transactionId
-                if t != mid:
-                    violations.append("a message without transactionId stored with transactionId "
-                                      "%s, not its message id %s" % (t, mid))
-            elif payload not in hist.sent.get((p, t), ()):
-                violations.append("stored %s/%s with a payload no client sent" % (p, t))
-    for payload, n in auto_seen.items():
-        if n > hist.auto_sent[payload]:
-            violations.append("a message without transactionId was stored %d times in %d sends: %s"
-                              % (n, hist.auto_sent[payload], payload))
-
-
-def check(pg, args, hist):
-    violations = []
-    stored = {}  # (partition, txn) -> [(offset, id, payload)]
-    rows = 0
-    for i in range(args.partitions):
-        p = "p%d" % i
-        q = ("SELECT coalesce(json_agg(json_build_object('o', message_offset, 'id', message_id, "
-             "'t', transaction_id, 'p', payload) ORDER BY message_offset), '[]') "
-             "FROM queen.read('%s', '%s', 0, 100000000)" % (args.queue, p))
-        try:
-            out = pg.sql(q)
-        except subprocess.CalledProcessError as e:
-            if "does not exist" in (e.stderr or ""):
-                continue
-            raise
-        for row in json.loads(out or "[]"):
-            rows += 1
-            stored.setdefault((p, row["t"]), []).append((row["o"], row["id"], canon(row["p"])))
-    check_stored(stored, hist, violations)
-    queued = 0
-    for p, t, status, mid, off in hist.answers:
-        queued += status == "queued"
-        copies = stored.get((p, t))
-        if not copies:
-            violations.append("answered %s but not stored: %s/%s" % (status, p, t))
-            continue
-        if (copies[0][0], copies[0][1]) != (off, mid):
-            violations.append("answer %s for %s/%s names %s@%s, stored %s@%s" %
-                              (status, p, t, mid, off, copies[0][1], copies[0][0]))
-    if hist.unanswered:
-        violations.append("%d requests never answered: %s" % (hist.unanswered, hist.unanswered_info[:10]))
-    for st, body in hist.bad_answers:
-        violations.append("unexpected answer %s: %s" % (st, body))
-    return violations, rows, queued
 
 
 def main():
@@ -317,15 +121,14 @@ def main():
         pg.sql("SET client_min_messages = warning; CREATE EXTENSION IF NOT EXISTS queen")
         extra = ["--pool-size", "2", "--drain-timeout-ms", "1000"]
         # A copy of its own: a rebuild during the run must not change (or remove) the binary.
-        binary = os.path.join(args.workdir, "queen-sidecar")
-        shutil.copy2(args.sidecar, binary)
+        binary = private_copy(args.sidecar, args.workdir)
         sidecars = [Sidecar(n, binary, pg.conninfo(), args.workdir, extra) for n in "AB"]
         for s in sidecars:
             s.start()
         hist = History()
         stop = threading.Event()
-        clients = [threading.Thread(target=client, args=(i, args, sidecars, hist, stop,
-                                                          random.Random(args.seed * 100 + i)))
+        clients = [threading.Thread(target=http_client, args=(i, args, sidecars, hist, stop,
+                                                               random.Random(args.seed * 100 + i)))
                    for i in range(args.clients)]
         for c in clients:
             c.start()

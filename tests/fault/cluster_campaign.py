@@ -3,32 +3,38 @@
 
 Starts a cluster of its own (scripts/cluster.sh: N shards and a router database, in the
 campaign's folder, on QUEEN_CLUSTER_PORT's ports) and two sidecars with --router. HTTP clients
-push through either sidecar (campaign.py's client: a request not answered, 429, 503 or with an
+push through either sidecar (load.py's client: a request not answered, 429, 503 or with an
 item answered `error` is sent again unchanged until it is), and SQL clients push through the
 router (queen.push over PL/Proxy; a failed call is sent again unchanged). Meanwhile a faulter
 SIGKILLs sidecars (and restarts them), kills one shard's postmaster (pg_ctl -m immediate) and
 starts it again, and moves slots under load (queen.move_slot on the router, to another shard).
 
-Afterwards the checker reads every shard back and asserts campaign.py's checks over the union
-of the shards (every answered message stored where and as answered, no transactionId stored
-twice, nothing stored that no client sent, every request answered) and, per partition, that
-its messages are on exactly the shard the router's map names (none on any other shard).
-It prints its figures and exits 1 on any violation.
+Afterwards the checker reads every shard back and asserts history.py's checks (campaign.py's)
+over the union of the shards (every answered message stored where and as answered, no
+transactionId stored twice, nothing stored that no client sent, every request answered) and,
+per partition, that its messages are on exactly the shard the router's map names (none on any
+other shard). It prints its figures and exits 1 on any violation.
+
+The HTTP clients are load.py's, the sidecars tests/lib/sidecar.py's.
 """
 import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import campaign  # noqa: E402  (its Sidecar, History, client and canon)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+from history import History, canon, check_answers, check_stored  # noqa: E402
+from load import RETRY_CODES, http_client, send_until_answered  # noqa: E402
+from sidecar import Sidecar, private_copy  # noqa: E402
 
-campaign.RETRY_CODES.add("shard_unavailable")
+# A shard that is down fails its items with shard_unavailable: sent again, like the others.
+CLUSTER_RETRY_CODES = RETRY_CODES | {"shard_unavailable"}
 
 
 def log(*a):
@@ -60,11 +66,11 @@ class Cluster:
                 self.shards[k[len("QUEEN_SHARD_"):].lower()] = v
 
     def crash_restart(self, shard):
-        cmd = [os.path.join(self.pgbin, "pg_ctl"), "-D", os.path.join(self.dir, shard), "-m",
-               "immediate", "-w", "stop"]
-        if os.getuid() == 0:
-            cmd = ["runuser", "-u", "postgres", "--"] + cmd
-        subprocess.run(cmd, check=True, capture_output=True, cwd="/")
+        """Immediate shutdown of one shard (scripts/pg.sh crash on its data folder); the
+        campaign starts it again later (cluster.sh start)."""
+        subprocess.run(["bash", os.path.join(self.root, "scripts/pg.sh"), "crash"],
+                       env=dict(self.env, QUEEN_PGDATA=os.path.join(self.dir, shard)), check=True,
+                       capture_output=True, text=True)
 
     def stop(self):
         try:
@@ -100,38 +106,28 @@ def sql_client(cid, args, cluster, hist, stop, rng):
                 else:
                     txn = "s%d-r%d-k%d" % (cid, r, k)
                     hist.known.append((p, txn))
-                hist.sent.setdefault((p, txn), set()).add(campaign.canon(payload))
+                hist.sent.setdefault((p, txn), set()).add(canon(payload))
             items.append({"transactionId": txn, "payload": payload})
         r += 1
         q = ("SELECT coalesce(json_agg(json_build_object('i', index, 's', status, 'id', message_id,"
              " 't', transaction_id, 'o', message_offset) ORDER BY index), '[]') FROM queen.push(%s, %s, %s::jsonb)"
              % (quote(args.queue), quote(p), quote(json.dumps(items))))
-        with hist.lock:
-            hist.requests += 1
-        first = time.time()
-        give_up = first + args.answer_deadline_s
-        last = "no attempt"
-        while True:
-            if time.time() > give_up:
-                with hist.lock:
-                    hist.unanswered += 1
-                    hist.unanswered_info.append("sql %s sent at %.0f s, last: %s" % (p, first - hist.t0, last))
-                break
-            with hist.lock:
-                hist.attempts += 1
+
+        def attempt(first):
             try:
                 out = sql(cluster.router, q, timeout=30)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-                last = "%s %s" % (type(e).__name__, str(getattr(e, "stderr", "") or "")[-160:])
                 time.sleep(rng.uniform(0.05, 0.2))
-                continue
+                return "%s %s" % (type(e).__name__, str(getattr(e, "stderr", "") or "")[-160:])
             rows = json.loads(out or "[]")
             with hist.lock:
                 if len(rows) != len(items):
                     hist.bad_answers.append(("sql", out[:300]))
                 for row in rows:
                     hist.answers.append((p, row["t"], row["s"], row["id"], row["o"]))
-            break
+            return None
+
+        send_until_answered(hist, args.answer_deadline_s, "sql %s" % p, attempt)
 
 
 def read_shards(cluster, args):
@@ -146,11 +142,13 @@ def read_shards(cluster, args):
         rows = json.loads(sql(ci, q) or "[]")
         d = out.setdefault(name, {})
         for row in rows:
-            d.setdefault((row["p"], row["t"]), []).append((row["o"], row["id"], campaign.canon(row["v"])))
+            d.setdefault((row["p"], row["t"]), []).append((row["o"], row["id"], canon(row["v"])))
     return out
 
 
 def check(cluster, args, hist):
+    """Each partition's messages on the shard the router's map names only, then history.py's
+    checks over the union of the shards: (violations, messages stored, answers `queued`)."""
     violations = []
     per_shard = read_shards(cluster, args)
     owner = {}
@@ -166,21 +164,8 @@ def check(cluster, args, hist):
             if owner.get(p) != shard:
                 violations.append("%s/%s stored on shard %s, the map names %s" % (p, t, shard, owner.get(p)))
             stored.setdefault((p, t), []).extend(copies)
-    campaign.check_stored(stored, hist, violations)
-    queued = 0
-    for p, t, status, mid, off in hist.answers:
-        queued += status == "queued"
-        copies = stored.get((p, t))
-        if not copies:
-            violations.append("answered %s but not stored: %s/%s" % (status, p, t))
-            continue
-        if (copies[0][0], copies[0][1]) != (off, mid):
-            violations.append("answer %s for %s/%s names %s@%s, stored %s@%s" %
-                              (status, p, t, mid, off, copies[0][1], copies[0][0]))
-    if hist.unanswered:
-        violations.append("%d requests never answered: %s" % (hist.unanswered, hist.unanswered_info[:10]))
-    for st, body in hist.bad_answers:
-        violations.append("unexpected answer %s: %s" % (st, body))
+    check_stored(stored, hist, violations)
+    queued = check_answers(stored, hist, violations)
     return violations, rows, queued
 
 
@@ -213,16 +198,16 @@ def main():
         cluster.start()
         extra = ["--router", cluster.router, "--pool-size", "2", "--drain-timeout-ms", "1000",
                  "--router-refresh-ms", "500"]
-        binary = os.path.join(args.workdir, "queen-sidecar")
-        shutil.copy2(args.sidecar, binary)
-        sidecars = [campaign.Sidecar(n, binary, "", args.workdir, extra) for n in "AB"]
-        for i, s in enumerate(sidecars):
-            s.port = args.port + 10 + i
+        binary = private_copy(args.sidecar, args.workdir)
+        sidecars = [Sidecar(n, binary, "", args.workdir, extra, port=args.port + 10 + i)
+                    for i, n in enumerate("AB")]
+        for s in sidecars:
             s.start()
-        hist = campaign.History()
+        hist = History()
         stop = threading.Event()
-        threads = [threading.Thread(target=campaign.client, args=(i, args, sidecars, hist, stop,
-                                                                   random.Random(args.seed * 100 + i)))
+        threads = [threading.Thread(target=http_client, args=(i, args, sidecars, hist, stop,
+                                                              random.Random(args.seed * 100 + i)),
+                                    kwargs={"retry_codes": CLUSTER_RETRY_CODES})
                    for i in range(args.clients)]
         threads += [threading.Thread(target=sql_client, args=(i, args, cluster, hist, stop,
                                                               random.Random(args.seed * 1000 + i)))

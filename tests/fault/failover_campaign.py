@@ -16,8 +16,8 @@ and node3 each once.
 
 A request that is not answered (no answer, 429, 503, an item answered `failed`; for SQL an error
 or the WARNING of a cancelled synchronous-replication wait, which docs/failover.md tells SQL
-users to read as "in doubt") is sent again unchanged until it is. Afterwards the checker of
-tests/fault/campaign.py reads the log back from the new primary and asserts: every answer is
+users to read as "in doubt") is sent again unchanged until it is (load.py's clients). Afterwards the checker of
+tests/fault/history.py (campaign.py's) reads the log back from the new primary and asserts: every answer is
 stored at the answered offset with the answered id (0 answered messages lost, 0 wrong
 originals), no transactionId is stored twice (0 duplicates), nothing is stored that no client
 sent. For the streams: every appended sequence number answered 200/204 is in the stream, and
@@ -33,14 +33,21 @@ import http.client
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from campaign import RETRY_CODES, History, Sidecar, canon, check  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+sys.path.insert(0, HERE)
+from history import History, check  # noqa: E402
+from load import http_client, items_for, send_until_answered  # noqa: E402
+from sidecar import Sidecar, private_copy  # noqa: E402
+
+# The HTTP clients' pace here (load.py's SIDECAR_PACE is the sidecar campaigns'): a longer answer
+# timeout and longer pauses, for a failover's seconds without a primary.
+FAILOVER_PACE = {"timeout": 60, "error_pause": (0.05, 0.2), "busy_pause": (0.1, 0.3)}
 
 
 NODES = ["node1", "node2", "node3"]  # scripts/ha.sh's data nodes
@@ -87,81 +94,17 @@ class Timeline:
         self.requests = []  # (first send, final answer) of each answered request
 
 
-def items_for(cid, r, args, hist, rng):
-    """A request's items, recorded as sent (the same scheme as campaign.py's clients)."""
-    items = []
-    parts = rng.sample(range(args.partitions), rng.randint(1, min(3, args.partitions)))
-    for k in range(rng.randint(1, args.max_items)):
-        p = "p%d" % rng.choice(parts)
-        payload = {"c": cid, "r": r, "k": k}
-        with hist.lock:
-            if rng.random() < 0.20 and hist.known:
-                p, txn = rng.choice(hist.known)
-            else:
-                txn = "c%d-r%d-k%d" % (cid, r, k)
-                hist.known.append((p, txn))
-            hist.sent.setdefault((p, txn), set()).add(canon(payload))
-        items.append({"queue": args.queue, "partition": p, "payload": payload, "transactionId": txn})
-    return items
-
-
-def http_client(cid, args, sidecars, hist, tl, stop, rng):
-    r = 0
-    while not stop.is_set():
-        items = items_for(cid, r, args, hist, rng)
-        body = json.dumps({"items": items})
-        r += 1
-        with hist.lock:
-            hist.requests += 1
-        first = time.time()
-        give_up = first + args.answer_deadline_s
-        while True:
-            if time.time() > give_up:
-                with hist.lock:
-                    hist.unanswered += 1
-                break
-            sc = rng.choice(sidecars)
-            with hist.lock:
-                hist.attempts += 1
-            t0 = time.time()
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", sc.port, timeout=60)
-                c.request("POST", "/api/v1/push", body, {"Content-Type": "application/json"})
-                resp = c.getresponse()
-                status, data = resp.status, resp.read()
-                c.close()
-            except (OSError, http.client.HTTPException):
-                time.sleep(rng.uniform(0.05, 0.2))
-                continue
-            if status in (429, 503):
-                time.sleep(rng.uniform(0.1, 0.3))
-                continue
-            if status != 201:
-                with hist.lock:
-                    hist.bad_answers.append((status, data[:300]))
-                time.sleep(0.1)
-                continue
-            t1 = time.time()
-            ans = json.loads(data)
-            retry = False
-            with hist.lock:
-                for it, a in zip(items, ans):
-                    if a["status"] == "failed":  # (the wire's per-item failure, campaign.py's too)
-                        retry = True
-                        if a.get("code") not in RETRY_CODES:
-                            hist.bad_answers.append((201, json.dumps(a)[:300]))
-                        continue
-                    hist.answers.append((it["partition"], a["transaction_id"], a["status"],
-                                         a["message_id"], a["offset"]))
-            if not retry:  # a 201 whose every item is answered (none `failed`)
-                with tl.lock:
-                    # A write that reached a primary: some item stored now (a request of
-                    # repeats only may be answered from the sidecar's cache alone).
-                    if any(a["status"] == "queued" for a in ans):
-                        tl.ok.append((t0, t1))
-                    tl.requests.append((first, t1))
-                break
-            time.sleep(rng.uniform(0.05, 0.2))
+def http_client_timed(cid, args, sidecars, hist, tl, stop, rng):
+    """load.py's HTTP client (no item without a transactionId, FAILOVER_PACE) that also records
+    in tl each request's final 201: the attempt (when some item was stored now, `queued`: a
+    request of repeats only may be answered from the sidecar's cache alone) and the request."""
+    def answered(first, t0, t1, ans):
+        with tl.lock:
+            if any(a["status"] == "queued" for a in ans):
+                tl.ok.append((t0, t1))
+            tl.requests.append((first, t1))
+    http_client(cid, args, sidecars, hist, stop, rng, auto_share=0.0, pace=FAILOVER_PACE,
+                on_answered=answered)
 
 
 def sql_client(cid, args, ha, hist, stop, rng, stats):
@@ -177,38 +120,32 @@ def sql_client(cid, args, ha, hist, stop, rng, stats):
                           for it in items]).replace("'", "''")
         q = ("SELECT index, status, message_id, transaction_id, message_offset FROM "
              "queen.push('%s', '%s', '%s'::jsonb) ORDER BY index" % (args.queue, p, arr))
-        with hist.lock:
-            hist.requests += 1
-        give_up = time.time() + args.answer_deadline_s
-        while True:
-            if time.time() > give_up:
-                with hist.lock:
-                    hist.unanswered += 1
-                break
-            with hist.lock:
-                hist.attempts += 1
+
+        def attempt(first):
             try:
                 res = subprocess.run([os.path.join(ha.pgbin, "psql"), ha.conninfo(), "-X", "-q",
                                       "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", q],
                                      capture_output=True, text=True, timeout=90)
             except subprocess.TimeoutExpired:  # a hung call is in doubt: sent again
-                continue
+                return "timeout"
             if "synchronous replication" in res.stderr:
                 stats["sync_rep_warnings"] += 1
             if res.returncode != 0 or "synchronous replication" in res.stderr:
                 time.sleep(rng.uniform(0.1, 0.3))
-                continue
+                return "exit %d: %s" % (res.returncode, res.stderr[-160:])
             rows = [l.split("|") for l in res.stdout.strip().split("\n") if l]
             if len(rows) != len(items):
                 with hist.lock:
                     hist.bad_answers.append(("sql", res.stdout[:300]))
-                break
+                return None
             with hist.lock:
                 for row in rows:
                     _, status, mid, txn, off = row
                     hist.answers.append((p, txn, status, mid, int(off)))
             stats["sql_answers"] += 1
-            break
+            return None
+
+        send_until_answered(hist, args.answer_deadline_s, "sql %s" % p, attempt)
 
 
 def stream_request(port, method, name, body=None, headers=None, timeout=60):
@@ -351,8 +288,7 @@ def main():
     try:
         log("starting the formation")
         ha.sh("start")
-        binary = os.path.join(args.workdir, "queen-sidecar")
-        shutil.copy2(args.sidecar, binary)
+        binary = private_copy(args.sidecar, args.workdir)
         extra = ["--pool-size", "2", "--drain-timeout-ms", "1000", "--resolve-deadline-ms", "30000"]
         sidecars = [Sidecar(n, binary, ha.conninfo(), args.workdir, extra) for n in "AB"]
         for s in sidecars:
@@ -360,7 +296,7 @@ def main():
         hist, tl, stop = History(), Timeline(), threading.Event()
         sql_stats = {"sync_rep_warnings": 0, "sql_answers": 0}
         streams = {"answered": {}, "bad": [], "unanswered": 0}
-        threads = [threading.Thread(target=guarded(http_client, hist), args=(i, args, sidecars, hist, tl, stop,
+        threads = [threading.Thread(target=guarded(http_client_timed, hist), args=(i, args, sidecars, hist, tl, stop,
                                                               random.Random(args.seed * 100 + i)))
                    for i in range(args.clients)]
         threads += [threading.Thread(target=guarded(sql_client, hist), args=(1000 + i, args, ha, hist, stop,

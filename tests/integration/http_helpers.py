@@ -1,8 +1,13 @@
 """Helpers shared by the Python halves of the integration scripts (imported, not a test):
-one HTTP request on a fresh connection, one psql statement, and a sidecar of the test's own."""
+one HTTP request on a fresh connection, one psql statement, and a sidecar of the test's own
+(start_sidecar: tests/lib/sidecar.py's, the one Python launcher, re-exported here)."""
 import http.client
+import os
 import subprocess
-import time
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from sidecar import start_sidecar  # noqa: E402,F401  (re-exported: tests and bench/shards import it from here)
 
 
 def http_request(port, method, path, body=b"", headers=None, timeout=30):
@@ -23,26 +28,3 @@ def psql(sql, check=True):
     if check and r.returncode != 0:
         raise RuntimeError(f"psql failed: {sql}: {r.stderr}")
     return r.stdout.strip()
-
-
-def start_sidecar(binary, log_path, args=(), wait_s=10):
-    """A sidecar of the test's own: binary --listen 127.0.0.1:0 args..., its output in log_path
-    (emptied first). Waits for its ready line; returns (process, port). The caller keeps the
-    process and ends it. Raises when it dies or never gets ready (the process is then killed).
-    The Python twin of scripts/lib/sidecar.sh."""
-    log = open(log_path, "w")
-    proc = subprocess.Popen([binary, "--listen", "127.0.0.1:0", *args],
-                            stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        with open(log_path) as f:
-            txt = f.read()
-        if "queen-sidecar ready: listening on 127.0.0.1:" in txt:
-            return proc, int(txt.split("ready: listening on 127.0.0.1:")[1].split()[0])
-        if proc.poll() is not None:
-            raise RuntimeError("sidecar died: " + txt)
-        time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    raise RuntimeError("sidecar never became ready")

@@ -44,13 +44,10 @@ log=$WORK/sidecar-envfile.log
 ) >"$log" 2>&1 &
 pid=$!
 SIDECAR_PIDS+=("$pid")
-for i in $(seq 1 100); do
-    port=$(sidecar_ready_port "$log")
-    [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || fail "sidecar from the env file died: $(cat "$log")"
-    sleep 0.05
-done
-[[ -n ${port:-} ]] || fail "not ready"
+# scripts/lib/sidecar.sh's wait for the ready line (5 s): its message says died or never ready.
+SIDECAR_WAIT_S=5 sidecar_wait_ready "$pid" "$log" 2>"$WORK/envfile-start.err" ||
+    fail "sidecar from the env file did not start: $(cat "$WORK/envfile-start.err")"
+port=$SIDECAR_PORT
 [[ $(curl -s "http://127.0.0.1:$port/health/ready") == '{"status":"ready","postgres":"up"}' ]] \
     || fail "not ready from the env file: $(curl -s "http://127.0.0.1:$port/health/ready")"
 echo "env file: $n settings, sidecar ready"

@@ -392,10 +392,11 @@ def main():
         print("     (6. took %.1f s)" % (time.monotonic() - t6), flush=True)
 
         # 3. a shard down
-        kill = [os.path.join(PGBIN, "pg_ctl"), "-D", os.path.join(WORK, "cluster", "s2"), "-m", "immediate", "-w", "stop"]
-        if os.getuid() == 0:
-            kill = ["runuser", "-u", "postgres", "--"] + kill
-        subprocess.run(kill, check=True, capture_output=True, cwd="/")
+        # an immediate shutdown of shard s2, through the one PostgreSQL helper (scripts/pg.sh)
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "pg.sh"), "crash"], check=True,
+                       capture_output=True,
+                       env=dict(ENV, QUEEN_PGDATA=os.path.join(WORK, "cluster", "s2"),
+                                QUEEN_PGBIN=PGBIN))
         mixed = [item(pa, "a2"), item(pb, "b2")]
         st, h, ans = push(port, mixed)
         check(st == 201 and ans[0]["status"] == "queued", "shard s2 down: the s1 item is queued (%s)" % ans)

@@ -49,16 +49,21 @@
 // move_retry_ms, while the lane's worker flushes its other partitions at once. A partition
 // still meeting the fence move_wait_ms after its first 55Q02 has those items answered 503.
 //
-// Locking protocol. mu_ guards parts_, ready_ (every lane), parking_, pending counts
-// and the stop/abandon flags (cvs_[i] are waited on with mu_ held); the memo has its own
-// leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
-// is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
-// held); err_mu and the memo's mutex are leaves; the placement function is called with mu_ held and
-// must take only leaf locks (the shard directory's map lock). A partition's parked items and
-// move deadline are touched only by its lane's worker (a partition never changes lane): without
-// mu_ while the partition is in flight, with mu_ when it is parked or handed back. A job's answers[i] is written only by the
-// worker that flushed item i, and read only after the job's remaining counter reached zero
-// (acquire/release on that counter orders the writes before the reads).
+// Locking protocol. mu_ guards parts_, ready_ (every lane), the PartQueues' queue state,
+// parking_'s lot (MoveParking's _locked calls), the pending counts and the stop flag (cvs_[i]
+// are waited on with mu_ held); abandoning_ is an atomic read without it. The memo has its own
+// leaf mutex; a PushJob's err_mu guards its error text; the block cache has its own locks
+// (block_cache.h). Order: mu_ is never held while the memo is called, nor while calling the
+// Backend or the BlockCache, nor while InDoubtResolver runs (a flush runs with no Flusher lock
+// held); MoveParking takes no lock and calls none of those, so its _locked calls under mu_ add
+// no order; err_mu and the memo's mutex are leaves; the placement function is called with mu_
+// held and must take only leaf locks (the shard directory's map lock). So no thread holding
+// mu_ ever waits for another lock that a thread waiting for mu_ holds. A partition's parked
+// items and move deadline are touched only by its lane's worker (a partition never changes
+// lane): without mu_ while the partition is in flight, with mu_ when it is parked or handed
+// back. A job's answers[i] is written only by the worker that flushed item i, and read only
+// after the job's remaining counter reached zero (acquire/release on that counter orders the
+// writes before the reads).
 #pragma once
 
 #include <atomic>
@@ -76,41 +81,15 @@
 #include "push/block_cache.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "push/in_doubt.h"
 #include "push/parking.h"
+#include "push/part_queue.h"
 #include "push/partition_memo.h"
+#include "push/push_job.h"
 #include "push/push_request.h"
 #include "common/status.h"
 
 namespace queen::sidecar {
-
-// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
-// framing).
-int64_t item_bytes(const PushItem& it);
-
-// One item's final answer.
-struct ItemAnswer {
-    EntryStatus status = EntryStatus::Queued;
-    queen::Uuid id{};
-    int64_t offset = -1;
-    int64_t pid = -1;  // the partition's id (its wire partition_id), once answered
-    bool failed = false;
-    Status error;  // why, when failed
-};
-
-// One push request in flight.
-struct PushJob {
-    PushRequest req;
-    std::vector<ItemAnswer> answers;
-    std::atomic<int64_t> remaining{0};
-    std::mutex err_mu;
-    Status error;  // the first failure (guarded by err_mu): the answer when no item succeeded
-    // Called exactly once, on whichever thread answers the last leader.
-    std::function<void(PushJob&)> done;
-    std::shared_ptr<PushJob> self;  // keeps the job alive while items are queued
-
-    // Record a failure of item i.
-    void fail(std::size_t i, const Status& s);
-};
 
 struct FlusherConfig {
     int64_t max_segment_items = 10000;
@@ -166,28 +145,6 @@ public:
     const PartitionMemo& memo() const { return memo_; }
 
 private:
-    struct Pending {
-        PushJob* job;
-        uint32_t idx;
-    };
-    struct PartQueue {
-        std::string key;  // queue \x1f partition
-        std::string queue, partition;
-        std::vector<Pending> pending;
-        std::size_t lane = 0;  // the worker that flushes this partition
-        int shard = 0;         // its shard when it was queued (set_placement)
-        bool in_flight = false;
-        bool queued = false;
-        // Parked (a slot being moved, push/parking.h): its items back from the refused push,
-        // oldest first, and when a push meeting the fence again answers them 503 (-1: none).
-        std::vector<Pending> parked;
-        int64_t move_deadline = -1;
-    };
-    // One request's items of one partition, in arrival order: what a failing flush is split by.
-    struct Unit {
-        std::size_t part;
-        std::vector<Pending> items;
-    };
     // What one process() call shares between its attempts.
     struct FlushCtx {
         const std::vector<PartQueue*>* parts;
@@ -226,8 +183,9 @@ private:
     void after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                        const Call& call, const Status& s, bool vouch);
     void answer_segment(const Seg& sg, const std::vector<EntryOut>& rows);
-    // The answer of a call was lost: find out what committed, answer or send again.
-    void resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+    // The answer of a call was lost: InDoubtResolver finds out what committed; answer that and
+    // send the rest again.
+    void after_lost_answer(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                          std::vector<Seg>& segs, const Status& why);
     // Answer every item of units with failure s.
     void fail_units(const std::vector<const Unit*>& units, const Status& s);
@@ -235,12 +193,12 @@ private:
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void release(const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& parked);
-    // Parking (push/parking.cpp): a call refused for a slot being moved is split by partition;
-    // one partition alone is parked (or answered 503 past its move deadline); parked
-    // partitions go back to their lane when due (mu_ held by the _locked ones).
-    void split_moving(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
-                      bool vouch);
-    void park_units(FlushCtx& ctx, const std::vector<const Unit*>& units);
+    // Parking (push/parking.h): a call refused for a slot being moved is split by partition
+    // (MoveParking::split_moving) and sent again; one partition alone is parked, or answered
+    // 503 past its move deadline (park_or_fail). release parks a flush's parked items and
+    // the worker's wait hands due partitions back to their lane (mu_ held by the _locked ones:
+    // they do the flusher's side, pending counts and ready lanes, around MoveParking's).
+    void park_or_fail(FlushCtx& ctx, const std::vector<const Unit*>& units);
     void park_locked(PartQueue* pq, std::vector<Pending>&& items, int64_t now);
     void unpark_due_locked(std::size_t lane, int64_t now);
     // Metadata for every partition of a flush: memo hits, then one batch for the misses
@@ -270,15 +228,10 @@ private:
     std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
-    ParkingLot<PartQueue*> parking_;
+    MoveParking parking_;  // its lot guarded by mu_ (push/parking.h)
     PartitionMemo memo_;
     std::function<int(std::string_view, std::string_view)> placement_;
-    // The history epoch (db/pg_session.h) the block cache and memo were learned under;
-    // a newer one (a failover) drops them before the next vouch (push/in_doubt.cpp).
-    std::atomic<uint64_t> history_epoch_{0};
-    void follow_history(Backend& b);
-    bool durable_where_found(Backend& b, const FlushCtx& ctx,
-                             const std::vector<std::vector<int64_t>>& found);
+    InDoubtResolver in_doubt_;  // lost answers and failovers (push/in_doubt.h)
 };
 
 }  // namespace queen::sidecar

@@ -50,7 +50,7 @@ std::string part_key(const PushItem& it) {
 }
 }  // namespace
 
-Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<PushStore>> backends,
                  BlockCache& cache, Metrics& metrics, const Clock& clock)
     : cfg_(cfg),
       backends_(std::move(backends)),
@@ -306,7 +306,7 @@ void Flusher::unpark_due_locked(std::size_t lane, int64_t now) {
 }
 
 // A worker: push batches of its lane until stopped.
-void Flusher::worker_loop(Backend* b, std::size_t lane) {
+void Flusher::worker_loop(PushStore* b, std::size_t lane) {
     for (;;) {
         std::vector<PartQueue*> parts;
         std::vector<std::vector<Pending>> items;
@@ -334,7 +334,7 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
 }
 
 // Deterministic single-threaded step for tests.
-bool Flusher::run_once(Backend& b) {
+bool Flusher::run_once(PushStore& b) {
     std::vector<PartQueue*> parts;
     std::vector<std::vector<Pending>> items;
     {
@@ -354,7 +354,7 @@ bool Flusher::run_once(Backend& b) {
 // Memo hits first; every miss of the flush in one resolve_partitions call. A batch refused for
 // a data reason (one bad name) is retried one partition at a time, so only that one fails; a
 // batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
-void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+void Flusher::resolve_metas(PushStore& b, const std::vector<PartQueue*>& parts,
                             const std::vector<std::vector<Pending>>& items,
                             std::vector<PartitionMeta>* metas, std::vector<Status>* st,
                             std::vector<uint8_t>* cold) {
@@ -540,7 +540,7 @@ void Flusher::forget_refused_vouch(const Status& s, const std::vector<SegmentIn>
 
 // Resolve metadata per partition, cut the items into units (one job's items of one
 // partition), and push them all in one attempt.
-void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
+void Flusher::process(PushStore& b, const std::vector<PartQueue*>& parts,
                       std::vector<std::vector<Pending>>& items,
                       std::vector<std::vector<Pending>>* parked) {
     FlushCtx ctx;
@@ -599,7 +599,7 @@ struct Flusher::Call {
 
 // Push units in one call, as its stages: segments (layer 2), the call's arguments (vouches),
 // the call, then either the answers (feeding the cache) or what a failure calls for.
-void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+void Flusher::attempt(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                       bool vouch) {
     if (units.empty()) return;
     if (abandoning_.load())
@@ -688,7 +688,7 @@ void Flusher::fold_segment(Seg& sg, bool fold) {
 
 // The call's arguments: each segment's partition, window and, when vouching, the cache's
 // p_verified and hints; a first contact (or a cold partition) makes the call a named one.
-Flusher::Call Flusher::prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs,
+Flusher::Call Flusher::prepare_call(PushStore& b, FlushCtx& ctx, std::vector<Seg>& segs,
                                     bool vouch) {
     Call call;
     call.in.reserve(segs.size());
@@ -730,7 +730,7 @@ Flusher::Call Flusher::prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>&
 // be read). After a named call that committed, the named partitions' metadata as of this
 // commit serves the rest of this flush and the memo (last_offset includes this push, as a
 // resolve right after it would say).
-Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs,
+Status Flusher::send_call(PushStore& b, FlushCtx& ctx, const std::vector<Seg>& segs,
                           const Call& call, std::vector<std::vector<EntryOut>>* out) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<PartitionMeta> named_metas;
@@ -764,7 +764,7 @@ Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& seg
 // above a last_offset that a restore moved back, must not cost a split); then, for a data
 // error, halves tried on their own (no vouches, so a refused vouch cannot be the reason
 // twice); otherwise every item fails with s.
-void Flusher::after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+void Flusher::after_failure(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                             const Call& call, const Status& s, bool vouch) {
     if (slot_moving(s)) {  // nothing was written: halves by partition, one alone is parked
         std::vector<const Unit*> lo, hi;
@@ -822,7 +822,7 @@ void Flusher::answer_segment(const Seg& sg, const std::vector<EntryOut>& rows) {
 
 // The call was sent and its answer lost: the resolver looks up what committed (push/in_doubt.h)
 // until the deadline; then answer what is known and send again what is not.
-void Flusher::after_lost_answer(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+void Flusher::after_lost_answer(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                                 std::vector<Seg>& segs, const Status& why) {
     std::vector<InDoubtResolver::Segment> look;
     look.reserve(segs.size());

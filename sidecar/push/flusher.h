@@ -54,7 +54,7 @@
 // are waited on with mu_ held); abandoning_ is an atomic read without it. The memo has its own
 // leaf mutex; a PushJob's err_mu guards its error text; the block cache has its own locks
 // (block_cache.h). Order: mu_ is never held while the memo is called, nor while calling the
-// Backend or the BlockCache, nor while InDoubtResolver runs (a flush runs with no Flusher lock
+// PushStore or the BlockCache, nor while InDoubtResolver runs (a flush runs with no Flusher lock
 // held); MoveParking takes no lock and calls none of those, so its _locked calls under mu_ add
 // no order; err_mu and the memo's mutex are leaves; the placement function is called with mu_
 // held and must take only leaf locks (the shard directory's map lock). So no thread holding
@@ -110,7 +110,7 @@ struct FlusherConfig {
 class Flusher {
 public:
     // One worker per backend; the flusher owns them. cache may be disabled but not null.
-    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<PushStore>> backends,
             BlockCache& cache, Metrics& metrics, const Clock& clock);
     ~Flusher();
 
@@ -134,7 +134,7 @@ public:
 
     // Run one queued batch on the calling thread with backend b (tests drive the flusher
     // deterministically with this instead of start()). Returns false when nothing was ready.
-    bool run_once(Backend& b);
+    bool run_once(PushStore& b);
 
     int64_t pending_items() const;
     int64_t pending_bytes() const;
@@ -160,32 +160,32 @@ private:
     struct Seg;
     struct Call;
 
-    void worker_loop(Backend* b, std::size_t lane);
+    void worker_loop(PushStore* b, std::size_t lane);
     // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
     void take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                            std::vector<std::vector<Pending>>* items);
     // The lane of a partition key.
     std::size_t lane_of(const std::string& key) const;
     // Flush a batch; *parked[p] are partition p's items to park (a slot being moved).
-    void process(Backend& b, const std::vector<PartQueue*>& parts,
+    void process(PushStore& b, const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& items,
                  std::vector<std::vector<Pending>>* parked);
     // Push units in one call; split on data errors, resolve lost answers (see the top).
-    void attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
+    void attempt(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
     // attempt's stages: segments by partition, layer 2 and encoding of one segment, the call's
     // arguments (asking the cache for vouches), the call itself, a failed call's retries, and
     // the answers of a committed segment.
     std::vector<Seg> gather_segments(const std::vector<const Unit*>& units);
     void fold_segment(Seg& sg, bool fold);
-    Call prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs, bool vouch);
-    Status send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs, const Call& call,
+    Call prepare_call(PushStore& b, FlushCtx& ctx, std::vector<Seg>& segs, bool vouch);
+    Status send_call(PushStore& b, FlushCtx& ctx, const std::vector<Seg>& segs, const Call& call,
                      std::vector<std::vector<EntryOut>>* out);
-    void after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+    void after_failure(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                        const Call& call, const Status& s, bool vouch);
     void answer_segment(const Seg& sg, const std::vector<EntryOut>& rows);
     // The answer of a call was lost: InDoubtResolver finds out what committed; answer that and
     // send the rest again.
-    void after_lost_answer(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+    void after_lost_answer(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                          std::vector<Seg>& segs, const Status& why);
     // Answer every item of units with failure s.
     void fail_units(const std::vector<const Unit*>& units, const Status& s);
@@ -205,7 +205,7 @@ private:
     // (st[p] is each partition's outcome).
     // A memo miss whose items need no window (window_free) is not resolved but named
     // (metas[p].pid = -1): its push resolves it in the same transaction.
-    void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+    void resolve_metas(PushStore& b, const std::vector<PartQueue*>& parts,
                        const std::vector<std::vector<Pending>>& items,
                        std::vector<PartitionMeta>* metas, std::vector<Status>* st,
                        std::vector<uint8_t>* cold);
@@ -213,7 +213,7 @@ private:
     void finish_item(PushJob* job);
 
     FlusherConfig cfg_;
-    std::vector<std::unique_ptr<Backend>> backends_;
+    std::vector<std::unique_ptr<PushStore>> backends_;
     BlockCache& cache_;
     Metrics& metrics_;
     const Clock& clock_;

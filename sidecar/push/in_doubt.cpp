@@ -26,7 +26,7 @@ InDoubtResolver::InDoubtResolver(BlockCache& cache, PartitionMemo& memo, const C
       abandoning_(abandoning) {}
 
 // Drop what an older history taught; tell the store which epoch this attempt vouches under.
-void InDoubtResolver::follow_history(Backend& b) {
+void InDoubtResolver::follow_history(PushStore& b) {
     const uint64_t now = pg::history_epoch();
     uint64_t seen = history_epoch_.load();
     if (now != seen && history_epoch_.compare_exchange_strong(seen, now)) {
@@ -37,7 +37,7 @@ void InDoubtResolver::follow_history(Backend& b) {
 }
 
 // Nothing found stored: nothing to make durable. Otherwise the barrier decides.
-bool InDoubtResolver::durable_where_found(Backend& b, int64_t deadline_mono,
+bool InDoubtResolver::durable_where_found(PushStore& b, int64_t deadline_mono,
                                           const std::vector<std::vector<int64_t>>& found) {
     bool any = false;
     for (const auto& f : found)
@@ -50,7 +50,7 @@ bool InDoubtResolver::durable_where_found(Backend& b, int64_t deadline_mono,
 
 // Look the leaders' ids up until the lookup answers and what it found is durable, or until
 // the deadline.
-bool InDoubtResolver::resolve_unknown(Backend& b, const std::vector<Segment>& segs,
+bool InDoubtResolver::resolve_unknown(PushStore& b, const std::vector<Segment>& segs,
                                       int64_t deadline_mono, bool give_up,
                                       std::vector<std::vector<int64_t>>* found) {
     found->assign(segs.size(), {});

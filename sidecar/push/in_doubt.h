@@ -55,17 +55,17 @@ public:
                     int64_t resolve_retry_ms, const std::atomic<bool>& abandoning);
 
     // Drop what an older history taught; tell the store which epoch this attempt vouches under.
-    void follow_history(Backend& b);
+    void follow_history(PushStore& b);
 
     // Look up what a lost call committed: (*found)[i][l] is the offset at which segs[i]'s l-th
     // leader is stored, or -1. True once decided (found stored, and durable); false when the
     // deadline passed, the sidecar is abandoning, or give_up (the flush re-sent too often).
-    bool resolve_unknown(Backend& b, const std::vector<Segment>& segs, int64_t deadline_mono,
+    bool resolve_unknown(PushStore& b, const std::vector<Segment>& segs, int64_t deadline_mono,
                          bool give_up, std::vector<std::vector<int64_t>>* found);
 
 private:
     // Nothing found stored: nothing to make durable. Otherwise the barrier decides.
-    bool durable_where_found(Backend& b, int64_t deadline_mono,
+    bool durable_where_found(PushStore& b, int64_t deadline_mono,
                              const std::vector<std::vector<int64_t>>& found);
 
     BlockCache& cache_;

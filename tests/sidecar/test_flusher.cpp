@@ -307,7 +307,7 @@ namespace queen::sidecar {
 namespace {
 
 // A FakeBackend that records which partition ids it pushed (workers run on their own threads).
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public PushStore {
 public:
     RecordingBackend(FakeStore& s, std::mutex* mu, std::map<int64_t, std::set<int>>* seen, int me)
         : inner_(s), mu_(mu), seen_(seen), me_(me) {}
@@ -345,7 +345,7 @@ TEST(Flusher, EachPartitionIsFlushedByOneWorkerAndStopDrains) {
     FakeStore store(clock);
     std::mutex mu;
     std::map<int64_t, std::set<int>> seen;  // partition id -> workers that pushed it
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     for (int i = 0; i < 4; i++)
         backends.push_back(std::make_unique<RecordingBackend>(store, &mu, &seen, i));
     Metrics metrics;
@@ -626,7 +626,7 @@ TEST(FlusherFaults, ByteLimits) {
 TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
     ManualClock clock;
     FakeStore store(clock);
-    std::vector<std::unique_ptr<Backend>> push;
+    std::vector<std::unique_ptr<PushStore>> push;
     push.push_back(std::make_unique<FakeBackend>(store));
     std::vector<std::unique_ptr<SqlRoute>> sql;  // never connects: the job below sends nothing
     sql.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>("", 1, nullptr)));

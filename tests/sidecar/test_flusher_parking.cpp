@@ -228,7 +228,7 @@ TEST(FlusherParking, AbandonAnswersParkedItemsOnce) {
 // parked items, which are written once the fence lifts, each answered once.
 TEST(FlusherParking, TheLaneIsNotHeldAndStopAnswersParkedItems) {
     FakeStore store(SystemClock::instance());
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     backends.push_back(std::make_unique<FakeBackend>(store));
     Metrics metrics;
     BlockCache cache(CacheConfig(), SystemClock::instance());
@@ -274,7 +274,7 @@ TEST(FlusherParking, TheLaneIsNotHeldAndStopAnswersParkedItems) {
 // returns.
 TEST(FlusherParking, StopDuringAnEndlessMoveAnswers503) {
     FakeStore store(SystemClock::instance());
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     for (int i = 0; i < 2; i++) backends.push_back(std::make_unique<FakeBackend>(store));
     Metrics metrics;
     BlockCache cache(CacheConfig(), SystemClock::instance());

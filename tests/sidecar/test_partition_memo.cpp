@@ -102,7 +102,7 @@ TEST(PartitionMemo, ChargeMatchesTheAllocatorLongKeys) {
 
 // A backend over the fake store that counts batch calls and refuses one partition name like
 // the extension refuses bad input (22023), failing the whole batch that names it.
-class BatchBackend final : public Backend {
+class BatchBackend final : public PushStore {
 public:
     explicit BatchBackend(FakeStore& s) : inner_(s) {}
     Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {
@@ -113,7 +113,7 @@ public:
                               std::vector<PartitionMeta>* out) override {
         batches++;
         batch_sizes.push_back(names.size());
-        return Backend::resolve_partitions(names, out);  // all or nothing, like one statement
+        return PushStore::resolve_partitions(names, out);  // all or nothing, like one statement
     }
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override {

@@ -99,10 +99,10 @@ TEST(ShardMap, BadRowsAreRefused) {
     EXPECT_NE(why.find("outside [0, 8)"), std::string::npos) << why;
 }
 
-// Two in-memory shards behind one Backend: partitions named "a..." live on shard 0, "b..." on
+// Two in-memory shards behind one PushStore: partitions named "a..." live on shard 0, "b..." on
 // shard 1; shard 1's partition ids start at 1100 (1000 placeholders created first), so an id
 // names its shard. Every call's shards are recorded.
-struct TwoShards final : Backend {
+struct TwoShards final : PushStore {
     explicit TwoShards(const Clock& clock) : s0(clock), s1(clock) {
         for (int i = 0; i < 1000; i++) s1.part("placeholder", std::to_string(i));
     }

@@ -50,6 +50,25 @@ std::string part_key(const PushItem& it) {
 }
 }  // namespace
 
+// Every field from its row of the settings table.
+FlusherConfig flusher_config(const Settings& st) {
+    FlusherConfig fc;
+    fc.max_segment_items = st.max_segment_items;
+    fc.max_segment_bytes = st.max_segment_bytes;
+    fc.max_flush_partitions = st.max_flush_partitions;
+    fc.max_flush_bytes = st.max_flush_bytes;
+    fc.max_pending_items = st.max_pending_items;
+    fc.max_pending_bytes = st.max_pending_bytes;
+    fc.resolve_deadline_ms = st.resolve_deadline_ms;
+    fc.resolve_retry_ms = st.resolve_retry_ms;
+    fc.meta_ttl_ms = st.meta_ttl_ms;
+    fc.memo_bytes = st.partition_memo_mb << 20;
+    fc.named_first_contact = st.named_first_contact != 0;
+    fc.move_wait_ms = st.move_wait_ms;
+    fc.move_retry_ms = st.move_retry_ms;
+    return fc;
+}
+
 Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<PushStore>> backends,
                  BlockCache& cache, Metrics& metrics, const Clock& clock)
     : cfg_(cfg),

@@ -88,24 +88,32 @@
 #include "push/push_job.h"
 #include "push/push_request.h"
 #include "common/status.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 
+// The flusher's limits. No defaults of its own: built only by flusher_config from a parsed
+// Settings (its rows say each value's default and meaning); tests build it from Settings() and
+// then change fields.
 struct FlusherConfig {
-    int64_t max_segment_items = 10000;
-    int64_t max_segment_bytes = 64 << 20;   // one partition's segment in one flush
-    int64_t max_flush_partitions = 64;
-    int64_t max_flush_bytes = 128 << 20;    // one push_segments call (PostgreSQL caps a value at 1 GB)
-    int64_t max_pending_items = 1000000;
-    int64_t max_pending_bytes = 512 << 20;  // queued-but-unflushed bytes before 429
-    int64_t resolve_deadline_ms = 10000;    // longest search for a lost commit's outcome
-    int64_t resolve_retry_ms = 200;
-    int64_t meta_ttl_ms = 30000;
-    int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
-    bool named_first_contact = true;        // memo misses that need no window go by name
-    int64_t move_wait_ms = 10000;           // longest wait for a slot being moved (then 503)
-    int64_t move_retry_ms = 50;             // a parked partition's pause before its next try
+    int64_t max_segment_items;
+    int64_t max_segment_bytes;     // one partition's segment in one flush
+    int64_t max_flush_partitions;
+    int64_t max_flush_bytes;       // one push_segments call (PostgreSQL caps a value at 1 GB)
+    int64_t max_pending_items;
+    int64_t max_pending_bytes;     // queued-but-unflushed bytes before 429
+    int64_t resolve_deadline_ms;   // longest search for a lost commit's outcome
+    int64_t resolve_retry_ms;      // pause between two outcome lookups
+    int64_t meta_ttl_ms;
+    int64_t memo_bytes;            // the metadata memo's budget (real allocator bytes)
+    bool named_first_contact;      // memo misses that need no window go by name
+    int64_t move_wait_ms;          // longest wait for a slot being moved (then 503)
+    int64_t move_retry_ms;         // a parked partition's pause before its next try
 };
+
+// The flusher's limits from the settings: segment, flush and pending limits, the metadata memo,
+// lost-commit lookups, slot moves.
+FlusherConfig flusher_config(const Settings& st);
 
 class Flusher {
 public:

@@ -175,8 +175,8 @@ TEST(ShardedFlusher, EachFusedCallGoesToOneShard) {
     ManualClock clock;
     TwoShards be(clock);
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher fl(FlusherConfig(), {}, cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher fl(flusher_config(Settings()), {}, cache, metrics, clock);
     fl.set_placement([](std::string_view, std::string_view p) { return TwoShards::of_name(p); });
     queen::UuidV7Generator gen(3);
     std::vector<std::pair<int, StatusCode>> out;
@@ -198,8 +198,8 @@ TEST(ShardedFlusher, AShardDownFailsOnlyItsOwnItemsAndARetryIsExact) {
     ManualClock clock;
     TwoShards be(clock);
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher fl(FlusherConfig(), {}, cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher fl(flusher_config(Settings()), {}, cache, metrics, clock);
     fl.set_placement([](std::string_view, std::string_view p) { return TwoShards::of_name(p); });
     queen::UuidV7Generator gen(4);
     std::vector<std::pair<int, StatusCode>> out;

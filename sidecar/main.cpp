@@ -127,13 +127,13 @@ int main(int argc, char** argv) {
         Status l = shards->load();
         if (!l.is_ok()) QLOG_WARN("%s (will retry per request)", l.message().c_str());
     }
-    auto push_backend = [&]() -> std::unique_ptr<Backend> {
+    auto push_backend = [&]() -> std::unique_ptr<PushStore> {
         if (sharded)
             return std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics);
         return std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
     };
     const std::string& pg_main = sharded ? st.router : st.pg;
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     for (int64_t i = 0; sharded && i < st.pool_size; i++) backends.push_back(push_backend());
     for (int64_t i = 0; !sharded && i < st.pool_size; i++) {
         auto pg =

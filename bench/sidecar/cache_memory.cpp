@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
         if (!std::strcmp(argv[i], "--budget-mb")) budget_mb = std::atoll(argv[i + 1]);
     }
     ManualClock clock;
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = budget_mb << 20;
     malloc_trim(0);
     const int64_t rss0 = rss_bytes(), mal0 = malloc_bytes();

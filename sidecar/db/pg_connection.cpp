@@ -1,4 +1,4 @@
-// libpq implementation of the Backend (see pg_backend.h).
+// libpq implementation of the PushStore (see pg_connection.h).
 #include "db/pg_connection.h"
 
 #include "common/clock.h"

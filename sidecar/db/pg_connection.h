@@ -1,4 +1,4 @@
-// The libpq Backend: one connection, prepared statements with binary parameters and results,
+// The libpq PushStore: one connection, prepared statements with binary parameters and results,
 // lazy (re)connection with a short back-off. Never builds SQL from strings: every statement is
 // a constant with $n parameters. Not thread-safe: one per flush worker.
 //
@@ -30,7 +30,7 @@ struct ReadRow {
     int64_t created_ms = 0;
 };
 
-class PgConnection final : public Backend {
+class PgConnection final : public PushStore {
 public:
     // `extension`: the one the database must hold at this sidecar's version (common/
     // extension_version.h): queen, or queen_router for a cluster's router database.

@@ -128,6 +128,23 @@ int64_t BlockCache::slice_ms(const Entry& e) const noexcept {
 }
 
 // Configuration is copied; the clock must outlive the cache.
+// The settings' fields, the rest from the named constants.
+CacheConfig cache_config(const Settings& st) {
+    CacheConfig cc;
+    cc.enabled = st.dedup_cache != 0;
+    cc.budget_bytes = st.dedup_cache_mb << 20;
+    cc.skew_slack_ms = kCacheSkewSlackMs;
+    cc.cooldown_ms = kCacheCooldownMs;
+    cc.recent_use_ms = kCacheRecentUseMs;
+    cc.warn_interval_ms = kCacheWarnIntervalMs;
+    cc.aux_soft_cap = kCacheAuxSoftCap;
+    cc.idle_seal_ms = st.idle_seal_ms;
+    cc.idle_drop_ms = std::max<int64_t>(st.idle_seal_ms, kCacheIdleDropMs);
+    cc.max_gaps = kCacheMaxGaps;
+    cc.fit_ratio = kCacheFitRatio;
+    return cc;
+}
+
 BlockCache::BlockCache(const CacheConfig& cfg, const Clock& clock) : cfg_(cfg), clock_(clock) {}
 
 BlockCache::~BlockCache() = default;

@@ -75,22 +75,41 @@
 #include "common/clock.h"
 #include "core/common/hash.h"
 #include "push/front_filter.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 
+// The cache's inner tuning. These are not settings: they are part of the cache's soundness
+// margins and memory policy (checked by its tests), not choices an operator can judge, so they
+// are named constants here; tests change them in a built CacheConfig.
+inline constexpr int64_t kCacheSkewSlackMs = 5000;         // safe side of every window comparison
+inline constexpr int64_t kCacheCooldownMs = 30000;         // a suppressed partition's rest
+inline constexpr int64_t kCacheRecentUseMs = 5000;         // used this recently: never evicted
+inline constexpr int64_t kCacheWarnIntervalMs = 60000;     // one memory-pressure warning a minute
+inline constexpr std::size_t kCacheAuxSoftCap = 100000;    // auxiliary maps pruned beyond this
+inline constexpr int64_t kCacheIdleDropMs = 60000;         // least idle time before a drop
+inline constexpr std::size_t kCacheMaxGaps = 16;           // more gaps: full rebuild
+inline constexpr double kCacheFitRatio = 0.9;              // admission headroom
+
+// The cache's configuration. No defaults of its own: built only by cache_config from a parsed
+// Settings (and the constants above); tests build it from Settings() and then change fields.
 struct CacheConfig {
-    bool enabled = true;
-    int64_t budget_bytes = int64_t(512) << 20;
-    int64_t skew_slack_ms = 5000;       // added on the safe side of every window comparison
-    int64_t cooldown_ms = 30000;        // a suppressed partition is not re-tested before this
-    int64_t recent_use_ms = 5000;       // an entry used this recently is never evicted
-    int64_t warn_interval_ms = 60000;   // one memory-pressure warning per minute
-    std::size_t aux_soft_cap = 100000;  // cooldown / footprint-hint maps are pruned beyond this
-    int64_t idle_seal_ms = 10000;       // sweep: idle entries get their hot buffer sealed + expired
-    int64_t idle_drop_ms = 60000;       // sweep: idle entries with nothing resident are dropped
-    std::size_t max_gaps = 16;          // more outstanding gaps than this: full rebuild
-    double fit_ratio = 0.9;             // admission headroom
+    bool enabled;
+    int64_t budget_bytes;
+    int64_t skew_slack_ms;     // added on the safe side of every window comparison
+    int64_t cooldown_ms;       // a suppressed partition is not re-tested before this
+    int64_t recent_use_ms;     // an entry used this recently is never evicted
+    int64_t warn_interval_ms;  // one memory-pressure warning per minute
+    std::size_t aux_soft_cap;  // cooldown / footprint-hint maps are pruned beyond this
+    int64_t idle_seal_ms;      // sweep: idle entries get their hot buffer sealed + expired
+    int64_t idle_drop_ms;      // sweep: idle entries with nothing resident are dropped
+    std::size_t max_gaps;      // more outstanding gaps than this: full rebuild
+    double fit_ratio;          // admission headroom
 };
+
+// The block cache's configuration from the settings: on/off, budget, idle sealing (dropping
+// never before its own floor), the inner tuning from the constants above.
+CacheConfig cache_config(const Settings& st);
 
 inline constexpr std::size_t kBlockHashes = 4096;  // 64 KiB blocks
 

@@ -50,21 +50,26 @@ std::string part_key(const PushItem& it) {
 }
 }  // namespace
 
-// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
-// framing).
-int64_t item_bytes(const PushItem& it) {
-    return static_cast<int64_t>(it.payload.size() + it.txn.size()) + 48;
+// Every field from its row of the settings table.
+FlusherConfig flusher_config(const Settings& st) {
+    FlusherConfig fc;
+    fc.max_segment_items = st.max_segment_items;
+    fc.max_segment_bytes = st.max_segment_bytes;
+    fc.max_flush_partitions = st.max_flush_partitions;
+    fc.max_flush_bytes = st.max_flush_bytes;
+    fc.max_pending_items = st.max_pending_items;
+    fc.max_pending_bytes = st.max_pending_bytes;
+    fc.resolve_deadline_ms = st.resolve_deadline_ms;
+    fc.resolve_retry_ms = st.resolve_retry_ms;
+    fc.meta_ttl_ms = st.meta_ttl_ms;
+    fc.memo_bytes = st.partition_memo_mb << 20;
+    fc.named_first_contact = st.named_first_contact != 0;
+    fc.move_wait_ms = st.move_wait_ms;
+    fc.move_retry_ms = st.move_retry_ms;
+    return fc;
 }
 
-// Keep the first error; mark the item.
-void PushJob::fail(std::size_t i, const Status& s) {
-    answers[i].failed = true;
-    answers[i].error = s;
-    std::lock_guard<std::mutex> lk(err_mu);
-    if (error.is_ok()) error = s;
-}
-
-Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<PushStore>> backends,
                  BlockCache& cache, Metrics& metrics, const Clock& clock)
     : cfg_(cfg),
       backends_(std::move(backends)),
@@ -73,8 +78,10 @@ Flusher::Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>>
       clock_(clock),
       cvs_(std::max<std::size_t>(1, backends_.size())),
       ready_(std::max<std::size_t>(1, backends_.size())),
-      parking_(std::max<std::size_t>(1, backends_.size())),
-      memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms) {}
+      parking_(std::max<std::size_t>(1, backends_.size()), cfg_.move_wait_ms, cfg_.move_retry_ms,
+               clock_, metrics_, abandoning_),
+      memo_(cfg_.memo_bytes, cfg_.meta_ttl_ms),
+      in_doubt_(cache_, memo_, clock_, cfg_.resolve_retry_ms, abandoning_) {}
 
 Flusher::~Flusher() { stop(); }
 
@@ -256,7 +263,7 @@ void Flusher::take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts
     metrics_.pending_items.store(pending_);
 }
 
-// Flush done: partitions with items to park stay in flight, parked (push/parking.cpp);
+// Flush done: partitions with items to park stay in flight, parked (push/parking.h);
 // partitions with new arrivals become ready again in their lane (whose worker is the caller,
 // who looks again before waiting); idle ones are forgotten.
 void Flusher::release(const std::vector<PartQueue*>& parts,
@@ -271,7 +278,7 @@ void Flusher::release(const std::vector<PartQueue*>& parts,
                 park_locked(pq, std::move(parked[p]), now);
                 continue;
             }
-            pq->move_deadline = -1;  // this flush met no fence: a later one waits afresh
+            MoveParking::met_no_fence(pq);  // a later one waits afresh
             pq->in_flight = false;
             if (!pq->pending.empty()) {
                 pq->queued = true;
@@ -286,8 +293,39 @@ void Flusher::release(const std::vector<PartQueue*>& parts,
         for (auto& cv : cvs_) cv.notify_all();
 }
 
+// Park one partition's units (push/parking.h), or answer them 503 once its move deadline passed.
+void Flusher::park_or_fail(FlushCtx& ctx, const std::vector<const Unit*>& units) {
+    if (units.empty()) return;
+    if (!parking_.park_units((*ctx.parts)[units.front()->part], units, &ctx.parked))
+        fail_units(units, moved_too_long());
+}
+
+// Park pq (mu_ held): its items count as pending again (backpressure, drain) until they are
+// taken anew.
+void Flusher::park_locked(PartQueue* pq, std::vector<Pending>&& items, int64_t now) {
+    int64_t bytes = 0;
+    for (const Pending& pd : items) bytes += item_bytes(pd.job->req.items[pd.idx]);
+    pending_ += static_cast<int64_t>(items.size());
+    pending_bytes_ += bytes;
+    metrics_.pending_items.store(pending_);
+    parking_.park_locked(pq, std::move(items), now);
+}
+
+// Hand the lane's due parked partitions back (mu_ held; every one when abandoning): ready
+// again, their shard looked up anew (the move may be over).
+void Flusher::unpark_due_locked(std::size_t lane, int64_t now) {
+    std::vector<PartQueue*> due;
+    parking_.unpark_due_locked(lane, now, &due);
+    for (PartQueue* pq : due) {
+        pq->in_flight = false;
+        if (placement_) pq->shard = placement_(pq->queue, pq->partition);
+        pq->queued = true;
+        ready_[lane].push_back(pq);
+    }
+}
+
 // A worker: push batches of its lane until stopped.
-void Flusher::worker_loop(Backend* b, std::size_t lane) {
+void Flusher::worker_loop(PushStore* b, std::size_t lane) {
     for (;;) {
         std::vector<PartQueue*> parts;
         std::vector<std::vector<Pending>> items;
@@ -299,7 +337,7 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
                 const int64_t now = clock_.mono_ms();
                 unpark_due_locked(lane, now);
                 if (!ready_[lane].empty() || (stopping_ && parts_.empty())) break;
-                const int64_t due = parking_.next_due(lane);
+                const int64_t due = parking_.next_due_locked(lane);
                 if (due < 0)
                     cvs_[lane].wait(lk);
                 else
@@ -315,7 +353,7 @@ void Flusher::worker_loop(Backend* b, std::size_t lane) {
 }
 
 // Deterministic single-threaded step for tests.
-bool Flusher::run_once(Backend& b) {
+bool Flusher::run_once(PushStore& b) {
     std::vector<PartQueue*> parts;
     std::vector<std::vector<Pending>> items;
     {
@@ -335,7 +373,7 @@ bool Flusher::run_once(Backend& b) {
 // Memo hits first; every miss of the flush in one resolve_partitions call. A batch refused for
 // a data reason (one bad name) is retried one partition at a time, so only that one fails; a
 // batch that failed otherwise (PostgreSQL unavailable) fails every miss with that status.
-void Flusher::resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+void Flusher::resolve_metas(PushStore& b, const std::vector<PartQueue*>& parts,
                             const std::vector<std::vector<Pending>>& items,
                             std::vector<PartitionMeta>* metas, std::vector<Status>* st,
                             std::vector<uint8_t>* cold) {
@@ -521,7 +559,7 @@ void Flusher::forget_refused_vouch(const Status& s, const std::vector<SegmentIn>
 
 // Resolve metadata per partition, cut the items into units (one job's items of one
 // partition), and push them all in one attempt.
-void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
+void Flusher::process(PushStore& b, const std::vector<PartQueue*>& parts,
                       std::vector<std::vector<Pending>>& items,
                       std::vector<std::vector<Pending>>* parked) {
     FlushCtx ctx;
@@ -548,7 +586,7 @@ void Flusher::process(Backend& b, const std::vector<PartQueue*>& parts,
         if (!s.is_ok()) {
             Unit u{p, std::move(items[p])};
             if (slot_moving(s))
-                park_units(ctx, {&u});
+                park_or_fail(ctx, {&u});
             else
                 fail_units({&u}, s);
             continue;
@@ -580,7 +618,7 @@ struct Flusher::Call {
 
 // Push units in one call, as its stages: segments (layer 2), the call's arguments (vouches),
 // the call, then either the answers (feeding the cache) or what a failure calls for.
-void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+void Flusher::attempt(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                       bool vouch) {
     if (units.empty()) return;
     if (abandoning_.load())
@@ -593,16 +631,16 @@ void Flusher::attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>&
             go.push_back(u);
             continue;
         }
-        park_units(ctx, {u});
+        park_or_fail(ctx, {u});
     }
     if (go.size() != units.size()) return attempt(b, ctx, go, vouch);
-    follow_history(b);  // after a failover: nothing learned before it vouches (in_doubt.cpp)
+    in_doubt_.follow_history(b);  // after a failover: nothing learned before it vouches
     std::vector<Seg> segs = gather_segments(units);
     for (Seg& sg : segs) fold_segment(sg, ctx.metas[sg.part].window_s > 0);
     Call call = prepare_call(b, ctx, segs, vouch);
     std::vector<std::vector<EntryOut>> out;
     Status s = send_call(b, ctx, segs, call, &out);
-    if (s.code() == StatusCode::Unknown) return resolve_unknown(b, ctx, units, segs, s);
+    if (s.code() == StatusCode::Unknown) return after_lost_answer(b, ctx, units, segs, s);
     if (!s.is_ok()) return after_failure(b, ctx, units, call, s, vouch);
     for (std::size_t i = 0; i < segs.size(); i++) {
         cache_.on_push_committed(ctx.metas[segs[i].part].pid, segs[i].hashes.data(), out[i]);
@@ -669,7 +707,7 @@ void Flusher::fold_segment(Seg& sg, bool fold) {
 
 // The call's arguments: each segment's partition, window and, when vouching, the cache's
 // p_verified and hints; a first contact (or a cold partition) makes the call a named one.
-Flusher::Call Flusher::prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs,
+Flusher::Call Flusher::prepare_call(PushStore& b, FlushCtx& ctx, std::vector<Seg>& segs,
                                     bool vouch) {
     Call call;
     call.in.reserve(segs.size());
@@ -711,7 +749,7 @@ Flusher::Call Flusher::prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>&
 // be read). After a named call that committed, the named partitions' metadata as of this
 // commit serves the rest of this flush and the memo (last_offset includes this push, as a
 // resolve right after it would say).
-Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs,
+Status Flusher::send_call(PushStore& b, FlushCtx& ctx, const std::vector<Seg>& segs,
                           const Call& call, std::vector<std::vector<EntryOut>>* out) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<PartitionMeta> named_metas;
@@ -745,9 +783,15 @@ Status Flusher::send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& seg
 // above a last_offset that a restore moved back, must not cost a split); then, for a data
 // error, halves tried on their own (no vouches, so a refused vouch cannot be the reason
 // twice); otherwise every item fails with s.
-void Flusher::after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+void Flusher::after_failure(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                             const Call& call, const Status& s, bool vouch) {
-    if (slot_moving(s)) return split_moving(b, ctx, units, vouch);  // nothing was written
+    if (slot_moving(s)) {  // nothing was written: halves by partition, one alone is parked
+        std::vector<const Unit*> lo, hi;
+        if (!MoveParking::split_moving(units, &lo, &hi)) return park_or_fail(ctx, units);
+        attempt(b, ctx, lo, vouch);
+        attempt(b, ctx, hi, vouch);
+        return;
+    }
     if (s.code() == StatusCode::NotFound) forget_meta();  // a partition vanished: re-resolve
     if (vouch && splittable(s)) {
         forget_refused_vouch(s, call.in);
@@ -795,50 +839,22 @@ void Flusher::answer_segment(const Seg& sg, const std::vector<EntryOut>& rows) {
     }
 }
 
-// The call was sent and its answer lost. It was one transaction: it committed if and only if
-// some leader's message id is stored (a call whose leaders were all duplicates wrote nothing,
-// which is the same as not committing). Look that up on a fresh connection until the
-// deadline; then answer what is known and send again what is not.
-void Flusher::resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
-                              std::vector<Seg>& segs, const Status& why) {
-    std::vector<std::vector<int64_t>> found(segs.size());
-    for (;;) {
-        if (abandoning_.load() || clock_.mono_ms() >= ctx.deadline_mono || ctx.resends >= 64)
-            return fail_units(
-                units, Status(StatusCode::Unknown,
-                              "PostgreSQL's answer was lost and the outcome could not be looked "
-                              "up in time; retry the same request (" + why.message() + ")"));
-        bool ok = true;
-        // Named partitions (first contact folded into the lost call): learn their ids; all of
-        // their rows are looked at (last_offset -1), since the call may have created them.
-        std::vector<std::size_t> unnamed;
-        std::vector<PartitionName> names;
-        for (std::size_t i = 0; i < segs.size(); i++)
-            if (ctx.metas[segs[i].part].pid < 0) {
-                unnamed.push_back(segs[i].part);
-                names.push_back({(*ctx.parts)[segs[i].part]->queue,
-                                 (*ctx.parts)[segs[i].part]->partition});
-            }
-        if (!unnamed.empty()) {
-            std::vector<PartitionMeta> got;
-            ok = b.resolve_partitions(names, &got).is_ok() && got.size() == unnamed.size();
-            for (std::size_t k = 0; ok && k < unnamed.size(); k++) {
-                ctx.metas[unnamed[k]] = got[k];
-                ctx.metas[unnamed[k]].last_offset = -1;
-            }
-        }
-        for (std::size_t i = 0; ok && i < segs.size(); i++) {
-            found[i].clear();
-            const PartitionMeta& meta = ctx.metas[segs[i].part];
-            // Offsets only grow: everything this call wrote lies above the memo's last_offset.
-            Status s = b.find_ids(meta.pid, meta.last_offset, segs[i].ids, &found[i]);
-            ok = s.is_ok() && found[i].size() == segs[i].ids.size();
-        }
-        // Found committed: answered only once durable where it was found (in_doubt.cpp).
-        if (ok && !durable_where_found(b, ctx, found)) ok = false;
-        if (ok) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.resolve_retry_ms));
-    }
+// The call was sent and its answer lost: the resolver looks up what committed (push/in_doubt.h)
+// until the deadline; then answer what is known and send again what is not.
+void Flusher::after_lost_answer(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+                                std::vector<Seg>& segs, const Status& why) {
+    std::vector<InDoubtResolver::Segment> look;
+    look.reserve(segs.size());
+    for (const Seg& sg : segs)
+        look.push_back({&ctx.metas[sg.part],
+                        {(*ctx.parts)[sg.part]->queue, (*ctx.parts)[sg.part]->partition},
+                        &sg.ids});
+    std::vector<std::vector<int64_t>> found;
+    if (!in_doubt_.resolve_unknown(b, look, ctx.deadline_mono, ctx.resends >= 64, &found))
+        return fail_units(
+            units, Status(StatusCode::Unknown,
+                          "PostgreSQL's answer was lost and the outcome could not be looked "
+                          "up in time; retry the same request (" + why.message() + ")"));
     bool committed = false;
     for (const auto& f : found)
         for (int64_t off : f) committed |= off >= 0;

@@ -49,16 +49,21 @@
 // move_retry_ms, while the lane's worker flushes its other partitions at once. A partition
 // still meeting the fence move_wait_ms after its first 55Q02 has those items answered 503.
 //
-// Locking protocol. mu_ guards parts_, ready_ (every lane), parking_, pending counts
-// and the stop/abandon flags (cvs_[i] are waited on with mu_ held); the memo has its own
-// leaf mutex; a PushJob's err_mu guards its error text. Order: mu_ is never held while the memo
-// is called, nor while calling the Backend or the BlockCache (those run with no Flusher lock
-// held); err_mu and the memo's mutex are leaves; the placement function is called with mu_ held and
-// must take only leaf locks (the shard directory's map lock). A partition's parked items and
-// move deadline are touched only by its lane's worker (a partition never changes lane): without
-// mu_ while the partition is in flight, with mu_ when it is parked or handed back. A job's answers[i] is written only by the
-// worker that flushed item i, and read only after the job's remaining counter reached zero
-// (acquire/release on that counter orders the writes before the reads).
+// Locking protocol. mu_ guards parts_, ready_ (every lane), the PartQueues' queue state,
+// parking_'s lot (MoveParking's _locked calls), the pending counts and the stop flag (cvs_[i]
+// are waited on with mu_ held); abandoning_ is an atomic read without it. The memo has its own
+// leaf mutex; a PushJob's err_mu guards its error text; the block cache has its own locks
+// (block_cache.h). Order: mu_ is never held while the memo is called, nor while calling the
+// PushStore or the BlockCache, nor while InDoubtResolver runs (a flush runs with no Flusher lock
+// held); MoveParking takes no lock and calls none of those, so its _locked calls under mu_ add
+// no order; err_mu and the memo's mutex are leaves; the placement function is called with mu_
+// held and must take only leaf locks (the shard directory's map lock). So no thread holding
+// mu_ ever waits for another lock that a thread waiting for mu_ holds. A partition's parked
+// items and move deadline are touched only by its lane's worker (a partition never changes
+// lane): without mu_ while the partition is in flight, with mu_ when it is parked or handed
+// back. A job's answers[i] is written only by the worker that flushed item i, and read only
+// after the job's remaining counter reached zero (acquire/release on that counter orders the
+// writes before the reads).
 #pragma once
 
 #include <atomic>
@@ -76,62 +81,44 @@
 #include "push/block_cache.h"
 #include "common/clock.h"
 #include "common/metrics.h"
+#include "push/in_doubt.h"
 #include "push/parking.h"
+#include "push/part_queue.h"
 #include "push/partition_memo.h"
+#include "push/push_job.h"
 #include "push/push_request.h"
 #include "common/status.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 
-// What an item costs in a segment and in pending memory (payload, transactionId, id, hash,
-// framing).
-int64_t item_bytes(const PushItem& it);
-
-// One item's final answer.
-struct ItemAnswer {
-    EntryStatus status = EntryStatus::Queued;
-    queen::Uuid id{};
-    int64_t offset = -1;
-    int64_t pid = -1;  // the partition's id (its wire partition_id), once answered
-    bool failed = false;
-    Status error;  // why, when failed
-};
-
-// One push request in flight.
-struct PushJob {
-    PushRequest req;
-    std::vector<ItemAnswer> answers;
-    std::atomic<int64_t> remaining{0};
-    std::mutex err_mu;
-    Status error;  // the first failure (guarded by err_mu): the answer when no item succeeded
-    // Called exactly once, on whichever thread answers the last leader.
-    std::function<void(PushJob&)> done;
-    std::shared_ptr<PushJob> self;  // keeps the job alive while items are queued
-
-    // Record a failure of item i.
-    void fail(std::size_t i, const Status& s);
-};
-
+// The flusher's limits. No defaults of its own: built only by flusher_config from a parsed
+// Settings (its rows say each value's default and meaning); tests build it from Settings() and
+// then change fields.
 struct FlusherConfig {
-    int64_t max_segment_items = 10000;
-    int64_t max_segment_bytes = 64 << 20;   // one partition's segment in one flush
-    int64_t max_flush_partitions = 64;
-    int64_t max_flush_bytes = 128 << 20;    // one push_segments call (PostgreSQL caps a value at 1 GB)
-    int64_t max_pending_items = 1000000;
-    int64_t max_pending_bytes = 512 << 20;  // queued-but-unflushed bytes before 429
-    int64_t resolve_deadline_ms = 10000;    // longest search for a lost commit's outcome
-    int64_t resolve_retry_ms = 200;
-    int64_t meta_ttl_ms = 30000;
-    int64_t memo_bytes = 16 << 20;          // the metadata memo's budget (real allocator bytes)
-    bool named_first_contact = true;        // memo misses that need no window go by name
-    int64_t move_wait_ms = 10000;           // longest wait for a slot being moved (then 503)
-    int64_t move_retry_ms = 50;             // a parked partition's pause before its next try
+    int64_t max_segment_items;
+    int64_t max_segment_bytes;     // one partition's segment in one flush
+    int64_t max_flush_partitions;
+    int64_t max_flush_bytes;       // one push_segments call (PostgreSQL caps a value at 1 GB)
+    int64_t max_pending_items;
+    int64_t max_pending_bytes;     // queued-but-unflushed bytes before 429
+    int64_t resolve_deadline_ms;   // longest search for a lost commit's outcome
+    int64_t resolve_retry_ms;      // pause between two outcome lookups
+    int64_t meta_ttl_ms;
+    int64_t memo_bytes;            // the metadata memo's budget (real allocator bytes)
+    bool named_first_contact;      // memo misses that need no window go by name
+    int64_t move_wait_ms;          // longest wait for a slot being moved (then 503)
+    int64_t move_retry_ms;         // a parked partition's pause before its next try
 };
+
+// The flusher's limits from the settings: segment, flush and pending limits, the metadata memo,
+// lost-commit lookups, slot moves.
+FlusherConfig flusher_config(const Settings& st);
 
 class Flusher {
 public:
     // One worker per backend; the flusher owns them. cache may be disabled but not null.
-    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<Backend>> backends,
+    Flusher(const FlusherConfig& cfg, std::vector<std::unique_ptr<PushStore>> backends,
             BlockCache& cache, Metrics& metrics, const Clock& clock);
     ~Flusher();
 
@@ -155,7 +142,7 @@ public:
 
     // Run one queued batch on the calling thread with backend b (tests drive the flusher
     // deterministically with this instead of start()). Returns false when nothing was ready.
-    bool run_once(Backend& b);
+    bool run_once(PushStore& b);
 
     int64_t pending_items() const;
     int64_t pending_bytes() const;
@@ -166,28 +153,6 @@ public:
     const PartitionMemo& memo() const { return memo_; }
 
 private:
-    struct Pending {
-        PushJob* job;
-        uint32_t idx;
-    };
-    struct PartQueue {
-        std::string key;  // queue \x1f partition
-        std::string queue, partition;
-        std::vector<Pending> pending;
-        std::size_t lane = 0;  // the worker that flushes this partition
-        int shard = 0;         // its shard when it was queued (set_placement)
-        bool in_flight = false;
-        bool queued = false;
-        // Parked (a slot being moved, push/parking.h): its items back from the refused push,
-        // oldest first, and when a push meeting the fence again answers them 503 (-1: none).
-        std::vector<Pending> parked;
-        int64_t move_deadline = -1;
-    };
-    // One request's items of one partition, in arrival order: what a failing flush is split by.
-    struct Unit {
-        std::size_t part;
-        std::vector<Pending> items;
-    };
     // What one process() call shares between its attempts.
     struct FlushCtx {
         const std::vector<PartQueue*>* parts;
@@ -203,31 +168,32 @@ private:
     struct Seg;
     struct Call;
 
-    void worker_loop(Backend* b, std::size_t lane);
+    void worker_loop(PushStore* b, std::size_t lane);
     // Take up to max_flush_partitions ready partitions of one lane (mu_ held by caller).
     void take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                            std::vector<std::vector<Pending>>* items);
     // The lane of a partition key.
     std::size_t lane_of(const std::string& key) const;
     // Flush a batch; *parked[p] are partition p's items to park (a slot being moved).
-    void process(Backend& b, const std::vector<PartQueue*>& parts,
+    void process(PushStore& b, const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& items,
                  std::vector<std::vector<Pending>>* parked);
     // Push units in one call; split on data errors, resolve lost answers (see the top).
-    void attempt(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
+    void attempt(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units, bool vouch);
     // attempt's stages: segments by partition, layer 2 and encoding of one segment, the call's
     // arguments (asking the cache for vouches), the call itself, a failed call's retries, and
     // the answers of a committed segment.
     std::vector<Seg> gather_segments(const std::vector<const Unit*>& units);
     void fold_segment(Seg& sg, bool fold);
-    Call prepare_call(Backend& b, FlushCtx& ctx, std::vector<Seg>& segs, bool vouch);
-    Status send_call(Backend& b, FlushCtx& ctx, const std::vector<Seg>& segs, const Call& call,
+    Call prepare_call(PushStore& b, FlushCtx& ctx, std::vector<Seg>& segs, bool vouch);
+    Status send_call(PushStore& b, FlushCtx& ctx, const std::vector<Seg>& segs, const Call& call,
                      std::vector<std::vector<EntryOut>>* out);
-    void after_failure(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+    void after_failure(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                        const Call& call, const Status& s, bool vouch);
     void answer_segment(const Seg& sg, const std::vector<EntryOut>& rows);
-    // The answer of a call was lost: find out what committed, answer or send again.
-    void resolve_unknown(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
+    // The answer of a call was lost: InDoubtResolver finds out what committed; answer that and
+    // send the rest again.
+    void after_lost_answer(PushStore& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
                          std::vector<Seg>& segs, const Status& why);
     // Answer every item of units with failure s.
     void fail_units(const std::vector<const Unit*>& units, const Status& s);
@@ -235,19 +201,19 @@ private:
     void forget_refused_vouch(const Status& s, const std::vector<SegmentIn>& in);
     void release(const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& parked);
-    // Parking (push/parking.cpp): a call refused for a slot being moved is split by partition;
-    // one partition alone is parked (or answered 503 past its move deadline); parked
-    // partitions go back to their lane when due (mu_ held by the _locked ones).
-    void split_moving(Backend& b, FlushCtx& ctx, const std::vector<const Unit*>& units,
-                      bool vouch);
-    void park_units(FlushCtx& ctx, const std::vector<const Unit*>& units);
+    // Parking (push/parking.h): a call refused for a slot being moved is split by partition
+    // (MoveParking::split_moving) and sent again; one partition alone is parked, or answered
+    // 503 past its move deadline (park_or_fail). release parks a flush's parked items and
+    // the worker's wait hands due partitions back to their lane (mu_ held by the _locked ones:
+    // they do the flusher's side, pending counts and ready lanes, around MoveParking's).
+    void park_or_fail(FlushCtx& ctx, const std::vector<const Unit*>& units);
     void park_locked(PartQueue* pq, std::vector<Pending>&& items, int64_t now);
     void unpark_due_locked(std::size_t lane, int64_t now);
     // Metadata for every partition of a flush: memo hits, then one batch for the misses
     // (st[p] is each partition's outcome).
     // A memo miss whose items need no window (window_free) is not resolved but named
     // (metas[p].pid = -1): its push resolves it in the same transaction.
-    void resolve_metas(Backend& b, const std::vector<PartQueue*>& parts,
+    void resolve_metas(PushStore& b, const std::vector<PartQueue*>& parts,
                        const std::vector<std::vector<Pending>>& items,
                        std::vector<PartitionMeta>* metas, std::vector<Status>* st,
                        std::vector<uint8_t>* cold);
@@ -255,7 +221,7 @@ private:
     void finish_item(PushJob* job);
 
     FlusherConfig cfg_;
-    std::vector<std::unique_ptr<Backend>> backends_;
+    std::vector<std::unique_ptr<PushStore>> backends_;
     BlockCache& cache_;
     Metrics& metrics_;
     const Clock& clock_;
@@ -270,15 +236,10 @@ private:
     std::atomic<bool> abandoning_{false};
     std::vector<std::thread> threads_;
 
-    ParkingLot<PartQueue*> parking_;
+    MoveParking parking_;  // its lot guarded by mu_ (push/parking.h)
     PartitionMemo memo_;
     std::function<int(std::string_view, std::string_view)> placement_;
-    // The history epoch (db/pg_session.h) the block cache and memo were learned under;
-    // a newer one (a failover) drops them before the next vouch (push/in_doubt.cpp).
-    std::atomic<uint64_t> history_epoch_{0};
-    void follow_history(Backend& b);
-    bool durable_where_found(Backend& b, const FlushCtx& ctx,
-                             const std::vector<std::vector<int64_t>>& found);
+    InDoubtResolver in_doubt_;  // lost answers and failovers (push/in_doubt.h)
 };
 
 }  // namespace queen::sidecar

@@ -9,6 +9,14 @@
 
 namespace queen::sidecar {
 
+// Both limits from their rows of the settings table.
+ParseLimits parse_limits(const Settings& st) {
+    ParseLimits pl;
+    pl.max_items = st.max_items;
+    pl.max_payload_bytes = st.max_payload_bytes;
+    return pl;
+}
+
 // Names are identifiers: bounded and printable (the layer 1 key uses \x1f as separator).
 const char* validate_name(std::string_view name) noexcept {
     if (name.empty()) return "must not be empty";

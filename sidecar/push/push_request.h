@@ -10,13 +10,19 @@
 #include "core/common/hash.h"
 #include "core/common/uuidv7.h"
 #include "common/status.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 
+// The parser's limits. No defaults of its own: built by parse_limits from a parsed Settings
+// (--max-items, --max-payload-bytes); tests build it from Settings() or set both fields.
 struct ParseLimits {
-    int64_t max_items = 10000;
-    int64_t max_payload_bytes = 32 << 20;
+    int64_t max_items;
+    int64_t max_payload_bytes;
 };
+
+// The push parser's item and payload limits from the settings.
+ParseLimits parse_limits(const Settings& st);
 
 // One item of a push request, owned.
 struct PushItem {

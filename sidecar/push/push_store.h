@@ -1,5 +1,10 @@
-// What the daemon needs from PostgreSQL, as interfaces: the real libpq implementation is
-// pg_backend.{h,cpp}; tests use an in-memory model of the extension's contract.
+// The push store: what the flush workers (push/flusher.h) and the block cache's loads
+// (push/block_cache.h) need from PostgreSQL, and nothing else: resolving partitions, pushing
+// segments (by id or by name), looking up message ids after a lost answer, the cache's two
+// reads, cancelling, the vouch epoch and the durability barrier. The non-push calls go through
+// db/sql_route.h instead. Implementations: db/pg_connection.h (one server, libpq),
+// shard/sharded_backend.h (a sharded cluster); tests use an in-memory model of the
+// extension's contract (tests/sidecar/fake_store.h).
 #pragma once
 
 #include <cstdint>
@@ -69,8 +74,9 @@ struct PartitionName {
     std::string_view queue, partition;
 };
 
-// Everything a flush worker does with its connection.
-class Backend : public CacheLoader {
+// Everything a flush worker does with its connection (one per worker; not thread-safe except
+// cancel).
+class PushStore : public CacheLoader {
 public:
     // queen.resolve_partition(queue, partition).
     virtual Status resolve_partition(std::string_view queue, std::string_view partition,

@@ -183,6 +183,13 @@ const std::vector<SettingSpec>& setting_specs() {
         int_row("pop-max-waiters", &S::pop_max_waiters, 10000, 1, 1000000, Plain,
                 "long-poll pops waiting at once (no PostgreSQL connection held while waiting); "
                 "one more is answered 429 busy"),
+        int_row("move-wait-ms", &S::move_wait_ms, 10000, 0, 3600000, Plain,
+                "with --router: longest wait of a partition whose slot is being moved (its items "
+                "parked off their lane); the items of a push meeting the move after it: 503"),
+        int_row("move-retry-ms", &S::move_retry_ms, 50, 1, 60000, Plain,
+                "with --router: a parked partition's pause before its next push"),
+        int_row("resolve-retry-ms", &S::resolve_retry_ms, 200, 1, 60000, Plain,
+                "a lost COMMIT: pause between two outcome lookups (until resolve-deadline-ms)"),
     };
     return specs;
 }

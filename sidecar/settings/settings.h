@@ -3,7 +3,9 @@
 // made from the rows: the defaults of Settings, the environment variable's name, parsing of the
 // environment and the flags with their errors (settings_load.cpp), --help, the effective-settings
 // log line and docs/sidecar.md's settings table (settings_text.cpp). Nothing else holds a default:
-// the parts' configurations are filled from a parsed Settings (settings_wiring.h).
+// the parts' configurations are filled from a parsed Settings (the push room's by the builders
+// beside their structs: cache_config in push/block_cache.h, flusher_config in push/flusher.h,
+// parse_limits in push/push_request.h; the other rooms' in settings_wiring.h).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,9 @@ struct Settings {
     int64_t router_refresh_ms;
     int64_t pop_max_wait_ms;
     int64_t pop_max_waiters;
+    int64_t move_wait_ms;
+    int64_t move_retry_ms;
+    int64_t resolve_retry_ms;
 };
 
 enum class SettingType : uint8_t { Int, String };

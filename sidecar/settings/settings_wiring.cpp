@@ -1,35 +1,7 @@
 // Each part's configuration filled from the parsed settings.
 #include "settings/settings_wiring.h"
 
-#include <algorithm>
-
 namespace queen::sidecar {
-
-// The block cache.
-CacheConfig cache_config(const Settings& st) {
-    CacheConfig cc;
-    cc.enabled = st.dedup_cache != 0;
-    cc.budget_bytes = st.dedup_cache_mb << 20;
-    cc.idle_seal_ms = st.idle_seal_ms;
-    cc.idle_drop_ms = std::max<int64_t>(st.idle_seal_ms, CacheConfig{}.idle_drop_ms);
-    return cc;
-}
-
-// The flusher.
-FlusherConfig flusher_config(const Settings& st) {
-    FlusherConfig fc;
-    fc.max_segment_items = st.max_segment_items;
-    fc.max_flush_partitions = st.max_flush_partitions;
-    fc.max_pending_items = st.max_pending_items;
-    fc.meta_ttl_ms = st.meta_ttl_ms;
-    fc.memo_bytes = st.partition_memo_mb << 20;
-    fc.named_first_contact = st.named_first_contact != 0;
-    fc.max_segment_bytes = st.max_segment_bytes;
-    fc.max_flush_bytes = st.max_flush_bytes;
-    fc.max_pending_bytes = st.max_pending_bytes;
-    fc.resolve_deadline_ms = st.resolve_deadline_ms;
-    return fc;
-}
 
 // The HTTP server.
 ServerLimits server_limits(const Settings& st) {
@@ -41,14 +13,6 @@ ServerLimits server_limits(const Settings& st) {
     lim.body_timeout_ms = st.body_timeout_ms;
     lim.write_timeout_ms = st.write_timeout_ms;
     return lim;
-}
-
-// The push parser.
-ParseLimits parse_limits(const Settings& st) {
-    ParseLimits pl;
-    pl.max_items = st.max_items;
-    pl.max_payload_bytes = st.max_payload_bytes;
-    return pl;
 }
 
 // The consuming routes.

@@ -1,27 +1,20 @@
-// Each part's configuration filled from the parsed settings. The parts' structs keep defaults of
-// their own for tests that build them directly; tests/sidecar/test_settings.cpp checks that the
-// fields taken from a setting default to what the table says (so neither can drift).
+// Each part's configuration filled from the parsed settings (the push room's are built beside
+// their structs: push/block_cache.h, push/flusher.h, push/push_request.h). The parts' structs
+// here keep defaults of their own for tests that build them directly;
+// tests/sidecar/test_settings.cpp checks that the fields taken from a setting default to what the
+// table says (so neither can drift).
 #pragma once
 
 #include "http/http_server.h"
 #include "api/api.h"
-#include "push/block_cache.h"
-#include "push/flusher.h"
-#include "push/push_request.h"
 #include "settings/settings.h"
 #include "streams/streams_routes.h"
 #include "streams/hold.h"
 
 namespace queen::sidecar {
 
-// The block cache: on/off, budget, idle sealing (dropping never before its own floor).
-CacheConfig cache_config(const Settings& st);
-// The flusher: segment, flush and pending limits, the metadata memo, lost-commit lookups.
-FlusherConfig flusher_config(const Settings& st);
 // The HTTP server: body limit, connections, per-phase deadlines.
 ServerLimits server_limits(const Settings& st);
-// The push parser's item and payload limits.
-ParseLimits parse_limits(const Settings& st);
 // The consuming routes: the long-poll cap.
 ConsumeLimits consume_limits(const Settings& st);
 // The Durable Streams' producer hold (no holding without the producer cache).

@@ -1,4 +1,4 @@
-// The Backend over a sharded cluster (see sharded_backend.h).
+// The PushStore over a sharded cluster (see sharded_backend.h).
 #include "shard/sharded_backend.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The flush workers' Backend and the SQL workers' SqlRoute over a sharded cluster (queen-sidecar --router): one per worker,
+// The flush workers' PushStore and the SQL workers' SqlRoute over a sharded cluster (queen-sidecar --router): one per worker,
 // holding one PgConnection per shard (made on first use; the workers' connections to a shard are
 // that shard's pool). Every call goes straight to the shard owning its partitions' slot with
 // the same binary statements as on a single server (no hop through PL/Proxy):
@@ -35,7 +35,7 @@
 
 namespace queen::sidecar::shard {
 
-class ShardedBackend final : public Backend, public SqlRoute {
+class ShardedBackend final : public PushStore, public SqlRoute {
 public:
     ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics);
 

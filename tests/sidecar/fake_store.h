@@ -431,8 +431,8 @@ private:
     std::map<std::string, int32_t> windows_;
 };
 
-// A Backend over a FakeStore.
-class FakeBackend final : public Backend {
+// A PushStore over a FakeStore.
+class FakeBackend final : public PushStore {
 public:
     explicit FakeBackend(FakeStore& s) : s_(s) {}
     Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {

@@ -9,8 +9,8 @@
 namespace queen::sidecar::testing {
 
 struct FlusherRig {
-    FlusherRig(FakeStore& store, const Clock& clock, CacheConfig cc = CacheConfig(),
-               FlusherConfig fc = FlusherConfig())
+    FlusherRig(FakeStore& store, const Clock& clock, CacheConfig cc = cache_config(Settings()),
+               FlusherConfig fc = flusher_config(Settings()))
         : backend(store), cache(cc, clock), flusher(fc, {}, cache, metrics, clock) {}
     FakeBackend backend;
     Metrics metrics;

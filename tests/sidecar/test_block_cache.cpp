@@ -17,7 +17,7 @@ using testing::FakeStore;
 
 // A little world: a clock, a store, a backend and a cache with a config.
 struct World {
-    explicit World(CacheConfig cfg = CacheConfig())
+    explicit World(CacheConfig cfg = cache_config(Settings()))
         : store(clock), backend(store), cache(cfg, clock) {}
     ManualClock clock;
     FakeStore store;
@@ -264,7 +264,7 @@ TEST(BlockCache, SortedImmutableBlocksWithHotBufferSealedAtCapacity) {
 }
 
 TEST(BlockCache, BlockGranularExpiryRaisesHydratedFrom) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     World w(cfg);
     w.store.set_window("q", 10);
     auto m = w.meta();
@@ -331,7 +331,7 @@ TEST(BlockCache, MetadataWindowChangeForcesStickyRehydration) {
 }
 
 TEST(BlockCache, DisabledCacheAlwaysAnswersMinusOne) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.enabled = false;
     World w(cfg);
     auto m = w.meta();
@@ -367,7 +367,7 @@ void fill(World& w, int n, int per, int64_t step_ms) {
 }
 
 TEST(BlockCache, MemoryBudgetEvictsLeastRecentlyUsed) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 600 * 1024;
     World w(cfg);
     fill(w, 8, 4096, 6000);  // ~66 KiB each; the budget holds about 8
@@ -380,7 +380,7 @@ TEST(BlockCache, MemoryBudgetEvictsLeastRecentlyUsed) {
 }
 
 TEST(BlockCache, FitTestKeepsTenPercentHeadroom) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 1000 * 1024;
     World w(cfg);
     fill(w, 4, 4096 * 3, 0);  // 4 x ~197 KiB = ~790 KiB, all recently used
@@ -400,7 +400,7 @@ TEST(BlockCache, FitTestKeepsTenPercentHeadroom) {
 }
 
 TEST(BlockCache, RecentUseGuardNeverEvictsPartitionsUsedWithinFiveSeconds) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 400 * 1024;
     World w(cfg);
     fill(w, 4, 4096, 1000);  // all used within the last 5 s
@@ -423,7 +423,7 @@ TEST(BlockCache, RecentUseGuardNeverEvictsPartitionsUsedWithinFiveSeconds) {
 }
 
 TEST(BlockCache, SuppressedPartitionServesThirtySecondCooldown) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 400 * 1024;
     World w(cfg);
     fill(w, 4, 4096, 0);
@@ -445,7 +445,7 @@ TEST(BlockCache, SuppressedPartitionServesThirtySecondCooldown) {
 }
 
 TEST(BlockCache, OneWarningPerMinuteAndSuppressedGauge) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 300 * 1024;
     World w(cfg);
     fill(w, 3, 4096, 0);
@@ -470,7 +470,7 @@ TEST(BlockCache, OneWarningPerMinuteAndSuppressedGauge) {
 }
 
 TEST(BlockCache, BrandNewPartitionsAreNeverSuppressedOnFirstContact) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 200 * 1024;
     World w(cfg);
     fill(w, 3, 4096, 0);  // over 90% and all recent
@@ -482,7 +482,7 @@ TEST(BlockCache, BrandNewPartitionsAreNeverSuppressedOnFirstContact) {
 }
 
 TEST(BlockCache, AuxiliaryMapsAreSoftCapped) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 64 * 1024;
     cfg.aux_soft_cap = 1000;
     World w(cfg);
@@ -497,7 +497,7 @@ TEST(BlockCache, AuxiliaryMapsAreSoftCapped) {
 }
 
 TEST(BlockCache, IdlePartitionsDoNotPinMemory) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.idle_seal_ms = 10000;
     cfg.idle_drop_ms = 60000;
     World w(cfg);
@@ -554,7 +554,7 @@ TEST(BlockCache, MemoryAtMostEighteenBytesPerResidentHash) {
 }
 
 TEST(BlockCache, MapUnderReaderWriterLockWithPerEntryMutex) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 2 << 20;
     cfg.recent_use_ms = 0;
     World w(cfg);
@@ -726,7 +726,7 @@ TEST(BlockCacheHints, AGapToppedUpFarBelowOurCommitsKeepsExactOffsets) {
 }
 
 TEST(BlockCacheHints, AnExpiredButResidentOriginalFailsItsConfirmationAndTheFullProbeDecides) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     World w(cfg);
     w.store.set_window("q", 60);
     auto m = w.meta();

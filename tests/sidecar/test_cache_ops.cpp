@@ -21,7 +21,7 @@ using testing::FakeStore;
 // A database clock (the store's) and a sidecar clock that is `skew_ms` off; both advance
 // together.
 struct SkewWorld {
-    explicit SkewWorld(int64_t skew_ms, CacheConfig cfg = CacheConfig())
+    explicit SkewWorld(int64_t skew_ms, CacheConfig cfg = cache_config(Settings()))
         : side(1700000000000 + skew_ms, 5000000),
           store(db),
           backend(store),
@@ -140,7 +140,7 @@ TEST(CacheClock, CommitWithoutDatabaseTimeForcesRebuild) {
 }
 
 TEST(CacheSlowPartition, PushedEveryThreeSecondsShedsStaleHashes) {
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.idle_seal_ms = 10000;
     SkewWorld w(0, cfg);
     w.store.set_window("q", 60);
@@ -191,7 +191,7 @@ using testing::kSanitized;
 // The cache's own figure against the allocator's, for a shape of load.
 void expect_honest(int parts, int per) {
     ManualClock clock;
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = int64_t(8) << 30;  // no eviction here
     malloc_trim(0);
     const int64_t before = allocated_bytes();
@@ -226,7 +226,7 @@ TEST(CacheMemory, ChargedBytesMatchTheAllocatorForMixedPartitions) {
 
 TEST(CacheEviction, OldestIdleEntriesGoFirstAndOneRoundServesManyAdmissions) {
     ManualClock clock;
-    CacheConfig cfg;
+    CacheConfig cfg = cache_config(Settings());
     cfg.budget_bytes = 4 << 20;
     cfg.recent_use_ms = 1000;
     BlockCache cache(cfg, clock);

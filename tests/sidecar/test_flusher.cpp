@@ -69,7 +69,7 @@ std::shared_ptr<PushJob> make_job(const std::vector<Item>& items, queen::UuidV7G
 TEST(Flusher, Layer1FirstWinsInsideOneRequest) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(1);
     std::vector<Answer> out;
     sc.flusher.submit(
@@ -88,7 +88,7 @@ TEST(Flusher, Layer1FirstWinsInsideOneRequest) {
 TEST(Flusher, Layer2FusesConcurrentRequestsFirstWinsOnTheHash) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(2);
     std::vector<Answer> a, b;
     sc.flusher.submit(make_job({{"q", "p", "x"}, {"q", "p", "y"}}, gen, clock.wall_ms(), &a));
@@ -106,7 +106,7 @@ TEST(Flusher, Layer2FusesConcurrentRequestsFirstWinsOnTheHash) {
 TEST(Flusher, FollowersInheritTheLeadersDuplicateOfAStoredMessage) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(3);
     std::vector<Answer> first, a, b;
     sc.flusher.submit(make_job({{"q", "p", "stored"}}, gen, clock.wall_ms(), &first));
@@ -125,9 +125,9 @@ TEST(Flusher, FollowersInheritTheLeadersDuplicateOfAStoredMessage) {
 TEST(Flusher, AnswersComeInInputOrderAcrossPartitions) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.max_flush_partitions = 2;
-    Sidecar sc(store, clock, CacheConfig(), fc);
+    Sidecar sc(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(4);
     std::vector<Answer> out;
     std::vector<Item> items;
@@ -142,7 +142,7 @@ TEST(Flusher, AnswersComeInInputOrderAcrossPartitions) {
 TEST(Flusher, PostgresDownAnswersUnavailableAndWritesNothing) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(5);
     std::vector<Answer> out;
     Status err;
@@ -163,7 +163,7 @@ TEST(Flusher, PostgresDownAnswersUnavailableAndWritesNothing) {
 TEST(Flusher, MetadataMemoLivesThirtySeconds) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(6);
     std::vector<Answer> out;
     for (int i = 0; i < 5; i++) {
@@ -183,9 +183,9 @@ TEST(Flusher, MetadataMemoLivesThirtySeconds) {
 TEST(Flusher, BackpressureRefusesBeyondPendingLimit) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.max_pending_items = 3;
-    Sidecar sc(store, clock, CacheConfig(), fc);
+    Sidecar sc(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(7);
     std::vector<Answer> a, b;
     Status ea, eb;
@@ -202,7 +202,7 @@ std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound
                                  int64_t* hint_fallbacks = nullptr) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.max_flush_partitions = 3;
     fc.max_segment_items = 7;
     Sidecar a(store, clock, cc, fc), b(store, clock, cc, fc);
@@ -269,10 +269,10 @@ std::vector<Answer> run_workload(uint64_t seed, CacheConfig cc, int64_t* unsound
 
 TEST(Flusher, RandomizedCacheOnAndOffGiveIdenticalAnswers) {
     for (uint64_t seed : {1ull, 7ull, 42ull, 1234ull}) {
-        CacheConfig off;
+        CacheConfig off = cache_config(Settings());
         off.enabled = false;
-        CacheConfig on;
-        CacheConfig tight;  // memory pressure: eviction, suppression and cooldowns in play
+        CacheConfig on = cache_config(Settings());
+        CacheConfig tight = cache_config(Settings());  // memory pressure: eviction, suppression and cooldowns in play
         tight.budget_bytes = 6 * 1024;
         tight.recent_use_ms = 1000;
         int64_t unsound = 0, vouched_off = 0, vouched_on = 0, vouched_tight = 0;
@@ -307,7 +307,7 @@ namespace queen::sidecar {
 namespace {
 
 // A FakeBackend that records which partition ids it pushed (workers run on their own threads).
-class RecordingBackend final : public Backend {
+class RecordingBackend final : public PushStore {
 public:
     RecordingBackend(FakeStore& s, std::mutex* mu, std::map<int64_t, std::set<int>>* seen, int me)
         : inner_(s), mu_(mu), seen_(seen), me_(me) {}
@@ -345,12 +345,12 @@ TEST(Flusher, EachPartitionIsFlushedByOneWorkerAndStopDrains) {
     FakeStore store(clock);
     std::mutex mu;
     std::map<int64_t, std::set<int>> seen;  // partition id -> workers that pushed it
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     for (int i = 0; i < 4; i++)
         backends.push_back(std::make_unique<RecordingBackend>(store, &mu, &seen, i));
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), std::move(backends), cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher flusher(flusher_config(Settings()), std::move(backends), cache, metrics, clock);
     flusher.start();
     queen::UuidV7Generator gen(11);
     constexpr int kJobs = 400, kParts = 20;
@@ -403,7 +403,7 @@ TEST(FlusherFaults, ADataErrorFailsOnlyItsOwnRequest) {
     ManualClock clock;
     FakeStore store(clock);
     store.reject_payload = "POISON";
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(21);
     std::vector<std::vector<Answer>> out(41);
     std::vector<std::vector<Status>> errs(41);
@@ -434,7 +434,7 @@ TEST(FlusherFaults, ADataErrorFailsOnlyItsOwnRequest) {
 TEST(FlusherFaults, LostAnswerAfterCommitIsResolved) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(22);
     std::vector<Answer> first, out;
     sc.flusher.submit(make_job({{"q", "a", "old"}}, gen, clock.wall_ms(), &first));
@@ -442,7 +442,7 @@ TEST(FlusherFaults, LostAnswerAfterCommitIsResolved) {
     ASSERT_EQ(first[0].status, 0);
     store.lose_after_commit = 1;
     store.fail_finds = 2;  // the lookup itself needs a few tries
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     sc.flusher.submit(make_job({{"q", "a", "n1"}, {"q", "a", "old"}, {"q", "b", "n2"},
                                 {"q", "a", "n1"}, {"q", "a", ""}},
                                gen, clock.wall_ms(), &out));
@@ -472,7 +472,7 @@ TEST(FlusherFaults, LostAnswerOfItemsWithoutTransactionIdIsResolvedByMessageId) 
     for (int before = 0; before < 2; before++) {
         ManualClock clock;
         FakeStore store(clock);
-        Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+        Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
         queen::UuidV7Generator gen(31 + before);
         if (before)
             store.lose_before_commit = 1;
@@ -484,7 +484,7 @@ TEST(FlusherFaults, LostAnswerOfItemsWithoutTransactionIdIsResolvedByMessageId) 
                         R"({"items":[{"queue":"q","partition":"a","payload":{"n":1}},)"
                         R"({"queue":"q","partition":"a","payload":{"n":1}},)"
                         R"({"queue":"q","partition":"a","payload":{"n":1},"transactionId":""}]})",
-                        ParseLimits(), gen, &job->req, &bad)
+                        parse_limits(Settings()), gen, &job->req, &bad)
                         .is_ok());
         apply_layer1(&job->req);
         std::vector<std::string> txns;
@@ -515,7 +515,7 @@ TEST(FlusherFaults, LostAnswerOfItemsWithoutTransactionIdIsResolvedByMessageId) 
 TEST(FlusherFaults, LostAnswerBeforeCommitIsSentAgain) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(23);
     std::vector<Answer> out;
     store.lose_before_commit = 1;
@@ -534,9 +534,9 @@ TEST(FlusherFaults, LostAnswerBeforeCommitIsSentAgain) {
 TEST(FlusherFaults, UndecidableOutcomeIs503AndARetryIsExact) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.resolve_deadline_ms = 0;  // no time to look it up
-    Sidecar sc(store, clock, CacheConfig(), fc);
+    Sidecar sc(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(24);
     std::vector<Answer> out, again;
     Status err;
@@ -561,7 +561,7 @@ TEST(FlusherFaults, EndlesslyLostAnswersAreBounded) {
     ManualClock clock;
     FakeStore store(clock);
     store.lose_before_commit = 1000000;
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(29);
     std::vector<Answer> out;
     Status err;
@@ -579,7 +579,7 @@ TEST(FlusherFaults, UnknownStatusFailsClosed) {
     ManualClock clock;
     FakeStore store(clock);
     store.unknown_status_txn = "weird";
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(25);
     std::vector<Answer> out;
     sc.flusher.submit(make_job({{"q", "a", "ok"}, {"q", "a", "weird"}}, gen, clock.wall_ms(), &out));
@@ -593,11 +593,11 @@ TEST(FlusherFaults, UnknownStatusFailsClosed) {
 TEST(FlusherFaults, ByteLimits) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.max_pending_bytes = 3200;  // three items of 1052 bytes
     fc.max_segment_bytes = 1200;
     fc.max_flush_bytes = 2000;
-    Sidecar sc(store, clock, CacheConfig(), fc);
+    Sidecar sc(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(26);
     const std::string big = "\"" + std::string(1000, 'x') + "\"";
     std::vector<std::vector<Answer>> out(4);
@@ -626,15 +626,15 @@ TEST(FlusherFaults, ByteLimits) {
 TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
     ManualClock clock;
     FakeStore store(clock);
-    std::vector<std::unique_ptr<Backend>> push;
+    std::vector<std::unique_ptr<PushStore>> push;
     push.push_back(std::make_unique<FakeBackend>(store));
     std::vector<std::unique_ptr<SqlRoute>> sql;  // never connects: the job below sends nothing
     sql.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>("", 1, nullptr)));
     SqlPool pool(std::move(sql));
     pool.start();
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher flusher(FlusherConfig(), std::move(push), cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher flusher(flusher_config(Settings()), std::move(push), cache, metrics, clock);
     flusher.start();
     std::mutex m;
     std::condition_variable cv;
@@ -676,7 +676,7 @@ TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
 TEST(FlusherFaults, AbandonSendsNothingQueued) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(28);
     std::vector<Answer> out;
     Status err;
@@ -735,7 +735,7 @@ TEST(Flusher, WindowZeroFoldsNothingInLayer1OrLayer2) {
     ManualClock clock;
     FakeStore store(clock);
     store.set_window("q0", 0);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(41);
     std::vector<Answer> a, b, c;
     auto ja = make_job({{"q0", "p", "t"}, {"q0", "p", "u"}, {"q0", "p", "t"}, {"q0", "p", "t"}},
@@ -789,7 +789,7 @@ TEST(Flusher, WindowZeroFoldsNothingInLayer1OrLayer2) {
 TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
     ManualClock clock;
     FakeStore store(clock);
-    Sidecar sc(store, clock, CacheConfig(), FlusherConfig());
+    Sidecar sc(store, clock, cache_config(Settings()), flusher_config(Settings()));
     queen::UuidV7Generator gen(42);
     std::vector<Answer> out;
     for (const char* t : {"a", "b", "c"}) {
@@ -803,9 +803,9 @@ TEST(Flusher, RefusedVouchDropsTheCacheEntry) {
     ASSERT_GE(sc.cache.inspect(meta.pid).verified_upto, 2);
     store.restore_to(meta.pid, 0);  // b and c are gone; a stays at offset 0
     // Another writer (a second sidecar, no cache) stores z at offset 1 after the restore.
-    CacheConfig off;
+    CacheConfig off = cache_config(Settings());
     off.enabled = false;
-    Sidecar other(store, clock, off, FlusherConfig());
+    Sidecar other(store, clock, off, flusher_config(Settings()));
     std::vector<Answer> zo;
     other.flusher.submit(make_job({{"q", "p", "z"}}, gen, clock.wall_ms(), &zo));
     other.drain();
@@ -859,9 +859,9 @@ TEST(Flusher, ANamedPushKeepsTheOtherSegmentsHints) {
     auto run = [](bool cache_on, FakeStore* store_out, std::vector<Answer>* out) {
         ManualClock clock;
         FakeStore store(clock);
-        CacheConfig cc;
+        CacheConfig cc = cache_config(Settings());
         cc.enabled = cache_on;
-        Sidecar sc(store, clock, cc, FlusherConfig());
+        Sidecar sc(store, clock, cc, flusher_config(Settings()));
         queen::UuidV7Generator gen(5);
         for (const char* t : {"a", "b", "c"}) {  // q/p: a, b, c at 0..2 (first: by name)
             sc.flusher.submit(make_job({{"q", "p", t}}, gen, clock.wall_ms(), out));

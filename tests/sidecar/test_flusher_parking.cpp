@@ -115,13 +115,13 @@ TEST(FlusherParking, AMovingSlotParksOnlyItsPartitionsAndKeepsTheirOrder) {
     EXPECT_FALSE(rig.flusher.run_once(rig.backend)) << "parked, not due yet";
     rig.flusher.submit(job_on("p3", {"c1"}, gen, clock.wall_ms(), &c));  // arrives while parked
     EXPECT_FALSE(rig.flusher.run_once(rig.backend)) << "waits behind the parked items";
-    clock.advance(FlusherConfig().move_retry_ms);
+    clock.advance(flusher_config(Settings()).move_retry_ms);
     ASSERT_TRUE(rig.flusher.run_once(rig.backend));  // still fenced: parked again
     EXPECT_EQ(a.calls + b.calls + c.calls, 0);
     EXPECT_EQ(rig.flusher.pending_items(), 4);
 
     store.set_moving(fenced, false);  // the move ended
-    clock.advance(FlusherConfig().move_retry_ms);
+    clock.advance(flusher_config(Settings()).move_retry_ms);
     rig.drain();
     ASSERT_EQ(a.calls, 1);
     ASSERT_EQ(b.calls, 1);
@@ -141,9 +141,9 @@ TEST(FlusherParking, AMovingSlotParksOnlyItsPartitionsAndKeepsTheirOrder) {
 TEST(FlusherParking, AMoveOutlastingTheWaitIsAnswered503) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.move_wait_ms = 500;
-    Rig rig(store, clock, CacheConfig(), fc);
+    Rig rig(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(32);
     Answers warm, a;
     rig.flusher.submit(job_on("m", {"w"}, gen, clock.wall_ms(), &warm));
@@ -182,9 +182,9 @@ TEST(FlusherParking, AMoveOutlastingTheWaitIsAnswered503) {
 TEST(FlusherParking, ARefusedResolveParks) {
     ManualClock clock;
     FakeStore store(clock);
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.named_first_contact = false;  // resolve before the push
-    Rig rig(store, clock, CacheConfig(), fc);
+    Rig rig(store, clock, cache_config(Settings()), fc);
     queen::UuidV7Generator gen(33);
     const int64_t fenced = pid_of(store, "r");  // exists on the shard, not memoised
     store.set_moving(fenced, true);
@@ -228,11 +228,11 @@ TEST(FlusherParking, AbandonAnswersParkedItemsOnce) {
 // parked items, which are written once the fence lifts, each answered once.
 TEST(FlusherParking, TheLaneIsNotHeldAndStopAnswersParkedItems) {
     FakeStore store(SystemClock::instance());
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     backends.push_back(std::make_unique<FakeBackend>(store));
     Metrics metrics;
-    BlockCache cache(CacheConfig(), SystemClock::instance());
-    Flusher flusher(FlusherConfig(), std::move(backends), cache, metrics, SystemClock::instance());
+    BlockCache cache(cache_config(Settings()), SystemClock::instance());
+    Flusher flusher(flusher_config(Settings()), std::move(backends), cache, metrics, SystemClock::instance());
     flusher.start();
     queen::UuidV7Generator gen(35);
     Answers warm;
@@ -274,11 +274,11 @@ TEST(FlusherParking, TheLaneIsNotHeldAndStopAnswersParkedItems) {
 // returns.
 TEST(FlusherParking, StopDuringAnEndlessMoveAnswers503) {
     FakeStore store(SystemClock::instance());
-    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<std::unique_ptr<PushStore>> backends;
     for (int i = 0; i < 2; i++) backends.push_back(std::make_unique<FakeBackend>(store));
     Metrics metrics;
-    BlockCache cache(CacheConfig(), SystemClock::instance());
-    FlusherConfig fc;
+    BlockCache cache(cache_config(Settings()), SystemClock::instance());
+    FlusherConfig fc = flusher_config(Settings());
     fc.move_wait_ms = 300;
     Flusher flusher(fc, std::move(backends), cache, metrics, SystemClock::instance());
     flusher.start();

@@ -21,7 +21,7 @@ std::string scan(const std::string& text, json::Value* out = nullptr) {
 
 // Parse a push body with default limits.
 Status parse(const std::string& body, PushRequest* out, int64_t* bad,
-             ParseLimits lim = ParseLimits()) {
+             ParseLimits lim = parse_limits(Settings())) {
     queen::UuidV7Generator gen(3);
     return parse_push_body(body, lim, gen, out, bad);
 }
@@ -101,7 +101,7 @@ TEST(JsonScan, EscapedKeysAndFirstOccurrenceWin) {
 TEST(JsonScan, ErrorsComeInTheDocumentedOrder) {
     PushRequest r;
     int64_t bad;
-    ParseLimits lim;
+    ParseLimits lim = parse_limits(Settings());
     lim.max_items = 1;
     // Malformed anywhere beats everything else (no item named).
     Status s = parse(R"({"items":[{"payload":1},{"queue":"q","payload":1}],"x":[1,]})", &r, &bad, lim);

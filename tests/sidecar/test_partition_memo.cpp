@@ -102,7 +102,7 @@ TEST(PartitionMemo, ChargeMatchesTheAllocatorLongKeys) {
 
 // A backend over the fake store that counts batch calls and refuses one partition name like
 // the extension refuses bad input (22023), failing the whole batch that names it.
-class BatchBackend final : public Backend {
+class BatchBackend final : public PushStore {
 public:
     explicit BatchBackend(FakeStore& s) : inner_(s) {}
     Status resolve_partition(std::string_view q, std::string_view p, PartitionMeta* out) override {
@@ -113,7 +113,7 @@ public:
                               std::vector<PartitionMeta>* out) override {
         batches++;
         batch_sizes.push_back(names.size());
-        return Backend::resolve_partitions(names, out);  // all or nothing, like one statement
+        return PushStore::resolve_partitions(names, out);  // all or nothing, like one statement
     }
     Status push_segments(const std::vector<SegmentIn>& segs,
                          std::vector<std::vector<EntryOut>>* out) override {
@@ -149,8 +149,8 @@ private:
 
 // A flusher over the fake store through a BatchBackend, driven by run_once.
 struct Rig {
-    explicit Rig(const FlusherConfig& fc = FlusherConfig())
-        : store(clock), backend(store), cache(CacheConfig(), clock),
+    explicit Rig(const FlusherConfig& fc = flusher_config(Settings()))
+        : store(clock), backend(store), cache(cache_config(Settings()), clock),
           flusher(fc, {}, cache, metrics, clock) {}
     std::tuple<FakeStore&, BatchBackend&, Metrics&, Flusher&> parts() {
         return {store, backend, metrics, flusher};
@@ -299,7 +299,7 @@ TEST(FlusherResolution, ABadNameInTheBatchFailsAlone) {
 }
 
 TEST(FlusherResolution, ALostAnswerOfANamedPushIsLookedUp) {
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.resolve_retry_ms = 0;
     Rig rig(fc);
     auto [store, backend, metrics, flusher] = rig.parts();
@@ -347,7 +347,7 @@ TEST(FlusherResolution, PostgreSQLDownFailsTheMissesWithAPassingReason) {
 }
 
 TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.memo_bytes = 64 << 10;
     Rig rig(fc);
     auto [store, backend, metrics, flusher] = rig.parts();
@@ -373,7 +373,7 @@ TEST(FlusherResolution, TheMemoStaysWithinItsBudgetOverManyPartitions) {
 // rows decides, in the same call); one whose memo entry only expired while the block cache
 // still holds it is resolved first, so the cache vouches (and the probe reads nothing).
 TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
-    FlusherConfig fc;
+    FlusherConfig fc = flusher_config(Settings());
     fc.memo_bytes = 1;  // every entry is evicted by the next one: each flush misses
     Rig rig(fc);
     auto [store, backend, metrics, flusher] = rig.parts();
@@ -410,7 +410,7 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     }
     EXPECT_EQ(backend2.named_pushes, 2);
     EXPECT_EQ(rig2.cache.hydrations(), 1u);
-    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    rig2.clock.advance(flusher_config(Settings()).meta_ttl_ms + 1);
     const int64_t vouched = store2.vouched_pushes;
     flusher2.submit(job_for("q", "h", gen, &c[0]));
     while (flusher2.run_once(backend2)) {
@@ -423,7 +423,7 @@ TEST(FlusherResolution, AnEvictedMissGoesByNameAnExpiredCachedOneIsResolved) {
     PartitionMeta m;
     ASSERT_TRUE(backend2.resolve_partition("q", "h", &m).is_ok());
     rig2.cache.forget(m.pid);
-    rig2.clock.advance(FlusherConfig().meta_ttl_ms + 1);
+    rig2.clock.advance(flusher_config(Settings()).meta_ttl_ms + 1);
     flusher2.submit(job_for("q", "h", gen, &d[0]));
     while (flusher2.run_once(backend2)) {
     }

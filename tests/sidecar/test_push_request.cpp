@@ -9,7 +9,7 @@ namespace queen::sidecar {
 namespace {
 
 Status parse(const std::string& body, PushRequest* out, int64_t* bad,
-             ParseLimits lim = ParseLimits()) {
+             ParseLimits lim = parse_limits(Settings())) {
     queen::UuidV7Generator gen(9);
     return parse_push_body(body, lim, gen, out, bad);
 }
@@ -34,8 +34,8 @@ TEST(PushRequest, ParsesItemsWithDefaults) {
     // (the route's generator is per thread and moves on; here one generator for both parses).
     queen::UuidV7Generator gen(9);
     PushRequest r1, r2;
-    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r1, &bad).is_ok());
-    ASSERT_TRUE(parse_push_body(body, ParseLimits(), gen, &r2, &bad).is_ok());
+    ASSERT_TRUE(parse_push_body(body, parse_limits(Settings()), gen, &r1, &bad).is_ok());
+    ASSERT_TRUE(parse_push_body(body, parse_limits(Settings()), gen, &r2, &bad).is_ok());
     r = std::move(r1);
     EXPECT_NE(r2.items[1].txn, r.items[1].txn);
     EXPECT_NE(r2.items[1].hash, r.items[1].hash);
@@ -142,7 +142,7 @@ TEST(PushRequest, BadInputNamesTheItem) {
 TEST(PushRequest, ItemAndPayloadLimitsAre413) {
     PushRequest r;
     int64_t bad;
-    ParseLimits lim;
+    ParseLimits lim = parse_limits(Settings());
     lim.max_items = 2;
     lim.max_payload_bytes = 10;
     EXPECT_EQ(

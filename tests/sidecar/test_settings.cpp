@@ -10,6 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "push/block_cache.h"
+#include "push/flusher.h"
+#include "push/push_request.h"
 #include "settings/settings.h"
 #include "settings/settings_wiring.h"
 
@@ -82,6 +85,9 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"router-refresh-ms", 1000, 50, 3600000},
         {"pop-max-wait-ms", 60000, 0, 600000},
         {"pop-max-waiters", 10000, 1, 1000000},
+        {"move-wait-ms", 10000, 0, 3600000},
+        {"move-retry-ms", 50, 1, 60000},
+        {"resolve-retry-ms", 200, 1, 60000},
     };
     std::size_t ints = 0;
     for (const auto& spec : setting_specs()) {
@@ -292,22 +298,34 @@ TEST_F(SettingsTest, EffectiveLineHidesThePassword) {
 // The parts' own defaults for the fields a setting fills equal the table's defaults.
 TEST_F(SettingsTest, PartsDefaultToTheTable) {
     const Settings d;
-    const CacheConfig c0, c = cache_config(d);
-    EXPECT_EQ(c.enabled, c0.enabled);
-    EXPECT_EQ(c.budget_bytes, c0.budget_bytes);
-    EXPECT_EQ(c.idle_seal_ms, c0.idle_seal_ms);
-    EXPECT_EQ(c.idle_drop_ms, c0.idle_drop_ms);
-    const FlusherConfig f0, f = flusher_config(d);
-    EXPECT_EQ(f.max_segment_items, f0.max_segment_items);
-    EXPECT_EQ(f.max_flush_partitions, f0.max_flush_partitions);
-    EXPECT_EQ(f.max_pending_items, f0.max_pending_items);
-    EXPECT_EQ(f.meta_ttl_ms, f0.meta_ttl_ms);
-    EXPECT_EQ(f.memo_bytes, f0.memo_bytes);
-    EXPECT_EQ(f.named_first_contact, f0.named_first_contact);
-    EXPECT_EQ(f.max_segment_bytes, f0.max_segment_bytes);
-    EXPECT_EQ(f.max_flush_bytes, f0.max_flush_bytes);
-    EXPECT_EQ(f.max_pending_bytes, f0.max_pending_bytes);
-    EXPECT_EQ(f.resolve_deadline_ms, f0.resolve_deadline_ms);
+    // The push room's structs have no defaults of their own (built only from a Settings): the
+    // values their defaults had, now the table's.
+    const CacheConfig c = cache_config(d);
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.budget_bytes, int64_t(512) << 20);
+    EXPECT_EQ(c.idle_seal_ms, 10000);
+    EXPECT_EQ(c.idle_drop_ms, 60000);
+    EXPECT_EQ(c.skew_slack_ms, 5000);
+    EXPECT_EQ(c.cooldown_ms, 30000);
+    EXPECT_EQ(c.recent_use_ms, 5000);
+    EXPECT_EQ(c.warn_interval_ms, 60000);
+    EXPECT_EQ(c.aux_soft_cap, 100000u);
+    EXPECT_EQ(c.max_gaps, 16u);
+    EXPECT_EQ(c.fit_ratio, 0.9);
+    const FlusherConfig f = flusher_config(d);
+    EXPECT_EQ(f.max_segment_items, 10000);
+    EXPECT_EQ(f.max_flush_partitions, 64);
+    EXPECT_EQ(f.max_pending_items, 1000000);
+    EXPECT_EQ(f.meta_ttl_ms, 30000);
+    EXPECT_EQ(f.memo_bytes, 16 << 20);
+    EXPECT_TRUE(f.named_first_contact);
+    EXPECT_EQ(f.max_segment_bytes, 64 << 20);
+    EXPECT_EQ(f.max_flush_bytes, 128 << 20);
+    EXPECT_EQ(f.max_pending_bytes, int64_t(512) << 20);
+    EXPECT_EQ(f.resolve_deadline_ms, 10000);
+    EXPECT_EQ(f.resolve_retry_ms, 200);
+    EXPECT_EQ(f.move_wait_ms, 10000);
+    EXPECT_EQ(f.move_retry_ms, 50);
     const ServerLimits s0, s = server_limits(d);
     EXPECT_EQ(s.body_limit, s0.body_limit);
     EXPECT_EQ(s.max_connections, s0.max_connections);
@@ -315,9 +333,9 @@ TEST_F(SettingsTest, PartsDefaultToTheTable) {
     EXPECT_EQ(s.header_timeout_ms, s0.header_timeout_ms);
     EXPECT_EQ(s.body_timeout_ms, s0.body_timeout_ms);
     EXPECT_EQ(s.write_timeout_ms, s0.write_timeout_ms);
-    const ParseLimits p0, p = parse_limits(d);
-    EXPECT_EQ(p.max_items, p0.max_items);
-    EXPECT_EQ(p.max_payload_bytes, p0.max_payload_bytes);
+    const ParseLimits p = parse_limits(d);
+    EXPECT_EQ(p.max_items, 10000);
+    EXPECT_EQ(p.max_payload_bytes, 32 << 20);
     const streams::HoldLimits h0, h = stream_hold_limits(d);
     EXPECT_EQ(h.hold_ms, h0.hold_ms);
     const streams::StreamsLimits l0, l = streams_limits(d);
@@ -331,7 +349,8 @@ TEST_F(SettingsTest, PartsFollowTheSettings) {
     ASSERT_EQ(load({"--dedup-cache=0", "--dedup-cache-mb=3", "--idle-seal-ms=90000",
                     "--partition-memo-mb=2", "--named-first-contact=0", "--max-flush-bytes=65536",
                     "--write-timeout-ms=123", "--max-items=7", "--stream-hold-ms=55",
-                    "--stream-producer-cache=0", "--stream-long-poll-ms=777"},
+                    "--stream-producer-cache=0", "--stream-long-poll-ms=777", "--move-wait-ms=9",
+                    "--move-retry-ms=8", "--resolve-retry-ms=7"},
                    &st),
               "");
     const CacheConfig c = cache_config(st);
@@ -343,6 +362,9 @@ TEST_F(SettingsTest, PartsFollowTheSettings) {
     EXPECT_EQ(f.memo_bytes, 2 << 20);
     EXPECT_FALSE(f.named_first_contact);
     EXPECT_EQ(f.max_flush_bytes, 65536);
+    EXPECT_EQ(f.move_wait_ms, 9);
+    EXPECT_EQ(f.move_retry_ms, 8);
+    EXPECT_EQ(f.resolve_retry_ms, 7);
     EXPECT_EQ(server_limits(st).write_timeout_ms, 123);
     EXPECT_EQ(parse_limits(st).max_items, 7);
     EXPECT_EQ(stream_hold_limits(st).hold_ms, 0) << "no holding without the producer cache";

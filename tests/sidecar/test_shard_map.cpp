@@ -99,10 +99,10 @@ TEST(ShardMap, BadRowsAreRefused) {
     EXPECT_NE(why.find("outside [0, 8)"), std::string::npos) << why;
 }
 
-// Two in-memory shards behind one Backend: partitions named "a..." live on shard 0, "b..." on
+// Two in-memory shards behind one PushStore: partitions named "a..." live on shard 0, "b..." on
 // shard 1; shard 1's partition ids start at 1100 (1000 placeholders created first), so an id
 // names its shard. Every call's shards are recorded.
-struct TwoShards final : Backend {
+struct TwoShards final : PushStore {
     explicit TwoShards(const Clock& clock) : s0(clock), s1(clock) {
         for (int i = 0; i < 1000; i++) s1.part("placeholder", std::to_string(i));
     }
@@ -175,8 +175,8 @@ TEST(ShardedFlusher, EachFusedCallGoesToOneShard) {
     ManualClock clock;
     TwoShards be(clock);
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher fl(FlusherConfig(), {}, cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher fl(flusher_config(Settings()), {}, cache, metrics, clock);
     fl.set_placement([](std::string_view, std::string_view p) { return TwoShards::of_name(p); });
     queen::UuidV7Generator gen(3);
     std::vector<std::pair<int, StatusCode>> out;
@@ -198,8 +198,8 @@ TEST(ShardedFlusher, AShardDownFailsOnlyItsOwnItemsAndARetryIsExact) {
     ManualClock clock;
     TwoShards be(clock);
     Metrics metrics;
-    BlockCache cache(CacheConfig(), clock);
-    Flusher fl(FlusherConfig(), {}, cache, metrics, clock);
+    BlockCache cache(cache_config(Settings()), clock);
+    Flusher fl(flusher_config(Settings()), {}, cache, metrics, clock);
     fl.set_placement([](std::string_view, std::string_view p) { return TwoShards::of_name(p); });
     queen::UuidV7Generator gen(4);
     std::vector<std::pair<int, StatusCode>> out;

@@ -1,6 +1,7 @@
 // POST /api/v1/configure (see routes.h): a queue's options, written on every shard by
 // queen.configure; the flusher's partition memo is dropped so the change is seen at once.
 #include <simdjson.h>
+
 #include "api/api_util.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"

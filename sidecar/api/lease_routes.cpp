@@ -1,6 +1,7 @@
 // POST /api/v1/lease/:leaseId/extend (see routes.h): queen.renew_lease on the single server, or
 // on the shards under --router (shard/consume_shards.h).
 #include <simdjson.h>
+
 #include "api/api_util.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"

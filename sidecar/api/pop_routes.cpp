@@ -4,6 +4,7 @@
 // with ?from=N, reads the partition's messages from there.
 #include <algorithm>
 #include <memory>
+
 #include "api/api_util.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"

@@ -2,6 +2,7 @@
 // the maintenance gate (api/maintenance_gate.h) hands the job to the flusher or parks it; the
 // answer is written when every item has its final answer.
 #include <memory>
+
 #include "api/api_util.h"
 #include "api/routes.h"
 #include "common/json_writer.h"

@@ -3,6 +3,7 @@
 // on each item (or acks by partitionId) and goes to queen.transaction_wire, the broker's answer.
 #include <memory>
 #include <simdjson.h>
+
 #include "api/api_util.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"

@@ -3,6 +3,10 @@
 // handler below; every answer carries the surface's common headers). Handlers validate headers (400s), hand
 // the call to the extension through the Engine, and map its typed answer to a status and
 // headers (docs/streams-http.md); they never decide an answer themselves.
+//
+// Locks: sse_mu_ (the open SSE answers) and hints_mu_ (the producer hints) each guard their own
+// container only; neither is held while the other is taken nor across a call out of this class
+// (SseBody::cancel and begin_drain cancel waits outside sse_mu_), so there is no order to keep.
 #pragma once
 
 #include <atomic>

@@ -21,7 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "api/api.h"
+#include "api/api_context.h"
+#include "api/routes.h"
+#include "http/router.h"
 #include "push/block_cache.h"
 #include "common/clock.h"
 #include "push/flusher.h"
@@ -166,7 +168,7 @@ int main(int argc, char** argv) {
         });
     // Long-poll pops wait here, holding no PostgreSQL connection.
     PopWaiters pop_waiters(clock, st.pop_max_waiters);
-    Api api(parse_limits(st), flusher, sql_pool, cache, metrics, &pop_waiters, consume_limits(st));
+    ApiContext api(parse_limits(st), flusher, sql_pool, cache, metrics, &pop_waiters, consume_limits(st));
     PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
     streams::Waiters stream_waiters(pg_main);
@@ -179,11 +181,11 @@ int main(int argc, char** argv) {
         stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
     stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
     StreamsApi streams_api(stream_engine, stream_waiters, streams_limits(st));
-    api.mount("/v1/stream/", Endpoint::Stream, [&streams_api](HttpRequest&& req, const std::string&, const std::string&,
-                                            Reply reply) { streams_api.handle(std::move(req), std::move(reply)); });
+    // Every HTTP surface's routes, one table (api/route_table.cpp).
+    Router router(route_table(api, streams_api), metrics);
 
     asio::io_context ioc(static_cast<int>(st.http_threads));
-    HttpServer server(ioc, api, metrics, server_limits(st));
+    HttpServer server(ioc, router, metrics, server_limits(st));
     // The streams' direct path: its connection watched by this loop (destroyed before ioc).
     std::unique_ptr<streams::StreamsPgDirect> stream_direct;
     if (st.stream_direct && !sharded) {  // one connection: a single server only

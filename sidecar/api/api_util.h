@@ -1,4 +1,4 @@
-// Helpers the queue API's route files share (api.cpp, consume_api.cpp): error bodies, the
+// Helpers the handlers of Queen's wire share (api/routes.h): error bodies, the
 // small-body JSON parser, running a job on a PostgreSQL backend, decimal parameters.
 #pragma once
 

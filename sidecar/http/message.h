@@ -1,7 +1,7 @@
 // The HTTP surface's vocabulary, independent of the socket layer and of every route: a request
 // (method, target, body, headers) in, a response (status, content type, body, headers, or a
 // streaming body) out through a Reply that may run on any thread. The server (http_server.h)
-// hands each request to a Handler; the queue API (api/api.h) and the streams surface
+// hands each request to a Handler (the router, http/router.h); the queue API (api/routes.h) and the streams surface
 // (streams/streams_routes.h) speak only these types.
 #pragma once
 

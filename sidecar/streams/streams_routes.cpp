@@ -374,30 +374,50 @@ void StreamsApi::begin_drain() {
     for (auto& b : all) b->cancel();
 }
 
-// Route by method; every answer gets the common headers.
-void StreamsApi::handle(HttpRequest&& req, Reply reply) {
-    std::string path, query;
-    split_target(req.target, &path, &query);
-    Reply out = [reply = std::move(reply)](HttpResponse r) {
+namespace {
+
+// Every answer of the surface with its common headers.
+Reply with_common_headers(Reply reply) {
+    return [reply = std::move(reply)](HttpResponse r) {
         common_headers(&r);
         reply(std::move(r));
     };
-    std::string name;
-    const std::string prefix = "/v1/stream/";
-    if (path.size() <= prefix.size() || !url_decode(path.substr(prefix.size()), &name) ||
-        name.empty())
-        return out(error(404, ErrorCode::NotFound, "no stream name in the path"));
+}
+
+}  // namespace
+
+// Common headers on every answer; a name over kMaxStreamNameBytes or holding a NUL is 400
+// whatever the method; then the row's operation.
+void StreamsApi::serve(RouteArgs&& a, Reply reply, NamedOp op) {
+    Reply out = with_common_headers(std::move(reply));
+    const std::string& name = a.param("name");
     if (name.size() > kMaxStreamNameBytes || name.find('\0') != std::string::npos)
         return out(error(400, ErrorCode::BadName, "stream names are 1..1024 bytes without NUL"));
-    if (req.method == "OPTIONS") return out(empty(204));
-    if (req.method == "PUT") return create(name, req, std::move(out));
-    if (req.method == "POST") return append(name, req, std::move(out));
-    if (req.method == "GET") return get(name, query, req, std::move(out));
-    if (req.method == "HEAD") return head(name, std::move(out));
-    if (req.method == "DELETE") return remove(name, std::move(out));
+    (this->*op)(name, a, std::move(out));
+}
+
+// The rows' handlers (see streams_routes.h).
+void StreamsApi::options_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::options); }
+void StreamsApi::create_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::create); }
+void StreamsApi::append_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::append); }
+void StreamsApi::get_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::get); }
+void StreamsApi::head_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::head); }
+void StreamsApi::remove_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::remove); }
+void StreamsApi::not_allowed_route(RouteArgs&& a, Reply reply) { serve(std::move(a), std::move(reply), &StreamsApi::not_allowed); }
+
+// 404: the path names no stream.
+void StreamsApi::no_name_route(RouteArgs&&, Reply reply) {
+    with_common_headers(std::move(reply))(error(404, ErrorCode::NotFound, "no stream name in the path"));
+}
+
+// OPTIONS: the CORS preflight, 204 (the common headers say what is allowed).
+void StreamsApi::options(const std::string&, RouteArgs&, Reply reply) { reply(empty(204)); }
+
+// A method the surface does not serve: 405 with Allow.
+void StreamsApi::not_allowed(const std::string&, RouteArgs&, Reply reply) {
     HttpResponse r = error(405, ErrorCode::MethodNotAllowed, "method not allowed");
     r.headers.emplace_back("Allow", "GET, POST, PUT, DELETE, HEAD, OPTIONS");
-    out(std::move(r));
+    reply(std::move(r));
 }
 
 namespace {
@@ -549,7 +569,8 @@ HttpResponse create_response(const CreateArgs& a, const CreateAnswer& x,
 
 // PUT: create (idempotent with the same configuration): read the headers and the initial
 // data, then run queen.fork_create on the stream's writer and answer what it says.
-void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) {
+void StreamsApi::create(const std::string& name, RouteArgs& args, Reply reply) {
+    HttpRequest& req = args.req;
     const HeaderList& h = req.headers;
     if (has_any_producer_header(h))
         return reply(error(400, ErrorCode::ProducerOnCreate,
@@ -575,7 +596,8 @@ void StreamsApi::create(const std::string& name, HttpRequest& req, Reply reply) 
 }
 
 // POST: append, or close with Stream-Closed: true and no body.
-void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) {
+void StreamsApi::append(const std::string& name, RouteArgs& args, Reply reply) {
+    HttpRequest& req = args.req;
     const HeaderList& h = req.headers;
     AppendArgs a;
     a.name = name;
@@ -644,7 +666,7 @@ void StreamsApi::append(const std::string& name, HttpRequest& req, Reply reply) 
 }
 
 // HEAD: metadata, never cached.
-void StreamsApi::head(const std::string& name, Reply reply) {
+void StreamsApi::head(const std::string& name, RouteArgs&, Reply reply) {
     engine_.on_reader([name, reply = std::move(reply)](StreamsBackend& b) {
         HeadAnswer x;
         Status s = b.head(name, &x);
@@ -663,7 +685,7 @@ void StreamsApi::head(const std::string& name, Reply reply) {
 }
 
 // DELETE: 204 or 404.
-void StreamsApi::remove(const std::string& name, Reply reply) {
+void StreamsApi::remove(const std::string& name, RouteArgs&, Reply reply) {
     Waiters* w = &waiters_;
     engine_.on_writer(name, [name, reply = std::move(reply), w](StreamsBackend& b) {
         RemoveStatus st = RemoveStatus::NotFound;
@@ -714,8 +736,9 @@ HttpResponse data_response(const std::string& name, const std::string& start, co
 }  // namespace
 
 // GET: catch-up, long-poll or SSE.
-void StreamsApi::get(const std::string& name, const std::string& query, HttpRequest& req,
-                     Reply reply) {
+void StreamsApi::get(const std::string& name, RouteArgs& args, Reply reply) {
+    const std::string& query = args.query;
+    HttpRequest& req = args.req;
     std::string offset, live, cursor;
     int n_off = query_values(query, "offset", &offset);
     if (n_off > 1) return reply(error(400, ErrorCode::BadOffset, "more than one offset"));

@@ -1,7 +1,12 @@
 // The Durable Streams surface at /v1/stream/<name>: PUT create, POST append/close, GET
-// catch-up / long-poll / SSE, HEAD, DELETE, OPTIONS. Handlers validate headers (400s), hand
+// catch-up / long-poll / SSE, HEAD, DELETE, OPTIONS (the rows of api/route_table.cpp name each
+// handler below; every answer carries the surface's common headers). Handlers validate headers (400s), hand
 // the call to the extension through the Engine, and map its typed answer to a status and
 // headers (docs/streams-http.md); they never decide an answer themselves.
+//
+// Locks: sse_mu_ (the open SSE answers) and hints_mu_ (the producer hints) each guard their own
+// container only; neither is held while the other is taken nor across a call out of this class
+// (SseBody::cancel and begin_drain cancel waits outside sse_mu_), so there is no order to keep.
 #pragma once
 
 #include <atomic>
@@ -13,6 +18,7 @@
 #include <utility>
 
 #include "http/message.h"
+#include "http/router.h"
 #include "http/target.h"
 #include "streams/engine.h"
 #include "streams/waiters.h"
@@ -37,21 +43,39 @@ namespace queen::sidecar {
 class StreamsApi {
 public:
     StreamsApi(streams::Engine& engine, streams::Waiters& waiters, streams::StreamsLimits limits);
-    // True for the paths this surface serves.
-    static bool owns(const std::string& path) noexcept {
-        return path.rfind("/v1/stream/", 0) == 0 || path == "/v1/stream";
-    }
-    // Serve one request; reply is called exactly once.
-    void handle(HttpRequest&& req, Reply reply);
+    // The handlers of the rows /v1/stream/*name (the decoded name, 1.. bytes); each refuses a
+    // name of more than 1024 bytes or holding a NUL with 400 before anything else.
+    // OPTIONS: 204 (the CORS preflight).
+    void options_route(RouteArgs&& a, Reply reply);
+    // PUT: create.
+    void create_route(RouteArgs&& a, Reply reply);
+    // POST: append or close.
+    void append_route(RouteArgs&& a, Reply reply);
+    // GET: catch-up, long-poll or SSE.
+    void get_route(RouteArgs&& a, Reply reply);
+    // HEAD: metadata.
+    void head_route(RouteArgs&& a, Reply reply);
+    // DELETE: remove.
+    void remove_route(RouteArgs&& a, Reply reply);
+    // Any other method: 405 with Allow.
+    void not_allowed_route(RouteArgs&& a, Reply reply);
+    // /v1/stream/ with no name (or one that does not decode), any method: 404.
+    void no_name_route(RouteArgs&& a, Reply reply);
     // End every open SSE answer (draining).
     void begin_drain();
 
 private:
-    void create(const std::string& name, HttpRequest& req, Reply reply);
-    void append(const std::string& name, HttpRequest& req, Reply reply);
-    void get(const std::string& name, const std::string& query, HttpRequest& req, Reply reply);
-    void head(const std::string& name, Reply reply);
-    void remove(const std::string& name, Reply reply);
+    // One operation on a named stream (the name is checked before it runs).
+    using NamedOp = void (StreamsApi::*)(const std::string& name, RouteArgs& a, Reply reply);
+    // Add the common headers to every answer, refuse a bad name, then run op.
+    void serve(RouteArgs&& a, Reply reply, NamedOp op);
+    void options(const std::string& name, RouteArgs& a, Reply reply);
+    void create(const std::string& name, RouteArgs& a, Reply reply);
+    void append(const std::string& name, RouteArgs& a, Reply reply);
+    void get(const std::string& name, RouteArgs& a, Reply reply);
+    void head(const std::string& name, RouteArgs& a, Reply reply);
+    void remove(const std::string& name, RouteArgs& a, Reply reply);
+    void not_allowed(const std::string& name, RouteArgs& a, Reply reply);
     void long_poll(std::string name, std::string offset, std::string cursor, bool has_cursor,
                    int64_t deadline, Reply reply);
 

@@ -1,7 +1,7 @@
 // Push body parsing, validation and the answer shape.
 #include <gtest/gtest.h>
 
-#include "api/api.h"
+#include "api/routes.h"
 #include "push/push_request.h"
 #include "settings/settings.h"
 

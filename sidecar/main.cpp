@@ -55,19 +55,17 @@ void signal_thread(sigset_t set, int64_t drain_timeout_ms, std::function<void(in
               static_cast<long long>(drain_timeout_ms));
     on_first(sig);
     const int64_t grace_ms = drain_timeout_ms + 1000;
+    // sigtimedwait takes a relative timespec; the time itself is read from the one clock.
     timespec ts{static_cast<time_t>(grace_ms / 1000), static_cast<long>(grace_ms % 1000) * 1000000};
-    timespec start{};
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    const SystemClock& clock = SystemClock::instance();
+    const int64_t start = clock.mono_ms();
     for (;;) {
         int s2 = sigtimedwait(&set, nullptr, &ts);
         if (s2 > 0) {
             QLOG_WARN("second signal %d: exiting now", s2);
             std::_Exit(128 + s2);
         }
-        timespec now{};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        const int64_t elapsed = (now.tv_sec - start.tv_sec) * 1000 +
-                                (now.tv_nsec - start.tv_nsec) / 1000000;
+        const int64_t elapsed = clock.mono_ms() - start;
         if (elapsed >= grace_ms) break;
         const int64_t left = grace_ms - elapsed;
         ts = {static_cast<time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000};
@@ -120,24 +118,25 @@ int main(int argc, char** argv) {
     // stream goes to the shard that owns its slot. Health probes and stream wake-ups use the
     // router database.
     const bool sharded = !st.router.empty();
+    const pg::ConnSettings pgc = pg_conn_settings(st);
     std::unique_ptr<shard::Directory> shards;
     if (sharded) {
-        shards = std::make_unique<shard::Directory>(st.router, int(st.connect_timeout_s),
+        shards = std::make_unique<shard::Directory>(st.router, pgc,
                                                     st.router_refresh_ms);
         Status l = shards->load();
         if (!l.is_ok()) QLOG_WARN("%s (will retry per request)", l.message().c_str());
     }
     auto push_backend = [&]() -> std::unique_ptr<Backend> {
         if (sharded)
-            return std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics);
-        return std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+            return std::make_unique<shard::ShardedBackend>(*shards, pgc, &metrics);
+        return std::make_unique<PgConnection>(st.pg, pgc, &metrics);
     };
     const std::string& pg_main = sharded ? st.router : st.pg;
     std::vector<std::unique_ptr<Backend>> backends;
     for (int64_t i = 0; sharded && i < st.pool_size; i++) backends.push_back(push_backend());
     for (int64_t i = 0; !sharded && i < st.pool_size; i++) {
         auto pg =
-            std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
+            std::make_unique<PgConnection>(st.pg, pgc, &metrics);
         if (i == 0) {
             Status c = pg->ensure_connected();
             if (!c.is_ok())
@@ -152,10 +151,10 @@ int main(int argc, char** argv) {
     for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++) {
         if (sharded)
             sql_routes.push_back(
-                std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics));
+                std::make_unique<shard::ShardedBackend>(*shards, pgc, &metrics));
         else
             sql_routes.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>(
-                st.pg, static_cast<int>(st.connect_timeout_s), &metrics)));
+                st.pg, pgc, &metrics)));
     }
     SqlPool sql_pool(std::move(sql_routes));
     Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock);
@@ -167,13 +166,13 @@ int main(int argc, char** argv) {
     // Long-poll pops wait here, holding no PostgreSQL connection.
     PopWaiters pop_waiters(clock, st.pop_max_waiters);
     Api api(parse_limits(st), flusher, sql_pool, cache, metrics, &pop_waiters, consume_limits(st));
-    PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
+    PgProbe probe(pg_main, pgc, st.health_probe_interval_ms);
     // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
-    streams::Waiters stream_waiters(pg_main);
+    streams::Waiters stream_waiters(pg_main, pgc);
     streams::Engine stream_engine(
-        [&st, d = shards.get()]() -> std::unique_ptr<streams::StreamsBackend> {
-            if (d) return std::make_unique<shard::ShardedStreams>(*d, int(st.connect_timeout_s));
-            return std::make_unique<streams::StreamsPgConnection>(st.pg, int(st.connect_timeout_s));
+        [&st, &pgc, d = shards.get()]() -> std::unique_ptr<streams::StreamsBackend> {
+            if (d) return std::make_unique<shard::ShardedStreams>(*d, pgc, st.stream_move_wait_ms);
+            return std::make_unique<streams::StreamsPgConnection>(st.pg, pgc);
         },
         int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch),
         stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
@@ -187,7 +186,7 @@ int main(int argc, char** argv) {
     // The streams' direct path: its connection watched by this loop (destroyed before ioc).
     std::unique_ptr<streams::StreamsPgDirect> stream_direct;
     if (st.stream_direct && !sharded) {  // one connection: a single server only
-        stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, int(st.connect_timeout_s));
+        stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, pgc);
         stream_engine.set_direct(stream_direct.get());
     }
     api.set_health(&probe, server.draining_flag());

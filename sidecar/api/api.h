@@ -27,9 +27,10 @@ namespace queen::sidecar {
 
 class PgProbe;
 
-// The consuming routes' limits (from the settings, in main.cpp).
+// The consuming routes' limits: no defaults here, built only by consume_limits() from the
+// settings (settings/settings_wiring.h).
 struct ConsumeLimits {
-    int64_t pop_max_wait_ms = 60000;  // a long-poll pop's timeout is capped at this
+    int64_t pop_max_wait_ms;  // a long-poll pop's timeout is capped at this
 };
 
 class Api final : public Handler {
@@ -37,7 +38,7 @@ public:
     // limits: what one push body may hold (from the settings, in main.cpp).
     // waiters (optional): long-poll pops; without them wait=true pops answer at once.
     Api(const ParseLimits& limits, Flusher& flusher, SqlPool& sql, BlockCache& cache, Metrics& metrics,
-        PopWaiters* waiters = nullptr, ConsumeLimits consume = ConsumeLimits());
+        PopWaiters* waiters, ConsumeLimits consume);
     // Route and serve one request; reply is called exactly once.
     void handle(HttpRequest&& req, Reply reply) override;
     // The one extension point of the router: requests under prefix (e.g. "/v1/stream/") go to

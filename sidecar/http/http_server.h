@@ -32,13 +32,15 @@
 
 namespace queen::sidecar {
 
+// No defaults here: built only by server_limits() from the settings
+// (settings/settings_wiring.h).
 struct ServerLimits {
-    int64_t body_limit = 64 << 20;
-    int64_t max_connections = 1024;
-    int64_t idle_timeout_ms = 60000;
-    int64_t header_timeout_ms = 10000;
-    int64_t body_timeout_ms = 30000;
-    int64_t write_timeout_ms = 60000;
+    int64_t body_limit;         // --max-body-bytes
+    int64_t max_connections;    // --max-connections
+    int64_t idle_timeout_ms;    // --idle-timeout-ms
+    int64_t header_timeout_ms;  // --header-timeout-ms
+    int64_t body_timeout_ms;    // --body-timeout-ms
+    int64_t write_timeout_ms;   // --write-timeout-ms
 };
 
 class HttpServer {

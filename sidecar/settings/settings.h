@@ -60,6 +60,21 @@ struct Settings {
     int64_t router_refresh_ms;
     int64_t pop_max_wait_ms;
     int64_t pop_max_waiters;
+    int64_t pg_statement_timeout_ms;
+    int64_t pg_lock_timeout_ms;
+    int64_t pg_idle_in_transaction_timeout_ms;
+    int64_t pg_connection_check_interval_ms;
+    int64_t stream_listen_connect_timeout_s;
+    int64_t health_probe_interval_ms;
+    int64_t stream_move_wait_ms;
+    int64_t stream_hold_per_producer;
+    int64_t stream_hold_max_items;
+    int64_t stream_hold_max_bytes;
+    int64_t stream_hold_max_producers;
+    int64_t stream_sse_keepalive_ms;
+    int64_t stream_sse_max_ms;
+    int64_t stream_read_max_bytes;
+    int64_t stream_read_max_messages;
 };
 
 enum class SettingType : uint8_t { Int, String };

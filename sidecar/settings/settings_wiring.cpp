@@ -33,7 +33,7 @@ FlusherConfig flusher_config(const Settings& st) {
 
 // The HTTP server.
 ServerLimits server_limits(const Settings& st) {
-    ServerLimits lim;
+    ServerLimits lim{};
     lim.body_limit = st.max_body_bytes;
     lim.max_connections = st.max_connections;
     lim.idle_timeout_ms = st.idle_timeout_ms;
@@ -53,24 +53,44 @@ ParseLimits parse_limits(const Settings& st) {
 
 // The consuming routes.
 ConsumeLimits consume_limits(const Settings& st) {
-    ConsumeLimits cl;
+    ConsumeLimits cl{};
     cl.pop_max_wait_ms = st.pop_max_wait_ms;
     return cl;
 }
 
 // The producer hold.
 streams::HoldLimits stream_hold_limits(const Settings& st) {
-    streams::HoldLimits h;
+    streams::HoldLimits h{};
     h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
+    h.per_producer = static_cast<std::size_t>(st.stream_hold_per_producer);
+    h.max_items = static_cast<std::size_t>(st.stream_hold_max_items);
+    h.max_bytes = st.stream_hold_max_bytes;
+    h.max_producers = static_cast<std::size_t>(st.stream_hold_max_producers);
     return h;
 }
 
 // The streams surface.
 streams::StreamsLimits streams_limits(const Settings& st) {
-    streams::StreamsLimits sl;
+    streams::StreamsLimits sl{};
     sl.long_poll_ms = st.stream_long_poll_ms;
+    sl.sse_keepalive_ms = st.stream_sse_keepalive_ms;
+    sl.sse_max_ms = st.stream_sse_max_ms;
+    sl.read_max_bytes = st.stream_read_max_bytes;
+    sl.read_max_messages = st.stream_read_max_messages;
     sl.producer_cache = st.stream_producer_cache != 0;
     return sl;
+}
+
+// The PostgreSQL connections.
+pg::ConnSettings pg_conn_settings(const Settings& st) {
+    pg::ConnSettings cs{};
+    cs.connect_timeout_s = st.connect_timeout_s;
+    cs.listen_connect_timeout_s = st.stream_listen_connect_timeout_s;
+    cs.statement_timeout_ms = st.pg_statement_timeout_ms;
+    cs.lock_timeout_ms = st.pg_lock_timeout_ms;
+    cs.idle_in_transaction_timeout_ms = st.pg_idle_in_transaction_timeout_ms;
+    cs.connection_check_interval_ms = st.pg_connection_check_interval_ms;
+    return cs;
 }
 
 }  // namespace queen::sidecar

@@ -1,10 +1,13 @@
-// Each part's configuration filled from the parsed settings. The parts' structs keep defaults of
-// their own for tests that build them directly; tests/sidecar/test_settings.cpp checks that the
-// fields taken from a setting default to what the table says (so neither can drift).
+// Each part's configuration filled from the parsed settings. The structs of the HTTP server, the
+// consuming routes, the streams and the PostgreSQL connections have no defaults of their own:
+// each is built only here (tests build them from Settings() and change fields). The push
+// parts' structs still keep defaults of their own; tests/sidecar/test_settings.cpp checks that
+// the fields taken from a setting default to what the table says (so neither can drift).
 #pragma once
 
 #include "http/http_server.h"
 #include "api/api.h"
+#include "db/pg_options.h"
 #include "push/block_cache.h"
 #include "push/flusher.h"
 #include "push/push_request.h"
@@ -28,5 +31,7 @@ ConsumeLimits consume_limits(const Settings& st);
 streams::HoldLimits stream_hold_limits(const Settings& st);
 // The Durable Streams' surface: long-poll wait, producer cache.
 streams::StreamsLimits streams_limits(const Settings& st);
+// Every PostgreSQL connection's timeouts and session settings (db/pg_options.h).
+pg::ConnSettings pg_conn_settings(const Settings& st);
 
 }  // namespace queen::sidecar

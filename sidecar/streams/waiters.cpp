@@ -43,7 +43,8 @@ std::string text_array(const std::vector<std::string>& items) {
 }
 }  // namespace
 
-Waiters::Waiters(std::string conninfo) : conninfo_(std::move(conninfo)) {
+Waiters::Waiters(std::string conninfo, const pg::ConnSettings& cs)
+    : conninfo_(std::move(conninfo)), conn_settings_(cs) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -207,12 +208,10 @@ void Waiters::run() {
         const int64_t now = SystemClock::instance().mono_ms();
         if (!conn && now >= next_connect) {
             // synchronous_commit off: a relayed NOTIFY's commit waits for no WAL flush.
-            const char* keys[] = {"dbname", "connect_timeout", "application_name", "options",
-                                  nullptr};
-            const char* vals[] = {conninfo_.c_str(), "3", "queen-sidecar-listen",
-                                  "-c synchronous_commit=off", nullptr};
+            const pg::ConnOptions opts =
+                pg::connection_options(pg::ConnKind::Listen, conninfo_, conn_settings_);
             std::string err;  // unused: the loop retries every kReconnectMs
-            conn = pg::connect(keys, vals, &err);
+            conn = pg::connect(opts.keys(), opts.values(), &err);
             bool ok = conn != nullptr;
             if (ok) {
                 PGresult* r = PQexec(conn, "LISTEN queen_streams");

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "settings/settings_wiring.h"
 #include "streams/engine.h"
 #include "streams_stub_backend.h"
 
@@ -129,7 +130,7 @@ void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
 TEST(StreamsDirect, LoneAppendsGoDirect) {
     Seen seen;
     FakeDirect direct(&seen, true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -147,7 +148,7 @@ TEST(StreamsDirect, LoneAppendsGoDirect) {
 TEST(StreamsDirect, ConcurrentAppendsKeepOrder) {
     Seen seen;
     FakeDirect direct(&seen, true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -185,7 +186,7 @@ TEST(StreamsDirect, ConcurrentAppendsKeepOrder) {
 TEST(StreamsDirect, WritersConnectIt) {
     Seen seen;
     FakeDirect direct(&seen, false);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -205,7 +206,7 @@ TEST(StreamsDirect, WritersConnectIt) {
 TEST(StreamsDirect, RefusedSendFallsBackToWriters) {
     Seen seen;
     FakeDirect direct(&seen, true, /*refuse=*/true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();

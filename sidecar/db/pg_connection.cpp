@@ -123,6 +123,11 @@ static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per stat
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
 constexpr std::size_t kMaxParamBytes = std::size_t(1) << 30;
 
+// After a failed connect, calls fail fast for this long instead of each stalling on a connect
+// attempt. Not a setting: it only spaces attempts (each bounded by --connect-timeout-s) and is
+// far below any client's retry interval.
+constexpr int64_t kConnectBackoffMs = 500;
+
 // Decode (base, end, created_ms, hashes) rows starting at column 1.
 Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
     const int n = PQntuples(r);
@@ -264,7 +269,7 @@ Status PgConnection::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();
     disconnect();
     const int64_t now = SystemClock::instance().mono_ms();
-    if (now - last_failure_mono_ < 500) return last_failure_;
+    if (now - last_failure_mono_ < kConnectBackoffMs) return last_failure_;
     // Defaults first: the connection string (dbname, expanded) overrides any of them.
     const ConnOptions opts = connection_options(ConnKind::Push, conninfo_, conn_settings_);
     std::string err;

@@ -14,6 +14,8 @@
 namespace queen::sidecar::streams {
 
 namespace {
+// Not settings: resolutions and back-offs of the LISTEN loop, far below the waits they serve
+// (--stream-long-poll-ms, SSE keep-alives); a wake-up is only a hint, the reads decide.
 constexpr int64_t kTickMs = 50;          // deadline resolution
 constexpr int64_t kBlindPollMs = 250;    // wake-all period while the LISTEN connection is down
 constexpr int64_t kReconnectMs = 1000;   // LISTEN reconnect back-off

@@ -1,4 +1,5 @@
-// queen-sidecar: settings (settings.h; each part's configuration from settings_wiring.h), wiring, the ready line, signals and the staged shutdown.
+// queen-sidecar: load the settings (settings/settings.h), build the parts from them
+// (app/daemon.h), serve, and shut down in stages on signals.
 //
 // Signals: SIGTERM and SIGINT are blocked in every thread and taken by one signal thread
 // (sigtimedwait), so they are seen whatever the event loop is doing.
@@ -10,42 +11,25 @@
 #include <signal.h>
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <mutex>
+#include <functional>
+#include <string>
 #include <thread>
-#include <vector>
 
-#include "api/api_context.h"
-#include "api/routes.h"
-#include "http/router.h"
-#include "push/block_cache.h"
+#include "app/daemon.h"
 #include "common/clock.h"
-#include "push/flusher.h"
-#include "http/health.h"
-#include "http/http_server.h"
 #include "common/log.h"
-#include "common/metrics.h"
-#include "db/pg_connection.h"
-#include "db/sql_pool.h"
 #include "settings/settings.h"
-#include "settings/settings_wiring.h"
-#include "shard/directory.h"
-#include "shard/sharded_backend.h"
-#include "shard/sharded_streams.h"
-#include "streams/streams_routes.h"
-#include "streams/streams_pg_connection.h"
-#include "streams/pg_direct.h"
 
 using namespace queen::sidecar;
-namespace asio = boost::asio;
 
 namespace {
+// What the shutdown after the drain (stopping the parts) may take on top of --drain-timeout-ms
+// before the process exits with status 1. Not a setting: the operator's knob is the drain.
+constexpr int64_t kShutdownGraceMs = 1000;
+
 // Wait for SIGTERM/SIGINT and run the shutdown stages described above. on_first is called once
 // (it must only post work); `done` is set by main when the orderly shutdown has finished.
 void signal_thread(sigset_t set, int64_t drain_timeout_ms, std::function<void(int)> on_first,
@@ -56,20 +40,18 @@ void signal_thread(sigset_t set, int64_t drain_timeout_ms, std::function<void(in
     QLOG_INFO("signal %d: draining (a second signal exits at once; deadline %lld ms)", sig,
               static_cast<long long>(drain_timeout_ms));
     on_first(sig);
-    const int64_t grace_ms = drain_timeout_ms + 1000;
+    const int64_t grace_ms = drain_timeout_ms + kShutdownGraceMs;
+    // sigtimedwait takes a relative timespec; the time itself is read from the one clock.
     timespec ts{static_cast<time_t>(grace_ms / 1000), static_cast<long>(grace_ms % 1000) * 1000000};
-    timespec start{};
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    const SystemClock& clock = SystemClock::instance();
+    const int64_t start = clock.mono_ms();
     for (;;) {
         int s2 = sigtimedwait(&set, nullptr, &ts);
         if (s2 > 0) {
             QLOG_WARN("second signal %d: exiting now", s2);
             std::_Exit(128 + s2);
         }
-        timespec now{};
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        const int64_t elapsed = (now.tv_sec - start.tv_sec) * 1000 +
-                                (now.tv_nsec - start.tv_nsec) / 1000000;
+        const int64_t elapsed = clock.mono_ms() - start;
         if (elapsed >= grace_ms) break;
         const int64_t left = grace_ms - elapsed;
         ts = {static_cast<time_t>(left / 1000), static_cast<long>(left % 1000) * 1000000};
@@ -108,177 +90,34 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     std::signal(SIGPIPE, SIG_IGN);
 
-    SystemClock& clock = SystemClock::instance();
     if (st.clock_offset_ms) {
-        clock.set_wall_offset_ms(st.clock_offset_ms);
+        SystemClock::instance().set_wall_offset_ms(st.clock_offset_ms);
         QLOG_WARN("TEST ONLY: the sidecar's wall clock is shifted by %lld ms",
                   static_cast<long long>(st.clock_offset_ms));
     }
-    Metrics metrics;
-    const CacheConfig cc = cache_config(st);
-    BlockCache cache(cc, clock);
-    // --router: a sharded cluster (sidecar/shard/): the map is read from the router database,
-    // every worker holds one connection per shard (made on first use), and every partition and
-    // stream goes to the shard that owns its slot. Health probes and stream wake-ups use the
-    // router database.
-    const bool sharded = !st.router.empty();
-    std::unique_ptr<shard::Directory> shards;
-    if (sharded) {
-        shards = std::make_unique<shard::Directory>(st.router, int(st.connect_timeout_s),
-                                                    st.router_refresh_ms);
-        Status l = shards->load();
-        if (!l.is_ok()) QLOG_WARN("%s (will retry per request)", l.message().c_str());
-    }
-    auto push_backend = [&]() -> std::unique_ptr<PushStore> {
-        if (sharded)
-            return std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics);
-        return std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
-    };
-    const std::string& pg_main = sharded ? st.router : st.pg;
-    std::vector<std::unique_ptr<PushStore>> backends;
-    for (int64_t i = 0; sharded && i < st.pool_size; i++) backends.push_back(push_backend());
-    for (int64_t i = 0; !sharded && i < st.pool_size; i++) {
-        auto pg =
-            std::make_unique<PgConnection>(st.pg, static_cast<int>(st.connect_timeout_s), &metrics);
-        if (i == 0) {
-            Status c = pg->ensure_connected();
-            if (!c.is_ok())
-                QLOG_WARN("%s (will retry per request)", c.message().c_str());
-            else
-                metrics.pg_up = 1;
-        }
-        backends.push_back(std::move(pg));
-    }
-    // The non-push endpoints get connections of their own (never queued behind pushes).
-    std::vector<std::unique_ptr<SqlRoute>> sql_routes;
-    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++) {
-        if (sharded)
-            sql_routes.push_back(
-                std::make_unique<shard::ShardedBackend>(*shards, int(st.connect_timeout_s), &metrics));
-        else
-            sql_routes.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>(
-                st.pg, static_cast<int>(st.connect_timeout_s), &metrics)));
-    }
-    SqlPool sql_pool(std::move(sql_routes));
-    Flusher flusher(flusher_config(st), std::move(backends), cache, metrics, clock);
-    if (sharded)
-        flusher.set_placement([d = shards.get()](std::string_view q, std::string_view p) {
-            auto m = d->map();
-            return m ? m->owner(m->slot_of(q, p)) : 0;
-        });
-    // Long-poll pops wait here, holding no PostgreSQL connection.
-    PopWaiters pop_waiters(clock, st.pop_max_waiters);
-    ApiContext api(parse_limits(st), flusher, sql_pool, cache, metrics, &pop_waiters, consume_limits(st));
-    PgProbe probe(pg_main, static_cast<int>(st.connect_timeout_s));
-    // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
-    streams::Waiters stream_waiters(pg_main);
-    streams::Engine stream_engine(
-        [&st, d = shards.get()]() -> std::unique_ptr<streams::StreamsBackend> {
-            if (d) return std::make_unique<shard::ShardedStreams>(*d, int(st.connect_timeout_s));
-            return std::make_unique<streams::StreamsPgConnection>(st.pg, int(st.connect_timeout_s));
-        },
-        int(st.stream_writers), int(st.stream_readers), int(st.stream_max_batch),
-        stream_hold_limits(st), st.stream_gather_us, st.stream_cohort_us);
-    stream_engine.set_changed_hook([&](const std::string& n) { stream_waiters.local_commit(n); });
-    StreamsApi streams_api(stream_engine, stream_waiters, streams_limits(st));
-    // Every HTTP surface's routes, one table (api/route_table.cpp).
-    Router router(route_table(api, streams_api), metrics);
-
-    asio::io_context ioc(static_cast<int>(st.http_threads));
-    HttpServer server(ioc, router, metrics, server_limits(st));
-    // The streams' direct path: its connection watched by this loop (destroyed before ioc).
-    std::unique_ptr<streams::StreamsPgDirect> stream_direct;
-    if (st.stream_direct && !sharded) {  // one connection: a single server only
-        stream_direct = std::make_unique<streams::StreamsPgDirect>(ioc, st.pg, int(st.connect_timeout_s));
-        stream_engine.set_direct(stream_direct.get());
-    }
-    api.set_health(&probe, server.draining_flag());
+    Daemon daemon(st);
     std::string host;
-    uint16_t port = 0, bound = 0;
-    split_host_port(st.listen, &host, &port);
-    s = server.listen(host, port, &bound);
+    uint16_t bound = 0;
+    s = daemon.listen(&host, &bound);
     if (!s.is_ok()) {
         QLOG_ERROR("queen-sidecar: %s", s.message().c_str());
         return 1;
     }
-    probe.start();
-    if (shards) shards->start();
-    flusher.start();
-    sql_pool.start();
-    pop_waiters.start();
-    stream_waiters.start();
-    stream_engine.start();
-    server.start();
-
-    // Idle upkeep of the cache, once a second, on its own thread (a sweep over many partitions
-    // must not stall the HTTP loop).
-    std::mutex sweep_mu;
-    std::condition_variable sweep_cv;
-    bool sweep_stop = false;
-    std::thread sweeper([&] {
-        std::unique_lock<std::mutex> lk(sweep_mu);
-        while (!sweep_cv.wait_for(lk, std::chrono::seconds(1), [&] { return sweep_stop; })) {
-            lk.unlock();
-            cache.sweep();
-            lk.lock();
-        }
-    });
-
-    // Staged shutdown: the signal thread posts the drain; the loop stops once nothing is in
-    // flight (or at the deadline, which the signal thread also enforces).
-    asio::steady_timer drain_timer(ioc);
-    int64_t drain_deadline = 0;
-    std::function<void()> poll_drain = [&] {
-        if (server.inflight() <= 0 || clock.mono_ms() >= drain_deadline) {
-            QLOG_INFO("drained (%lld in flight), exiting", static_cast<long long>(server.inflight()));
-            ioc.stop();
-            return;
-        }
-        drain_timer.expires_after(std::chrono::milliseconds(10));
-        drain_timer.async_wait([&](boost::system::error_code ec) {
-            if (!ec) poll_drain();
-        });
-    };
+    daemon.start();
     std::atomic<bool> shutdown_done{false};
     std::thread(signal_thread, sigs, st.drain_timeout_ms,
-                std::function<void(int)>([&](int) {
-                    asio::post(ioc, [&] {
-                        server.begin_drain();
-                        streams_api.begin_drain();
-                        pop_waiters.stop();  // waiting pops try once more and answer
-                        drain_deadline = clock.mono_ms() + st.drain_timeout_ms;
-                        poll_drain();
-                    });
-                }),
-                &shutdown_done)
+                std::function<void(int)>([&](int) { daemon.begin_drain(); }), &shutdown_done)
         .detach();
 
     QLOG_INFO("queen-sidecar ready: listening on %s:%u (pool %lld, dedup cache %s, %lld MiB)",
               host.c_str(), static_cast<unsigned>(bound), static_cast<long long>(st.pool_size),
-              cc.enabled ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
+              daemon.cache_enabled() ? "on" : "off", static_cast<long long>(st.dedup_cache_mb));
     // Every effective setting, after the ready line (scripts take the first "127.0.0.1:" of the
     // log for the bound port).
     QLOG_INFO("queen-sidecar settings: %s", settings_effective(st).c_str());
 
-    std::vector<std::thread> threads;
-    for (int64_t i = 1; i < st.http_threads; i++) threads.emplace_back([&] { ioc.run(); });
-    ioc.run();
-    for (auto& t : threads) t.join();
-    pop_waiters.stop();
-    sql_pool.abandon();  // nobody can be answered any more: send nothing else
-    flusher.abandon();
-    sql_pool.stop();
-    flusher.stop();
-    stream_engine.stop();
-    stream_waiters.stop();
-    {
-        std::lock_guard<std::mutex> lk(sweep_mu);
-        sweep_stop = true;
-    }
-    sweep_cv.notify_all();
-    sweeper.join();
-    probe.stop();
-    if (shards) shards->stop();
+    daemon.run();
+    daemon.stop();
     shutdown_done = true;
     std::_Exit(0);  // the signal thread is still parked in sigtimedwait
 }

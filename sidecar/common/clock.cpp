@@ -18,6 +18,12 @@ int64_t SystemClock::mono_ms() const noexcept {
     return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+// Nanoseconds from the steady clock.
+int64_t SystemClock::mono_ns() const noexcept {
+    using namespace std::chrono;
+    return duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
 // One shared instance (its only state is the test offset).
 SystemClock& SystemClock::instance() {
     static SystemClock c;

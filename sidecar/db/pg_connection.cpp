@@ -5,6 +5,7 @@
 #include "db/extension_version.h"
 #include "db/pg_idle_check.h"
 #include "db/pg_wire.h"
+#include "db/sqlstate_map.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,7 +13,7 @@
 
 namespace queen::sidecar {
 
-using namespace pg;  // the wire helper: OIDs, big-endian values, arrays, columns, failures
+using namespace pg;  // the wire helper, connection options, the SQLSTATE mapper
 
 namespace {
 
@@ -121,6 +122,11 @@ static_assert(sizeof(kStmts) / sizeof(kStmts[0]) == 14, "one definition per stat
 // The largest parameter the daemon hands to libpq (lengths are ints there; PostgreSQL refuses
 // values over 1 GB anyway). The flusher's byte limits keep calls far below it.
 constexpr std::size_t kMaxParamBytes = std::size_t(1) << 30;
+
+// After a failed connect, calls fail fast for this long instead of each stalling on a connect
+// attempt. Not a setting: it only spaces attempts (each bounded by --connect-timeout-s) and is
+// far below any client's retry interval.
+constexpr int64_t kConnectBackoffMs = 500;
 
 // Decode (base, end, created_ms, hashes) rows starting at column 1.
 Status txn_rows(PGresult* r, std::vector<TxnRow>* rows) {
@@ -233,10 +239,10 @@ void place_rows(std::vector<PushRow>& all, const std::vector<SegmentIn>& segs,
 
 }  // namespace
 
-PgConnection::PgConnection(std::string conninfo, int connect_timeout_s, Metrics* metrics,
-                     std::string extension)
+PgConnection::PgConnection(std::string conninfo, const pg::ConnSettings& cs, Metrics* metrics,
+                           std::string extension)
     : conninfo_(std::move(conninfo)),
-      connect_timeout_s_(connect_timeout_s),
+      conn_settings_(cs),
       metrics_(metrics),
       extension_(std::move(extension)) {}
 
@@ -251,8 +257,7 @@ void PgConnection::disconnect() {
     }
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
-    for (bool& p : prepared_) p = false;
-    for (auto& kv : prepared_calls_) kv.second = false;
+    prepared_.clear();
     hint_confirmed_seen_ = hint_fallbacks_seen_ = 0;  // the next backend counts from 0
 }
 
@@ -264,27 +269,11 @@ Status PgConnection::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();
     disconnect();
     const int64_t now = SystemClock::instance().mono_ms();
-    if (now - last_failure_mono_ < 500) return last_failure_;
-    const std::string timeout = std::to_string(connect_timeout_s_);
+    if (now - last_failure_mono_ < kConnectBackoffMs) return last_failure_;
     // Defaults first: the connection string (dbname, expanded) overrides any of them.
-    const char* keys[] = {"keepalives",       "keepalives_idle", "keepalives_interval",
-                          "keepalives_count", "tcp_user_timeout", "options",
-                          "connect_timeout",  "application_name", "dbname",
-                          nullptr};
-    const char* vals[] = {"1",
-                          "10",
-                          "5",
-                          "3",
-                          "20000",
-                          "-c statement_timeout=30000 -c lock_timeout=10000 "
-                          "-c idle_in_transaction_session_timeout=60000 "
-                          "-c client_connection_check_interval=2000",
-                          timeout.c_str(),
-                          "queen-sidecar",
-                          conninfo_.c_str(),
-                          nullptr};
+    const ConnOptions opts = connection_options(ConnKind::Push, conninfo_, conn_settings_);
     std::string err;
-    conn_ = pg::connect(keys, vals, &err);
+    conn_ = pg::connect(opts.keys(), opts.values(), &err);
     if (!conn_) {
         last_failure_mono_ = now;
         last_failure_ = Status(StatusCode::Unavailable, "PostgreSQL is unreachable");
@@ -328,35 +317,34 @@ Status PgConnection::error_status(PGresult* res, const char* what, bool* broken)
     // The primary message only: no CONTEXT lines (server internals) travel to clients.
     std::string msg = res || conn_ ? failure_text(conn_, res, true) : "no connection";
     const std::string state = sqlstate(res);
-    // No SQLSTATE: libpq made the error itself (the server never answered: "server closed
-    // the connection unexpectedly", a failed send), so the connection is not to be trusted;
-    // nor after too many connections (53300).
-    // 25006: a session on a server that is no longer the primary (a failover): like a broken
-    // connection, reconnect (target_session_attrs finds the new primary); nothing was written.
-    if (connection_broken(conn_, state) || state == "53300" || state == "25006") {
-        disconnect();  // the next call reconnects at once (only failed connects back off)
-        if (metrics_) metrics_->pg_up = 0;
-        *broken = true;
-        return Status(StatusCode::Unavailable,
-                      std::string(what) + ": PostgreSQL unavailable: " + msg, state);
+    // The kinds are in db/sqlstate_map.h: no SQLSTATE (libpq made the error itself: the server
+    // never answered), too many connections or a session on a server that is no longer the
+    // primary is a broken connection: reconnect (target_session_attrs finds the new primary).
+    const SqlFailure kind = classify_failure(SqlSurface::Push, conn_, state);
+    switch (kind) {
+        case SqlFailure::Broken:
+            disconnect();  // the next call reconnects at once (only failed connects back off)
+            if (metrics_) metrics_->pg_up = 0;
+            *broken = true;
+            return Status(StatusCode::Unavailable,
+                          std::string(what) + ": PostgreSQL unavailable: " + msg, state);
+        // Rolled back for a passing reason: nothing was written and a later try may succeed.
+        case SqlFailure::Transient:
+        case SqlFailure::Other:
+            return Status(failure_code(kind), std::string(what) + ": " + msg, state);
+        case SqlFailure::BadInput:
+        case SqlFailure::NotFound:
+        case SqlFailure::Conflict: break;
     }
-    // Rolled back for a passing reason (timeouts, cancels, serialization, deadlocks, resources):
-    // nothing was written and a later try may succeed.
-    if (state == "57014" || state == "55P03" || state == "40001" || state == "40P01" ||
-        state.rfind("53", 0) == 0)
-        return Status(StatusCode::Unavailable, std::string(what) + ": " + msg, state);
-    if (state.rfind("22", 0) == 0) return Status(StatusCode::BadRequest, msg, state);
-    if (state == "42704") return Status(StatusCode::NotFound, msg, state);
-    if (state == "23505") return Status(StatusCode::Conflict, msg, state);
-    return Status(StatusCode::Internal, std::string(what) + ": " + msg, state);
+    return Status(failure_code(kind), msg, state);
 }
 
 // Prepare on first use, then execute with binary results.
 Status PgConnection::exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                        const int* formats, PGresult** out) {
     const StmtDef& def = kStmts[st];
-    return exec_text(def.name, def.sql, def.nparams, def.types, def.read_only, &prepared_[st],
-                     nparams, values, lengths, formats, out);
+    return exec_text(def.name, def.sql, def.nparams, def.types, def.read_only, nparams, values,
+                     lengths, formats, out);
 }
 
 // call_json: text parameters, one jsonb-as-text column (text results for this one).
@@ -364,9 +352,8 @@ Status PgConnection::call_json(const char* name, const char* sql, int nparams,
                             const char* const* values, bool read_only, std::string* out,
                             bool* null) {
     ResultGuard g;
-    bool& prepared = prepared_calls_[name];
-    Status s = exec_text(name, sql, nparams, nullptr, read_only, &prepared, nparams, values,
-                         nullptr, nullptr, &g.r);
+    Status s = exec_text(name, sql, nparams, nullptr, read_only, nparams, values, nullptr,
+                         nullptr, &g.r);
     if (!s.is_ok()) return s;
     *null = PQntuples(g.r) != 1 || PQgetisnull(g.r, 0, 0);
     if (*null) {
@@ -381,8 +368,9 @@ Status PgConnection::call_json(const char* name, const char* sql, int nparams,
     return Status::ok();
 }
 
+// exec's body for any statement text (see pg_connection.h).
 Status PgConnection::exec_text(const char* name, const char* sql, int def_nparams, const Oid* types,
-                            bool read_only, bool* prepared, int nparams,
+                            bool read_only, int nparams,
                             const char* const* values, const int* lengths, const int* formats,
                             PGresult** out) {
     *out = nullptr;
@@ -402,14 +390,11 @@ Status PgConnection::exec_text(const char* name, const char* sql, int def_nparam
             return Status(StatusCode::Unavailable,
                           "the primary changed while this push was prepared; retry");
         bool broken = false;
-        if (!*prepared) {
-            ResultGuard g{PQprepare(conn_, def.name, def.sql, def.nparams, def.types)};
-            if (PQresultStatus(g.r) != PGRES_COMMAND_OK) {
-                Status s = error_status(g.r, def.name, &broken);
-                if (broken && pooled && round == 0) continue;  // preparing changes nothing
-                return s;
-            }
-            *prepared = true;
+        ResultGuard failed;
+        if (!prepared_.ensure(conn_, def.name, def.sql, def.nparams, def.types, &failed.r)) {
+            Status s = error_status(failed.r, def.name, &broken);
+            if (broken && pooled && round == 0) continue;  // preparing changes nothing
+            return s;
         }
         if (metrics_) metrics_->sql_calls++;
         watch_.reset();

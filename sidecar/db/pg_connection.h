@@ -3,10 +3,11 @@
 // a constant with $n parameters. Not thread-safe: one per flush worker.
 //
 // Connections are made with TCP keepalives (idle 10 s, every 5 s, 3 probes), a TCP user timeout
-// (20 s) and, per session, statement_timeout 30 s, lock_timeout 10 s,
-// idle_in_transaction_session_timeout 60 s and client_connection_check_interval 2 s: a
-// half-open connection or a stuck lock fails a call instead of holding a worker forever.
-// Anything in the connection string overrides these (its `options` replaces them all).
+// (20 s) and, per session, statement_timeout, lock_timeout, idle_in_transaction_session_timeout
+// and client_connection_check_interval from the settings (30 s, 10 s, 60 s and 2 s by default;
+// db/pg_options.h): a half-open connection or a stuck lock fails a call instead of holding a
+// worker forever. Anything in the connection string overrides these (its `options` replaces
+// them all).
 #pragma once
 
 #include <libpq-fe.h>
@@ -19,7 +20,9 @@
 
 #include "push/push_store.h"
 #include "common/metrics.h"
+#include "db/pg_options.h"
 #include "db/pg_session.h"
+#include "db/prepared.h"
 
 namespace queen::sidecar {
 
@@ -34,8 +37,8 @@ class PgConnection final : public PushStore {
 public:
     // `extension`: the one the database must hold at this sidecar's version (common/
     // extension_version.h): queen, or queen_router for a cluster's router database.
-    PgConnection(std::string conninfo, int connect_timeout_s, Metrics* metrics,
-              std::string extension = "queen");
+    PgConnection(std::string conninfo, const pg::ConnSettings& cs, Metrics* metrics,
+                 std::string extension = "queen");
     ~PgConnection() override;
     PgConnection(const PgConnection&) = delete;
     PgConnection& operator=(const PgConnection&) = delete;
@@ -108,9 +111,9 @@ private:
     // as StatusCode::Unknown.
     Status exec(Stmt st, int nparams, const char* const* values, const int* lengths,
                 const int* formats, PGresult** out);
-    // exec's body for any statement text: *prepared says whether it is prepared on conn_.
+    // exec's body for any statement text (prepared under name on first use on conn_).
     Status exec_text(const char* name, const char* sql, int def_nparams, const Oid* types,
-                     bool read_only, bool* prepared, int nparams, const char* const* values,
+                     bool read_only, int nparams, const char* const* values,
                      const int* lengths, const int* formats, PGresult** out);
     Status error_status(PGresult* res, const char* what, bool* broken);
     void disconnect();
@@ -119,15 +122,12 @@ private:
     void count_hints(PGresult* r, int conf_col, int fb_col);
 
     std::string conninfo_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     Metrics* metrics_;
     PGconn* conn_ = nullptr;
     std::mutex cancel_mu_;        // guards cancel_ (cancel() runs on other threads)
     PGcancel* cancel_ = nullptr;  // made on connect, freed on disconnect
-    bool prepared_[kStmtCount] = {};
-    // call_json's statements by name (entries are only reset, never erased: exec_text holds a
-    // reference to one across a reconnect).
-    std::unordered_map<std::string, bool> prepared_calls_;
+    pg::PreparedStatements prepared_;  // the built-in and call_json's statements, by name
     std::string extension_;
     int64_t last_failure_mono_ = INT64_MIN / 2;
     Status last_failure_;  // what the last failed connect answered, repeated while backing off

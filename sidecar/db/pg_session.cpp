@@ -3,12 +3,12 @@
 
 #include <poll.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 
+#include "common/clock.h"
 #include "db/pg_wire.h"
 
 namespace queen::sidecar::pg {
@@ -78,11 +78,11 @@ Status durability_barrier(PGconn* conn, SessionWatch* watch, int64_t timeout_ms)
     // need no privilege beyond TEMP; ON COMMIT DROP leaves nothing behind.
     if (!PQsendQuery(conn, "CREATE TEMPORARY TABLE queen_durability_barrier () ON COMMIT DROP"))
         return Status(StatusCode::Unavailable, "durability barrier: could not send");
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const SystemClock& clock = SystemClock::instance();
+    const int64_t until = clock.mono_ms() + timeout_ms;
     bool timed_out = false;
     while (PQisBusy(conn)) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              until - std::chrono::steady_clock::now()).count();
+        const int64_t left = until - clock.mono_ms();
         if (left <= 0) {
             timed_out = true;
             break;

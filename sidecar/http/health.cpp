@@ -7,18 +7,18 @@
 
 namespace queen::sidecar {
 
-PgProbe::PgProbe(std::string conninfo, int connect_timeout_s, int64_t interval_ms)
+PgProbe::PgProbe(std::string conninfo, const pg::ConnSettings& cs, int64_t interval_ms)
     : conninfo_(std::move(conninfo)),
-      timeout_(std::to_string(connect_timeout_s)),
+      conn_settings_(cs),
       interval_ms_(interval_ms) {}
 
 PgProbe::~PgProbe() { stop(); }
 
 // PQPING_OK only: "rejecting" (starting up, shutting down) and "no response" are not ready.
 bool PgProbe::probe_once() {
-    const char* keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
-    const char* vals[] = {conninfo_.c_str(), timeout_.c_str(), "queen-sidecar-probe", nullptr};
-    const bool ok = PQpingParams(keys, vals, 1) == PQPING_OK;
+    const pg::ConnOptions opts =
+        pg::connection_options(pg::ConnKind::Probe, conninfo_, conn_settings_);
+    const bool ok = PQpingParams(opts.keys(), opts.values(), 1) == PQPING_OK;
     up_ = ok;
     probes_++;
     return ok;

@@ -1,4 +1,5 @@
-// Readiness of PostgreSQL, probed from its own thread once a second with libpq's PQpingParams
+// Readiness of PostgreSQL, probed from its own thread every --health-probe-interval-ms (1 s by
+// default) with libpq's PQpingParams
 // (server accepting connections; no credentials are sent and no pooled connection is used), so
 // /health/ready answers at once and never queues behind flushes. No locks: two atomics.
 #pragma once
@@ -10,11 +11,14 @@
 #include <string>
 #include <thread>
 
+#include "db/pg_options.h"
+
 namespace queen::sidecar {
 
 class PgProbe {
 public:
-    PgProbe(std::string conninfo, int connect_timeout_s, int64_t interval_ms = 1000);
+    // cs: the probe's connect timeout; interval_ms: --health-probe-interval-ms.
+    PgProbe(std::string conninfo, const pg::ConnSettings& cs, int64_t interval_ms);
     ~PgProbe();
     // Probe once now, then every interval on a thread of its own.
     void start();
@@ -28,7 +32,7 @@ public:
 
 private:
     std::string conninfo_;
-    std::string timeout_;
+    pg::ConnSettings conn_settings_;
     int64_t interval_ms_;
     std::atomic<bool> up_{false};
     std::atomic<uint64_t> probes_{0};

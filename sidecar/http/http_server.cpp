@@ -388,4 +388,16 @@ void HttpServer::begin_drain() {
     });
 }
 
+// The server's limits from the settings.
+ServerLimits server_limits(const Settings& st) {
+    ServerLimits lim{};
+    lim.body_limit = st.max_body_bytes;
+    lim.max_connections = st.max_connections;
+    lim.idle_timeout_ms = st.idle_timeout_ms;
+    lim.header_timeout_ms = st.header_timeout_ms;
+    lim.body_timeout_ms = st.body_timeout_ms;
+    lim.write_timeout_ms = st.write_timeout_ms;
+    return lim;
+}
+
 }  // namespace queen::sidecar

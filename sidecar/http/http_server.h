@@ -29,17 +29,23 @@
 #include "common/metrics.h"
 #include "common/status.h"
 #include "http/message.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar {
 
+// No defaults here: built only by server_limits() from the settings
+// (below).
 struct ServerLimits {
-    int64_t body_limit = 64 << 20;
-    int64_t max_connections = 1024;
-    int64_t idle_timeout_ms = 60000;
-    int64_t header_timeout_ms = 10000;
-    int64_t body_timeout_ms = 30000;
-    int64_t write_timeout_ms = 60000;
+    int64_t body_limit;         // --max-body-bytes
+    int64_t max_connections;    // --max-connections
+    int64_t idle_timeout_ms;    // --idle-timeout-ms
+    int64_t header_timeout_ms;  // --header-timeout-ms
+    int64_t body_timeout_ms;    // --body-timeout-ms
+    int64_t write_timeout_ms;   // --write-timeout-ms
 };
+
+// The server's limits from the settings (the only place they are read).
+ServerLimits server_limits(const Settings& st);
 
 class HttpServer {
 public:

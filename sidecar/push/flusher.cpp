@@ -751,12 +751,12 @@ Flusher::Call Flusher::prepare_call(PushStore& b, FlushCtx& ctx, std::vector<Seg
 // resolve right after it would say).
 Status Flusher::send_call(PushStore& b, FlushCtx& ctx, const std::vector<Seg>& segs,
                           const Call& call, std::vector<std::vector<EntryOut>>* out) {
-    auto t0 = std::chrono::steady_clock::now();
+    const int64_t t0 = SystemClock::instance().mono_ns();
     std::vector<PartitionMeta> named_metas;
     Status s = call.named ? b.push_segments_named(call.in, call.names, out, &named_metas)
                           : b.push_segments(call.in, out);
     metrics_.sql_seconds.observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        double(SystemClock::instance().mono_ns() - t0) / 1e9);
     metrics_.flushes += segs.size();
     if (s.is_ok()) {
         bool shape_ok = out->size() == segs.size();

@@ -190,6 +190,42 @@ const std::vector<SettingSpec>& setting_specs() {
                 "with --router: a parked partition's pause before its next push"),
         int_row("resolve-retry-ms", &S::resolve_retry_ms, 200, 1, 60000, Plain,
                 "a lost COMMIT: pause between two outcome lookups (until resolve-deadline-ms)"),
+        int_row("pg-statement-timeout-ms", &S::pg_statement_timeout_ms, 30000, 0, 86400000, Plain,
+                "statement_timeout of the push and SQL sessions (0: none; the connection "
+                "string's options replace it)"),
+        int_row("pg-lock-timeout-ms", &S::pg_lock_timeout_ms, 10000, 0, 86400000, Plain,
+                "lock_timeout of the push and SQL sessions (0: none; the connection string's "
+                "options replace it)"),
+        int_row("pg-idle-in-transaction-timeout-ms", &S::pg_idle_in_transaction_timeout_ms, 60000,
+                0, 86400000, Plain,
+                "idle_in_transaction_session_timeout of the push and SQL sessions (0: none)"),
+        int_row("pg-connection-check-interval-ms", &S::pg_connection_check_interval_ms, 2000, 0,
+                3600000, Plain,
+                "client_connection_check_interval of the push and SQL sessions: a statement "
+                "whose client went away is stopped this soon (0: never)"),
+        int_row("stream-listen-connect-timeout-s", &S::stream_listen_connect_timeout_s, 3, 1, 600,
+                Plain, "connect timeout in seconds of the streams' LISTEN connection"),
+        int_row("health-probe-interval-ms", &S::health_probe_interval_ms, 1000, 50, 3600000,
+                Plain, "how often the readiness probe pings PostgreSQL (/health/ready)"),
+        int_row("stream-move-wait-ms", &S::stream_move_wait_ms, 10000, 0, 600000, Plain,
+                "with --router: longest wait of a stream call for a slot being moved to reach "
+                "its new shard"),
+        int_row("stream-hold-per-producer", &S::stream_hold_per_producer, 64, 1, 1000000, Plain,
+                "held appends of one producer (one more is not held)"),
+        int_row("stream-hold-max-items", &S::stream_hold_max_items, 10000, 1, 100000000, Plain,
+                "held appends of all producers (one more is not held)"),
+        int_row("stream-hold-max-bytes", &S::stream_hold_max_bytes, 16 * MiB, 1 * KiB, 1 * GiB,
+                Bytes, "bytes of held appends of all producers (more are not held)"),
+        int_row("stream-hold-max-producers", &S::stream_hold_max_producers, 100000, 1, 100000000,
+                Plain, "producers tracked by the hold (idle ones are forgotten first)"),
+        int_row("stream-sse-keepalive-ms", &S::stream_sse_keepalive_ms, 15000, 100, 3600000,
+                Plain, "an idle stream SSE connection gets a control event this often"),
+        int_row("stream-sse-max-ms", &S::stream_sse_max_ms, 60000, 100, 86400000, Plain,
+                "a stream SSE connection is closed after this (clients resume)"),
+        int_row("stream-read-max-bytes", &S::stream_read_max_bytes, 1 * MiB, 1 * KiB, 1 * GiB,
+                Bytes, "one stream GET answers at most this much (at least one message)"),
+        int_row("stream-read-max-messages", &S::stream_read_max_messages, 10000, 1, 10000000,
+                Plain, "one stream GET answers at most this many messages"),
     };
     return specs;
 }

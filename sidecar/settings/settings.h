@@ -5,7 +5,10 @@
 // log line and docs/sidecar.md's settings table (settings_text.cpp). Nothing else holds a default:
 // the parts' configurations are filled from a parsed Settings (the push room's by the builders
 // beside their structs: cache_config in push/block_cache.h, flusher_config in push/flusher.h,
-// parse_limits in push/push_request.h; the other rooms' in settings_wiring.h).
+// parse_limits in push/push_request.h, server_limits in http/http_server.h, consume_limits in
+// api/consume_limits.h, stream_hold_limits in streams/hold.h, streams_limits in
+// streams/streams_routes.h, pg_conn_settings in db/pg_options.h). This header includes nothing
+// of the sidecar but common/status.h: every room may read the settings.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +68,21 @@ struct Settings {
     int64_t move_wait_ms;
     int64_t move_retry_ms;
     int64_t resolve_retry_ms;
+    int64_t pg_statement_timeout_ms;
+    int64_t pg_lock_timeout_ms;
+    int64_t pg_idle_in_transaction_timeout_ms;
+    int64_t pg_connection_check_interval_ms;
+    int64_t stream_listen_connect_timeout_s;
+    int64_t health_probe_interval_ms;
+    int64_t stream_move_wait_ms;
+    int64_t stream_hold_per_producer;
+    int64_t stream_hold_max_items;
+    int64_t stream_hold_max_bytes;
+    int64_t stream_hold_max_producers;
+    int64_t stream_sse_keepalive_ms;
+    int64_t stream_sse_max_ms;
+    int64_t stream_read_max_bytes;
+    int64_t stream_read_max_messages;
 };
 
 enum class SettingType : uint8_t { Int, String };

@@ -35,9 +35,9 @@ bool to_int(const char* s, int64_t* out) {
 }
 }  // namespace
 
-Directory::Directory(std::string router_conninfo, int connect_timeout_s, int64_t refresh_ms)
+Directory::Directory(std::string router_conninfo, const pg::ConnSettings& cs, int64_t refresh_ms)
     : router_conninfo_(std::move(router_conninfo)),
-      connect_timeout_s_(connect_timeout_s),
+      conn_settings_(cs),
       refresh_ms_(refresh_ms) {}
 
 Directory::~Directory() {
@@ -50,12 +50,10 @@ Status Directory::ensure_router() {
     if (router_ && PQstatus(router_) == CONNECTION_OK) return Status::ok();
     if (router_) PQfinish(router_);
     router_ = nullptr;
-    const std::string timeout = std::to_string(connect_timeout_s_);
-    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-    const char* vals[] = {timeout.c_str(), "queen-sidecar-router", router_conninfo_.c_str(),
-                          nullptr};
+    const pg::ConnOptions opts =
+        pg::connection_options(pg::ConnKind::Router, router_conninfo_, conn_settings_);
     std::string err;
-    router_ = pg::connect(keys, vals, &err);
+    router_ = pg::connect(opts.keys(), opts.values(), &err);
     if (!router_) return Status(StatusCode::Unavailable, "router: " + err);
     return Status::ok();
 }

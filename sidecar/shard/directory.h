@@ -26,13 +26,15 @@
 #include <vector>
 
 #include "common/status.h"
+#include "db/pg_options.h"
 #include "shard/shard_map.h"
 
 namespace queen::sidecar::shard {
 
 class Directory {
 public:
-    Directory(std::string router_conninfo, int connect_timeout_s, int64_t refresh_ms);
+    // cs: the router connection's settings; refresh_ms: --router-refresh-ms.
+    Directory(std::string router_conninfo, const pg::ConnSettings& cs, int64_t refresh_ms);
     ~Directory();
     Directory(const Directory&) = delete;
     Directory& operator=(const Directory&) = delete;
@@ -74,7 +76,7 @@ private:
     void poll_loop();
 
     std::string router_conninfo_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     int64_t refresh_ms_;
 
     std::mutex load_mu_;

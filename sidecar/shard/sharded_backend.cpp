@@ -35,8 +35,8 @@ std::string join(const std::set<std::string>& names) {
 }
 }  // namespace
 
-ShardedBackend::ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics)
-    : dir_(dir), connect_timeout_s_(connect_timeout_s), metrics_(metrics) {}
+ShardedBackend::ShardedBackend(Directory& dir, const pg::ConnSettings& cs, Metrics* metrics)
+    : dir_(dir), conn_settings_(cs), metrics_(metrics) {}
 
 // The loaded map, or one read now.
 Status ShardedBackend::current(std::shared_ptr<const ShardMap>* m) {
@@ -55,7 +55,7 @@ PgConnection* ShardedBackend::conn(int shard) {
     Conn& c = conns_[static_cast<std::size_t>(shard)];
     if (!c.pg || c.conninfo != ci) {
         c.conninfo = ci;
-        c.pg = std::make_unique<PgConnection>(ci, connect_timeout_s_, metrics_);
+        c.pg = std::make_unique<PgConnection>(ci, conn_settings_, metrics_);
     }
     return c.pg.get();
 }
@@ -336,7 +336,7 @@ Status ShardedBackend::shard_for(const PgTarget& t, int* shard) {
 Status ShardedBackend::pg_every_shard(std::vector<PgConnection*>* out) {
     out->clear();
     if (!router_)
-        router_ = std::make_unique<PgConnection>(dir_.router_conninfo(), connect_timeout_s_, metrics_,
+        router_ = std::make_unique<PgConnection>(dir_.router_conninfo(), conn_settings_, metrics_,
                                               "queen_router");
     Status c = router_->ensure_connected();
     if (c.sqlstate() == kExtensionVersionState) return c;  // says what to run on the router

@@ -37,7 +37,7 @@ namespace queen::sidecar::shard {
 
 class ShardedBackend final : public PushStore, public SqlRoute {
 public:
-    ShardedBackend(Directory& dir, int connect_timeout_s, Metrics* metrics);
+    ShardedBackend(Directory& dir, const pg::ConnSettings& cs, Metrics* metrics);
 
     Status resolve_partition(std::string_view queue, std::string_view partition,
                              PartitionMeta* out) override;
@@ -81,7 +81,7 @@ private:
     Status current(std::shared_ptr<const ShardMap>* m);
 
     Directory& dir_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     Metrics* metrics_;
     struct Conn {
         std::string conninfo;

@@ -10,8 +10,8 @@
 
 namespace queen::sidecar::shard {
 
-ShardedStreams::ShardedStreams(Directory& dir, int connect_timeout_s, int64_t move_wait_ms)
-    : dir_(dir), connect_timeout_s_(connect_timeout_s), move_wait_ms_(move_wait_ms) {}
+ShardedStreams::ShardedStreams(Directory& dir, const pg::ConnSettings& cs, int64_t move_wait_ms)
+    : dir_(dir), conn_settings_(cs), move_wait_ms_(move_wait_ms) {}
 
 streams::StreamsBackend* ShardedStreams::conn(int shard) {
     const std::string ci = dir_.conninfo(shard);
@@ -19,7 +19,7 @@ streams::StreamsBackend* ShardedStreams::conn(int shard) {
     Conn& c = conns_[static_cast<std::size_t>(shard)];
     if (!c.be || c.conninfo != ci) {
         c.conninfo = ci;
-        c.be = std::make_unique<streams::StreamsPgConnection>(ci, connect_timeout_s_);
+        c.be = std::make_unique<streams::StreamsPgConnection>(ci, conn_settings_);
     }
     return c.be.get();
 }

@@ -21,7 +21,7 @@ namespace queen::sidecar::shard {
 
 class ShardedStreams final : public streams::StreamsBackend {
 public:
-    ShardedStreams(Directory& dir, int connect_timeout_s, int64_t move_wait_ms = 10000);
+    ShardedStreams(Directory& dir, const pg::ConnSettings& cs, int64_t move_wait_ms);
 
     Status create(const streams::CreateArgs& a, streams::CreateAnswer* out) override;
     Status append_batch(const std::vector<const streams::AppendArgs*>& batch,
@@ -39,7 +39,7 @@ private:
     streams::StreamsBackend* conn(int shard);
 
     Directory& dir_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     int64_t move_wait_ms_;
     struct Conn {
         std::string conninfo;

@@ -8,6 +8,12 @@
 
 namespace queen::sidecar::streams {
 
+namespace {
+// How soon a failed direct-path connect is tried again. Not a setting: meanwhile the writers
+// take every append (the same answers), so it only spaces connect attempts.
+constexpr int64_t kDirectRetryMs = 1000;
+}  // namespace
+
 Engine::Engine(BackendFactory factory, int writers, int readers, int max_batch, HoldLimits hold,
                int64_t gather_us, int64_t cohort_us)
     : factory_(std::move(factory)),
@@ -141,7 +147,7 @@ void Engine::connect_direct() {
             SystemClock::instance().mono_ms() < direct_retry_ms_)
             return;
         direct_busy_ = true;
-        direct_retry_ms_ = SystemClock::instance().mono_ms() + 1000;
+        direct_retry_ms_ = SystemClock::instance().mono_ms() + kDirectRetryMs;
     }
     (void)direct_->connect();  // a failure is retried later; meanwhile the writers take all
     std::lock_guard<std::mutex> lk(wq_.mu);

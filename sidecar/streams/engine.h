@@ -75,7 +75,7 @@ public:
     // a writer may wait for the rest of a pipelining producer's burst (0: never; needs holding).
     // cohort_us: the longest wait for a cohort's producers (0: none; needs holding).
     Engine(BackendFactory factory, int writers, int readers, int max_batch,
-           HoldLimits hold = HoldLimits{}, int64_t gather_us = 0, int64_t cohort_us = 0);
+           HoldLimits hold, int64_t gather_us = 0, int64_t cohort_us = 0);
     ~Engine();
     void start();
     void stop();

@@ -135,4 +135,15 @@ void ProducerHold::forget_idle() {
         it = it->second.inflight == 0 && it->second.held.empty() ? tracks_.erase(it) : ++it;
 }
 
+// The producer hold's limits from the settings.
+HoldLimits stream_hold_limits(const Settings& st) {
+    HoldLimits h{};
+    h.hold_ms = st.stream_producer_cache ? st.stream_hold_ms : 0;
+    h.per_producer = static_cast<std::size_t>(st.stream_hold_per_producer);
+    h.max_items = static_cast<std::size_t>(st.stream_hold_max_items);
+    h.max_bytes = st.stream_hold_max_bytes;
+    h.max_producers = static_cast<std::size_t>(st.stream_hold_max_producers);
+    return h;
+}
+
 }  // namespace queen::sidecar::streams

@@ -19,15 +19,22 @@
 #include <utility>
 #include <vector>
 
+#include "settings/settings.h"
+
 namespace queen::sidecar::streams {
 
+// The hold's limits: no defaults here, built only by stream_hold_limits() from the settings
+// (below; tests take stream_hold_limits(Settings()) and change fields).
 struct HoldLimits {
-    int64_t hold_ms = 20;           // longest wait for a predecessor
-    std::size_t per_producer = 64;  // held appends of one producer
-    std::size_t max_items = 10000;  // held appends in all
-    int64_t max_bytes = 16 << 20;   // bytes of held appends in all
-    std::size_t max_producers = 100000;  // producers tracked (idle ones are forgotten first)
+    int64_t hold_ms;             // longest wait for a predecessor (--stream-hold-ms)
+    std::size_t per_producer;    // held appends of one producer
+    std::size_t max_items;       // held appends in all
+    int64_t max_bytes;           // bytes of held appends in all
+    std::size_t max_producers;   // producers tracked (idle ones are forgotten first)
 };
+
+// The hold's limits from the settings (no holding without the producer cache).
+HoldLimits stream_hold_limits(const Settings& st);
 
 class ProducerHold {
 public:

@@ -8,8 +8,8 @@ namespace queen::sidecar::streams {
 namespace asio = boost::asio;
 
 StreamsPgDirect::StreamsPgDirect(asio::io_context& ioc, std::string conninfo,
-                                 int connect_timeout_s)
-    : ioc_(ioc), conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s) {}
+                                 const pg::ConnSettings& cs)
+    : ioc_(ioc), conninfo_(std::move(conninfo)), conn_settings_(cs) {}
 
 StreamsPgDirect::~StreamsPgDirect() { disconnect(); }
 
@@ -24,6 +24,7 @@ void StreamsPgDirect::disconnect() {
     }
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
+    prepared_.clear();
     if (result_) PQclear(result_);
     result_ = nullptr;
 }
@@ -32,14 +33,15 @@ void StreamsPgDirect::disconnect() {
 Status StreamsPgDirect::connect() {
     disconnect();
     std::string err;
-    conn_ = streams_connect(conninfo_, connect_timeout_s_, &err);
+    conn_ = streams_connect(conninfo_, conn_settings_, &err);
     if (!conn_) return Status(StatusCode::Unavailable, err);
     pg::watch_session(conn_, &watch_);
-    PGresult* p = PQprepare(conn_, kAppendName, kAppendSql, 0, nullptr);
+    PGresult* p = nullptr;
     bool broken = false;
-    Status s = PQresultStatus(p) == PGRES_COMMAND_OK ? Status::ok()
-                                                      : streams_failure(conn_, p, "prepare", &broken);
-    PQclear(p);
+    Status s = prepared_.ensure(conn_, kAppendName, kAppendSql, 0, nullptr, &p)
+                   ? Status::ok()
+                   : streams_failure(conn_, p, "prepare", &broken);
+    if (p) PQclear(p);
     if (!s.is_ok() || PQsetnonblocking(conn_, 1) != 0) {
         disconnect();
         return s.is_ok() ? Status(StatusCode::Unavailable, "non-blocking mode refused") : s;

@@ -25,7 +25,7 @@ namespace queen::sidecar::streams {
 
 class StreamsPgDirect final : public DirectAppender {
 public:
-    StreamsPgDirect(boost::asio::io_context& ioc, std::string conninfo, int connect_timeout_s);
+    StreamsPgDirect(boost::asio::io_context& ioc, std::string conninfo, const pg::ConnSettings& cs);
     ~StreamsPgDirect() override;
     StreamsPgDirect(const StreamsPgDirect&) = delete;
     StreamsPgDirect& operator=(const StreamsPgDirect&) = delete;
@@ -42,8 +42,9 @@ private:
 
     boost::asio::io_context& ioc_;
     std::string conninfo_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     PGconn* conn_ = nullptr;
+    pg::PreparedStatements prepared_;  // queen.stream_append, prepared on every connect
     std::unique_ptr<boost::asio::posix::stream_descriptor> sock_;
     std::unique_ptr<AppendParams> params_;  // the running append's parameters
     Done done_;                             // the running append's callback

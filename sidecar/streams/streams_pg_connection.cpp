@@ -4,6 +4,7 @@
 
 #include "db/pg_idle_check.h"
 #include "db/pg_wire.h"
+#include "db/sqlstate_map.h"
 
 #include <cstring>
 
@@ -88,8 +89,8 @@ void decode_append(PGresult* r, int row, int c0, AppendAnswer* o) {
 }
 
 
-StreamsPgConnection::StreamsPgConnection(std::string conninfo, int connect_timeout_s)
-    : conninfo_(std::move(conninfo)), connect_timeout_s_(connect_timeout_s) {}
+StreamsPgConnection::StreamsPgConnection(std::string conninfo, const pg::ConnSettings& cs)
+    : conninfo_(std::move(conninfo)), conn_settings_(cs) {}
 
 StreamsPgConnection::~StreamsPgConnection() { disconnect(); }
 
@@ -97,18 +98,14 @@ StreamsPgConnection::~StreamsPgConnection() { disconnect(); }
 void StreamsPgConnection::disconnect() {
     if (conn_) PQfinish(conn_);
     conn_ = nullptr;
-    for (bool& p : prepared_) p = false;
+    prepared_.clear();
 }
 
 // A new connection of the streams' kind (see streams_pg_backend.h); nullptr and *err on failure.
-PGconn* streams_connect(const std::string& conninfo, int connect_timeout_s, std::string* err) {
-    const std::string timeout = std::to_string(connect_timeout_s);
-    // No NOTIFY from these sessions (see streams_pg_backend.h); a placeholder setting until
-    // the extension's library loads in the session, then its own.
-    const char* keys[] = {"dbname", "connect_timeout", "application_name", "options", nullptr};
-    const char* vals[] = {conninfo.c_str(), timeout.c_str(), "queen-sidecar-streams",
-                          "-c queen.stream_notify=off", nullptr};
-    return pg::connect(keys, vals, err);
+PGconn* streams_connect(const std::string& conninfo, const pg::ConnSettings& cs, std::string* err) {
+    // No NOTIFY from these sessions (db/pg_options.h: ConnKind::Streams).
+    const ConnOptions opts = connection_options(ConnKind::Streams, conninfo, cs);
+    return pg::connect(opts.keys(), opts.values(), err);
 }
 
 // Connect when not connected (or when the idle connection turned out dead).
@@ -116,7 +113,7 @@ Status StreamsPgConnection::ensure_connected() {
     if (pg_idle_connection_alive(conn_)) return Status::ok();  // see pg_idle_check.h
     disconnect();
     std::string err;
-    conn_ = streams_connect(conninfo_, connect_timeout_s_, &err);
+    conn_ = streams_connect(conninfo_, conn_settings_, &err);
     if (!conn_) return Status(StatusCode::Unavailable, err);
     pg::watch_session(conn_, &watch_);
     return Status::ok();
@@ -127,14 +124,16 @@ Status streams_failure(PGconn* conn, PGresult* res, const char* what, bool* brok
     const std::string state = sqlstate(res);
     const std::string msg = failure_text(conn, res);
     *broken = false;
-    // No SQLSTATE: libpq's own failure (the server went away mid-statement).
-    if (connection_broken(conn, state)) {
+    // The kinds are in db/sqlstate_map.h (the streams have no overrides): no SQLSTATE is
+    // libpq's own failure (the server went away mid-statement).
+    const SqlFailure kind = classify_failure(SqlSurface::Streams, conn, state);
+    if (kind == SqlFailure::Broken) {
         *broken = true;
-        return Status(StatusCode::Unavailable,
+        return Status(failure_code(kind),
                       std::string(what) + ": the PostgreSQL connection broke", state);
     }
-    if (state.rfind("22", 0) == 0) return Status(StatusCode::BadRequest, msg, state);
-    return Status(StatusCode::Internal, std::string(what) + " failed: " + msg, state);
+    if (kind == SqlFailure::BadInput) return Status(failure_code(kind), msg, state);
+    return Status(failure_code(kind), std::string(what) + " failed: " + msg, state);
 }
 
 // A failed result as a Status: 22xxx input errors are the client's, a broken connection is
@@ -157,16 +156,11 @@ const char* const kNames[] = {"qs_create", "qs_append", "qs_read", "qs_head",
 Status StreamsPgConnection::prepare(Stmt st) {
     Status c = ensure_connected();
     if (!c.is_ok()) return c;
-    if (prepared_[st]) return Status::ok();
-    PGresult* p = PQprepare(conn_, kNames[st], kSql[st], 0, nullptr);
-    if (PQresultStatus(p) != PGRES_COMMAND_OK) {
-        Status s = error_status(p, "prepare");
-        PQclear(p);
-        return s;
-    }
-    PQclear(p);
-    prepared_[st] = true;
-    return Status::ok();
+    PGresult* failed = nullptr;
+    if (prepared_.ensure(conn_, kNames[st], kSql[st], 0, nullptr, &failed)) return Status::ok();
+    Status s = error_status(failed, "prepare");
+    if (failed) PQclear(failed);
+    return s;
 }
 
 // Prepare on first use, then execute with binary results.

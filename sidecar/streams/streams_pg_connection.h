@@ -13,7 +13,9 @@
 #include <string>
 
 #include "streams/backend.h"
+#include "db/pg_options.h"
 #include "db/pg_session.h"
+#include "db/prepared.h"
 
 namespace queen::sidecar::streams {
 
@@ -33,14 +35,14 @@ struct AppendParams {
 void decode_append(PGresult* r, int row, int c0, AppendAnswer* o);
 // A new streams connection (no NOTIFY, application_name queen-sidecar-streams); nullptr and
 // *err when PostgreSQL is unreachable.
-PGconn* streams_connect(const std::string& conninfo, int connect_timeout_s, std::string* err);
+PGconn* streams_connect(const std::string& conninfo, const pg::ConnSettings& cs, std::string* err);
 // A failed result as a Status: 22xxx BadRequest, a broken connection Unavailable (*broken:
 // drop it; the outcome is unknown), anything else Internal with its SQLSTATE.
 Status streams_failure(PGconn* conn, PGresult* res, const char* what, bool* broken);
 
 class StreamsPgConnection final : public StreamsBackend {
 public:
-    StreamsPgConnection(std::string conninfo, int connect_timeout_s);
+    StreamsPgConnection(std::string conninfo, const pg::ConnSettings& cs);
     ~StreamsPgConnection() override;
     StreamsPgConnection(const StreamsPgConnection&) = delete;
     StreamsPgConnection& operator=(const StreamsPgConnection&) = delete;
@@ -64,9 +66,9 @@ private:
     void disconnect();
 
     std::string conninfo_;
-    int connect_timeout_s_;
+    pg::ConnSettings conn_settings_;
     PGconn* conn_ = nullptr;
-    bool prepared_[kStmtCount] = {};
+    pg::PreparedStatements prepared_;
     pg::SessionWatch watch_;  // a cancelled synchronous-replication wait (db/pg_session.h)
 };
 

@@ -845,4 +845,16 @@ void StreamsApi::long_poll(std::string name, std::string offset, std::string cur
     });
 }
 
+// The streams surface's limits from the settings.
+streams::StreamsLimits streams::streams_limits(const Settings& st) {
+    streams::StreamsLimits sl{};
+    sl.long_poll_ms = st.stream_long_poll_ms;
+    sl.sse_keepalive_ms = st.stream_sse_keepalive_ms;
+    sl.sse_max_ms = st.stream_sse_max_ms;
+    sl.read_max_bytes = st.stream_read_max_bytes;
+    sl.read_max_messages = st.stream_read_max_messages;
+    sl.producer_cache = st.stream_producer_cache != 0;
+    return sl;
+}
+
 }  // namespace queen::sidecar

@@ -22,17 +22,23 @@
 #include "http/target.h"
 #include "streams/engine.h"
 #include "streams/waiters.h"
+#include "settings/settings.h"
 
 namespace queen::sidecar::streams {
 
+// The streams surface's limits: no defaults here, built only by streams_limits() from the
+// settings (below).
 struct StreamsLimits {
-    int64_t long_poll_ms = 4000;      // a long-poll with no news answers 204 after this
-    int64_t sse_keepalive_ms = 15000;  // an idle SSE connection gets a control event this often
-    int64_t sse_max_ms = 60000;        // an SSE connection is closed after this (clients resume)
-    int64_t read_max_bytes = 1 << 20;  // one GET answers at most this much (at least 1 message)
-    int64_t read_max_messages = 10000;
-    bool producer_cache = true;  // false: no expect-apply hints (the answers are the same)
+    int64_t long_poll_ms;       // a long-poll with no news answers 204 after this
+    int64_t sse_keepalive_ms;   // an idle SSE connection gets a control event this often
+    int64_t sse_max_ms;         // an SSE connection is closed after this (clients resume)
+    int64_t read_max_bytes;     // one GET answers at most this much (at least 1 message)
+    int64_t read_max_messages;  // one GET answers at most this many messages
+    bool producer_cache;        // false: no expect-apply hints (the answers are the same)
 };
+
+// The surface's limits from the settings: long-poll wait, SSE, reads, producer cache.
+StreamsLimits streams_limits(const Settings& st);
 
 class SseBody;
 

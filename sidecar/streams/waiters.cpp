@@ -14,6 +14,8 @@
 namespace queen::sidecar::streams {
 
 namespace {
+// Not settings: resolutions and back-offs of the LISTEN loop, far below the waits they serve
+// (--stream-long-poll-ms, SSE keep-alives); a wake-up is only a hint, the reads decide.
 constexpr int64_t kTickMs = 50;          // deadline resolution
 constexpr int64_t kBlindPollMs = 250;    // wake-all period while the LISTEN connection is down
 constexpr int64_t kReconnectMs = 1000;   // LISTEN reconnect back-off
@@ -43,7 +45,8 @@ std::string text_array(const std::vector<std::string>& items) {
 }
 }  // namespace
 
-Waiters::Waiters(std::string conninfo) : conninfo_(std::move(conninfo)) {
+Waiters::Waiters(std::string conninfo, const pg::ConnSettings& cs)
+    : conninfo_(std::move(conninfo)), conn_settings_(cs) {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
 
@@ -207,12 +210,10 @@ void Waiters::run() {
         const int64_t now = SystemClock::instance().mono_ms();
         if (!conn && now >= next_connect) {
             // synchronous_commit off: a relayed NOTIFY's commit waits for no WAL flush.
-            const char* keys[] = {"dbname", "connect_timeout", "application_name", "options",
-                                  nullptr};
-            const char* vals[] = {conninfo_.c_str(), "3", "queen-sidecar-listen",
-                                  "-c synchronous_commit=off", nullptr};
+            const pg::ConnOptions opts =
+                pg::connection_options(pg::ConnKind::Listen, conninfo_, conn_settings_);
             std::string err;  // unused: the loop retries every kReconnectMs
-            conn = pg::connect(keys, vals, &err);
+            conn = pg::connect(opts.keys(), opts.values(), &err);
             bool ok = conn != nullptr;
             if (ok) {
                 PGresult* r = PQexec(conn, "LISTEN queen_streams");

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "db/pg_options.h"
 
 namespace queen::sidecar::streams {
 
@@ -40,7 +41,9 @@ public:
     // woke = true: something may have changed; false: the deadline passed.
     using Callback = std::function<void(bool woke)>;
 
-    explicit Waiters(std::string conninfo);
+    // cs: the LISTEN connection's settings (its connect timeout is
+    // --stream-listen-connect-timeout-s).
+    Waiters(std::string conninfo, const pg::ConnSettings& cs);
     ~Waiters();
     Waiters(const Waiters&) = delete;
     Waiters& operator=(const Waiters&) = delete;
@@ -73,6 +76,7 @@ private:
     void fire(std::vector<std::pair<Callback, bool>>* due);
 
     std::string conninfo_;
+    pg::ConnSettings conn_settings_;
     std::mutex mu_;
     std::condition_variable cv_;
     bool stop_ = false;

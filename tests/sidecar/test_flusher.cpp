@@ -14,6 +14,7 @@
 #include "fake_store.h"
 #include "flusher_rig.h"
 #include "db/pg_connection.h"
+#include "db/pg_options.h"
 #include "db/sql_pool.h"
 #include "push/flusher.h"
 #include "push/push_request.h"
@@ -629,7 +630,9 @@ TEST(FlusherFaults, SqlJobsHaveTheirOwnConnections) {
     std::vector<std::unique_ptr<PushStore>> push;
     push.push_back(std::make_unique<FakeBackend>(store));
     std::vector<std::unique_ptr<SqlRoute>> sql;  // never connects: the job below sends nothing
-    sql.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>("", 1, nullptr)));
+    pg::ConnSettings cs = pg_conn_settings(Settings());
+    cs.connect_timeout_s = 1;
+    sql.push_back(std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>("", cs, nullptr)));
     SqlPool pool(std::move(sql));
     pool.start();
     Metrics metrics;

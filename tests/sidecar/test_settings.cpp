@@ -10,11 +10,15 @@
 #include <set>
 #include <sstream>
 
+#include "api/consume_limits.h"
+#include "db/pg_options.h"
+#include "http/http_server.h"
 #include "push/block_cache.h"
 #include "push/flusher.h"
 #include "push/push_request.h"
 #include "settings/settings.h"
-#include "settings/settings_wiring.h"
+#include "streams/hold.h"
+#include "streams/streams_routes.h"
 
 namespace queen::sidecar {
 namespace {
@@ -88,6 +92,21 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"move-wait-ms", 10000, 0, 3600000},
         {"move-retry-ms", 50, 1, 60000},
         {"resolve-retry-ms", 200, 1, 60000},
+        {"pg-statement-timeout-ms", 30000, 0, 86400000},
+        {"pg-lock-timeout-ms", 10000, 0, 86400000},
+        {"pg-idle-in-transaction-timeout-ms", 60000, 0, 86400000},
+        {"pg-connection-check-interval-ms", 2000, 0, 3600000},
+        {"stream-listen-connect-timeout-s", 3, 1, 600},
+        {"health-probe-interval-ms", 1000, 50, 3600000},
+        {"stream-move-wait-ms", 10000, 0, 600000},
+        {"stream-hold-per-producer", 64, 1, 1000000},
+        {"stream-hold-max-items", 10000, 1, 100000000},
+        {"stream-hold-max-bytes", 16 << 20, 1024, int64_t(1) << 30},
+        {"stream-hold-max-producers", 100000, 1, 100000000},
+        {"stream-sse-keepalive-ms", 15000, 100, 3600000},
+        {"stream-sse-max-ms", 60000, 100, 86400000},
+        {"stream-read-max-bytes", 1 << 20, 1024, int64_t(1) << 30},
+        {"stream-read-max-messages", 10000, 1, 10000000},
     };
     std::size_t ints = 0;
     for (const auto& spec : setting_specs()) {
@@ -326,21 +345,39 @@ TEST_F(SettingsTest, PartsDefaultToTheTable) {
     EXPECT_EQ(f.resolve_retry_ms, 200);
     EXPECT_EQ(f.move_wait_ms, 10000);
     EXPECT_EQ(f.move_retry_ms, 50);
-    const ServerLimits s0, s = server_limits(d);
-    EXPECT_EQ(s.body_limit, s0.body_limit);
-    EXPECT_EQ(s.max_connections, s0.max_connections);
-    EXPECT_EQ(s.idle_timeout_ms, s0.idle_timeout_ms);
-    EXPECT_EQ(s.header_timeout_ms, s0.header_timeout_ms);
-    EXPECT_EQ(s.body_timeout_ms, s0.body_timeout_ms);
-    EXPECT_EQ(s.write_timeout_ms, s0.write_timeout_ms);
+    // The HTTP server's, the streams' and the consuming routes' structs have no defaults of
+    // their own any more: what the table makes of them is today's values.
+    const ServerLimits s = server_limits(d);
+    EXPECT_EQ(s.body_limit, 64 << 20);
+    EXPECT_EQ(s.max_connections, 1024);
+    EXPECT_EQ(s.idle_timeout_ms, 60000);
+    EXPECT_EQ(s.header_timeout_ms, 10000);
+    EXPECT_EQ(s.body_timeout_ms, 30000);
+    EXPECT_EQ(s.write_timeout_ms, 60000);
+    EXPECT_EQ(consume_limits(d).pop_max_wait_ms, 60000);
     const ParseLimits p = parse_limits(d);
     EXPECT_EQ(p.max_items, 10000);
     EXPECT_EQ(p.max_payload_bytes, 32 << 20);
-    const streams::HoldLimits h0, h = stream_hold_limits(d);
-    EXPECT_EQ(h.hold_ms, h0.hold_ms);
-    const streams::StreamsLimits l0, l = streams_limits(d);
-    EXPECT_EQ(l.long_poll_ms, l0.long_poll_ms);
-    EXPECT_EQ(l.producer_cache, l0.producer_cache);
+    const streams::HoldLimits h = streams::stream_hold_limits(d);
+    EXPECT_EQ(h.hold_ms, 20);
+    EXPECT_EQ(h.per_producer, 64u);
+    EXPECT_EQ(h.max_items, 10000u);
+    EXPECT_EQ(h.max_bytes, 16 << 20);
+    EXPECT_EQ(h.max_producers, 100000u);
+    const streams::StreamsLimits l = streams::streams_limits(d);
+    EXPECT_EQ(l.long_poll_ms, 4000);
+    EXPECT_EQ(l.sse_keepalive_ms, 15000);
+    EXPECT_EQ(l.sse_max_ms, 60000);
+    EXPECT_EQ(l.read_max_bytes, 1 << 20);
+    EXPECT_EQ(l.read_max_messages, 10000);
+    EXPECT_TRUE(l.producer_cache);
+    const pg::ConnSettings cs = pg_conn_settings(d);
+    EXPECT_EQ(cs.connect_timeout_s, 3);
+    EXPECT_EQ(cs.listen_connect_timeout_s, 3);
+    EXPECT_EQ(cs.statement_timeout_ms, 30000);
+    EXPECT_EQ(cs.lock_timeout_ms, 10000);
+    EXPECT_EQ(cs.idle_in_transaction_timeout_ms, 60000);
+    EXPECT_EQ(cs.connection_check_interval_ms, 2000);
 }
 
 // The parts follow settings that are not the defaults.
@@ -367,11 +404,11 @@ TEST_F(SettingsTest, PartsFollowTheSettings) {
     EXPECT_EQ(f.resolve_retry_ms, 7);
     EXPECT_EQ(server_limits(st).write_timeout_ms, 123);
     EXPECT_EQ(parse_limits(st).max_items, 7);
-    EXPECT_EQ(stream_hold_limits(st).hold_ms, 0) << "no holding without the producer cache";
-    EXPECT_FALSE(streams_limits(st).producer_cache);
-    EXPECT_EQ(streams_limits(st).long_poll_ms, 777);
+    EXPECT_EQ(streams::stream_hold_limits(st).hold_ms, 0) << "no holding without the producer cache";
+    EXPECT_FALSE(streams::streams_limits(st).producer_cache);
+    EXPECT_EQ(streams::streams_limits(st).long_poll_ms, 777);
     ASSERT_EQ(load({"--stream-producer-cache=1"}, &st), "");
-    EXPECT_EQ(stream_hold_limits(st).hold_ms, 55);
+    EXPECT_EQ(streams::stream_hold_limits(st).hold_ms, 55);
 }
 
 // The checkout's root (the first folder up from the working directory holding docs/sidecar.md).

@@ -54,7 +54,7 @@ int64_t append_wait(Engine& e, const std::string& stream, const std::string& pro
 // Run 8 one-at-a-time producers over 8 streams for `rounds` appends each; the batch count.
 std::size_t run_eight(int64_t cohort_us, int rounds) {
     Batches b;
-    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 2, 1, 256, HoldLimits{}, 300,
+    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 2, 1, 256, stream_hold_limits(Settings()), 300,
              cohort_us);
     e.start();
     std::vector<std::thread> ps;
@@ -84,7 +84,7 @@ TEST(StreamsCohort, EightProducersCommitTogether) {
 // A lone producer is never held back by the cohort bound (here 200 ms per append if it were).
 TEST(StreamsCohort, LoneProducerNeverWaits) {
     Batches b;
-    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 2, 1, 256, HoldLimits{}, 300,
+    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 2, 1, 256, stream_hold_limits(Settings()), 300,
              200000);
     e.start();
     auto t0 = std::chrono::steady_clock::now();
@@ -100,7 +100,7 @@ TEST(StreamsCohort, LoneProducerNeverWaits) {
 TEST(StreamsCohort, StoppedProducerDelaysAtMostOnce) {
     Batches b;
     constexpr int64_t kCohortUs = 50000;  // 50 ms
-    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 1, 1, 256, HoldLimits{}, 300,
+    Engine e([&] { return std::make_unique<CountingBackend>(&b); }, 1, 1, 256, stream_hold_limits(Settings()), 300,
              kCohortUs);
     e.start();
     // a few rounds together: both learn a short turnaround

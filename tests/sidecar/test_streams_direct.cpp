@@ -129,7 +129,7 @@ void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
 TEST(StreamsDirect, LoneAppendsGoDirect) {
     Seen seen;
     FakeDirect direct(&seen, true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -147,7 +147,7 @@ TEST(StreamsDirect, LoneAppendsGoDirect) {
 TEST(StreamsDirect, ConcurrentAppendsKeepOrder) {
     Seen seen;
     FakeDirect direct(&seen, true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 2, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -185,7 +185,7 @@ TEST(StreamsDirect, ConcurrentAppendsKeepOrder) {
 TEST(StreamsDirect, WritersConnectIt) {
     Seen seen;
     FakeDirect direct(&seen, false);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();
@@ -205,7 +205,7 @@ TEST(StreamsDirect, WritersConnectIt) {
 TEST(StreamsDirect, RefusedSendFallsBackToWriters) {
     Seen seen;
     FakeDirect direct(&seen, true, /*refuse=*/true);
-    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64);
+    Engine e([&] { return std::make_unique<WriterBackend>(&seen); }, 1, 1, 64, stream_hold_limits(Settings()));
     e.set_direct(&direct);
     e.start();
     settle();

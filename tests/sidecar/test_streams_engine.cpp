@@ -83,7 +83,7 @@ private:
 // four writers run them: per stream, every seq once, in order; no stream on two writers.
 TEST(StreamsEngine, PerStreamOrderAndNoOverlap) {
     Record rec;
-    Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 200); }, 4, 1, 16);
+    Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 200); }, 4, 1, 16, stream_hold_limits(Settings()));
     e.start();
     constexpr int kStreams = 12, kEach = 300;
     std::atomic<int> answered{0};
@@ -116,7 +116,7 @@ TEST(StreamsEngine, PerStreamOrderAndNoOverlap) {
 // gaps for a while; holding is tested below.)
 TEST(StreamsEngine, TaskKeepsItsPlace) {
     Record rec;
-    HoldLimits no_hold;
+    HoldLimits no_hold = stream_hold_limits(Settings());
     no_hold.hold_ms = 0;
     Engine e([&] { return std::make_unique<RecordingBackend>(&rec, 300); }, 3, 1, 64, no_hold);
     e.start();
@@ -161,7 +161,7 @@ TEST(StreamsEngine, BusyStreamDoesNotHoldOthers) {
         RecordingBackend inner_;
         std::atomic<bool>* rel_;
     };
-    Engine e([&] { return std::make_unique<SlowFirst>(&rec, &release); }, 2, 1, 16);
+    Engine e([&] { return std::make_unique<SlowFirst>(&rec, &release); }, 2, 1, 16, stream_hold_limits(Settings()));
     e.start();
     e.append(stub_append("slow", 0), [](Status, AppendAnswer) {});
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a writer holds "slow"
@@ -209,7 +209,7 @@ std::vector<bool> GateBackend::hints;
 TEST(StreamsEngine, HoldsAnAppendBehindItsPredecessor) {
     Record rec;
     std::atomic<bool> open{false};
-    HoldLimits h;
+    HoldLimits h = stream_hold_limits(Settings());
     h.hold_ms = 5000;  // far longer than the test: nothing is released by the deadline
     Engine e([&] { return std::make_unique<GateBackend>(&rec, &open); }, 2, 1, 64, h);
     e.start();
@@ -242,7 +242,7 @@ TEST(StreamsEngine, GapGoesAfterTheHoldDeadline) {
     for (int64_t hold_ms : {150, 0}) {
         Record rec;
         std::atomic<bool> open{false};
-        HoldLimits h;
+        HoldLimits h = stream_hold_limits(Settings());
         h.hold_ms = hold_ms;
         Engine e([&] { return std::make_unique<GateBackend>(&rec, &open); }, 2, 1, 64, h);
         e.start();
@@ -278,7 +278,7 @@ TEST(StreamsEngine, GapGoesAfterTheHoldDeadline) {
 TEST(StreamsEngine, GathersAPipeliningBurst) {
     Record rec;
     std::atomic<bool> open{true};
-    HoldLimits h;
+    HoldLimits h = stream_hold_limits(Settings());
     h.hold_ms = 1000;
     Engine e([&] { return std::make_unique<GateBackend>(&rec, &open); }, 2, 1, 64, h, 300000);
     e.start();
@@ -323,7 +323,7 @@ TEST(StreamsEngine, GathersAPipeliningBurst) {
 
 // The bounds and the epoch rules of ProducerHold.
 TEST(ProducerHold, BoundsAndEpochs) {
-    HoldLimits h;
+    HoldLimits h = stream_hold_limits(Settings());
     h.hold_ms = 10;
     h.per_producer = 2;
     ProducerHold ph(h);

@@ -1,0 +1,214 @@
+// The daemon's parts built from the settings (see daemon.h).
+#include "app/daemon.h"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "api/routes.h"
+#include "common/log.h"
+#include "db/pg_connection.h"
+#include "db/pg_options.h"
+#include "shard/sharded_backend.h"
+#include "shard/sharded_streams.h"
+#include "streams/streams_pg_connection.h"
+
+namespace queen::sidecar {
+
+namespace asio = boost::asio;
+
+namespace {
+
+// --router: a sharded cluster (sidecar/shard/): the map is read from the router database,
+// every worker holds one connection per shard (made on first use), and every partition and
+// stream goes to the shard that owns its slot. Health probes and stream wake-ups use the
+// router database. nullptr for one server.
+std::unique_ptr<shard::Directory> make_directory(const Settings& st, const pg::ConnSettings& pgc) {
+    if (st.router.empty()) return nullptr;
+    auto d = std::make_unique<shard::Directory>(st.router, pgc, st.router_refresh_ms);
+    Status l = d->load();
+    if (!l.is_ok()) QLOG_WARN("%s (will retry per request)", l.message().c_str());
+    return d;
+}
+
+// --pool-size push connections (flush workers); on one server the first is tried at once.
+std::vector<std::unique_ptr<PushStore>> push_backends(const Settings& st, const pg::ConnSettings& pgc,
+                                                    shard::Directory* shards, Metrics* metrics) {
+    std::vector<std::unique_ptr<PushStore>> backends;
+    for (int64_t i = 0; shards && i < st.pool_size; i++)
+        backends.push_back(std::make_unique<shard::ShardedBackend>(*shards, pgc, metrics));
+    for (int64_t i = 0; !shards && i < st.pool_size; i++) {
+        auto pg = std::make_unique<PgConnection>(st.pg, pgc, metrics);
+        if (i == 0) {
+            Status c = pg->ensure_connected();
+            if (!c.is_ok())
+                QLOG_WARN("%s (will retry per request)", c.message().c_str());
+            else
+                metrics->pg_up = 1;
+        }
+        backends.push_back(std::move(pg));
+    }
+    return backends;
+}
+
+// The non-push endpoints' connections of their own (never queued behind pushes): half the
+// pool, at least one.
+std::vector<std::unique_ptr<SqlRoute>> sql_routes(const Settings& st, const pg::ConnSettings& pgc,
+                                                  shard::Directory* shards, Metrics* metrics) {
+    std::vector<std::unique_ptr<SqlRoute>> routes;
+    for (int64_t i = 0; i < std::max<int64_t>(1, st.pool_size / 2); i++) {
+        if (shards)
+            routes.push_back(std::make_unique<shard::ShardedBackend>(*shards, pgc, metrics));
+        else
+            routes.push_back(
+                std::make_unique<SinglePgRoute>(std::make_unique<PgConnection>(st.pg, pgc, metrics)));
+    }
+    return routes;
+}
+
+// The database health probes and stream wake-ups use: the router's in a cluster.
+const std::string& main_conninfo(const Settings& st) {
+    return st.router.empty() ? st.pg : st.router;
+}
+
+}  // namespace
+
+// Every part, in the order main built them (and destroyed in reverse).
+Daemon::Daemon(const Settings& st)
+    : st_(st),
+      pgc_(pg_conn_settings(st_)),
+      clock_(SystemClock::instance()),
+      cache_enabled_(cache_config(st_).enabled),
+      cache_(cache_config(st_), clock_),
+      shards_(make_directory(st_, pgc_)),
+      sql_pool_(sql_routes(st_, pgc_, shards_.get(), &metrics_)),
+      flusher_(flusher_config(st_), push_backends(st_, pgc_, shards_.get(), &metrics_), cache_,
+               metrics_, clock_),
+      // Long-poll pops wait here, holding no PostgreSQL connection.
+      pop_waiters_(clock_, st_.pop_max_waiters),
+      api_(parse_limits(st_), flusher_, sql_pool_, cache_, metrics_, &pop_waiters_,
+           consume_limits(st_)),
+      probe_(main_conninfo(st_), pgc_, st_.health_probe_interval_ms),
+      // The Durable Streams surface: its own connections, writers, readers and LISTEN thread.
+      stream_waiters_(main_conninfo(st_), pgc_),
+      stream_engine_(
+          [this, d = shards_.get()]() -> std::unique_ptr<streams::StreamsBackend> {
+              if (d) return std::make_unique<shard::ShardedStreams>(*d, pgc_, st_.stream_move_wait_ms);
+              return std::make_unique<streams::StreamsPgConnection>(st_.pg, pgc_);
+          },
+          int(st_.stream_writers), int(st_.stream_readers), int(st_.stream_max_batch),
+          streams::stream_hold_limits(st_), st_.stream_gather_us, st_.stream_cohort_us),
+      streams_api_(stream_engine_, stream_waiters_, streams::streams_limits(st_)),
+      router_(route_table(api_, streams_api_), metrics_),
+      ioc_(static_cast<int>(st_.http_threads)),
+      server_(ioc_, router_, metrics_, server_limits(st_)),
+      drain_timer_(ioc_) {
+    if (shards_)
+        flusher_.set_placement([d = shards_.get()](std::string_view q, std::string_view p) {
+            auto m = d->map();
+            return m ? m->owner(m->slot_of(q, p)) : 0;
+        });
+    stream_engine_.set_changed_hook([this](const std::string& n) { stream_waiters_.local_commit(n); });
+    // The streams' direct path: its connection watched by this loop (destroyed before ioc_).
+    if (st_.stream_direct && !shards_) {  // one connection: a single server only
+        stream_direct_ = std::make_unique<streams::StreamsPgDirect>(ioc_, st_.pg, pgc_);
+        stream_engine_.set_direct(stream_direct_.get());
+    }
+    api_.set_health(&probe_, server_.draining_flag());
+}
+
+// Only reached when the daemon did not start (a started one leaves through _Exit).
+Daemon::~Daemon() {
+    if (sweeper_.joinable()) {
+        {
+            std::lock_guard<std::mutex> lk(sweep_mu_);
+            sweep_stop_ = true;
+        }
+        sweep_cv_.notify_all();
+        sweeper_.join();
+    }
+}
+
+// Bind the HTTP address.
+Status Daemon::listen(std::string* host, uint16_t* bound) {
+    uint16_t port = 0;
+    split_host_port(st_.listen, host, &port);
+    return server_.listen(*host, port, bound);
+}
+
+// Every thread, then the cache's idle upkeep on its own thread (a sweep over many partitions
+// must not stall the HTTP loop).
+void Daemon::start() {
+    probe_.start();
+    if (shards_) shards_->start();
+    flusher_.start();
+    sql_pool_.start();
+    pop_waiters_.start();
+    stream_waiters_.start();
+    stream_engine_.start();
+    server_.start();
+    sweeper_ = std::thread([this] {
+        std::unique_lock<std::mutex> lk(sweep_mu_);
+        while (!sweep_cv_.wait_for(lk, std::chrono::milliseconds(kSweepIntervalMs),
+                                   [&] { return sweep_stop_; })) {
+            lk.unlock();
+            cache_.sweep();
+            lk.lock();
+        }
+    });
+}
+
+// The loop on --http-threads threads (this one included).
+void Daemon::run() {
+    std::vector<std::thread> threads;
+    for (int64_t i = 1; i < st_.http_threads; i++) threads.emplace_back([this] { ioc_.run(); });
+    ioc_.run();
+    for (auto& t : threads) t.join();
+}
+
+// Staged shutdown, first stage: posted to the loop, which stops once nothing is in flight (or
+// at the deadline, which the signal thread also enforces).
+void Daemon::begin_drain() {
+    asio::post(ioc_, [this] {
+        server_.begin_drain();
+        streams_api_.begin_drain();
+        pop_waiters_.stop();  // waiting pops try once more and answer
+        drain_deadline_ = clock_.mono_ms() + st_.drain_timeout_ms;
+        poll_drain();
+    });
+}
+
+// Every kDrainPollMs until empty or past the deadline.
+void Daemon::poll_drain() {
+    if (server_.inflight() <= 0 || clock_.mono_ms() >= drain_deadline_) {
+        QLOG_INFO("drained (%lld in flight), exiting", static_cast<long long>(server_.inflight()));
+        ioc_.stop();
+        return;
+    }
+    drain_timer_.expires_after(std::chrono::milliseconds(kDrainPollMs));
+    drain_timer_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) poll_drain();
+    });
+}
+
+// The staged stop after the loop ended.
+void Daemon::stop() {
+    pop_waiters_.stop();
+    sql_pool_.abandon();  // nobody can be answered any more: send nothing else
+    flusher_.abandon();
+    sql_pool_.stop();
+    flusher_.stop();
+    stream_engine_.stop();
+    stream_waiters_.stop();
+    {
+        std::lock_guard<std::mutex> lk(sweep_mu_);
+        sweep_stop_ = true;
+    }
+    sweep_cv_.notify_all();
+    sweeper_.join();
+    probe_.stop();
+    if (shards_) shards_->stop();
+}
+
+}  // namespace queen::sidecar

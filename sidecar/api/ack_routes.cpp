@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
 #include "common/json_fields.h"

@@ -2,6 +2,7 @@
 // /api/v1/system/maintenance. Both refresh the maintenance gate's belief about the mode at once
 // (api/maintenance_gate.h decides each push). Under --router both answer 501.
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "api/routes.h"
 #include "common/json_writer.h"
 #include "common/log.h"

@@ -1,25 +1,20 @@
-// Helpers the handlers of Queen's wire share (api/routes.h): error bodies, the
-// small-body JSON parser, running a job on a PostgreSQL backend, decimal parameters.
+// Helpers the handlers of Queen's wire share (api/routes.h): message ids, the small-body JSON
+// parser, decimal parameters; the error bodies of every surface (http/error_response.h).
 #pragma once
 
 #include <simdjson.h>
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "common/errors.h"
 #include "common/status.h"
+#include "http/error_response.h"
 #include "http/message.h"
-#include "push/flusher.h"
-#include "db/pg_connection.h"
+#include "core/common/uuidv7.h"
 
 namespace queen::sidecar {
 
-// An error response: public code and message only; the internal text of a 5xx is logged.
-HttpResponse error_response(const Status& s, int64_t index = -1);
-// A 4xx/5xx with a code of the sidecar's own (routing, health).
-HttpResponse coded_error(int http, ErrorCode code, const std::string& message);
 // A thread's generator of message ids.
 queen::UuidV7Generator& thread_uuid_gen();
 // A thread's JSON parser for the small non-push bodies.

@@ -2,6 +2,7 @@
 // forgets its partitions) and a consumer group (queen.delete_consumer_group), on the single
 // server or on every shard under --router (shard/consume_shards.h).
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
 #include "consume/consume_sql.h"

@@ -1,6 +1,7 @@
 // GET /api/v1/dlq (see routes.h): the dead-letter listing, queen.dlq_messages on the single
 // server or gathered from the shards under --router (shard/consume_shards.h).
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
 #include "consume/consume_sql.h"

@@ -3,6 +3,7 @@
 #include "api/maintenance_gate.h"
 
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "common/json_writer.h"
 
 namespace queen::sidecar {

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "api/api_util.h"
+#include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
 #include "common/json_fields.h"

@@ -85,6 +85,7 @@ public:
     void cancel() override;
     // Failover (db/pg_session.h; docs/failover.md).
     void set_vouch_epoch(uint64_t epoch) override { vouch_epoch_ = epoch; }
+    uint64_t history_epoch() override { return pg::history_epoch(); }
     Status durability_barrier(int64_t timeout_ms) override;
 
 private:

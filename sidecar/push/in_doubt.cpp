@@ -6,7 +6,6 @@
 #include <chrono>
 #include <thread>
 
-#include "db/pg_session.h"
 
 namespace queen::sidecar {
 
@@ -27,7 +26,7 @@ InDoubtResolver::InDoubtResolver(BlockCache& cache, PartitionMemo& memo, const C
 
 // Drop what an older history taught; tell the store which epoch this attempt vouches under.
 void InDoubtResolver::follow_history(PushStore& b) {
-    const uint64_t now = pg::history_epoch();
+    const uint64_t now = b.history_epoch();
     uint64_t seen = history_epoch_.load();
     if (now != seen && history_epoch_.compare_exchange_strong(seen, now)) {
         cache_.forget_all();

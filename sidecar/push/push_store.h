@@ -141,6 +141,9 @@ public:
     // older one), and a barrier making what this session saw committed durable (ok when the
     // backend has nothing to wait for).
     virtual void set_vouch_epoch(uint64_t /*epoch*/) {}
+    // The process's history epoch as the sessions saw it (db/pg_session.h: +1 at every change
+    // of timeline a session met); a store that cannot fail over stays at 0.
+    virtual uint64_t history_epoch() { return 0; }
     virtual Status durability_barrier(int64_t /*timeout_ms*/) { return Status::ok(); }
 };
 

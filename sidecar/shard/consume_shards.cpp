@@ -15,7 +15,7 @@
 #include "core/common/partition_uuid.h"
 #include "common/errors.h"
 #include "common/json_writer.h"
-#include "api/api_util.h"
+#include "http/error_response.h"
 #include "consume/consume_sql.h"
 #include "db/pg_connection.h"
 

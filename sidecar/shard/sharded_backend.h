@@ -30,6 +30,7 @@
 #include "common/metrics.h"
 #include "push/push_store.h"
 #include "db/pg_connection.h"
+#include "db/pg_session.h"
 #include "db/sql_route.h"
 #include "shard/directory.h"
 
@@ -55,6 +56,8 @@ public:
     Status find_ids(int64_t pid, int64_t after, const std::vector<queen::Uuid>& ids,
                     std::vector<int64_t>* offsets) override;
     void cancel() override;
+    // The process's history epoch: every shard's sessions feed it (db/pg_session.h).
+    uint64_t history_epoch() override { return pg::history_epoch(); }
     // The non-push calls' routing (db/sql_route.h): no single connection; the shard holding a
     // target, every shard, the router database.
     PgConnection* single() override { return nullptr; }

@@ -1,9 +1,9 @@
 # The SQL scripts of queen, built from the sources in sql/ (see "Upgrades" in
 # docs/sql-interface.md). Every source is one of three parts:
-#   schema     sql/schema/queen.sql, sql/schema/NN_*.sql: tables, indexes, pg_dump registrations,
+#   schema     sql/schema/NN_*.sql (00_core.sql first): tables, indexes, pg_dump registrations,
 #              created once; a later version changes them there AND in its delta
-#   routines   sql/queen.sql, sql/modules/NN_*.sql: functions, procedures, views, triggers, all
-#              CREATE OR REPLACE, run again by every upgrade
+#   routines   sql/modules/NN_*.sql (00_core.sql first): functions, procedures, views, triggers,
+#              all CREATE OR REPLACE, run again by every upgrade
 #   privileges sql/privileges.sql: roles, and every REVOKE and GRANT, run last by every script
 # so that
 #   queen--V.sql       = schema + routines + privileges                        (CREATE EXTENSION)
@@ -14,8 +14,8 @@
 SQL_EXTENSION ?= queen
 SQL_SRC       ?= sql
 SQL_OUT       ?= build/sql
-SQL_SCHEMA     = $(SQL_SRC)/schema/queen.sql $(sort $(wildcard $(SQL_SRC)/schema/[0-9]*.sql))
-SQL_ROUTINES   = $(SQL_SRC)/queen.sql $(sort $(wildcard $(SQL_SRC)/modules/[0-9]*.sql))
+SQL_SCHEMA     = $(sort $(wildcard $(SQL_SRC)/schema/[0-9]*.sql))
+SQL_ROUTINES   = $(sort $(wildcard $(SQL_SRC)/modules/[0-9]*.sql))
 SQL_PRIVILEGES = $(SQL_SRC)/privileges.sql
 SQL_SCRIPTS    = $(SQL_OUT)/$(SQL_EXTENSION)--$(SQL_VERSION).sql \
                  $(foreach f,$(SQL_FROM),$(SQL_OUT)/$(SQL_EXTENSION)--$(f)--$(SQL_VERSION).sql)

@@ -36,13 +36,13 @@ REVOKE ALL ON ALL SEQUENCES IN SCHEMA queen FROM PUBLIC, queen_writer, queen_rea
 GRANT USAGE ON SCHEMA queen TO queen_writer, queen_reader, queen_admin;
 
 -- ---------------------------------------------------------------- every role: read
--- core (sql/queen.sql)
+-- core (sql/modules/00_core.sql)
 GRANT EXECUTE ON FUNCTION
     queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
     queen.push_hint_stats(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
     queen.committed_offset(text, text, text), queen.explain(text, text, text)
     TO queen_reader, queen_writer, queen_admin;
--- placement (sql/queen.sql; docs/scale-out.md)
+-- placement (sql/modules/00_core.sql; docs/scale-out.md)
 GRANT EXECUTE ON FUNCTION queen.slot_of(text, text), queen.slot_of(text, text, integer)
     TO queen_reader, queen_writer, queen_admin;
 -- shared probe cache (sql/modules/50_probe_cache.sql)
@@ -65,7 +65,7 @@ GRANT EXECUTE ON FUNCTION queen.dedup_changelog(text, bigint, int), queen.dedup_
     queen.dedup_state_rows(text) TO queen_reader, queen_writer;
 
 -- ---------------------------------------------------------------- queen_writer: write
--- push and ack (sql/queen.sql, sql/modules/10_resolve_partitions.sql)
+-- push and ack (sql/modules/00_core.sql, sql/modules/10_resolve_partitions.sql)
 GRANT EXECUTE ON FUNCTION
     queen.resolve_partition(text, text), queen.push(text, text, jsonb),
     queen.push_segment(bigint, bytea, bytea, bigint, int, bytea),

@@ -4,7 +4,7 @@
 -- commit instead of one transaction per partition; queen.push_segments_named folds that
 -- resolution into the push itself (one transaction for a flush of first contacts).
 --
--- Locking protocol (the same creation rule as queen.sql's): the pairs that do not exist yet are
+-- Locking protocol (the same creation rule as 00_core.sql's): the pairs that do not exist yet are
 -- created one by one with queen.resolve_partition's two inserts, sorted by (queue, partition)
 -- (collation "C"), queue row first, then partition row: the global creation order queen.transaction uses,
 -- so two batches (or a batch and a transaction) creating overlapping sets wait on each other's

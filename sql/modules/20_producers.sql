@@ -6,7 +6,7 @@
 -- queen.stream_producers. The decision is the pure C++ state machine of
 -- src/core/streams/producer_state.cpp, run by queen.stream_append (src/pg/streams/append.cpp).
 --
--- Locking protocol (consistent with queen.sql's):
+-- Locking protocol (consistent with 00_core.sql's):
 --   * every write of a stream (append, close, create with data, delete) locks the stream's
 --     queen.log_partitions row FOR NO KEY UPDATE first and only then reads queen.streams and
 --     queen.stream_producers with a fresh snapshot (READ COMMITTED); it holds the lock until

@@ -358,7 +358,7 @@ BEGIN
 END
 $$;
 
--- Retention extension point (see sql/queen.sql): the lowest offset of the partition that some
+-- Retention extension point (see sql/modules/00_core.sql): the lowest offset of the partition that some
 -- dedup view over its queue has not consumed yet (0 where a view has consumed nothing of it);
 -- NULL when no view reads the queue.
 CREATE OR REPLACE FUNCTION queen.retention_floor(p_partition_id bigint) RETURNS bigint

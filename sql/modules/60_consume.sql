@@ -5,7 +5,7 @@
 -- transaction. Its tables are in sql/schema/50_consume.sql; the sidecar's HTTP routes call
 -- these functions and add nothing to their semantics.
 --
--- Locks (the order is written at the top of sql/queen.sql):
+-- Locks (the order is written at the top of sql/modules/00_core.sql):
 --   partition rows (ascending id): FOR NO KEY UPDATE by queen.transaction_wire (like a push),
 --   FOR KEY SHARE by acks and pops (which no push conflicts with; a queue deletion's FOR
 --   UPDATE does, so rows referencing a partition are never created while waiting for it)

@@ -1,7 +1,7 @@
 -- queen: the broker's transaction (issue 18; §3.5 of the wire facts), beside queen's own
 -- queen.transaction (unchanged). All or nothing: a failing operation answers success false with
 -- the results up to it, and nothing of the call is kept.
--- Locks (the global order, top of sql/queen.sql): the pushed partitions are created first, in
+-- Locks (the global order, top of sql/modules/00_core.sql): the pushed partitions are created first, in
 -- (queue, partition) order (collation "C"); then every partition involved is locked in
 -- ascending id order (FOR NO KEY UPDATE); then the acks' state rows in ascending (partition id,
 -- group name "C") order; only then are the operations applied (pushes through queen.push, acks

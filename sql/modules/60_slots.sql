@@ -24,7 +24,7 @@ CREATE OR REPLACE FUNCTION queen.slot_fence_check(p_queue text, p_partition text
     SET search_path = pg_catalog, pg_temp;
 
 -- The check for a partition's writes besides its log. Writers that lock the partition call it
--- through queen.partitions_lock_for_write / queen.partition_lock_for_write (sql/queen.sql);
+-- through queen.partitions_lock_for_write / queen.partition_lock_for_write (sql/modules/00_core.sql);
 -- direct callers are the exemptions of tests/regress/sql/slot_fence_primitives.sql
 -- (queen.ack_lock_group, queen.renew_lease, ...).
 CREATE OR REPLACE FUNCTION queen.slot_fence_check_partition(p_partition_id bigint) RETURNS void

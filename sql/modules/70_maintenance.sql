@@ -6,7 +6,7 @@
 -- normal exact push path (dedup by transactionId unchanged) and deletes it, so each is
 -- delivered exactly once whoever switches, whatever crashes. Pops are not affected.
 --
--- Locking protocol (see the top of sql/queen.sql): the mode row (queen.maintenance_mode) is
+-- Locking protocol (see the top of sql/modules/00_core.sql): the mode row (queen.maintenance_mode) is
 -- taken before any partition lock and never after one. queen.maintenance_park takes it FOR
 -- SHARE and inserts parked rows (no partition lock); queen.set_maintenance takes it FOR UPDATE,
 -- then (switching off) creates the parked messages' partitions in the global creation order

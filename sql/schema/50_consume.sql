@@ -1,7 +1,7 @@
 -- queen: the consuming model of Queen MQ's wire (issue 18): queue options, per (partition,
 -- group) consumer state (lease, batch, ack count, retry counter), subscription records and the
 -- dead-letter queue. The cursor itself is queen.consumer_groups.committed_offset (the core's
--- table). Functions: sql/modules/60_consume.sql; lock order: the top of sql/queen.sql.
+-- table). Functions: sql/modules/60_consume.sql; lock order: the top of sql/modules/00_core.sql.
 -- A later version changes these tables here AND in its delta (sql/upgrade/).
 
 -- Queen's 15 queue options as configure stored them (all 15 keys, defaults filled in). A queue

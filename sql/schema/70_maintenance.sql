@@ -2,7 +2,7 @@
 -- While it is on, pushes through the sidecar are parked here, durably (written and committed
 -- before the push is answered "buffered"), and pushed through the normal exact path, in push
 -- order, when it is switched off. The mode is the database's, so every sidecar in front of it
--- agrees. Functions: sql/modules/70_maintenance.sql; lock order: the top of sql/queen.sql.
+-- agrees. Functions: sql/modules/70_maintenance.sql; lock order: the top of sql/modules/00_core.sql.
 -- A later version changes these tables here AND in its delta (sql/upgrade/).
 
 -- The mode: at most one row (none = off, as a fresh install). Parking takes it FOR SHARE and

@@ -1,7 +1,7 @@
 \echo Use "ALTER EXTENSION queen UPDATE TO '0.3.0'" to load this file. \quit
 -- queen 0.2.0 -> 0.3.0: the hand-written delta (0.2.0 is released and frozen in
 -- sql/queen--0.2.0.sql). mk/sql.mk builds the upgrade script as this delta, then every routine
--- (sql/queen.sql, sql/modules/*.sql), then sql/privileges.sql.
+-- (sql/modules/00_core.sql, sql/modules/*.sql), then sql/privileges.sql.
 --
 -- The rule (docs/sql-interface.md, "Upgrades"), for every schema change of 0.3.0:
 --   * tables, columns, constraints, indexes, storage options, pg_dump registrations: written in
@@ -82,7 +82,7 @@ SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq_id_seq', '');
 
 -- ---------------------------------------------------------------- storage (issue 19)
--- The segment row carries its own hashes and message ids (sql/schema/queen.sql); queen.log_txns
+-- The segment row carries its own hashes and message ids (sql/schema/00_core.sql); queen.log_txns
 -- and its two indexes go. Every 0.2.0 row is kept:
 --   * a log_txns row's hashes and ids move, byte for byte, into the segment row of the same
 --     (partition_id, base_offset), so a duplicate after the update names the same original id

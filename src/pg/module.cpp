@@ -3,7 +3,7 @@
 #include "pg/probe/probe_cache_shm.h"
 #include "pg/storage/direct_write.h"
 #include "pg/common/glue.h"
-#include "pg/streams/glue.h"
+#include "pg/streams/stream_messages.h"
 #include "pg/storage/retention_worker.h"
 
 extern "C" {

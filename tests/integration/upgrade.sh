@@ -294,8 +294,8 @@ NEXT=$CUR-ruletest
 cp -r "$ROOT/sql" "$WORK/sql"
 # schema part: the existing table queen.queues gets a last column with a default, and an index
 perl -0pi -e 's/(CREATE TABLE queen\.queues \(.*?\n    updated_at +timestamptz NOT NULL DEFAULT now\(\))\n\);/$1,\n    note                 text NOT NULL DEFAULT '"''"'\n);\nCREATE INDEX queues_created_idx ON queen.queues (created_at);/s' \
-    "$WORK/sql/schema/queen.sql"
-grep -q "^    note  *text NOT NULL DEFAULT ''$" "$WORK/sql/schema/queen.sql" || fail "the test could not change queen.queues"
+    "$WORK/sql/schema/00_core.sql"
+grep -q "^    note  *text NOT NULL DEFAULT ''$" "$WORK/sql/schema/00_core.sql" || fail "the test could not change queen.queues"
 # the delta: the same change as statements on a database of the current version
 cat >"$WORK/sql/upgrade/$CUR--$NEXT.sql" <<SQL
 \\echo Use "ALTER EXTENSION queen UPDATE TO '$NEXT'" to load this file. \\quit
@@ -303,8 +303,8 @@ ALTER TABLE queen.queues ADD COLUMN note text NOT NULL DEFAULT '';
 CREATE INDEX queues_created_idx ON queen.queues (created_at);
 SQL
 # routines part: an existing function changed, a new one over the new column
-perl -0pi -e 's/(FUNCTION queen\.partition_id\(.*?queue "%" does not exist)/$1 (ruletest)/s' "$WORK/sql/queen.sql"
-[[ $(grep -c 'does not exist (ruletest)' "$WORK/sql/queen.sql") == 1 ]] || fail "the test could not change queen.partition_id"
+perl -0pi -e 's/(FUNCTION queen\.partition_id\(.*?queue "%" does not exist)/$1 (ruletest)/s' "$WORK/sql/modules/00_core.sql"
+[[ $(grep -c 'does not exist (ruletest)' "$WORK/sql/modules/00_core.sql") == 1 ]] || fail "the test could not change queen.partition_id"
 cat >"$WORK/sql/modules/99_ruletest.sql" <<'SQL'
 -- test-only: a routine reading the column the delta adds (its body is checked at creation)
 CREATE OR REPLACE FUNCTION queen.queue_note(p_queue text) RETURNS text

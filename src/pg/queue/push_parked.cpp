@@ -8,7 +8,7 @@
 //
 // Locks: the partition row (FOR NO KEY UPDATE, partition_lock), held until commit. The drain
 // calls this once per partition in ascending partition id order, after creating every partition
-// it needs (the global creation order), as the top of sql/queen.sql requires.
+// it needs (the global creation order), as the top of sql/modules/00_core.sql requires.
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
 #include "pg/queue/answer_store.h"

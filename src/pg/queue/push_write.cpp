@@ -38,7 +38,7 @@ static bool keeps_hashes(const PartitionState* ps) {
 // hashes and ids unless hashes is nullptr) with its index entries. On a database not yet
 // updated to 0.3.0 (a log_txns table: QueenRels::log_txns) the hashes and ids go to their own
 // log_txns row instead, as 0.2.0 wrote them. False (nothing written) when a table's shape
-// rules it out: a trigger, row security, or other columns than sql/schema/queen.sql defines.
+// rules it out: a trigger, row security, or other columns than sql/schema/00_core.sql defines.
 static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 end,
                          TimestampTz now, int survivors, bytea* seg, bytea* hashes, bytea* ids) {
     const QueenRels* r = queen_rels();

@@ -1,5 +1,5 @@
 // Queues reserved for queen's own modules (names starting with "__queen_"): the user-facing
-// entry points refuse them with 42501 (sql/queen.sql's queen.reserved_queue_guard).
+// entry points refuse them with 42501 (sql/modules/00_core.sql's queen.reserved_queue_guard).
 #pragma once
 #include "pg/storage/partition_lock.h"
 

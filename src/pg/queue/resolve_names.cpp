@@ -6,7 +6,7 @@
 // (queen.direct_write on and no row security on either table) or through one cached SPI
 // statement per pair; they cannot degrade into scanning a queue's partitions.
 //
-// Locking protocol (queen.sql's creation rule): the pairs not found are created with
+// Locking protocol (sql/modules/00_core.sql's creation rule): the pairs not found are created with
 // queen.resolve_partition's two inserts (queue row first, then partition row, both
 // ON CONFLICT DO NOTHING; one insert for the missing partitions of one queue), distinct pairs
 // sorted by (queue, partition) in byte order (collation "C"): the global creation order queen.transaction uses, so two calls (or a call and a

@@ -17,7 +17,7 @@ extern "C" {
 
 namespace queen_pg {
 
-// Column numbers (sql/schema/queen.sql fixes the order): log_segments' data (6), hashes (7) and
+// Column numbers (sql/schema/00_core.sql fixes the order): log_segments' data (6), hashes (7) and
 // message ids (8); before 0.3.0's upgrade (st->split) the hashes and ids are log_txns' 5 and 6.
 static const AttrNumber kBase = 2, kEnd = 3, kCreated = 4, kSegData = 6, kHashes = 7, kIds = 8,
                         kSplitHashes = 5, kSplitIds = 6;

@@ -28,7 +28,7 @@
 //      transaction) and refuse a moving or foreign slot (55Q02 / 55Q01), so no writer of the
 //      push path can lock a partition and forget the fence. The fence lock is taken after the
 //      row lock and queen.shard_fence_slot takes nothing else, so no cycle: safe. The SQL
-//      writers' counterpart is queen.partitions_lock_for_write (sql/queen.sql).
+//      writers' counterpart is queen.partitions_lock_for_write (sql/modules/00_core.sql).
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/slot_fence.h"

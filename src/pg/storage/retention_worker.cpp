@@ -6,7 +6,7 @@
 // for one batch, and never stalls pushes to other partitions.
 //
 // Locks: only those queen.retention_step takes (one partition row, FOR NO KEY UPDATE, per
-// transaction); see sql/queen.sql for the global order it follows.
+// transaction); see sql/modules/00_core.sql for the global order it follows.
 // Failures: an error ends the worker (logged); the postmaster starts it again after
 // kRestartSeconds. A database without the extension is skipped until it has it.
 #include "pg/common/glue.h"

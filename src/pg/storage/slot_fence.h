@@ -13,7 +13,7 @@
 // waits for every transaction that already passed the check to end, then marks the slot
 // 'moving' and commits: from then no transaction can store a write of that slot here. The
 // fence never waits for a partition row, so nothing waits in a circle (the locking protocol at
-// the top of sql/queen.sql; docs/architecture.md's lock order, step 6).
+// the top of sql/modules/00_core.sql; docs/architecture.md's lock order, step 6).
 //
 // Writers do not call these checks one by one: the primitives that lock a partition for
 // writing call them after the row lock (partition_lock() / partition_lock_by_name(), the

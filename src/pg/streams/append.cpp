@@ -29,7 +29,7 @@
 
 #include "pg/streams/append.h"
 #include "pg/storage/slot_fence.h"
-#include "pg/streams/glue.h"
+#include "pg/streams/stream_messages.h"
 #include "pg/streams/direct.h"
 
 extern "C" {

@@ -15,7 +15,7 @@
 //   B. one statement locks the queen.log_partitions rows of every stream with appends left,
 //      FOR NO KEY UPDATE, in ascending partition id order (ORDER BY below the row locks), and
 //      holds them to the end of the transaction. Ascending partition id is queen's one global
-//      lock order (queen.sql), so this call adds no lock-order cycle with pushes, other
+//      lock order (sql/modules/00_core.sql), so this call adds no lock-order cycle with pushes, other
 //      appends or other batches. A stream deleted while we waited for its lock is skipped by
 //      the lock (no row), so it answers not found, as a stream created after the statement's
 //      snapshot does.

@@ -14,7 +14,7 @@
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
 #include "core/common/uuidv7.h"
-#include "pg/streams/glue.h"
+#include "pg/streams/stream_messages.h"
 #include "pg/queue/push_path.h"
 
 extern "C" {

@@ -1,7 +1,7 @@
 // A dedup view's changelog: each call's changes as one packed queen.dedup_change_blocks row
 // (src/core/views/changes.h), the call's result rows, and queen.dedup_block_changes which
 // unpacks a block for queen.dedup_changelog.
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 #include "core/views/changes.h"
 
 extern "C" {

@@ -1,5 +1,5 @@
-// Small SPI and datum helpers shared by the dedup view glue (dedup_glue.h).
-#include "pg/views/glue.h"
+// Small SPI and datum helpers shared by the dedup view glue (view_call.h).
+#include "pg/views/view_call.h"
 
 extern "C" {
 #include "access/genam.h"

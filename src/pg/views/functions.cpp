@@ -24,7 +24,7 @@
 // The backend's copy of a view's state (dedup_state_cache.h) is used only while the view row,
 // read under that lock, carries the state token this backend wrote last; any (sub)transaction
 // abort after storing into it clears it. So the copy is never older than the table.
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 #include "pg/storage/slot_fence.h"
 
 extern "C" {

@@ -3,7 +3,7 @@
 // operators would, merged across partitions into the view's consumption order.
 // Locks: none of its own; the segment index scans queen.read uses (AccessShare), under a fresh
 // snapshot taken after the caller's view lock, so pushes never wait on a view.
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 #include "core/views/merge.h"
 #include "pg/storage/log_scan.h"
 #include "pg/queue/read.h"

@@ -9,7 +9,7 @@
 // which excludes every other writer of the view's delta rows; the statements take the
 // RowExclusive / AccessShare locks of ordinary INSERT / DELETE / SELECT.
 #include "core/views/bucket.h"
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -24,7 +24,7 @@
 
 #include "core/views/bucket.h"
 #include "core/views/state_cache.h"
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 
 extern "C" {
 #include "access/genam.h"

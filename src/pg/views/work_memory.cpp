@@ -13,7 +13,7 @@
 //
 // Locks: none (backend-local memory).
 #include "core/views/work_arena.h"
-#include "pg/views/glue.h"
+#include "pg/views/view_call.h"
 
 extern "C" {
 #include "access/xact.h"

@@ -1,6 +1,6 @@
 -- queen: exact, windowed deduplication for message logs kept in PostgreSQL.
 -- The routines part of the core: every function and procedure (its tables are in
--- sql/schema/queen.sql; every privilege is in sql/privileges.sql). Each is written CREATE OR
+-- sql/schema/00_core.sql; every privilege is in sql/privileges.sql). Each is written CREATE OR
 -- REPLACE and runs again in every upgrade script, so an upgraded database gets exactly a fresh
 -- install's routines: nothing here may assume it runs on an empty schema. A routine removed, or
 -- whose arguments or result change, is dropped by the version's delta (sql/upgrade/). See

@@ -2,7 +2,7 @@
 -- The schema part of the core: its tables and indexes and their pg_dump registrations, created
 -- once by CREATE EXTENSION. A later version changes them here (what a fresh install creates) AND
 -- in its hand-written delta sql/upgrade/<from>--<to>.sql (what an upgrade runs): see "Upgrades" in
--- docs/sql-interface.md. The functions over these tables are in sql/queen.sql.
+-- docs/sql-interface.md. The functions over these tables are in sql/modules/00_core.sql.
 \echo Use "CREATE EXTENSION queen" to load this file. \quit
 
 CREATE TABLE queen.queues (

@@ -1,4 +1,5 @@
-// Shared pieces of the stream functions (src/pg/streams/functions.cpp, append.cpp).
+// Shared pieces of the stream functions (src/pg/streams/functions.cpp, append.cpp): message
+// arrays, writing them as one segment, the JSON check, the notify setting.
 #pragma once
 #include "pg/common/glue.h"
 

@@ -1,8 +1,8 @@
 // GET /health, /health/live and /health/ready (see routes.h): liveness, readiness (the
-// PostgreSQL probe of http/health.h and the server's draining flag) and the original summary.
+// PostgreSQL probe of db/pg_probe.h and the server's draining flag) and the original summary.
 #include "api/api_util.h"
 #include "api/routes.h"
-#include "http/health.h"
+#include "db/pg_probe.h"
 
 namespace queen::sidecar {
 

@@ -25,7 +25,7 @@
 #include "consume/pop_waiters.h"
 #include "db/pg_options.h"
 #include "db/sql_pool.h"
-#include "http/health.h"
+#include "db/pg_probe.h"
 #include "http/http_server.h"
 #include "http/router.h"
 #include "push/block_cache.h"

@@ -1,5 +1,5 @@
 // The PostgreSQL readiness probe (see health.h).
-#include "http/health.h"
+#include "db/pg_probe.h"
 
 #include <libpq-fe.h>
 

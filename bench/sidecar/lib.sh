@@ -72,12 +72,12 @@ reset_state() {
         -c "VACUUM queen.log_segments, queen.log_partitions" -c "CHECKPOINT"
 }
 
-# start_sidecar DB CACHE(0/1): starts one (scripts/lib/sidecar.sh); its pid goes to
-# SIDECAR_PIDS, its port to STARTED_PORT.
+# start_sidecar DB CACHE(0/1) [BIN]: starts one (scripts/lib/sidecar.sh; BIN: another binary,
+# default build/queen-sidecar); its pid goes to SIDECAR_PIDS, its port to STARTED_PORT.
 start_sidecar() {
-    local db=$1 cache=$2
+    local db=$1 cache=$2 bin=${3:-$SIDECAR}
     # shellcheck disable=SC2086
-    QUEEN_DEDUP_CACHE=$cache sidecar_start "$SIDECAR" "$WORK/sidecar-$RANDOM.log" \
+    QUEEN_DEDUP_CACHE=$cache sidecar_start "$bin" "$WORK/sidecar-$RANDOM.log" \
         --pg "$(conninfo "$db")" $SIDECAR_FLAGS || die "sidecar did not start"
     SIDECAR_PIDS+=("$SIDECAR_PID")
     STARTED_PORT=$SIDECAR_PORT

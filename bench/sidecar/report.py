@@ -18,9 +18,11 @@ VAR_NAMES = {
     "off": "sidecar, cache off (QUEEN_DEDUP_CACHE=0)",
     "two": "two sidecars on the same partitions, cache on",
     "two0": "two sidecars on the same partitions, cache on, no repeats (0% duplicates)",
+    "base": "baseline sidecar binary (--baseline-sidecar), cache on",
 }
 ORDER = [("e100", "sql"), ("e100", "on"), ("e100", "off"), ("e100", "two"), ("e100", "two0"),
-         ("e10", "on"), ("e10", "off"), ("w1m", "on"), ("w1m", "off"), ("w1m", "sql")]
+         ("e10", "on"), ("e10", "off"), ("w1m", "on"), ("w1m", "off"), ("w1m", "sql"),
+         ("e100", "base"), ("w1m", "base")]
 
 
 def num(x):
@@ -166,6 +168,13 @@ def main():
         ("1M window: cache on / cache off, CPU-s per M", g("w1m", "on", "cpu_s_per_M"), g("w1m", "off", "cpu_s_per_M")),
         ("1M window: sidecar cache on / direct SQL, msg/s", g("w1m", "on", "msgs_per_s"), g("w1m", "sql", "msgs_per_s")),
     ]
+    if ("e100", "base") in m:  # an A/B of two sidecar binaries in this one run
+        rows += [
+            ("this sidecar / baseline binary, msg/s, e100", g("e100", "on", "msgs_per_s"), g("e100", "base", "msgs_per_s")),
+            ("this sidecar / baseline binary, CPU-s per M, e100", g("e100", "on", "cpu_s_per_M"), g("e100", "base", "cpu_s_per_M")),
+            ("this sidecar / baseline binary, msg/s, w1m", g("w1m", "on", "msgs_per_s"), g("w1m", "base", "msgs_per_s")),
+            ("this sidecar / baseline binary, CPU-s per M, w1m", g("w1m", "on", "cpu_s_per_M"), g("w1m", "base", "cpu_s_per_M")),
+        ]
     L.append("| ratio | value |")
     L.append("| --- | ---: |")
     for name, x, y in rows:

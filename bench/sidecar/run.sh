@@ -27,7 +27,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROUNDS=5 DURATION=10 WARMUP=3 W1M_WARMUP=6 CONNS=32 SQL_CLIENTS=8 PARTS=100 W1M_PARTS=10
 W1M_HASHES=1000000 BATCH=100 DUPS=10 PAYLOAD=256 BUILD=1 KEEP=0 QUICK=0 NOTE="" PORT=""
-SIDECAR_FLAGS="" SYNC_COMMIT=on
+SIDECAR_FLAGS="" SYNC_COMMIT=on BASELINE_SIDECAR="" ONLY=""
 
 # Print the options.
 usage() {
@@ -43,6 +43,11 @@ usage: bash bench/sidecar/run.sh [options]
   --sql-clients N       connections of the direct SQL client ($SQL_CLIENTS)
   --w1m-partitions N    partitions in the 1M scenario and its empty reference ($W1M_PARTS)
   --sidecar-flags "..." extra flags for every sidecar (e.g. "--pool-size 2")
+  --baseline-sidecar PATH  also measure another sidecar binary (e.g. one built from an
+                        earlier commit) in e100 and w1m, cache on, interleaved with the
+                        others: variant `base`, and its ratios to this tree's sidecar
+  --only "s:v ..."      measure only these scenario:variant pairs (e.g. "w1m:on w1m:base"),
+                        for a focused A/B; the results go to build/bench/ like --quick
   --port N              PostgreSQL port (default: a free one, chosen by scripts/pg.sh)
   --sync-commit on|off  synchronous_commit of the bench server ($SYNC_COMMIT; the benchmark
                         of record commits durably, off only for a labelled extra run)
@@ -55,7 +60,7 @@ EOF
 source "$HERE/lib.sh"
 ARGS=("--quick QUICK=1 ROUNDS=2 DURATION=4 WARMUP=2 W1M_WARMUP=4 W1M_PARTS=4" "--rounds ROUNDS"
     "--duration DURATION" "--warmup WARMUP" "--connections CONNS" "--sql-clients SQL_CLIENTS"
-    "--w1m-partitions W1M_PARTS" "--sidecar-flags SIDECAR_FLAGS" "--port PORT"
+    "--w1m-partitions W1M_PARTS" "--sidecar-flags SIDECAR_FLAGS" "--baseline-sidecar BASELINE_SIDECAR" "--only ONLY" "--port PORT"
     "--sync-commit SYNC_COMMIT" "--no-build BUILD=0" "--keep KEEP=1" "--note NOTE")
 args_parse "$@"
 build_tools
@@ -108,11 +113,12 @@ measure() {
         out=$("$LOADGEN" --mode sql --conninfo "$(conninfo $db)" --connections "$SQL_CLIENTS" \
             "${common[@]}" 2>>"$WORK/loadgen.err") || log "load client reported problems ($scen/$var)"
     else
-        local cache=1 n=1
+        local cache=1 n=1 bin=$SIDECAR
         [[ $var == off ]] && cache=0
+        [[ $var == base ]] && bin=$BASELINE_SIDECAR
         [[ $var == two || $var == two0 ]] && n=2
         for ((j = 0; j < n; j++)); do
-            start_sidecar $db $cache
+            start_sidecar $db $cache "$bin"
             ports+=("$STARTED_PORT")
         done
         targets=$(printf '127.0.0.1:%s,' "${ports[@]}")
@@ -155,6 +161,14 @@ START=$(date +%s)
 OTHERS=$(ps -eo comm= | grep -cE '^(queenbench|pgbench|wrk|fuzz_|push_request_fu|cc1plus)' || true)
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 PLAN=(e100:sql e100:on e100:off e100:two e100:two0 e10:on e10:off w1m:on w1m:off w1m:sql)
+if [[ -n $BASELINE_SIDECAR ]]; then
+    [[ -x $BASELINE_SIDECAR ]] || die "--baseline-sidecar: $BASELINE_SIDECAR is not an executable"
+    PLAN+=(e100:base w1m:base)
+fi
+if [[ -n $ONLY ]]; then
+    read -r -a PLAN <<<"$ONLY"
+    QUICK=1  # a partial run is not a record
+fi
 for ((r = 1; r <= ROUNDS; r++)); do
     for ((slot = 0; slot < ${#PLAN[@]}; slot++)); do
         item=${PLAN[$(((slot + r - 1) % ${#PLAN[@]}))]}

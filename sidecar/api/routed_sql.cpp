@@ -6,16 +6,10 @@
 namespace queen::sidecar {
 
 // The worker's own connection, or the shard holding t.
-Status PgRoute::at(const PgTarget& t, PgConnection** out) const {
-    if (single) *out = single;
-    return single ? Status::ok() : b.pg_for(t, out);
-}
+Status PgRoute::at(const PgTarget& t, PgConnection** out) const { return b.pg_for(t, out); }
 
 // Every shard's connection (the one on a single server).
-Status PgRoute::every(std::vector<PgConnection*>* out) const {
-    if (single) *out = {single};
-    return single ? Status::ok() : b.pg_every_shard(out);
-}
+Status PgRoute::every(std::vector<PgConnection*>* out) const { return b.pg_every_shard(out); }
 
 // A routed 08006 naming a shard becomes that shard's 503 (see routed_sql.h).
 Status PgRoute::every_result(Status s) const {

@@ -18,9 +18,9 @@ namespace queen::sidecar {
 struct PgRoute {
     SqlRoute& b;
     PgConnection* single;  // a plain PgConnection serves everything
-    // The connection serving t.
+    // The connection serving t (SqlRoute::pg_for: the server's own on one server).
     Status at(const PgTarget& t, PgConnection** out) const;
-    // One connection per shard (the one on a single server).
+    // The connection(s) a configure runs on (SqlRoute::pg_every_shard).
     Status every(std::vector<PgConnection*>* out) const;
     // A call through the router that failed because a shard is down (the router's 08006
     // "shard S is unavailable: ...", sql/router/35_every_shard.sql) is that shard's failure:

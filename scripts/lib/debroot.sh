@@ -84,7 +84,18 @@ debroot_fresh() {
 # apt-get update and dist-upgrade inside DIR (mounting what apt needs for the call).
 debroot_update() {
     local dir=$1
+    debroot_apt_conf "$dir"
     debroot_apt "$dir" update -q && debroot_apt "$dir" dist-upgrade -y -q
+}
+
+# sid's Release file carries a Valid-Until a week ahead and the mirror may serve one older than
+# that (seen: expired 31 days): apt would refuse it, so a sid root does not check it. Other
+# suites keep the check (their stable Release has none; updates and security are kept fresh).
+debroot_apt_conf() {
+    local dir=$1 conf=$1/etc/apt/apt.conf.d/99queen-valid-until
+    if grep -qE '^Suites: (sid|unstable)$' "$dir/etc/apt/sources.list.d/debian.sources" 2>/dev/null; then
+        [[ -f $conf ]] || echo 'Acquire::Check-Valid-Until "false";' >"$conf"
+    fi
 }
 
 # Run apt-get with ARGS inside DIR, its output kept quiet unless it fails.
@@ -110,6 +121,21 @@ debroot_install() {
     debroot_apt "$dir" install -y -q "$@"
 }
 
+# Delete the root DIR: its mounts first (a root whose update failed still has the host's /dev
+# bound inside it, and rm -rf through that bind would empty the host's /dev), then its files,
+# never crossing into another file system; refuses when something is still mounted below DIR.
+debroot_remove() {
+    local dir=$1 real
+    [[ -e $dir ]] || return 0
+    debroot_umount "$dir"
+    real=$(readlink -f "$dir") || return 1
+    if awk -v d="$real/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+        echo "debroot: $dir still has mounts below it; not removing it" >&2
+        return 1
+    fi
+    rm -rf --one-file-system "$dir"
+}
+
 # Print the path of the persistent root NAME (made once from SUITE's), up to date, with PKGS.
 debroot_cached() {
     local suite=$1 name=$2 dir=$QUEEN_ROOTS/$2
@@ -118,7 +144,7 @@ debroot_cached() {
     (
         flock 8
         if [[ ! -f $dir/.queen-root-ok ]]; then
-            rm -rf "$dir"
+            debroot_remove "$dir" || exit 1
             debroot_fresh "$suite" "$dir" || exit 1
             touch "$dir/.queen-root-ok"
         else

@@ -13,10 +13,11 @@
 #                                print the path of a persistent root NAME made from SUITE's,
 #                                brought up to date and holding PKGS on every call (a build root)
 #   debroot_install DIR PKGS...  apt-get install PKGS (names or ./files inside DIR) in DIR
-#   debroot_mount DIR            mount /proc, /sys, /dev, /dev/pts and resolv.conf for DIR
-#   debroot_umount DIR           undo debroot_mount (idempotent; safe in an EXIT trap)
 #   debroot_run DIR CMD [ARGS...]
-#                                run CMD inside DIR as root with a clean environment
+#                                run CMD inside DIR as root with a clean environment, in a
+#                                private mount namespace with DIR's own /proc and /dev (nothing
+#                                is mounted on the host, so nothing needs unmounting)
+#   debroot_umount DIR           a no-op kept for callers' EXIT traps
 #   debroot_as DIR USER CMD [ARGS...]
 #                                the same as USER (e.g. postgres, which refuses root)
 #   debroot_copy_tree DIR DEST   copy the checkout's files (tracked and untracked, not ignored)
@@ -121,21 +122,6 @@ debroot_install() {
     debroot_apt "$dir" install -y -q "$@"
 }
 
-# Delete the root DIR: its mounts first (a root whose update failed still has the host's /dev
-# bound inside it, and rm -rf through that bind would empty the host's /dev), then its files,
-# never crossing into another file system; refuses when something is still mounted below DIR.
-debroot_remove() {
-    local dir=$1 real
-    [[ -e $dir ]] || return 0
-    debroot_umount "$dir"
-    real=$(readlink -f "$dir") || return 1
-    if awk -v d="$real/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
-        echo "debroot: $dir still has mounts below it; not removing it" >&2
-        return 1
-    fi
-    rm -rf --one-file-system "$dir"
-}
-
 # Print the path of the persistent root NAME (made once from SUITE's), up to date, with PKGS.
 debroot_cached() {
     local suite=$1 name=$2 dir=$QUEEN_ROOTS/$2
@@ -144,7 +130,7 @@ debroot_cached() {
     (
         flock 8
         if [[ ! -f $dir/.queen-root-ok ]]; then
-            debroot_remove "$dir" || exit 1
+            rm -rf "$dir"
             debroot_fresh "$suite" "$dir" || exit 1
             touch "$dir/.queen-root-ok"
         else
@@ -155,40 +141,52 @@ debroot_cached() {
     echo "$dir"
 }
 
-# Mount what programs inside DIR expect (each once; a mount already there is kept).
-debroot_mount() {
-    local dir=$1
-    mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc"
-    mountpoint -q "$dir/sys" || mount -t sysfs sysfs "$dir/sys"
-    mountpoint -q "$dir/dev" || mount --bind /dev "$dir/dev"
-    mountpoint -q "$dir/dev/pts" || mount --bind /dev/pts "$dir/dev/pts"
-    mountpoint -q "$dir/dev/shm" || mount -t tmpfs -o mode=1777 shm "$dir/dev/shm"
-    cp -L /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
-}
+# The body of debroot_run and debroot_as: in a mount namespace of its own (private: nothing
+# mounted here is seen outside, nor propagated to the host's /dev), give DIR a /proc, a /dev of
+# its own (a tmpfs with the usual nodes, a new devpts instance, a /dev/shm tmpfs), then chroot.
+# The host's /dev is never bound in, so removing a root can never remove the host's devices,
+# and nothing is left mounted when the command (and anything it started) has exited.
+DEBROOT_ENTER='
+dir=$1; shift
+mount -t proc proc "$dir/proc"
+mount -t tmpfs -o mode=755,nosuid dev "$dir/dev"
+mknod -m 666 "$dir/dev/null" c 1 3
+mknod -m 666 "$dir/dev/zero" c 1 5
+mknod -m 666 "$dir/dev/full" c 1 7
+mknod -m 666 "$dir/dev/random" c 1 8
+mknod -m 666 "$dir/dev/urandom" c 1 9
+mknod -m 666 "$dir/dev/tty" c 5 0
+mkdir "$dir/dev/pts" "$dir/dev/shm"
+mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$dir/dev/pts"
+mount -t tmpfs -o mode=1777,nosuid,nodev shm "$dir/dev/shm"
+ln -s pts/ptmx "$dir/dev/ptmx"
+ln -s /proc/self/fd "$dir/dev/fd"
+ln -s /proc/self/fd/0 "$dir/dev/stdin"
+ln -s /proc/self/fd/1 "$dir/dev/stdout"
+ln -s /proc/self/fd/2 "$dir/dev/stderr"
+cp -L /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+exec chroot "$dir" "$@"
+'
 
-# Unmount everything below DIR, deepest first (idempotent).
-debroot_umount() {
-    local dir m
-    dir=$(readlink -f "$1") || return 0
-    while read -r m; do
-        umount -l "$m" 2>/dev/null || true
-    done < <(awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r)
-}
+# Kept for callers' traps: debroot_run mounts nothing outside its own namespace, so there is
+# nothing to unmount (a no-op, always succeeds).
+debroot_umount() { return 0; }
 
-# Run CMD inside DIR as root, from /, with a clean environment (mounting what it needs).
+# Run CMD inside DIR as root, from /, with a clean environment, in its own mount namespace.
 debroot_run() {
     local dir=$1
     shift
-    debroot_mount "$dir"
-    chroot "$dir" "${DEBROOT_ENV[@]}" "$@"
+    unshare --mount --propagation private -- /bin/sh -c "$DEBROOT_ENTER" sh "$dir" \
+        "${DEBROOT_ENV[@]}" "$@"
 }
 
-# Run CMD inside DIR as USER (PostgreSQL's programs refuse root).
+# Run CMD inside DIR as USER (PostgreSQL's programs refuse root); a server it starts keeps the
+# namespace (and so its /dev/shm) alive until it exits.
 debroot_as() {
     local dir=$1 user=$2
     shift 2
-    debroot_mount "$dir"
-    chroot "$dir" "${DEBROOT_ENV[@]}" runuser -u "$user" -- "$@"
+    unshare --mount --propagation private -- /bin/sh -c "$DEBROOT_ENTER" sh "$dir" \
+        "${DEBROOT_ENV[@]}" runuser -u "$user" -- "$@"
 }
 
 # Copy the checkout's files (tracked and untracked, not ignored) into DIR/DEST (replaced).

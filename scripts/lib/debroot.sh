@@ -23,7 +23,8 @@
 #   debroot_copy_tree DIR DEST   copy the checkout's files (tracked and untracked, not ignored)
 #                                to DIR/DEST
 # Each suite follows its updates and security suites as an installed system does (sid has none).
-# Variables read: QUEEN_ROOTS, QUEEN_DEBIAN_MIRROR (default http://deb.debian.org/debian),
+# Downloaded .debs are kept per suite in DEBROOT_APT_CACHE (default /var/cache/queen/apt).
+# Variables read: DEBROOT_APT_CACHE, QUEEN_ROOTS, QUEEN_DEBIAN_MIRROR (default http://deb.debian.org/debian),
 # QUEEN_DEBIAN_SECURITY (default http://deb.debian.org/debian-security).
 # Locking: one flock per suite (base) and per cached root, held while it is made or updated,
 # so concurrent runs wait for each other instead of racing; nothing else is locked.
@@ -31,6 +32,9 @@
 : "${QUEEN_ROOTS:=/var/cache/queen/roots}"
 : "${QUEEN_DEBIAN_MIRROR:=http://deb.debian.org/debian}"
 : "${QUEEN_DEBIAN_SECURITY:=http://deb.debian.org/debian-security}"
+# Downloaded .debs, shared by every root of a suite (bound in by debroot_run, kept by apt).
+: "${DEBROOT_APT_CACHE:=/var/cache/queen/apt}"
+export DEBROOT_APT_CACHE
 DEBROOT_ENV=(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root
     DEBIAN_FRONTEND=noninteractive)
 
@@ -67,6 +71,8 @@ debroot_base() {
         # Nothing installed in a root starts a service (invoke-rc.d asks policy-rc.d).
         printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"
         chmod 755 "$tmp/usr/sbin/policy-rc.d"
+        # apt keeps what it downloads (the shared cache bound in by debroot_run).
+        echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$tmp/etc/apt/apt.conf.d/10keep"
         tar -C "$tmp" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar"
         rm -rf "$tmp" "$tmp.log"
     ) 8>"$QUEEN_ROOTS/.$suite-base.lock" || return 1
@@ -165,6 +171,10 @@ ln -s /proc/self/fd/0 "$dir/dev/stdin"
 ln -s /proc/self/fd/1 "$dir/dev/stdout"
 ln -s /proc/self/fd/2 "$dir/dev/stderr"
 cp -L /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null || true
+codename=$(. "$dir/etc/os-release" 2>/dev/null && echo "${VERSION_CODENAME:-sid}")
+cache=$DEBROOT_APT_CACHE/${codename:-sid}
+mkdir -p "$cache/partial" "$dir/var/cache/apt/archives"
+mount --bind "$cache" "$dir/var/cache/apt/archives"
 exec chroot "$dir" "$@"
 '
 

@@ -107,11 +107,16 @@ debroot_apt_conf() {
 
 # Run apt-get with ARGS inside DIR, its output kept quiet unless it fails.
 debroot_apt() {
-    local dir=$1 log
+    local dir=$1 log codename
     shift
     log=$(mktemp)
-    if debroot_run "$dir" apt-get -o DPkg::Lock::Timeout=600 -o APT::Install-Recommends=false \
-        "$@" </dev/null >"$log" 2>&1; then
+    # The roots of a suite share its .deb cache, whose lock apt-get does not wait for: one
+    # apt-get at a time per cache (a flock on a file beside it, waited for up to 20 minutes).
+    codename=$(. "$dir/etc/os-release" 2>/dev/null && echo "${VERSION_CODENAME:-sid}")
+    mkdir -p "$DEBROOT_APT_CACHE"
+    if (flock -w 1200 7 && debroot_run "$dir" apt-get -o DPkg::Lock::Timeout=600 \
+        -o APT::Install-Recommends=false "$@") 7>"$DEBROOT_APT_CACHE/.${codename:-sid}.lock" \
+        </dev/null >"$log" 2>&1; then
         rm -f "$log"
         return 0
     fi

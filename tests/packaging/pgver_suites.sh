@@ -3,7 +3,7 @@
 # debroot_run, as root, from a copy of the checkout): build the extension with that version's
 # pg_config, install it, start a throwaway server, run the regression and isolation suites as
 # scripts/test.sh's stage_installcheck runs them on 15 (probe cache on, off, and the isolation
-# specs with queen.direct_write = off), check CREATE EXTENSION queen_router CASCADE (PL/Proxy),
+# specs with queen.direct_write = off), check queen_router over PL/Proxy (a duplicate through it),
 # stop the server. Prints per-suite lines, then `failed: pgMAJOR/<suite>: <test>` per failed
 # test and, last, `pgMAJOR: P passed, F failed`. Exit status non-zero when anything failed.
 #   bash tests/packaging/pgver_suites.sh MAJOR PORT
@@ -160,31 +160,57 @@ run_suites() {
     PGOPTIONS="-c queen.direct_write=off" run_suite isolation-direct-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
 }
 
-# The router extension over this version's PL/Proxy: CREATE EXTENSION queen_router CASCADE in a
-# database of its own (plproxy and queen come with it), then its install is dropped again.
+# The router extension over this version's PL/Proxy: a router database (CREATE EXTENSION
+# queen_router CASCADE) and one shard database on this server (queen), joined with add_shard;
+# the same transactionId pushed twice through the router answers queued, then duplicate with
+# the same message id and offset, and the partition is stored on the shard. Both databases are
+# dropped again.
 check_router() {
-    local out
+    local out lines id shard
     if [[ ! -f $("$PG_CONFIG" --sharedir)/extension/plproxy.control ]]; then
         echo "pg$MAJOR/router: skipped (no PL/Proxy package for PostgreSQL $MAJOR)"
         return 0
     fi
-    if out=$(psql -X -v ON_ERROR_STOP=1 -q -d postgres 2>&1 <<'SQL'
+    shard="host=$DATA port=$PORT dbname=queen_shard_check user=postgres"
+    out=$(PGOPTIONS="-c client_min_messages=warning" psql -X -qAt -v ON_ERROR_STOP=1 -d postgres \
+        -v shard="$shard" 2>&1 <<'SQL'
 DROP DATABASE IF EXISTS queen_router_check;
+DROP DATABASE IF EXISTS queen_shard_check;
 CREATE DATABASE queen_router_check;
+CREATE DATABASE queen_shard_check;
+\c queen_shard_check
+CREATE EXTENSION queen;
 \c queen_router_check
 CREATE EXTENSION queen_router CASCADE;
-SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) FROM pg_extension
- WHERE extname IN ('plproxy', 'queen', 'queen_router');
+SELECT queen.add_shard('s1', :'shard') ->> 'slots';
+SELECT status || '|' || message_id || '|' || message_offset
+  FROM queen.push('orders', 'p1', '[{"transactionId": "t1", "payload": {"n": 1}}]');
+SELECT status || '|' || message_id || '|' || message_offset
+  FROM queen.push('orders', 'p1', '[{"transactionId": "t1", "payload": {"n": 1}}]');
+\c queen_shard_check
+SELECT queue || '/' || partition FROM queen.shard_partitions();
 \c postgres
-DROP DATABASE queen_router_check;
+DROP DATABASE queen_router_check WITH (FORCE);
+DROP DATABASE queen_shard_check WITH (FORCE);
 SQL
-    ); then
+    ) || true
+    # 64 slots on s1; queued|<id>|0; duplicate|<the same id>|0; orders/p1 on the shard.
+    mapfile -t lines <<<"$out"
+    id=
+    [[ ${lines[1]:-} =~ ^queued\|([0-9a-f-]{36})\|0$ ]] && id=${BASH_REMATCH[1]}
+    if [[ ${#lines[@]} -eq 4 && ${lines[0]} == 64 && -n $id && ${lines[2]} == "duplicate|$id|0" &&
+        ${lines[3]} == orders/p1 ]]; then
         PASSED=$((PASSED + 1))
-        echo "pg$MAJOR/router: ok (CREATE EXTENSION queen_router CASCADE)"
+        echo "pg$MAJOR/router: ok (queen_router over PL/Proxy $(plproxy_version): a duplicate caught through the router)"
     else
         echo "$out"
-        add_failed router "CREATE EXTENSION queen_router CASCADE"
+        add_failed router "queen_router over PL/Proxy: a duplicate through the router"
     fi
+}
+
+# The installed PL/Proxy's version (from its control file).
+plproxy_version() {
+    sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$("$PG_CONFIG" --sharedir)/extension/plproxy.control"
 }
 
 # A server process that crashed (or a PANIC / assertion) during the run fails it.

@@ -49,7 +49,7 @@ finish() {
 # the copy of the tree has their make fragments removed by pg_versions.sh). A compiler warning
 # fails the step: the extension builds without warnings on every version.
 build_install() {
-    local log=$LOGS/build.log warnings
+    local log=$LOGS/build.log warnings start=$SECONDS
     echo "---- build: make -j2 with $("$PG_CONFIG" --version), $(g++ --version | head -n1)"
     if ! make -C "$ROOT" -j2 PG_CONFIG="$PG_CONFIG" >"$log" 2>&1; then
         tail -n 60 "$log"
@@ -62,7 +62,7 @@ build_install() {
         add_failed build "$warnings compiler warnings"
     else
         PASSED=$((PASSED + 1))
-        echo "build: ok, no warnings"
+        echo "pg$MAJOR/build: ok, no warnings ($((SECONDS - start)) s)"
     fi
     if ! make -C "$ROOT" install PG_CONFIG="$PG_CONFIG" >"$LOGS/install.log" 2>&1; then
         tail -n 30 "$LOGS/install.log"
@@ -121,7 +121,7 @@ wait_ready() {
 # label, $2 = the make variable to empty (the other suite), $3 = folder of regression.diffs,
 # then extra make arguments (a narrowed list).
 run_suite() {
-    local label=$1 empty_var=$2 outdir=$3 log=$LOGS/$1.log rc=0 p=0 f=0 kind rest
+    local label=$1 empty_var=$2 outdir=$3 log=$LOGS/$1.log rc=0 p=0 f=0 kind rest start=$SECONDS
     shift 3
     rm -f "$outdir/regression.diffs"
     wait_ready || true
@@ -144,7 +144,7 @@ run_suite() {
         add_failed "$label" "harness (make installcheck exited $rc)"
         tail -n 30 "$log"
     fi
-    echo "pg$MAJOR/$label: $p ok, $f failed"
+    echo "pg$MAJOR/$label: $p ok, $f failed ($((SECONDS - start)) s)"
 }
 
 # The suites, with the lists and PGOPTIONS of scripts/test.sh's stage_installcheck.

@@ -7,8 +7,8 @@
 # stop the server. Prints per-suite lines, then `failed: pgMAJOR/<suite>: <test>` per failed
 # test and, last, `pgMAJOR: P passed, F failed`. Exit status non-zero when anything failed.
 #   bash tests/packaging/pgver_suites.sh MAJOR PORT
-# Each pg_regress/isolation test counts as one test, so do the router check, a build with
-# compiler warnings, a harness that breaks, and a server process that crashed.
+# Each pg_regress/isolation test counts as one test; so do the build (a compiler warning fails
+# it) and the router check, and, as failures, a harness that breaks and a crashed server process.
 set -euo pipefail
 
 MAJOR=${1:?usage: pgver_suites.sh MAJOR PORT}

@@ -49,6 +49,11 @@ run_version() {
     log=$LOGS/pg$major.log
     start=$SECONDS
     echo "==== PostgreSQL $major (Debian $suite, root $QUEEN_ROOTS/$name, port $port) ===="
+    if ! command -v debootstrap >/dev/null; then
+        echo "failed: pg$major/root: debootstrap is not installed (apt-get install debootstrap)"
+        echo "pg$major: 0 passed, 1 failed"
+        return 1
+    fi
     # shellcheck disable=SC2086 # pkgs is a list of package names
     if ! dir=$(debroot_cached "$suite" "$name" $pkgs); then
         echo "failed: pg$major/root: could not make or update the $suite root"

@@ -16,6 +16,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+export PATH=/usr/sbin:/sbin:$PATH # debootstrap, chroot (a root's PATH may lack them)
 # shellcheck source=../../scripts/lib/debroot.sh
 source "$ROOT/scripts/lib/debroot.sh"
 LOGS=$ROOT/build/pgver-logs

@@ -66,17 +66,9 @@ show_file() {
     return 0
 }
 
-# Parse a pg_regress / pg_isolation_regress log: prints "P <passed count>" then "F <name>" for
-# each failed test. Handles PG15's `test name ... ok|FAILED|failed (ignored)` (and the indented
-# parallel-group form) and the TAP-style `ok N - name` / `not ok N - name` of PG16+.
-parse_regress() {
-    awk '
-        /^(test |     )[^ ]+ +\.\.\. +(ok|failed \(ignored\))( |$)/ { p++; next }
-        /^(test |     )[^ ]+ +\.\.\. +FAILED/ { sub(/^test +/, ""); sub(/^ +/, ""); fails[++f] = $1; next }
-        /^ok [0-9]+ +[-+] /                    { p++; next }
-        /^not ok [0-9]+ +[-+] /                { fails[++f] = $5; next }
-        END { printf "P %d\n", p; for (i = 1; i <= f; i++) printf "F %s\n", fails[i] }' "$1"
-}
+# parse_regress LOG: the pg_regress / pg_isolation_regress log reader (PG15 and PG16+ forms).
+# shellcheck source=lib/regress.sh
+source "$ROOT/scripts/lib/regress.sh"
 
 # Parse a GoogleTest runner's log: prints "P <passed>", "N <failed count>" (-1 when no summary
 # was printed, e.g. the runner crashed) and "F <name>" for each failed test listed.

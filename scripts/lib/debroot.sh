@@ -91,16 +91,32 @@ debroot_fresh() {
 # apt-get update and dist-upgrade inside DIR (mounting what apt needs for the call).
 debroot_update() {
     local dir=$1
+    debroot_apt_conf "$dir"
     debroot_apt "$dir" update -q && debroot_apt "$dir" dist-upgrade -y -q
+}
+
+# sid's Release file carries a Valid-Until a week ahead and the mirror may serve one older than
+# that (seen: expired 31 days): apt would refuse it, so a sid root does not check it. Other
+# suites keep the check (their stable Release has none; updates and security are kept fresh).
+debroot_apt_conf() {
+    local dir=$1 conf=$1/etc/apt/apt.conf.d/99queen-valid-until
+    if grep -qE '^Suites: (sid|unstable)$' "$dir/etc/apt/sources.list.d/debian.sources" 2>/dev/null; then
+        [[ -f $conf ]] || echo 'Acquire::Check-Valid-Until "false";' >"$conf"
+    fi
 }
 
 # Run apt-get with ARGS inside DIR, its output kept quiet unless it fails.
 debroot_apt() {
-    local dir=$1 log
+    local dir=$1 log codename
     shift
     log=$(mktemp)
-    if debroot_run "$dir" apt-get -o DPkg::Lock::Timeout=600 -o APT::Install-Recommends=false \
-        "$@" </dev/null >"$log" 2>&1; then
+    # The roots of a suite share its .deb cache, whose lock apt-get does not wait for: one
+    # apt-get at a time per cache (a flock on a file beside it, waited for up to 20 minutes).
+    codename=$(. "$dir/etc/os-release" 2>/dev/null && echo "${VERSION_CODENAME:-sid}")
+    mkdir -p "$DEBROOT_APT_CACHE"
+    if (flock -w 1200 7 && debroot_run "$dir" apt-get -o DPkg::Lock::Timeout=600 \
+        -o APT::Install-Recommends=false "$@") 7>"$DEBROOT_APT_CACHE/.${codename:-sid}.lock" \
+        </dev/null >"$log" 2>&1; then
         rm -f "$log"
         return 0
     fi

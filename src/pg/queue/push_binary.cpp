@@ -8,6 +8,7 @@
 // change a row we hold, and each partition is pushed once: the state stays exact).
 #include "core/common/hash.h"
 #include "core/common/segment_codec.h"
+#include "pg/common/pg_compat.h"
 #include "pg/queue/answer_store.h"
 #include "pg/queue/push_narrow.h"
 #include "pg/queue/push_path.h"
@@ -37,8 +38,7 @@ static void check_payload(const queen::MessageView* m, const char* what, uint32 
     if (!pg_verifymbstr(data, len, true))
         QUEEN_BAD_INPUT("%s: message %u: payload is not valid in the database encoding", what, i);
     if (m->type != queen::ContentType::Json) return;
-    JsonLexContext* lex = makeJsonLexContextCstringLen(const_cast<char*>(data), len,
-                                                       GetDatabaseEncoding(), true);
+    JsonLexContext* lex = compat_json_lexer(data, len);
     JsonParseErrorType r = pg_parse_json(lex, &nullSemAction);
     if (r != JSON_SUCCESS)
         QUEEN_BAD_INPUT("%s: message %u: payload is not valid JSON: %s", what, i,

@@ -16,6 +16,7 @@
 // write) and the locks are kept until the transaction ends, like the executor's.
 #include "pg/storage/direct_write.h"
 
+#include "pg/common/pg_compat.h"
 #include "pg/common/relcache_cached.h"
 
 extern "C" {
@@ -142,7 +143,7 @@ void direct_insert(DirectTable* t, const Datum* values, const bool* nulls) {
     if (t->rel->rd_att->constr != nullptr) ExecConstraints(t->rri, slot, t->estate);
     table_tuple_insert(t->rel, slot, GetCurrentCommandId(true), 0, nullptr);
     if (t->rri->ri_NumIndices > 0)
-        ExecInsertIndexTuples(t->rri, slot, t->estate, false, false, nullptr, NIL);
+        compat_insert_index_tuples(t->rri, slot, t->estate, false, IndexUpdate::All);
     ResetPerTupleExprContext(t->estate);
 }
 
@@ -165,15 +166,16 @@ void direct_update(DirectTable* t, ItemPointer tid, int ncols, const int* cols,
     TupleTableSlot* hs = MakeSingleTupleTableSlot(RelationGetDescr(t->rel), &TTSOpsHeapTuple);
     ExecStoreHeapTuple(fresh, hs, false);
     if (t->rel->rd_att->constr != nullptr) ExecConstraints(t->rri, hs, t->estate);
-    simple_heap_update(t->rel, tid, fresh);  // sets fresh->t_self and the heap-only flag
+    // Sets fresh->t_self and the heap-only flag; says which index entries the version needs.
+    IndexUpdate what = compat_simple_heap_update(t->rel, tid, fresh);
     hs->tts_tid = fresh->t_self;
-    if (!HeapTupleIsHeapOnly(fresh)) {
+    if (what != IndexUpdate::None) {
         if (!t->indexes_open) {
             ExecOpenIndices(t->rri, false);
             t->indexes_open = true;
         }
         if (t->rri->ri_NumIndices > 0)
-            ExecInsertIndexTuples(t->rri, hs, t->estate, true, false, nullptr, NIL);
+            compat_insert_index_tuples(t->rri, hs, t->estate, true, what);
     }
     ResetPerTupleExprContext(t->estate);
     ExecDropSingleTupleTableSlot(hs);
@@ -196,7 +198,7 @@ bool direct_fetch_one(Relation heap, Oid indexoid, int nkeys, const Oid* eqfuncs
     for (int i = 0; i < nkeys; i++)
         ScanKeyEntryInitialize(&sk[i], 0, (AttrNumber) (i + 1), BTEqualStrategyNumber, InvalidOid,
                                index->rd_indcollation[i], eqfuncs[i], keys[i]);
-    IndexScanDesc scan = index_beginscan(heap, index, snap, nkeys, 0);
+    IndexScanDesc scan = compat_index_beginscan(heap, index, snap, nkeys, 0);
     index_rescan(scan, sk, nkeys, nullptr, 0);
     bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
     index_endscan(scan);

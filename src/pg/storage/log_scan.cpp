@@ -5,6 +5,7 @@
 // like a row that is not there. Callers pass a registered snapshot taken after they locked the partition row, so the
 // rows committed by the pusher they waited for are visible (see push_path.cpp).
 #include "pg/storage/log_scan.h"
+#include "pg/common/pg_compat.h"
 
 extern "C" {
 #include "access/heapam.h"
@@ -43,7 +44,7 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
     s->slot = table_slot_create(s->heap, nullptr);
-    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, 2, 0);
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
@@ -61,7 +62,7 @@ void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, Tim
     ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
                 TimestampTzGetDatum(since));
     s->slot = table_slot_create(s->heap, nullptr);
-    s->scan = index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, 2, 0);
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
@@ -139,7 +140,7 @@ static bool row_at_or_before(const Storage* st, bool segments, int64 partition_i
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
     ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
     TupleTableSlot* slot = table_slot_create(heap, nullptr);
-    IndexScanDesc scan = index_beginscan(heap, index, snapshot, 2, 0);
+    IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 2, 0);
     index_rescan(scan, keys, 2, nullptr, 0);
     bool found = false;
     bool have = index_getnext_slot(scan, BackwardScanDirection, slot);

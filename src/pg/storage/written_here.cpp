@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "pg/storage/written_here.h"
+#include "pg/common/pg_compat.h"
 
 extern "C" {
 #include "storage/proc.h"
@@ -20,26 +21,26 @@ void written_mark(int64 pid) {
     CxxError err;
     cxx_capture(err, [&] {
         if (marks == nullptr) marks = new std::vector<int64>();
-        if (marks_lxid != MyProc->lxid) {
+        if (marks_lxid != compat_my_lxid()) {
             marks->clear();
-            marks_lxid = MyProc->lxid;
+            marks_lxid = compat_my_lxid();
         }
         for (int64 p : *marks)
             if (p == pid) return;
         marks->push_back(pid);
     });
-    if (err.failed) lost_lxid = MyProc->lxid;
+    if (err.failed) lost_lxid = compat_my_lxid();
 }
 
 // Were this transaction's marks lost?
 bool written_marks_lost() {
-    return lost_lxid != InvalidLocalTransactionId && lost_lxid == MyProc->lxid;
+    return lost_lxid != InvalidLocalTransactionId && lost_lxid == compat_my_lxid();
 }
 
 // Did this transaction write the partition (or lose its marks)?
 bool wrote_partition_here(int64 pid) {
     if (written_marks_lost()) return true;
-    if (marks == nullptr || marks_lxid != MyProc->lxid) return false;
+    if (marks == nullptr || marks_lxid != compat_my_lxid()) return false;
     for (int64 p : *marks)
         if (p == pid) return true;
     return false;

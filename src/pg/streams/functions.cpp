@@ -15,6 +15,7 @@
 #include "core/common/segment_codec.h"
 #include "core/common/uuidv7.h"
 #include "pg/streams/stream_messages.h"
+#include "pg/common/pg_compat.h"
 #include "pg/queue/push_path.h"
 
 extern "C" {
@@ -136,7 +137,7 @@ int stream_json_invalid_index(const Datum* elems, int n) {
         char* data = VARDATA_ANY(m);
         int len = (int)VARSIZE_ANY_EXHDR(m);
         if (!pg_verifymbstr(data, len, true)) return i;
-        JsonLexContext* lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+        JsonLexContext* lex = compat_json_lexer(data, len);
         if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS) return i;
     }
     return -1;

@@ -24,6 +24,7 @@
 
 #include "core/views/bucket.h"
 #include "core/views/state_cache.h"
+#include "pg/common/pg_compat.h"
 #include "pg/views/view_call.h"
 
 extern "C" {
@@ -426,8 +427,8 @@ bool bucket_update_at(BucketRel* r, uint64 loc, int64 view_id, int32 bucket, Dat
     ReleaseBuffer(buf);
     if (!match) return false;
     HeapTuple nt = heap_form_tuple(d, values, nulls);
-    simple_heap_update(r->rel, &tup.t_self, nt);
-    if (!HeapTupleIsHeapOnly(nt)) {
+    // The bucket index is a btree: it needs an entry unless the update was HOT.
+    if (compat_simple_heap_update(r->rel, &tup.t_self, nt) == IndexUpdate::All) {
         Datum iv[2] = {values[0], values[1]};
         bool in[2] = {false, false};
         index_insert(r->idx, iv, in, &nt->t_self, r->rel, UNIQUE_CHECK_YES, true, r->ii);

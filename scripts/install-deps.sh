@@ -17,6 +17,8 @@ PACKAGES=(
     python3-matplotlib                                                     # bench/durable.sh's plot
     postgresql-15-plproxy                                                  # the router (scripts/cluster.sh)
     postgresql-15-auto-failover pg-auto-failover-cli                       # scripts/ha.sh (failover)
+    debootstrap                                                            # Debian roots (PostgreSQL 17/18, installed packages)
+    dpkg-dev debhelper lintian postgresql-server-dev-all                   # scripts/package.sh (the Debian packages)
 )
 
 # Print the packages that dpkg does not show as installed.

@@ -6,7 +6,10 @@
 # GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests),
 # the sidecar runner under ThreadSanitizer (build/tsan/*-tests), the core fuzz target and the
 # sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, stop
-# PostgreSQL.
+# PostgreSQL; then the Debian packages (scripts/package.sh: build with its build-time suite and
+# lintian; tests/packaging/installed_package.sh: the packages as installed in a clean Debian 12
+# root) and PostgreSQL 17 and 18 (tests/packaging/pg_versions.sh: the regression and isolation
+# suites in Debian 13 / unstable roots). Roots and downloads are cached in /var/cache/queen.
 # Each pg_regress/isolation test, each GoogleTest test and each integration script counts as
 # one test; a stage that breaks (build error, server that will not start, a crashed runner)
 # counts as one failure, and so does a PostgreSQL server process that crashed during the run.
@@ -14,6 +17,8 @@
 # `N passed, N failed`; per-stage lines say "ok" instead of "passed".
 #
 #   QUEEN_SKIP_DEPS=1   do not run scripts/install-deps.sh
+#   QUEEN_SKIP_PACKAGES=1  leave out the packages and PostgreSQL 17/18 stages (a quick local run;
+#                       the README's command and CI run them)
 #   logs: build/test-logs/
 set -uo pipefail # no -e: every stage runs and is counted
 
@@ -349,6 +354,63 @@ stage_integration() {
     done
 }
 
+# The package stages debootstrap, chroot and mount: as root, else through sudo.
+AS_ROOT=()
+[[ $(id -u) -eq 0 ]] || AS_ROOT=(sudo -n)
+
+# Stage: the Debian packages (issue 32). scripts/package.sh builds the three packages for
+# PostgreSQL 15 with their build-time regression suite and lintian (one test); then
+# tests/packaging/installed_package.sh installs them in a clean Debian 12 root and tests them as
+# installed, with an in-place upgrade from the previous release's packages (one test).
+stage_packages() {
+    local start=$SECONDS
+    banner "Debian packages: scripts/package.sh, tests/packaging/installed_package.sh"
+    if run_logged "$LOGS/package.log" 2400 "${AS_ROOT[@]}" bash scripts/package.sh >/dev/null; then
+        add_passed 1
+        echo "ok     package build, build-time tests, lintian ($((SECONDS - start)) s)"
+    else
+        add_failed "packages: scripts/package.sh (see $LOGS/package.log)"
+        echo "FAILED scripts/package.sh ($((SECONDS - start)) s)"
+        tail -n 60 "$LOGS/package.log"
+        return 1
+    fi
+    start=$SECONDS
+    if run_logged "$LOGS/installed-package.log" 2400 "${AS_ROOT[@]}" bash tests/packaging/installed_package.sh >/dev/null; then
+        add_passed 1
+        echo "ok     installed_package.sh ($((SECONDS - start)) s)"
+    else
+        add_failed "packages: tests/packaging/installed_package.sh (see $LOGS/installed-package.log)"
+        echo "FAILED installed_package.sh ($((SECONDS - start)) s)"
+        tail -n 80 "$LOGS/installed-package.log"
+    fi
+}
+
+# Stage: the regression and isolation suites on PostgreSQL 17 and 18 in debootstrap roots
+# (tests/packaging/pg_versions.sh): each of its `failed: ...` lines is one failure, each
+# `pgNN: P passed, F failed` line adds P; a run that exits non-zero without naming a failure
+# counts as one.
+stage_pg_versions() {
+    local start=$SECONDS rc line p=0 f=0
+    banner "PostgreSQL 17 and 18: tests/packaging/pg_versions.sh 17 18"
+    run_logged "$LOGS/pg-versions.log" 3000 "${AS_ROOT[@]}" bash tests/packaging/pg_versions.sh 17 18 >/dev/null
+    rc=$?
+    while IFS= read -r line; do
+        if [[ $line =~ ^failed:\ (.*)$ ]]; then
+            add_failed "${BASH_REMATCH[1]}"
+            f=$((f + 1))
+        elif [[ $line =~ ^(pg[0-9]+):\ ([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+            add_passed "${BASH_REMATCH[2]}"
+            p=$((p + BASH_REMATCH[2]))
+            echo "$line"
+        fi
+    done <"$LOGS/pg-versions.log"
+    if ((rc != 0 && f == 0)); then
+        add_failed "pg_versions.sh exited $rc (see $LOGS/pg-versions.log)"
+        tail -n 60 "$LOGS/pg-versions.log"
+    fi
+    echo "PostgreSQL 17/18: $p ok, $f failed ($((SECONDS - start)) s)"
+}
+
 # Stop the server and print the summary; the last line is `N passed, N failed`.
 finish() {
     stop_pg
@@ -383,6 +445,13 @@ main() {
         stage_server_log
     else
         echo "skipping integration scripts (no server; counted above)"
+    fi
+    stop_pg
+    if [[ ${QUEEN_SKIP_PACKAGES:-0} == 1 ]]; then
+        echo "skipping the packages and PostgreSQL 17/18 stages (QUEEN_SKIP_PACKAGES=1)"
+    else
+        stage_packages
+        stage_pg_versions
     fi
     ((built)) || echo "note: the build failed; tests above ran against whatever did build"
     finish

@@ -31,6 +31,7 @@ T0=$SECONDS
 trap 'pkg_cleanup' EXIT
 
 main() {
+    local -a left
     local prev_commit prev_dir cur_version prev_version q=q part=p id1 body n_before n_after
 
     step "packages (current and previous release)"
@@ -57,7 +58,8 @@ main() {
     make_cluster
     step "CREATE EXTENSION queen; CREATE EXTENSION queen_router CASCADE; the sidecar's role"
     psql_root app "CREATE EXTENSION queen" >/dev/null
-    psql_root postgres "CREATE ROLE queen_sidecar LOGIN IN ROLE queen_writer; GRANT queen_admin TO queen_sidecar" >/dev/null
+    psql_root postgres "CREATE ROLE queen_sidecar LOGIN IN ROLE queen_writer" >/dev/null
+    psql_root postgres "GRANT queen_admin TO queen_sidecar" >/dev/null
     psql_root router "CREATE EXTENSION queen_router CASCADE" >/dev/null
     echo "extensions: app $(psql_root app "SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) FROM pg_extension WHERE extname <> 'plpgsql'"); router $(psql_root router "SELECT string_agg(extname || ' ' || extversion, ', ' ORDER BY extname) FROM pg_extension WHERE extname <> 'plpgsql'")"
 
@@ -112,7 +114,12 @@ main() {
     check_removed
 
     step "apt-get purge: nothing left"
-    debroot_apt "$R" purge -y "postgresql-$PG-queen-router" "postgresql-$PG-queen" queen-sidecar
+    # Only what dpkg still knows (removed, configuration left): the extension packages hold no
+    # conffile, so remove already forgot them.
+    mapfile -t left < <(in_root "$R" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' \
+        "postgresql-$PG-queen-router" "postgresql-$PG-queen" queen-sidecar 2>/dev/null | awk '$1 == "rc" {print $2}')
+    echo "left with configuration: ${left[*]:-none}"
+    ((${#left[@]} == 0)) || debroot_apt "$R" purge -y "${left[@]}"
     check_purged
 
     step_end

@@ -101,7 +101,8 @@ make_cluster() {
         -o shared_preload_libraries=queen -- --auth-local=peer --auth-host=trust >"$WORK/createcluster.log"
     in_root "$R" pg_ctlcluster "$PG" main start
     wait_pg
-    psql_root postgres "CREATE DATABASE app; CREATE DATABASE router" >/dev/null
+    psql_root postgres "CREATE DATABASE app" >/dev/null
+    psql_root postgres "CREATE DATABASE router" >/dev/null
     echo "cluster $PG/main on port $PGPORT: $(psql_root postgres "SHOW shared_preload_libraries")"
 }
 
@@ -110,10 +111,10 @@ psql_root() {
     debroot_as "$R" postgres psql -X -q -t -A -v ON_ERROR_STOP=1 -p "$PGPORT" -d "$1" -c "$2"
 }
 
-# The installed env file is 0640 root:<the unit's user>.
+# The installed env file is 0640 root:<the unit's user> (names as the root resolves them).
 check_env_file_mode() {
     local m
-    m=$(stat -c '%a %U:%G' "$R/etc/queen/sidecar.env") || fail "no /etc/queen/sidecar.env"
+    m=$(in_root "$R" stat -c "%a %U:%G" /etc/queen/sidecar.env) || fail "no /etc/queen/sidecar.env"
     [[ $m == "640 root:queen_sidecar" ]] || fail "/etc/queen/sidecar.env is $m, not 640 root:queen_sidecar"
 }
 
@@ -140,7 +141,9 @@ start_unit_sidecar() {
     [[ -n $exec && -n $user && -n $envfile ]] || fail "unit lacks ExecStart, User or EnvironmentFile"
     in_root "$R" getent passwd "$user" >/dev/null || fail "the unit's user $user does not exist"
     # shellcheck disable=SC2086
-    debroot_as "$R" "$user" sh -c 'set -a; . "$1"; set +a; shift; exec "$@"' sh "${envfile#-}" $exec \
+    # EnvironmentFile= lines are KEY=VALUE taken literally (values hold spaces), not shell.
+    debroot_as "$R" "$user" sh -c 'while IFS= read -r l; do case $l in ""|"#"*) ;; *) export "$l" ;; esac
+        done <"$1"; shift; exec "$@"' sh "${envfile#-}" $exec \
         >>"$WORK/sidecar.log" 2>&1 &
     for i in $(seq 1 100); do
         [[ $(curl -s "http://127.0.0.1:$SCPORT/health/ready" 2>/dev/null) == *'"ready"'* ]] && {
@@ -206,7 +209,6 @@ run_installed_suites() {
     regress=$(cd "$ROOT/tests/regress/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | tr '\n' ' ')
     isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | tr '\n' ' ')
     local common="--bindir=/usr/lib/postgresql/$PG/bin --host=127.0.0.1 --port=$PGPORT --dbname=contrib_regression --load-extension=queen"
-    in_root "$R" pg_ctlcluster "$PG" main start 2>/dev/null || true
     # shellcheck disable=SC2086
     debroot_as "$R" postgres sh -c "cd $t && $pgx/regress/pg_regress --inputdir=tests/regress $common $regress" \
         >"$WORK/regress.log" 2>&1 || true

@@ -2,7 +2,8 @@
 # Build queen's Debian packages (debian/): postgresql-<pg>-queen, postgresql-<pg>-queen-router and
 # queen-sidecar, with `dpkg-buildpackage -us -uc -b` from a clean copy of the tree, then lintian.
 #   bash scripts/package.sh                    PostgreSQL 15, on this Debian 12 host
-#   bash scripts/package.sh --pg 17|18         inside a Debian 13 / unstable root (debootstrap)
+#   bash scripts/package.sh --pg 17|18         inside a Debian 13 / unstable root (debootstrap,
+#                                              scripts/lib/debroot.sh) into build/packages/pg<N>/
 #   bash scripts/package.sh --from-commit REV  the packages of an older commit (git archive REV),
 #                                              cached in /var/cache/queen/packages/<commit>/,
 #                                              copied to build/packages/<version>/, no build-time tests
@@ -89,7 +90,7 @@ build_tree() {
     local work=$1
     say "dpkg-buildpackage -us -uc -b in $work/src (DEB_BUILD_OPTIONS='${DEB_BUILD_OPTIONS:-}')"
     (cd "$work/src" && dpkg-buildpackage -us -uc -b -jauto) >"$work/build.log" 2>&1 || {
-        tail -60 "$work/build.log" >&2
+        grep -E 'error|Error|FAILED|^not ok|\.\.\. FAILED' "$work/build.log" | cut -c1-300 | tail -30 >&2
         die "dpkg-buildpackage failed; full log: $work/build.log"
     }
     grep -E '^(# [0-9]+: |make\[[0-9]\]: \*\*\*|.*tests passed|.*tests? failed|ok +[0-9]|not ok|# (All|[0-9]+ of))' \
@@ -151,13 +152,45 @@ package_commit() {
 }
 
 # ---- PostgreSQL 17 / 18: inside a Debian 13 (trixie) / unstable (sid) root ----
-# TODO(issue 32): scripts/lib/debroot.sh (written separately) makes and caches those roots under
-# /var/cache/queen/roots and runs commands in them; this spot builds the packages there once it
-# exists: copy the tree into the root, install the build dependencies there, dpkg-buildpackage
-# with debian/pgversions narrowed to $PG, copy the results to build/packages/pg$PG/.
+# The build root is made and cached by scripts/lib/debroot.sh (/var/cache/queen/roots/
+# queen-build-<suite>, brought up to date on every call); the tree is copied to its /build/src,
+# debian/control is regenerated for the suite's PostgreSQL (pg_buildext updatecontrol, as the
+# suite's own build would demand), its build dependencies installed (apt-get build-dep), and
+# dpkg-buildpackage and lintian run there. Results: build/packages/pg<N>/.
 package_in_root() {
-    [[ -f $ROOT/scripts/lib/debroot.sh ]] || die "--pg $PG needs scripts/lib/debroot.sh (not in this tree yet)"
-    die "--pg $PG: building in a debootstrap root is not wired up yet (see the TODO above)"
+    local suite dir out=$OUT/pg$PG versions
+    case $PG in
+        17) suite=trixie ;;
+        18) suite=sid ;;
+        *) die "--pg $PG: only 15 (this host), 17 (Debian 13) and 18 (Debian unstable)" ;;
+    esac
+    [[ -f $ROOT/scripts/lib/debroot.sh ]] || die "--pg $PG needs scripts/lib/debroot.sh"
+    # shellcheck source=lib/debroot.sh
+    source "$ROOT/scripts/lib/debroot.sh"
+    say "build root: Debian $suite (debroot_cached queen-build-$suite)"
+    dir=$(debroot_cached "$suite" "queen-build-$suite" dpkg-dev lintian postgresql-server-dev-all) || die "no $suite build root"
+    rm -f "$dir"/build/*.deb "$dir"/build/*.changes "$dir"/build/*.buildinfo
+    debroot_copy_tree "$dir" build/src
+    chmod 0755 "$dir/build" "$dir/build/src"
+    debroot_run "$dir" sh -c 'cd /build/src && pg_buildext updatecontrol' ||
+        die "$suite root: pg_buildext updatecontrol failed"
+    versions=$(debroot_run "$dir" sh -c 'cd /build/src && pg_buildext supported-versions')
+    [[ " $(echo $versions) " == *" $PG "* ]] || die "$suite root builds PostgreSQL '$versions', not $PG"
+    say "build dependencies in the $suite root (apt-get build-dep)"
+    debroot_apt "$dir" build-dep -y /build/src || die "$suite root: build dependencies"
+    say "dpkg-buildpackage -us -uc -b in the $suite root (PostgreSQL $versions)"
+    debroot_run "$dir" env DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-}" sh -c \
+        'cd /build/src && dpkg-buildpackage -us -uc -b -jauto' >"$ROOT/build/package-build-pg$PG.log" 2>&1 || {
+        grep -E 'error|Error|FAILED' "$ROOT/build/package-build-pg$PG.log" | cut -c1-300 | tail -20 >&2
+        die "dpkg-buildpackage failed in the $suite root; log: build/package-build-pg$PG.log"
+    }
+    mkdir -p "$out"
+    rm -f "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo
+    cp "$dir"/build/*.deb "$dir"/build/*.changes "$dir"/build/*.buildinfo "$out/"
+    say "lintian in the $suite root"
+    debroot_run "$dir" sh -c 'lintian --fail-on error /build/*.changes' || die "lintian reports an error"
+    say "built for PostgreSQL $PG:"
+    ls -1 "$out"/*.deb "$out"/*.changes "$out"/*.buildinfo
 }
 
 main() {

@@ -45,6 +45,9 @@ main() {
     prev_version=$(dpkg-deb -f "$(ls "$prev_dir"/queen-sidecar_*.deb)" Version)
     cur_version=$(dpkg-deb -f "$(ls "$PKGDIR"/queen-sidecar_*.deb)" Version)
     echo "previous: $prev_commit ($prev_version); current: $cur_version"
+    # The extension needs at least the PostgreSQL minor release whose headers built it.
+    dpkg-deb -f "$(ls "$PKGDIR"/postgresql-$PG-queen_*.deb)" Depends | grep -Eq "postgresql-$PG \((>=|>>) $PG\.[0-9]+" ||
+        fail "postgresql-$PG-queen does not depend on a minimum PostgreSQL $PG minor version"
 
     step "clean Debian 12 root (debootstrap minbase, cached; apt-get update, dist-upgrade)"
     root_unpack "$R"

@@ -242,6 +242,7 @@ check_removed() {
         [[ ! -e $R$p ]] || fail "$p left after remove"
     done
     [[ -f $R/etc/queen/sidecar.env ]] || fail "/etc/queen/sidecar.env gone after remove (only purge deletes it)"
+    in_root "$R" getent passwd queen_sidecar >/dev/null || fail "user queen_sidecar gone after remove (only purge deletes it)"
     for p in "postgresql-$PG-queen" "postgresql-$PG-queen-router" queen-sidecar; do
         s=$(in_root "$R" dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null || true)
         [[ $s == rc* || ($p != queen-sidecar && $s == un*) || ($p != queen-sidecar && -z $s) ]] ||

@@ -144,9 +144,10 @@ package_commit() {
         say "cached: $cache"
     fi
     version=$(cat "$cache/version")
+    mkdir -p "$OUT/.$version.$$"
+    cp "$cache"/*.deb "$cache"/*.changes "$cache"/*.buildinfo "$OUT/.$version.$$/"
     rm -rf "$OUT/$version"
-    mkdir -p "$OUT/$version"
-    cp "$cache"/*.deb "$cache"/*.changes "$cache"/*.buildinfo "$OUT/$version/"
+    mv "$OUT/.$version.$$" "$OUT/$version"
     say "built $commit (version $version):"
     ls -1 "$OUT/$version"/*.deb
 }

@@ -41,7 +41,8 @@ main() {
     bash "$ROOT/scripts/package.sh" --from-commit "$prev_commit" >"$WORK/prev-package.log" 2>&1 ||
         fail "packages of $prev_commit: $(tail -20 "$WORK/prev-package.log")"
     prev_commit=$(git -C "$ROOT" rev-parse --verify "$prev_commit^{commit}")
-    prev_dir=$PKGDIR/$(cat "${QUEEN_PACKAGE_CACHE:-/var/cache/queen/packages}/$prev_commit/version")
+    # Straight from package.sh's cache (build/packages/<version>/ is a copy another run may replace).
+    prev_dir=${QUEEN_PACKAGE_CACHE:-/var/cache/queen/packages}/$prev_commit
     prev_version=$(dpkg-deb -f "$(ls "$prev_dir"/queen-sidecar_*.deb)" Version)
     cur_version=$(dpkg-deb -f "$(ls "$PKGDIR"/queen-sidecar_*.deb)" Version)
     echo "previous: $prev_commit ($prev_version); current: $cur_version"

@@ -33,7 +33,7 @@ parse_args() {
         case $1 in
             --pg) PG=${2:?--pg needs a version}; shift 2 ;;
             --from-commit) FROM_COMMIT=${2:?--from-commit needs a revision}; shift 2 ;;
-            -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+            -h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
             *) die "unknown argument: $1 (see --help)" ;;
         esac
     done
@@ -54,7 +54,7 @@ ensure_build_deps() {
     if ((${#missing[@]} == 0)) && (cd "$src" && dpkg-checkbuilddeps >/dev/null 2>&1); then
         return 0
     fi
-    say "installing build dependencies: ${missing[*]:-} $(cd "$src" && dpkg-checkbuilddeps 2>&1 | sed 's/.*dependencies: //' || true)"
+    say "installing build dependencies: ${missing[*]:-} $( (cd "$src" && dpkg-checkbuilddeps 2>&1) | sed 's/.*dependencies: //')"
     as_root apt-get update -qq
     if ((${#missing[@]})); then
         as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -63,6 +63,7 @@ ensure_build_deps() {
 }
 
 # Copy the checkout's tracked and untracked-but-not-ignored files into DEST (no build/, no .git).
+# shellcheck disable=SC2016 # the inner sh expands $f
 copy_worktree() {
     local dest=$1
     mkdir -p "$dest"
@@ -146,7 +147,7 @@ package_commit() {
     version=$(cat "$cache/version")
     mkdir -p "$OUT/.$version.$$"
     cp "$cache"/*.deb "$cache"/*.changes "$cache"/*.buildinfo "$OUT/.$version.$$/"
-    rm -rf "$OUT/$version"
+    rm -rf "${OUT:?}/${version:?}"
     mv "$OUT/.$version.$$" "$OUT/$version"
     say "built $commit (version $version):"
     ls -1 "$OUT/$version"/*.deb
@@ -176,7 +177,7 @@ package_in_root() {
     debroot_run "$dir" sh -c 'cd /build/src && pg_buildext updatecontrol' ||
         die "$suite root: pg_buildext updatecontrol failed"
     versions=$(debroot_run "$dir" sh -c 'cd /build/src && pg_buildext supported-versions')
-    [[ " $(echo $versions) " == *" $PG "* ]] || die "$suite root builds PostgreSQL '$versions', not $PG"
+    [[ " ${versions//$'\n'/ } " == *" $PG "* ]] || die "$suite root builds PostgreSQL '$versions', not $PG"
     say "build dependencies in the $suite root (apt-get build-dep)"
     debroot_apt "$dir" build-dep -y /build/src || die "$suite root: build dependencies"
     say "dpkg-buildpackage -us -uc -b in the $suite root (PostgreSQL $versions)"

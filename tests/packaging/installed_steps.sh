@@ -39,12 +39,12 @@ root_pids() {
 
 # Stop every process of the root (TERM, then KILL), then delete the root and the scratch folder.
 pkg_cleanup() {
-    local rc=$? pids i
+    local rc=$? pids
     pids=$(root_pids)
     if [[ -n $pids ]]; then
         # shellcheck disable=SC2086
         kill -TERM $pids 2>/dev/null || true
-        for i in $(seq 1 50); do
+        for _ in $(seq 1 50); do
             pids=$(root_pids)
             [[ -z $pids ]] && break
             sleep 0.1
@@ -84,8 +84,7 @@ show_versions() {
 
 # Wait until the cluster answers.
 wait_pg() {
-    local i
-    for i in $(seq 1 100); do
+    for _ in $(seq 1 100); do
         psql_root postgres "SELECT 1" >/dev/null 2>&1 && return 0
         sleep 0.2
     done
@@ -134,7 +133,7 @@ unit_key() {
 # Start the sidecar as systemd would: the unit's User=, its EnvironmentFile's variables, its
 # ExecStart; wait until it is ready.
 start_unit_sidecar() {
-    local exec user envfile i
+    local exec user envfile
     exec=$(unit_key ExecStart)
     user=$(unit_key User)
     envfile=$(unit_key EnvironmentFile)
@@ -145,7 +144,7 @@ start_unit_sidecar() {
     debroot_as "$R" "$user" sh -c 'while IFS= read -r l; do case $l in ""|"#"*) ;; *) export "$l" ;; esac
         done <"$1"; shift; exec "$@"' sh "${envfile#-}" $exec \
         >>"$WORK/sidecar.log" 2>&1 &
-    for i in $(seq 1 100); do
+    for _ in $(seq 1 100); do
         [[ $(curl -s "http://127.0.0.1:$SCPORT/health/ready" 2>/dev/null) == *'"ready"'* ]] && {
             echo "sidecar: $exec as $user, ready on 127.0.0.1:$SCPORT"
             return 0
@@ -157,7 +156,7 @@ start_unit_sidecar() {
 
 # Stop the sidecar (SIGTERM drains) and wait for it to exit.
 stop_unit_sidecar() {
-    local p pids i
+    local p pids
     pids=
     for p in $(root_pids); do
         [[ $(readlink "/proc/$p/exe" 2>/dev/null) == */queen-sidecar ]] && pids+=" $p"
@@ -165,7 +164,7 @@ stop_unit_sidecar() {
     [[ -n $pids ]] || fail "no sidecar process to stop"
     # shellcheck disable=SC2086
     kill -TERM $pids
-    for i in $(seq 1 100); do
+    for _ in $(seq 1 100); do
         # shellcheck disable=SC2086
         kill -0 $pids 2>/dev/null || return 0
         sleep 0.1

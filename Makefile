@@ -1,6 +1,8 @@
 # queen: PGXS build of the extension, plus the pure core library, the sidecar and the unit tests.
 #   make               build the extension, the sidecar and the unit-test runner
 #   make install       install the extension (and the sidecar binary beside PostgreSQL's programs)
+#   make QUEEN_TEST_RUNNERS=no QUEEN_SIDECAR=no   the extension alone (debian/rules builds the sidecar
+#                      on its own and installs it with SIDECAR_BINDIR=/usr/bin; see sidecar/sidecar.mk)
 #   make installcheck  pg_regress + isolation specs against a running server (see scripts/test.sh)
 #   make unit          build and run the GoogleTest runner
 EXTENSION   = queen
@@ -63,7 +65,11 @@ $(BUILD)/libqueencore.a: $(CORE_HOST_OBJS)
 	rm -f $@ && ar rcs $@ $^
 -include $(wildcard $(CORE_HOST_OBJS:.o=.d))
 
+# QUEEN_TEST_RUNNERS=no leaves the GoogleTest runners out of `make` (the package build).
+QUEEN_TEST_RUNNERS ?= yes
+ifneq ($(QUEEN_TEST_RUNNERS),no)
 -include tests/unit/unit.mk
+endif
 -include sidecar/sidecar.mk
 -include bench/bench.mk
 

@@ -27,17 +27,31 @@ $(BUILD)/tests/sidecar/%.o: tests/sidecar/%.cpp
 $(BUILD)/queen-sidecar-tests: $(SIDECAR_TEST_OBJS) $(BUILD)/libqueensidecar.a $(BUILD)/libqueencore.a
 	$(HOST_CXX) $(SIDECAR_CXXFLAGS) -o $@ $^ -lgtest -lgtest_main $(SIDECAR_LIBS)
 
-all: $(BUILD)/queen-sidecar $(BUILD)/queen-sidecar-tests
+# `make` builds the sidecar and its runner unless told not to: QUEEN_SIDECAR=no (the package
+# build's per-PostgreSQL-version extension pass) or QUEEN_TEST_RUNNERS=no (no GoogleTest runner).
+QUEEN_SIDECAR ?= yes
+ifneq ($(QUEEN_SIDECAR),no)
+all: $(BUILD)/queen-sidecar
+ifneq ($(QUEEN_TEST_RUNNERS),no)
+all: $(BUILD)/queen-sidecar-tests
+endif
+endif
 
 # Each object's headers, as the compiler listed them (-MMD -MP): a header change rebuilds only
 # the objects that include it.
 -include $(wildcard $(SIDECAR_OBJS:.o=.d) $(SIDECAR_TEST_OBJS:.o=.d) $(BUILD)/sidecar/main.d)
 
-.PHONY: install-sidecar sidecar-fuzz
+.PHONY: sidecar install-sidecar sidecar-fuzz
+sidecar: $(BUILD)/queen-sidecar
+# `make install` installs the sidecar beside PostgreSQL's programs (developers, scripts/test.sh);
+# the Debian package installs it alone into /usr/bin (make install-sidecar SIDECAR_BINDIR=/usr/bin).
+SIDECAR_BINDIR ?= $(shell $(PG_CONFIG) --bindir)
+ifneq ($(QUEEN_SIDECAR),no)
 install: install-sidecar
+endif
 install-sidecar: $(BUILD)/queen-sidecar
-	install -d '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)'
-	install -m 755 $(BUILD)/queen-sidecar '$(DESTDIR)$(shell $(PG_CONFIG) --bindir)/queen-sidecar'
+	install -d '$(DESTDIR)$(SIDECAR_BINDIR)'
+	install -m 755 $(BUILD)/queen-sidecar '$(DESTDIR)$(SIDECAR_BINDIR)/queen-sidecar'
 
 # libFuzzer target for request parsing (clang only; not part of `all`), differential against the
 # first (simdjson) parser kept in tests/fuzz/reference_push_parser.cpp.

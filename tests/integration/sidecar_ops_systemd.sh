@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# The systemd unit and its environment file (packaging/systemd/): the unit passes
-# `systemd-analyze verify` (when systemd-analyze exists) with ExecStart pointed at this build,
-# carries the sandboxing options docs/sidecar.md promises, and every variable of the example
+# The systemd unit and its environment file (packaging/systemd/, installed as they are by the
+# queen-sidecar Debian package): the unit passes `systemd-analyze verify` (when systemd-analyze
+# exists) with ExecStart pointed at this build, runs /usr/bin/queen-sidecar as the package's static
+# system user queen_sidecar (no DynamicUser: its name is the default QUEEN_PG role, for peer
+# authentication), carries the sandboxing options docs/sidecar.md promises, and every variable of the
 # environment file is a setting the sidecar knows; the sidecar starts from that file alone
 # (listen address swapped for a free port, PostgreSQL from this test) and serves.
 source "$(dirname "$0")/sidecar_lib.sh"
 UNIT=$QUEEN_ROOT/packaging/systemd/queen-sidecar.service
 ENVF=$QUEEN_ROOT/packaging/systemd/queen-sidecar.env
 [[ -f $UNIT && -f $ENVF ]] || fail "no unit or environment file"
-for opt in DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes \
+for opt in User=queen_sidecar Group=queen_sidecar ExecStart=/usr/bin/queen-sidecar NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes \
     'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' MemoryMax= CapabilityBoundingSet= \
     SystemCallFilter=@system-service EnvironmentFile=/etc/queen/sidecar.env KillSignal=SIGTERM; do
     grep -q "^$opt" "$UNIT" || fail "unit lacks $opt"
 done
+! grep -q '^DynamicUser' "$UNIT" || fail "unit still has DynamicUser (the package's static user queen_sidecar runs it)"
+[[ $(grep -c '^User=' "$UNIT") == 1 ]] || fail "unit must name exactly one User="
+grep -q '^QUEEN_PG=.*user=queen_sidecar' "$ENVF" || fail "the env file's QUEEN_PG role is not the unit's user queen_sidecar"
 if command -v systemd-analyze >/dev/null; then
     sed "s|^ExecStart=.*|ExecStart=$SIDECAR_BIN|" "$UNIT" >"$WORK/queen-sidecar.service"
     systemd-analyze verify "$WORK/queen-sidecar.service" >"$WORK/verify.log" 2>&1 \

@@ -6,25 +6,30 @@
 #   make installcheck  pg_regress + isolation specs against a running server (see scripts/test.sh)
 #   make unit          build and run the GoogleTest runner
 EXTENSION   = queen
-EXTVERSION  = 0.3.0
+EXTVERSION  = 0.4.0
 MODULE_big  = queen
 
 CORE_SRCS = $(wildcard src/core/*/*.cpp)
 PG_SRCS   = $(wildcard src/pg/*.cpp src/pg/*/*.cpp)
 OBJS      = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
-# Released versions are frozen (committed in sql/ as installed): 0.1.0 and 0.2.0's install scripts
-# and the 0.1.0 -> 0.2.0 upgrade. The current version's install script and its upgrade script
-# from the last release are built into build/sql/ by mk/sql.mk (PGXS installs DATA_built by path).
+# Released versions are frozen (committed in sql/ as installed): the install scripts of 0.1.0,
+# 0.2.0 and 0.3.0 (queen_router's too), and the upgrades 0.1.0 -> 0.2.0 -> 0.3.0. The current
+# version's install scripts and their upgrade scripts from the last release are built into
+# build/sql/ by mk/sql.mk and mk/router.mk (PGXS installs DATA_built by path).
+RELEASED    = 0.1.0 0.2.0 0.3.0
 SQL_VERSION = $(EXTVERSION)
-SQL_FROM    = 0.2.0
+SQL_FROM    = 0.3.0
 SQL_OUT     = build/sql
-DATA       = sql/$(EXTENSION)--0.1.0.sql sql/$(EXTENSION)--0.2.0.sql sql/$(EXTENSION)--0.1.0--0.2.0.sql
+DATA       = $(foreach v,$(RELEASED),sql/$(EXTENSION)--$(v).sql) \
+             sql/$(EXTENSION)--0.1.0--0.2.0.sql sql/$(EXTENSION)--0.2.0--0.3.0.sql
 DATA_built = $(SQL_OUT)/$(EXTENSION)--$(EXTVERSION).sql \
              $(foreach f,$(SQL_FROM),$(SQL_OUT)/$(EXTENSION)--$(f)--$(EXTVERSION).sql)
-# The router extension (issue 20, mk/router.mk): its control file and install script.
-DATA       += queen_router.control
-DATA_built += $(SQL_OUT)/queen_router--$(EXTVERSION).sql
+# The router extension (issue 20, mk/router.mk): its control file, the frozen 0.3.0 script, and
+# the current install and upgrade scripts.
+DATA       += queen_router.control sql/queen_router--0.3.0.sql
+DATA_built += $(SQL_OUT)/queen_router--$(EXTVERSION).sql \
+              $(foreach f,$(SQL_FROM),$(SQL_OUT)/queen_router--$(f)--$(EXTVERSION).sql)
 EXTRA_CLEAN = build $(OBJS:.o=.d)
 
 # pg_regress inputs live in tests/regress/sql; their expected output in expected/ (reached as

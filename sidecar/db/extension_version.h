@@ -12,7 +12,7 @@ namespace queen::sidecar {
 // The extension version whose tables this sidecar reads directly (its probe-cache hydrations
 // read queen.log_segments' hashes and message_ids, columns of 0.3.0); a cluster's router
 // database (queen_router) carries the same version.
-inline constexpr const char* kQueenExtensionVersion = "0.3.0";
+inline constexpr const char* kQueenExtensionVersion = "0.4.0";
 // The SQLSTATE-like code the check's refusal carries (class 55: object not in prerequisite
 // state; never sent by the server): HTTP 503 `extension_version` with the message below.
 inline constexpr const char* kExtensionVersionState = "55Q03";

@@ -15,7 +15,12 @@
 #    transactionId move the groups' positions, retention purges what it would have purged, and
 #    (0.2.0) the stream's producer takes its next sequence number at the next offset, refuses a
 #    gap, and the stream reads back the same bytes.
-# 3. Both upgraded databases' catalogs (functions with bodies, flags and ACLs, tables, columns,
+# 2b. 0.3.0 -> current: the same life under the frozen 0.3.0 (the first release packaged), then
+#    the update: rows and every verdict unchanged.
+# 2c. queen_router 0.3.0 -> current (where PL/Proxy is installed): a router database made with
+#    the frozen 0.3.0 script, its slot count set, updated; the setting kept and the catalog a
+#    fresh router install's.
+# 3. The upgraded databases' catalogs (functions with bodies, flags and ACLs, tables, columns,
 #    constraints, indexes, views, sequences, triggers, privileges, pg_dump registrations,
 #    extension members) are exactly a fresh install's of the current version.
 # 4. The rule holds when a version changes an EXISTING table. Released versions' tables have
@@ -38,14 +43,15 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUN=up_$$_$(date +%s)
-OLD=${RUN}_old MID=${RUN}_mid NEW=${RUN}_new NEXTNEW=${RUN}_nextnew
+OLD=${RUN}_old MID=${RUN}_mid REL=${RUN}_rel NEW=${RUN}_new NEXTNEW=${RUN}_nextnew
+RTOLD=${RUN}_rtold RTNEW=${RUN}_rtnew
 WORK=$(mktemp -d /tmp/queen-upgrade.XXXXXX)
 EXTDIR=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
 SUDO=()
 [[ -w $EXTDIR ]] || SUDO=(sudo -n)
 TEST_SCRIPTS=()
 cleanup() {
-    for d in "$OLD" "$MID" "$NEW" "$NEXTNEW"; do dropdb --if-exists "$d" 2>/dev/null || true; done
+    for d in "$OLD" "$MID" "$REL" "$NEW" "$NEXTNEW" "$RTOLD" "$RTNEW"; do dropdb --if-exists "$d" 2>/dev/null || true; done
     for f in "${TEST_SCRIPTS[@]}"; do "${SUDO[@]}" rm -f "$f" || true; done
     rm -rf "$WORK"
 }
@@ -54,7 +60,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 sql() { psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" -c "$2"; }
 version() { sql "$1" "SELECT extversion FROM pg_extension WHERE extname = 'queen'"; }
 CUR=$(sql postgres "SELECT default_version FROM pg_available_extensions WHERE name = 'queen'")
-[[ $CUR == 0.3.0 ]] || fail "the installed default version is '$CUR', this test expects 0.3.0"
+[[ $CUR == 0.4.0 ]] || fail "the installed default version is '$CUR', this test expects 0.4.0"
 
 # --- life under 0.1.0's functions (every one of them exists in 0.2.0 too)
 # (retention 1 h and a 1-day window, with segments aged by 2 hours: the wall clock this script
@@ -242,6 +248,19 @@ after "$MID" modules
 got=$(sql "$MID" "SELECT status || ' ' || message_offset FROM queen.push('orders', 'p0', '[{\"transactionId\": \"new\", \"payload\": {\"n\": 0}}]')")
 [[ $got == "queued 5" ]] || fail "a new push after the upgrade from 0.2.0 answered '$got'"
 
+# --- 2b. 0.3.0 -> current
+createdb "$REL"
+sql "$REL" "CREATE EXTENSION queen VERSION '0.3.0'"
+[[ $(version "$REL") == 0.3.0 ]] || fail "not 0.3.0"
+life_01 "$REL"
+life_02 "$REL"
+before "$REL" modules
+sql "$REL" "ALTER EXTENSION queen UPDATE"
+[[ $(version "$REL") == "$CUR" ]] || fail "not $CUR after the update from 0.3.0"
+after "$REL" modules
+got=$(sql "$REL" "SELECT status || ' ' || message_offset FROM queen.push('orders', 'p0', '[{\"transactionId\": \"new\", \"payload\": {\"n\": 0}}]')")
+[[ $got == "queued 5" ]] || fail "a new push after the upgrade from 0.3.0 answered '$got'"
+
 # --- 3. the upgraded catalogs equal a fresh install's
 createdb "$NEW"
 sql "$NEW" "CREATE EXTENSION queen"
@@ -288,6 +307,27 @@ same() {
 }
 same "$NEW" "$OLD" "0.1.0 -> $CUR"
 same "$NEW" "$MID" "0.2.0 -> $CUR"
+same "$NEW" "$REL" "0.3.0 -> $CUR"
+
+# --- 2c. queen_router 0.3.0 -> current, where PL/Proxy is installed (scripts/install-deps.sh)
+router=skipped
+if [[ $(sql postgres "SELECT count(*) FROM pg_available_extensions WHERE name = 'plproxy'") == 1 ]]; then
+    createdb "$RTOLD"
+    createdb "$RTNEW"
+    PGOPTIONS="-c client_min_messages=warning" sql "$RTOLD" "CREATE EXTENSION queen_router VERSION '0.3.0' CASCADE" >/dev/null
+    [[ $(sql "$RTOLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen_router'") == 0.3.0 ]] ||
+        fail "the router is not at 0.3.0"
+    sql "$RTOLD" "SELECT queen.set_slot_count(128)" >/dev/null
+    mapv=$(sql "$RTOLD" "SELECT queen.map_version()")
+    sql "$RTOLD" "ALTER EXTENSION queen_router UPDATE"
+    [[ $(sql "$RTOLD" "SELECT extversion FROM pg_extension WHERE extname = 'queen_router'") == "$CUR" ]] ||
+        fail "the router is not at $CUR after its update"
+    [[ $(sql "$RTOLD" "SELECT slot_count || ' ' || map_version FROM queen.router_config") == "128 $mapv" ]] ||
+        fail "the router's configuration changed in the update: $(sql "$RTOLD" "SELECT * FROM queen.router_config")"
+    PGOPTIONS="-c client_min_messages=warning" sql "$RTNEW" "CREATE EXTENSION queen_router CASCADE" >/dev/null
+    same "$RTNEW" "$RTOLD" "queen_router 0.3.0 -> $CUR"
+    router="queen_router 0.3.0 -> $CUR identical"
+fi
 
 # --- 4. the rule on a changed existing table: a test-only next version
 NEXT=$CUR-ruletest
@@ -347,5 +387,5 @@ for line in "column|queues|8|note|text|t|''::text|x|" "index|queen.queues_create
     if grep -qF "$line" "$WORK/$NEW.catalog"; then fail "the current version's fresh catalog has '$line' already"; fi
 done
 same "$NEXTNEW" "$MID" "0.2.0 -> $CUR -> $NEXT"
-echo "upgrade: ok (0.1.0 and 0.2.0 -> $CUR: $(wc -l <"$WORK/$NEW.catalog") catalog lines identical to a fresh install;" \
-     "$CUR -> $NEXT changing queen.queues: $(wc -l <"$WORK/$NEXTNEW.catalog") identical)"
+echo "upgrade: ok (0.1.0, 0.2.0 and 0.3.0 -> $CUR: $(wc -l <"$WORK/$NEW.catalog") catalog lines identical to a fresh install;" \
+     "$router; $CUR -> $NEXT changing queen.queues: $(wc -l <"$WORK/$NEXTNEW.catalog") identical)"

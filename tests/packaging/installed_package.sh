@@ -36,7 +36,7 @@ main() {
 
     step "packages (current and previous release)"
     ls "$PKGDIR"/*.deb >/dev/null 2>&1 || bash "$ROOT/scripts/package.sh"
-    prev_commit=${QUEEN_PREVIOUS_COMMIT:-$(cat "$ROOT/packaging/previous-release" 2>/dev/null || true)}
+    prev_commit=${QUEEN_PREVIOUS_COMMIT:-$(grep -Eom1 '^[0-9a-f]{40}' "$ROOT/packaging/previous-release" 2>/dev/null || true)}
     [[ -n $prev_commit ]] || fail "no previous release: packaging/previous-release or QUEEN_PREVIOUS_COMMIT"
     bash "$ROOT/scripts/package.sh" --from-commit "$prev_commit" >"$WORK/prev-package.log" 2>&1 ||
         fail "packages of $prev_commit: $(tail -20 "$WORK/prev-package.log")"

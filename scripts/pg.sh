@@ -170,18 +170,8 @@ init_cluster() {
 
 # Write the settings that change per start (port, socket folder) and record the port.
 write_settings() {
-    pg_as_user tee "$DATA/queen.conf" >/dev/null <<EOF
-# Written by scripts/pg.sh on every start.
-listen_addresses = '127.0.0.1'
-port = $1
-unix_socket_directories = '$DATA'
-max_connections = 100
-shared_buffers = 128MB
-fsync = on
-logging_collector = off
-log_min_messages = warning
-lc_messages = 'C'
-EOF
+    { echo "# Written by scripts/pg.sh on every start."; pg_settings "$DATA" "$1"; } |
+        pg_as_user tee "$DATA/queen.conf" >/dev/null
     # queen preloaded: the shared probe cache (docs/push-path.md) serves every backend.
     # QUEEN_PRELOAD=0 starts without it (each backend then keeps its own probe cache).
     if [[ ${QUEEN_PRELOAD:-1} != 0 ]]; then

@@ -212,22 +212,10 @@ run_regress_suite() {
     echo "$label: $p ok, $f failed"
 }
 
-# Stage: pg_regress over tests/regress/sql/*.sql, then the isolation specs.
+# Stage: pg_regress over tests/regress/sql/*.sql, then the isolation specs, with the probe
+# cache off and the direct write path off (scripts/lib/regress.sh's regress_suites).
 stage_installcheck() {
-    run_regress_suite regress ISOLATION "$ROOT"
-    run_regress_suite isolation REGRESS "$ROOT/output_iso"
-    # Every suite again with the per-backend probe cache off: the verdicts, and so the
-    # expected files, must not change. (The probe_cache tests switch it themselves.)
-    local regress isolation
-    regress=$(cd "$ROOT/tests/regress/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -v '^probe_cache$' | tr '\n' ' ')
-    isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | grep -v '^probe_cache' | tr '\n' ' ')
-    PGOPTIONS="-c queen.probe_cache=off" run_regress_suite regress-cache-off ISOLATION "$ROOT" "REGRESS=$regress"
-    PGOPTIONS="-c queen.probe_cache=off" run_regress_suite isolation-cache-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
-    # The isolation specs once more through the SQL statements of the push path instead of its
-    # direct locking and writes (queen.direct_write = off): the same locking outcomes.
-    # (probe_cache* included: they switch the cache, not the write path.)
-    isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | tr '\n' ' ')
-    PGOPTIONS="-c queen.direct_write=off" run_regress_suite isolation-direct-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
+    regress_suites "$ROOT" run_regress_suite
 }
 
 # Run one GoogleTest runner and count its results: a runner that never prints its summary

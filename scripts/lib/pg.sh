@@ -14,6 +14,9 @@
 #                                pg_ctl start, waiting up to TIMEOUT seconds (e.g. -c, -o "...")
 #   pg_ctl_stop DATA MODE [TIMEOUT]
 #                                pg_ctl stop -m MODE (fast, immediate), waiting (up to TIMEOUT s)
+#   pg_settings DATA PORT        print the per-start settings of a test server in DATA: loopback
+#                                on PORT, its socket in DATA, C messages, no logging collector
+#                                (scripts/pg.sh writes them, then queen's preload lines)
 #   pg_run CMD [ARGS...]         run a command as the server's user, from /
 # Variables read:
 #   PGBIN        the PostgreSQL programs (default QUEEN_PGBIN, else /usr/lib/postgresql/15/bin)
@@ -54,6 +57,22 @@ pg_initdb() {
 pg_new_cluster() {
     pg_initdb "$1" "${QUEEN_PG_LOCALE:-C.UTF-8}" || return 1
     echo "include_if_exists = 'queen.conf'" | pg_run tee -a "$1/postgresql.conf" >/dev/null
+}
+
+# Print the settings a throwaway server gets on every start (DATA, PORT): loopback only, its
+# socket in its data folder, durable commits, C messages, logs to its own file.
+pg_settings() {
+    cat <<EOF
+listen_addresses = '127.0.0.1'
+port = $2
+unix_socket_directories = '$1'
+max_connections = 100
+shared_buffers = 128MB
+fsync = on
+logging_collector = off
+log_min_messages = warning
+lc_messages = 'C'
+EOF
 }
 
 # pg_ctl_start DATA LOG TIMEOUT [pg_ctl options...]: see the header.

@@ -79,20 +79,11 @@ start_server() {
         cat "$LOGS/initdb.log"
         return 1
     }
-    pg_as_user tee "$DATA/queen.conf" >/dev/null <<EOF
-# Written by tests/packaging/pgver_suites.sh (the settings of scripts/pg.sh).
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$DATA'
-max_connections = 100
-shared_buffers = 128MB
-fsync = on
-logging_collector = off
-log_min_messages = warning
-lc_messages = 'C'
-shared_preload_libraries = 'queen'
-queen.shared_probe_cache_mb = 256
-EOF
+    {
+        echo "# Written by tests/packaging/pgver_suites.sh (the settings of scripts/pg.sh)."
+        pg_settings "$DATA" "$PORT"
+        printf "shared_preload_libraries = 'queen'\nqueen.shared_probe_cache_mb = 256\n"
+    } | pg_as_user tee "$DATA/queen.conf" >/dev/null
     pg_ctl_start "$DATA" "$DATA/server.log" 60 >"$LOGS/pg_ctl.log" 2>&1 || {
         cat "$LOGS/pg_ctl.log"
         tail -n 30 "$DATA/server.log" 2>/dev/null || true
@@ -147,17 +138,9 @@ run_suite() {
     echo "pg$MAJOR/$label: $p ok, $f failed ($((SECONDS - start)) s)"
 }
 
-# The suites, with the lists and PGOPTIONS of scripts/test.sh's stage_installcheck.
+# The suites scripts/test.sh runs on 15 (scripts/lib/regress.sh's regress_suites).
 run_suites() {
-    local regress isolation
-    run_suite regress ISOLATION "$ROOT"
-    run_suite isolation REGRESS "$ROOT/output_iso"
-    regress=$(cd "$ROOT/tests/regress/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | grep -v '^probe_cache$' | tr '\n' ' ')
-    isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | grep -v '^probe_cache' | tr '\n' ' ')
-    PGOPTIONS="-c queen.probe_cache=off" run_suite regress-cache-off ISOLATION "$ROOT" "REGRESS=$regress"
-    PGOPTIONS="-c queen.probe_cache=off" run_suite isolation-cache-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
-    isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | tr '\n' ' ')
-    PGOPTIONS="-c queen.direct_write=off" run_suite isolation-direct-off REGRESS "$ROOT/output_iso" "ISOLATION=$isolation"
+    regress_suites "$ROOT" run_suite
 }
 
 # The router extension over this version's PL/Proxy: a router database (CREATE EXTENSION

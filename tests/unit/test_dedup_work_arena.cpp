@@ -64,9 +64,9 @@ TEST(DedupWorkArena, TheNewestBlockGoesBack) {
 
 TEST(DedupWorkArena, ResetKeepsAtMostTheBoundAndReleaseFreesAll) {
     WorkArena a(2 << 20, 1 << 20);
-    a.allocate(900 << 10, 8);   // chunk 1: 1 MB
-    a.allocate(1800 << 10, 8);  // chunk 2: 2 MB
-    a.allocate(3800 << 10, 8);  // chunk 3: 4 MB
+    (void)a.allocate(900 << 10, 8);   // chunk 1: 1 MB
+    (void)a.allocate(1800 << 10, 8);  // chunk 2: 2 MB
+    (void)a.allocate(3800 << 10, 8);  // chunk 3: 4 MB
     EXPECT_EQ(a.chunks(), 3u);
     a.reset();
     EXPECT_EQ(a.chunks(), 1u);  // 1 MB kept; 1 + 2 would pass the 2 MB bound

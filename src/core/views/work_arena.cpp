@@ -53,7 +53,7 @@ void* WorkArena::do_allocate(std::size_t bytes, std::size_t align) {
 
 // Only the newest block goes back (a container that grows its last allocation in place is
 // rare; the rest waits for reset()).
-void WorkArena::do_deallocate(void* p, std::size_t bytes, std::size_t align) {
+void WorkArena::do_deallocate(void* p, std::size_t bytes, std::size_t /*align*/) {
     if (cur_ >= chunks_.size() || bytes == 0) return;
     char* c = static_cast<char*>(p);
     const Chunk& ch = chunks_[cur_];

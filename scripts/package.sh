@@ -44,21 +44,27 @@ as_root() {
     if ((EUID == 0)); then "$@"; else sudo "$@"; fi
 }
 
-# Install the tools and the build dependencies of debian/control in SRC when any is missing
-# (apt-get update first); a no-op when everything is installed.
-ensure_build_deps() {
-    local src=$1 tool missing=()
-    for tool in dpkg-buildpackage:dpkg-dev dh:debhelper lintian:lintian git:git; do
+# Install the packaging tools (git, which copies the tree; debootstrap for --pg 17/18) when any
+# is missing: first of all, so that a fresh Debian 12 has what the next steps run.
+ensure_tools() {
+    local tool missing=() tools=(dpkg-buildpackage:dpkg-dev dh:debhelper lintian:lintian git:git)
+    [[ $PG == 15 ]] || tools+=(debootstrap:debootstrap)  # the other suites build in a root
+    for tool in "${tools[@]}"; do
         command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
     done
-    if ((${#missing[@]} == 0)) && (cd "$src" && dpkg-checkbuilddeps >/dev/null 2>&1); then
-        return 0
-    fi
-    say "installing build dependencies: ${missing[*]:-} $( (cd "$src" && dpkg-checkbuilddeps 2>&1) | sed 's/.*dependencies: //')"
+    ((${#missing[@]})) || return 0
+    say "installing the packaging tools: ${missing[*]}"
     as_root apt-get update -qq
-    if ((${#missing[@]})); then
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-    fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# Install the build dependencies of debian/control in SRC when any is missing (apt-get build-dep);
+# a no-op when everything is installed.
+ensure_build_deps() {
+    local src=$1
+    (cd "$src" && dpkg-checkbuilddeps >/dev/null 2>&1) && return 0
+    say "installing build dependencies: $( (cd "$src" && dpkg-checkbuilddeps 2>&1) | sed 's/.*dependencies: //')"
+    as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq "$src"
 }
 
@@ -197,6 +203,7 @@ package_in_root() {
 
 main() {
     parse_args "$@"
+    ensure_tools
     if [[ -n $FROM_COMMIT ]]; then
         [[ $PG == 15 ]] || die "--from-commit builds for PostgreSQL 15 on this host only"
         package_commit

@@ -13,6 +13,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# debroot_copy_tree (the clean copy of the tree) and the roots of --pg 17/18.
+# shellcheck source=lib/debroot.sh
+source "$ROOT/scripts/lib/debroot.sh"
 OUT=$ROOT/build/packages
 PKG_CACHE=${QUEEN_PACKAGE_CACHE:-/var/cache/queen/packages}
 PG=15
@@ -68,16 +71,6 @@ ensure_build_deps() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq "$src"
 }
 
-# Copy the checkout's tracked and untracked-but-not-ignored files into DEST (no build/, no .git).
-# shellcheck disable=SC2016 # the inner sh expands $f
-copy_worktree() {
-    local dest=$1
-    mkdir -p "$dest"
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard) |
-        (cd "$ROOT" && xargs -0 -r sh -c 'for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh) |
-        (cd "$ROOT" && tar --null -T - -cf -) | tar -C "$dest" -xf -
-}
-
 # A scratch folder for one build, readable by the build-time test's server (it runs as postgres
 # and loads queen.so from the package folder inside it).
 new_workdir() {
@@ -114,7 +107,7 @@ run_lintian() {
 package_current() {
     work=$(new_workdir)
     trap 'rm -rf "$work"' EXIT
-    copy_worktree "$work/src"
+    debroot_copy_tree "$work" src
     ensure_build_deps "$work/src"
     build_tree "$work"
     mkdir -p "$OUT"
@@ -172,9 +165,6 @@ package_in_root() {
         18) suite=sid ;;
         *) die "--pg $PG: only 15 (this host), 17 (Debian 13) and 18 (Debian unstable)" ;;
     esac
-    [[ -f $ROOT/scripts/lib/debroot.sh ]] || die "--pg $PG needs scripts/lib/debroot.sh"
-    # shellcheck source=lib/debroot.sh
-    source "$ROOT/scripts/lib/debroot.sh"
     say "build root: Debian $suite (debroot_cached queen-build-$suite)"
     dir=$(debroot_cached "$suite" "queen-build-$suite" dpkg-dev lintian postgresql-server-dev-all) || die "no $suite build root"
     rm -f "$dir"/build/*.deb "$dir"/build/*.changes "$dir"/build/*.buildinfo

@@ -204,13 +204,14 @@ debroot_as() {
         "${DEBROOT_ENV[@]}" runuser -u "$user" -- "$@"
 }
 
-# Copy the checkout's files (tracked and untracked, not ignored) into DIR/DEST (replaced).
+# Copy the checkout's files (tracked and untracked, not ignored; no build/, no .git) into
+# DIR/DEST (replaced): the tree a root builds, and scripts/package.sh's clean copy.
 debroot_copy_tree() {
     local dir=$1 dest=$2 top
     top=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel) || return 1
     rm -rf "${dir:?}/$dest"
     mkdir -p "$dir/$dest"
     (cd "$top" && git ls-files -z --cached --others --exclude-standard |
-        xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+        xargs -0 -r sh -c 'for f; do { [ -e "$f" ] || [ -L "$f" ]; } && printf "%s\0" "$f"; done' sh |
         tar --null -T - -cf -) | tar -C "$dir/$dest" -xf -
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The packages tested as installed (issue 32), in a clean Debian 12 root (debootstrap, bookworm +
-# updates + security; tests/packaging/installed_root.sh): install the previous release's .debs
+# updates + security; scripts/lib/debroot.sh): install the previous release's .debs
 # with apt, make a cluster the Debian way (pg_createcluster, queen preloaded), CREATE EXTENSION
 # queen and queen_router CASCADE, start the sidecar from its unit's own ExecStart as its User=
 # with the installed /etc/queen/sidecar.env (edited as README.Debian says), catch a duplicate over
@@ -15,8 +15,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# shellcheck source=installed_root.sh
-source "$ROOT/tests/packaging/installed_root.sh"
+# shellcheck source=../../scripts/lib/debroot.sh
+source "$ROOT/scripts/lib/debroot.sh"
 # shellcheck source=installed_steps.sh
 source "$ROOT/tests/packaging/installed_steps.sh"
 
@@ -51,8 +51,8 @@ main() {
         fail "postgresql-$PG-queen does not depend on a minimum PostgreSQL $PG minor version"
 
     step "clean Debian 12 root (debootstrap minbase, cached; apt-get update, dist-upgrade)"
-    root_unpack "$R"
-    in_root "$R" sh -c '. /etc/os-release; echo "root: $PRETTY_NAME"'
+    debroot_fresh bookworm "$R"
+    debroot_run "$R" sh -c '. /etc/os-release; echo "root: $PRETTY_NAME"'
 
     step "apt-get install the previous release's .debs ($prev_version)"
     install_debs "$prev_dir" prev
@@ -94,7 +94,7 @@ main() {
     show_versions
     grep -q "^QUEEN_LISTEN=127.0.0.1:$SCPORT\$" "$R/etc/queen/sidecar.env" || fail "the edited sidecar.env was not kept"
     check_env_file_mode
-    in_root "$R" pg_ctlcluster "$PG" main restart
+    debroot_run "$R" pg_ctlcluster "$PG" main restart
     wait_pg
     psql_root app "ALTER EXTENSION queen UPDATE" >/dev/null
     psql_root router "ALTER EXTENSION queen_router UPDATE" >/dev/null
@@ -113,14 +113,14 @@ main() {
     run_installed_suites
 
     step "apt-get remove: only the configuration stays"
-    in_root "$R" pg_ctlcluster "$PG" main stop
+    debroot_run "$R" pg_ctlcluster "$PG" main stop
     debroot_apt "$R" remove -y "postgresql-$PG-queen-router" "postgresql-$PG-queen" queen-sidecar
     check_removed
 
     step "apt-get purge: nothing left"
     # Only what dpkg still knows (removed, configuration left): the extension packages hold no
     # conffile, so remove already forgot them.
-    mapfile -t left < <(in_root "$R" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' \
+    mapfile -t left < <(debroot_run "$R" dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' \
         "postgresql-$PG-queen-router" "postgresql-$PG-queen" queen-sidecar 2>/dev/null | awk '$1 == "rc" {print $2}')
     echo "left with configuration: ${left[*]:-none}"
     ((${#left[@]} == 0)) || debroot_apt "$R" purge -y "${left[@]}"

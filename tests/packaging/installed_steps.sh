@@ -57,7 +57,7 @@ pkg_cleanup() {
         for f in "$WORK"/*.log; do [[ -f $f ]] && { echo "--- $f"; tail -30 "$f"; }; done >&2
         [[ -d $R/var/log/postgresql ]] && tail -30 "$R"/var/log/postgresql/*.log >&2 2>/dev/null
     fi
-    root_release "$R" || true
+    [[ ! -d $R ]] || rm -rf --one-file-system "$R"
     rm -rf "$WORK"
     return "$rc"
 }
@@ -78,7 +78,7 @@ install_debs() {
 
 # Print the installed versions of the three packages.
 show_versions() {
-    in_root "$R" dpkg-query -W "postgresql-$PG-queen" "postgresql-$PG-queen-router" queen-sidecar "postgresql-$PG" |
+    debroot_run "$R" dpkg-query -W "postgresql-$PG-queen" "postgresql-$PG-queen-router" queen-sidecar "postgresql-$PG" |
         sed 's/^/  installed: /'
 }
 
@@ -93,12 +93,12 @@ wait_pg() {
 
 # Replace the default cluster (made by postgresql-common, never started) with ours on PGPORT.
 make_cluster() {
-    if in_root "$R" pg_lsclusters -h | grep -q "^$PG main"; then
-        in_root "$R" pg_dropcluster "$PG" main
+    if debroot_run "$R" pg_lsclusters -h | grep -q "^$PG main"; then
+        debroot_run "$R" pg_dropcluster "$PG" main
     fi
-    in_root "$R" pg_createcluster "$PG" main -p "$PGPORT" --locale C.UTF-8 \
+    debroot_run "$R" pg_createcluster "$PG" main -p "$PGPORT" --locale C.UTF-8 \
         -o shared_preload_libraries=queen -- --auth-local=peer --auth-host=trust >"$WORK/createcluster.log"
-    in_root "$R" pg_ctlcluster "$PG" main start
+    debroot_run "$R" pg_ctlcluster "$PG" main start
     wait_pg
     psql_root postgres "CREATE DATABASE app" >/dev/null
     psql_root postgres "CREATE DATABASE router" >/dev/null
@@ -113,7 +113,7 @@ psql_root() {
 # The installed env file is 0640 root:<the unit's user> (names as the root resolves them).
 check_env_file_mode() {
     local m
-    m=$(in_root "$R" stat -c "%a %U:%G" /etc/queen/sidecar.env) || fail "no /etc/queen/sidecar.env"
+    m=$(debroot_run "$R" stat -c "%a %U:%G" /etc/queen/sidecar.env) || fail "no /etc/queen/sidecar.env"
     [[ $m == "640 root:queen_sidecar" ]] || fail "/etc/queen/sidecar.env is $m, not 640 root:queen_sidecar"
 }
 
@@ -138,7 +138,7 @@ start_unit_sidecar() {
     user=$(unit_key User)
     envfile=$(unit_key EnvironmentFile)
     [[ -n $exec && -n $user && -n $envfile ]] || fail "unit lacks ExecStart, User or EnvironmentFile"
-    in_root "$R" getent passwd "$user" >/dev/null || fail "the unit's user $user does not exist"
+    debroot_run "$R" getent passwd "$user" >/dev/null || fail "the unit's user $user does not exist"
     # shellcheck disable=SC2086
     # EnvironmentFile= lines are KEY=VALUE taken literally (values hold spaces), not shell.
     debroot_as "$R" "$user" sh -c 'while IFS= read -r l; do case $l in ""|"#"*) ;; *) export "$l" ;; esac
@@ -204,7 +204,7 @@ run_installed_suites() {
     cp -r "$ROOT/tests/regress/sql" "$R$t/tests/regress/"
     cp -rL "$ROOT/tests/regress/expected" "$R$t/tests/regress/expected"
     cp -r "$ROOT/tests/isolation/specs" "$ROOT/tests/isolation/expected" "$R$t/tests/isolation/"
-    in_root "$R" chown -R postgres:postgres "$t"
+    debroot_run "$R" chown -R postgres:postgres "$t"
     regress=$(cd "$ROOT/tests/regress/sql" && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | tr '\n' ' ')
     isolation=$(cd "$ROOT/tests/isolation/specs" && ls ./*.spec | sed 's|^\./||; s|\.spec$||' | tr '\n' ' ')
     local common="--bindir=/usr/lib/postgresql/$PG/bin --host=127.0.0.1 --port=$PGPORT --dbname=contrib_regression --load-extension=queen"
@@ -241,9 +241,9 @@ check_removed() {
         [[ ! -e $R$p ]] || fail "$p left after remove"
     done
     [[ -f $R/etc/queen/sidecar.env ]] || fail "/etc/queen/sidecar.env gone after remove (only purge deletes it)"
-    in_root "$R" getent passwd queen_sidecar >/dev/null || fail "user queen_sidecar gone after remove (only purge deletes it)"
+    debroot_run "$R" getent passwd queen_sidecar >/dev/null || fail "user queen_sidecar gone after remove (only purge deletes it)"
     for p in "postgresql-$PG-queen" "postgresql-$PG-queen-router" queen-sidecar; do
-        s=$(in_root "$R" dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+        s=$(debroot_run "$R" dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null || true)
         [[ $s == rc* || ($p != queen-sidecar && $s == un*) || ($p != queen-sidecar && -z $s) ]] ||
             fail "$p after remove: dpkg status '$s'"
     done
@@ -254,10 +254,10 @@ check_removed() {
 check_purged() {
     local p left
     [[ ! -e $R/etc/queen ]] || fail "/etc/queen left after purge: $(ls -la "$R/etc/queen")"
-    ! in_root "$R" getent passwd queen_sidecar >/dev/null || fail "user queen_sidecar left after purge"
-    ! in_root "$R" getent group queen_sidecar >/dev/null || fail "group queen_sidecar left after purge"
+    ! debroot_run "$R" getent passwd queen_sidecar >/dev/null || fail "user queen_sidecar left after purge"
+    ! debroot_run "$R" getent group queen_sidecar >/dev/null || fail "group queen_sidecar left after purge"
     for p in "postgresql-$PG-queen" "postgresql-$PG-queen-router" queen-sidecar; do
-        ! in_root "$R" dpkg-query -W -f '${db:Status-Abbrev}\n' "$p" 2>/dev/null | grep -qv '^un' ||
+        ! debroot_run "$R" dpkg-query -W -f '${db:Status-Abbrev}\n' "$p" 2>/dev/null | grep -qv '^un' ||
             fail "$p still known to dpkg after purge"
     done
     left=$(cd "$R" && find etc usr lib var/lib/systemd -name '*queen*' 2>/dev/null | grep -v '^var/lib/postgresql' || true)

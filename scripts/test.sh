@@ -5,7 +5,8 @@
 # (scripts/pg.sh), pg_regress over tests/regress/sql/*.sql and the isolation specs (make installcheck), every
 # GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests),
 # the sidecar runner under ThreadSanitizer (build/tsan/*-tests), the core fuzz target and the
-# sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, stop
+# sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, Queen
+# MQ's own client suite (tests/queen_client/run.sh: each of its tests counts as one), stop
 # PostgreSQL; then the Debian packages (scripts/package.sh: build with its build-time suite and
 # lintian; tests/packaging/installed_package.sh: the packages as installed in a clean Debian 12
 # root) and PostgreSQL 17 and 18 (tests/packaging/pg_versions.sh: the regression and isolation
@@ -342,6 +343,27 @@ stage_integration() {
     done
 }
 
+# Stage: Queen MQ's own client suite (tests/queen_client/run.sh: the client and its test-v2
+# suite, unchanged, against the real sidecar). Each test of the suite counts as one test; the
+# ones that cannot apply to queen (tests/queen_client/not_applicable.tsv) are reported skipped.
+stage_queen_client() {
+    local log=$LOGS/queen-client.log start=$SECONDS line
+    banner "Queen MQ's client suite: tests/queen_client/run.sh"
+    wait_pg_ready
+    timeout -k 10 2400 bash tests/queen_client/run.sh </dev/null >"$log" 2>&1
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) add_passed 1 ;;
+            "FAILED "*) add_failed "queen-client: ${line#FAILED }"; echo "$line" ;;
+        esac
+    done <"$log"
+    grep -q '^queen-client: [0-9]* passed' "$log" || {
+        add_failed "queen-client: no summary (see $log)"
+        tail -n 40 "$log"
+    }
+    echo "$(grep -E '^(skipped|queen-client:)' "$log" | tail -n 1) ($((SECONDS - start)) s)"
+}
+
 # The package stages debootstrap, chroot and mount: as root, else through sudo.
 AS_ROOT=()
 [[ $(id -u) -eq 0 ]] || AS_ROOT=(sudo -n)
@@ -430,6 +452,7 @@ main() {
     stage_sanitize
     if ((pg_up)); then
         stage_integration
+        stage_queen_client
         stage_server_log
     else
         echo "skipping integration scripts (no server; counted above)"

@@ -17,17 +17,23 @@ ParseLimits parse_limits(const Settings& st) {
     return pl;
 }
 
-// Names are identifiers: bounded and printable (the layer 1 key uses \x1f as separator).
-const char* validate_name(std::string_view name) noexcept {
-    if (name.empty()) return "must not be empty";
+// The rules every name shares: bounded and printable (the layer 1 key uses \x1f as separator).
+static const char* validate_chars(std::string_view name) noexcept {
     if (name.size() > 512) return "is longer than 512 bytes";
     for (unsigned char c : name)
         if (c < 0x20 || c == 0x7f) return "contains a control character";
     return nullptr;
 }
 
+// A partition name: non-empty, and validate_chars's rules.
+const char* validate_name(std::string_view name) noexcept {
+    if (name.empty()) return "must not be empty";
+    return validate_chars(name);
+}
+
+// A queue name: "" is a name like any other (the broker accepts queue(""), wire facts §3.1).
 const char* validate_queue_name(std::string_view name) noexcept {
-    if (const char* why = validate_name(name)) return why;
+    if (const char* why = validate_chars(name)) return why;
     if (name.substr(0, 8) == "__queen_")
         return "is reserved (names starting with __queen_ are queen's own)";
     return nullptr;

@@ -52,10 +52,11 @@ Status parse_push_body(std::string_view body, const ParseLimits& limits,
 // follower of the first one (its `leader`).
 void apply_layer1(PushRequest* req);
 
-// Checks a queue or partition name: non-empty, at most 512 bytes, no control characters.
+// Checks a partition name: non-empty, at most 512 bytes, no control characters.
 const char* validate_name(std::string_view name) noexcept;
 
-// Checks a queue name: validate_name's rules, and not one of the names starting with
+// Checks a queue name: at most 512 bytes, no control characters ("" is accepted, as the broker
+// accepts it), and not one of the names starting with
 // "__queen_" that queen's own modules keep (the extension refuses them with 42501; refusing
 // them here keeps that error inside the one request that sent the name).
 const char* validate_queue_name(std::string_view name) noexcept;

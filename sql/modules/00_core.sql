@@ -272,8 +272,8 @@ LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF p_queue IS NULL OR p_queue = '' THEN
-        RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
+    IF p_queue IS NULL THEN
+        RAISE EXCEPTION 'queue name must be a string, not NULL' USING ERRCODE = '22023';
     END IF;
     IF p_partition IS NULL OR p_partition = '' THEN
         RAISE EXCEPTION 'partition name must be a non-empty string' USING ERRCODE = '22023';
@@ -349,8 +349,8 @@ DECLARE
     v_pid     bigint;
     v_maxwait numeric;
 BEGIN
-    IF p_queue IS NULL OR p_queue = '' THEN
-        RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
+    IF p_queue IS NULL THEN
+        RAISE EXCEPTION 'queue name must be a string, not NULL' USING ERRCODE = '22023';
     END IF;
     PERFORM queen.reserved_queue_guard(p_queue);
     IF jsonb_typeof(v_opts) <> 'object' THEN
@@ -1250,8 +1250,8 @@ DECLARE
     v_segs  bigint;
     v_txns  bigint;
 BEGIN
-    IF p_queue IS NULL OR p_queue = '' THEN
-        RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
+    IF p_queue IS NULL THEN
+        RAISE EXCEPTION 'queue name must be a string, not NULL' USING ERRCODE = '22023';
     END IF;
     PERFORM queen.reserved_queue_guard(p_queue);
     SELECT id INTO v_qid FROM queen.queues WHERE name = p_queue FOR UPDATE;

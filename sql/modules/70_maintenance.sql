@@ -92,7 +92,7 @@ BEGIN
         SELECT i, CASE
             WHEN pg_catalog.json_typeof(e) <> 'object' THEN 'is not a JSON object'
             WHEN pg_catalog.json_typeof(e -> 'queue') IS DISTINCT FROM 'string'
-                 OR (e ->> 'queue') = '' THEN '"queue" must be a non-empty string'
+                 THEN '"queue" must be a string'
             WHEN pg_catalog.json_typeof(e -> 'partition') IS DISTINCT FROM 'string'
                  OR (e ->> 'partition') = '' THEN '"partition" must be a non-empty string'
             WHEN pg_catalog.json_typeof(e -> 'transactionId') IS DISTINCT FROM 'string'

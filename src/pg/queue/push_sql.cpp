@@ -135,8 +135,7 @@ using namespace queen_pg;
 // queen.push(p_queue, p_partition, p_items) -> (index, status, message_id, transaction_id,
 // message_offset), one row per item in input order.
 extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
-    if (PG_ARGISNULL(0) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(0)) == 0)
-        QUEEN_BAD_INPUT("queue name must be a non-empty string");
+    if (PG_ARGISNULL(0)) QUEEN_BAD_INPUT("queue name must be a string, not NULL");
     if (PG_ARGISNULL(1) || VARSIZE_ANY_EXHDR(PG_GETARG_TEXT_PP(1)) == 0)
         QUEEN_BAD_INPUT("partition name must be a non-empty string");
     if (PG_ARGISNULL(2)) QUEEN_BAD_INPUT("items must be a JSON array, not NULL");

@@ -36,8 +36,7 @@ static SPIPlanPtr plan_lookup, plan_insert_queue, plan_insert_partitions;
 void names_check(const NamePairs* p) {
     if (p->n > 10000) QUEEN_BAD_INPUT("at most 10000 partitions per call (got %d)", p->n);
     for (int i = 0; i < p->n; i++)
-        if (p->queues[i] == nullptr || VARSIZE_ANY_EXHDR(p->queues[i]) == 0)
-            QUEEN_BAD_INPUT("queue name must be a non-empty string");
+        if (p->queues[i] == nullptr) QUEEN_BAD_INPUT("queue name must be a string, not NULL");
     for (int i = 0; i < p->n; i++)
         if (p->partitions[i] == nullptr || VARSIZE_ANY_EXHDR(p->partitions[i]) == 0)
             QUEEN_BAD_INPUT("partition name must be a non-empty string");

@@ -68,8 +68,9 @@ SELECT pg_temp.push_error('bad_q', 'p',
     jsonb_build_array(jsonb_build_object('transactionId', 'a' || convert_from('\xc285'::bytea, 'UTF8') || 'b',
                                          'payload', 1))) AS txn_c1_nel;
 
--- Empty queue or partition names.
-SELECT pg_temp.push_error('', 'p', '[{"transactionId":"a","payload":1}]') AS empty_queue_name;
+-- A NULL queue name, an empty partition name ("" is a queue name like any other, as Queen's
+-- broker accepts it: tests/regress/sql/empty_queue_name.sql).
+SELECT pg_temp.push_error(NULL, 'p', '[{"transactionId":"a","payload":1}]') AS null_queue_name;
 SELECT pg_temp.push_error('bad_q', '', '[{"transactionId":"a","payload":1}]') AS empty_partition_name;
 
 -- Nothing above wrote anything.

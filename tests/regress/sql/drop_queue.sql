@@ -33,7 +33,7 @@ CREATE FUNCTION pg_temp.rows_of(q text)
 -- Bad input.
 SELECT pg_temp.sqlstate_of($q$SELECT queen.drop_queue('dq_nope')$q$) AS unknown_queue;
 SELECT pg_temp.sqlstate_of($q$SELECT queen.drop_queue(NULL)$q$) AS null_queue;
-SELECT pg_temp.sqlstate_of($q$SELECT queen.drop_queue('')$q$) AS empty_queue;
+SELECT pg_temp.sqlstate_of($q$SELECT queen.drop_queue(NULL)$q$) AS null_queue;
 
 -- A queue with two partitions, messages, a consumer group with a contiguous ack and an ack
 -- above a gap (a consumer_acks row); and a second queue that must not be touched.

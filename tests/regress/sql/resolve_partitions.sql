@@ -35,7 +35,7 @@ EXCEPTION WHEN OTHERS THEN
 END $$;
 SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(ARRAY['rps_bad'], ARRAY['a', 'b'])$q$) AS lengths,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(NULL, ARRAY['a'])$q$) AS null_array,
-       pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(ARRAY['rps_bad', ''], ARRAY['a', 'b'])$q$) AS empty_queue,
+       pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(ARRAY['rps_bad', NULL], ARRAY['a', 'b'])$q$) AS null_queue,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(ARRAY['rps_bad', 'rps_bad'], ARRAY['a', NULL])$q$) AS null_partition,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(ARRAY[ARRAY['rps_bad']], ARRAY[ARRAY['a']])$q$) AS two_dims,
        pg_temp.sqlstate_of($q$SELECT * FROM queen.resolve_partitions(array_fill('rps_bad'::text, ARRAY[10001]), array_fill('a'::text, ARRAY[10001]))$q$) AS too_many;
@@ -72,7 +72,7 @@ FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY['rps_n'], ARRAY['p']
     ARRAY[queen.txn_hash('n1')], ARRAY[pg_temp.seg1('018f0000-0000-7000-8000-000000000009', 'n1', '9')],
     ARRAY[-1]::bigint[], ARRAY[0]) ORDER BY idx;
 SELECT pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY['rps_n', 'x'], ARRAY['p'], '{}', '{}', '{}', '{}')$q$) AS lengths,
-       pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY[''], ARRAY['p'], ARRAY[''::bytea], ARRAY['\x5153010000000000'::bytea], ARRAY[-1]::bigint[], ARRAY[0])$q$) AS empty_queue;
+       pg_temp.sqlstate_of($q$SELECT * FROM queen.push_segments_named(ARRAY[NULL]::bigint[], ARRAY[NULL::text], ARRAY['p'], ARRAY[''::bytea], ARRAY['\x5153010000000000'::bytea], ARRAY[-1]::bigint[], ARRAY[0])$q$) AS null_queue;
 SELECT has_function_privilege('queen_writer', 'queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[], bigint[], int[], bytea[])', 'EXECUTE') AS writer,
        has_function_privilege('queen_reader', 'queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[], bigint[], int[], bytea[])', 'EXECUTE') AS reader,
        has_function_privilege('public', 'queen.push_segments_named(bigint[], text[], text[], bytea[], bytea[], bigint[], int[], bytea[])', 'EXECUTE') AS public,

@@ -78,6 +78,7 @@ rm -rf "$suite" && cp -r "$SRC" "$suite" && chmod -R u+w "$suite" || broken "cop
 # queen's schema for the suite's own SQL connection: its direct reads of the broker's tables
 # then fail as they do against any other server (and its cleanup deletes nothing of queen's).
 psql -X -q -d postgres -v ON_ERROR_STOP=1 >/dev/null <<SQL || broken "creating database $DB failed"
+SET client_min_messages TO warning;
 DROP DATABASE IF EXISTS $DB WITH (FORCE);
 CREATE DATABASE $DB;
 DO \$\$ BEGIN

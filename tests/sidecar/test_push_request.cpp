@@ -100,7 +100,8 @@ TEST(PushRequest, RefusesReservedQueueNames) {
     EXPECT_EQ(validate_queue_name("__queen_streams"),
               std::string("is reserved (names starting with __queen_ are queen's own)"));
     EXPECT_EQ(validate_queue_name("queen_streams"), nullptr);
-    EXPECT_NE(validate_queue_name(""), nullptr);
+    EXPECT_EQ(validate_queue_name(""), nullptr);  // the broker accepts queue("")
+    EXPECT_NE(validate_name(""), nullptr);        // a partition is never ""
 }
 
 TEST(PushRequest, EmptyItemsIsFine) {

@@ -22,7 +22,9 @@
 --   * queue rows are locked (configure, drop_queue) before any partition row, never after;
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
---     each partition's batch). On a shard, a purge takes the partition's slot fence lock in
+--     each partition's batch). The periodic sweeps' session advisory lock
+--     (queen.retention_sweep_lock) is taken before a sweep's first batch and only ever tried,
+--     never waited for, so it adds no wait to this order. On a shard, a purge takes the partition's slot fence lock in
 --     ShareLock mode after the partition row lock, exactly like a push
 --     (queen.slot_fence_owns_partition; src/pg/storage/slot_fence.h).
 --   * the consuming model (sql/modules/60_consume*.sql) adds, after the partition locks

@@ -3,10 +3,15 @@
 # every --interval seconds against one database, forever (until SIGTERM / SIGINT). The procedure
 # commits after every partition's batch, so pushes never wait for more than one batch of one
 # partition. A failed run (server restarting, ...) is logged and retried at the next interval.
-# No pg_cron needed; run it under systemd, a container supervisor or nohup.
+# No pg_cron needed; run it under systemd, a container supervisor or nohup. Each run first takes
+# queen.retention_sweep_lock() (the lock the sidecar's --retention-interval-ms sweep takes too):
+# when another loop or sidecar is sweeping the database, the run is skipped and logged as
+# {"skipped": true}; the next interval tries again.
 #
 #   scripts/retention-loop.sh [--interval SECONDS] [--batch ROWS] [--pause SECONDS] [--once]
 #                             [--dbname CONNINFO]
+# --interval: seconds between the end of a run and the next (default 60; fractions allowed,
+#   0.1 at least: the client suite's retention tests want 2).
 # --batch: rows one batch (one transaction) deletes at most (default 2000).
 # --pause: sleep between two batches of a run (default 0.02), to leave CPU and WAL to pushes.
 #
@@ -27,11 +32,12 @@ while (($#)); do
         --pause) pause=${2:?}; shift 2 ;;
         --once) once=1; shift ;;
         --dbname) dbname=${2:?}; shift 2 ;;
-        -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
         *) echo "retention-loop: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-[[ $interval =~ ^[0-9]+$ && $interval -ge 1 ]] || { echo "retention-loop: --interval must be a whole number >= 1" >&2; exit 2; }
+[[ $interval =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v i="$interval" 'BEGIN { exit !(i >= 0.1) }' ||
+    { echo "retention-loop: --interval must be a number of seconds >= 0.1" >&2; exit 2; }
 [[ $batch =~ ^[0-9]+$ && $batch -ge 1 ]] || { echo "retention-loop: --batch must be a whole number >= 1" >&2; exit 2; }
 [[ $pause =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "retention-loop: --pause must be a number of seconds >= 0" >&2; exit 2; }
 conn=()
@@ -46,11 +52,19 @@ on_signal() {
 }
 trap on_signal TERM INT
 
-# One run; prints its line, returns psql's status.
+# One run (skipped when another sweeper holds the lock); prints its line, returns psql's status.
 run_once() {
     local out rc
-    out=$(psql -X -q -t -A -v ON_ERROR_STOP=1 "${conn[@]}" \
-        -c "CALL queen.run_retention_procedure($batch, $pause)" 2>&1)
+    out=$(psql -X -q -t -A -v ON_ERROR_STOP=1 "${conn[@]}" 2>&1 <<SQL
+SELECT queen.retention_sweep_lock() AS taken \gset
+\if :taken
+CALL queen.run_retention_procedure($batch, $pause);
+SELECT queen.retention_sweep_unlock() \g /dev/null
+\else
+\echo '{"skipped": true}'
+\endif
+SQL
+)
     rc=$?
     if ((rc == 0)); then
         echo "$(date -u +%FT%TZ) retention $out"

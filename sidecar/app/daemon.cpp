@@ -67,6 +67,31 @@ std::vector<std::unique_ptr<SqlRoute>> sql_routes(const Settings& st, const pg::
     return routes;
 }
 
+// --retention-interval-ms > 0: the retention sweep over --pg, or over every shard that owns a
+// slot of the current map (read again before every round).
+std::unique_ptr<RetentionSweep> make_retention(const Settings& st, const pg::ConnSettings& pgc,
+                                               shard::Directory* shards) {
+    if (st.retention_interval_ms <= 0) return nullptr;
+    std::function<std::vector<std::string>()> targets;
+    if (shards) {
+        targets = [shards] {
+            std::vector<std::string> out;
+            auto m = shards->map();
+            if (!m) return out;
+            std::vector<int> owners(m->slot_shard.begin(), m->slot_shard.end());
+            std::sort(owners.begin(), owners.end());
+            owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+            for (int i : owners)
+                if (i >= 0) out.push_back(shards->conninfo(i));
+            return out;
+        };
+    } else {
+        targets = [pg = st.pg] { return std::vector<std::string>{pg}; };
+    }
+    return std::make_unique<RetentionSweep>(std::move(targets), pgc, st.retention_interval_ms,
+                                            st.retention_batch_rows);
+}
+
 // The database health probes and stream wake-ups use: the router's in a cluster.
 const std::string& main_conninfo(const Settings& st) {
     return st.router.empty() ? st.pg : st.router;
@@ -116,6 +141,7 @@ Daemon::Daemon(const Settings& st)
         stream_engine_.set_direct(stream_direct_.get());
     }
     api_.set_health(&probe_, server_.draining_flag());
+    retention_ = make_retention(st_, pgc_, shards_.get());
 }
 
 // Only reached when the daemon did not start (a started one leaves through _Exit).
@@ -137,8 +163,8 @@ Status Daemon::listen(std::string* host, uint16_t* bound) {
     return server_.listen(*host, port, bound);
 }
 
-// Every thread, then the cache's idle upkeep on its own thread (a sweep over many partitions
-// must not stall the HTTP loop).
+// Every thread (the retention sweep's among them), then the cache's idle upkeep on its own
+// thread (a sweep over many partitions must not stall the HTTP loop).
 void Daemon::start() {
     probe_.start();
     if (shards_) shards_->start();
@@ -148,6 +174,7 @@ void Daemon::start() {
     stream_waiters_.start();
     stream_engine_.start();
     server_.start();
+    if (retention_) retention_->start();
     sweeper_ = std::thread([this] {
         std::unique_lock<std::mutex> lk(sweep_mu_);
         while (!sweep_cv_.wait_for(lk, std::chrono::milliseconds(kSweepIntervalMs),
@@ -197,6 +224,7 @@ void Daemon::stop() {
     pop_waiters_.stop();
     sql_pool_.abandon();  // nobody can be answered any more: send nothing else
     flusher_.abandon();
+    if (retention_) retention_->stop();
     sql_pool_.stop();
     flusher_.stop();
     stream_engine_.stop();

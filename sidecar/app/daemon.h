@@ -1,7 +1,7 @@
 // The daemon's parts, built from one parsed Settings: the block cache, the push connections
 // and flusher, the SQL pool, the long-poll pops, the routes, the readiness probe, the Durable
-// Streams (engine, waiters, direct path), a cluster's shard directory, the HTTP server and the
-// cache's idle sweeper. Each part takes the settings (or the struct built beside the part
+// Streams (engine, waiters, direct path), a cluster's shard directory, the HTTP server, the
+// cache's idle sweeper and the retention sweep. Each part takes the settings (or the struct built beside the part
 // from them) here and nowhere else; main.cpp only loads the settings, builds a Daemon, serves
 // and shuts down.
 //
@@ -26,6 +26,7 @@
 #include "db/pg_options.h"
 #include "db/sql_pool.h"
 #include "db/pg_probe.h"
+#include "db/retention_sweep.h"
 #include "http/http_server.h"
 #include "http/router.h"
 #include "push/block_cache.h"
@@ -93,6 +94,8 @@ private:
     boost::asio::io_context ioc_;
     HttpServer server_;
     std::unique_ptr<streams::StreamsPgDirect> stream_direct_;
+    // The periodic retention sweep (nullptr with --retention-interval-ms 0).
+    std::unique_ptr<RetentionSweep> retention_;
     // The idle sweeper.
     std::mutex sweep_mu_;
     std::condition_variable sweep_cv_;

@@ -37,6 +37,7 @@ ConnOptions connection_options(ConnKind kind, const std::string& conninfo, const
     const std::string timeout = std::to_string(cs.connect_timeout_s);
     switch (kind) {
         case ConnKind::Push:
+        case ConnKind::Retention:
             // Defaults first: the connection string (dbname, expanded) overrides any of them.
             o.add("keepalives", "1");
             o.add("keepalives_idle", kKeepalivesIdleS);
@@ -45,7 +46,8 @@ ConnOptions connection_options(ConnKind kind, const std::string& conninfo, const
             o.add("tcp_user_timeout", kTcpUserTimeoutMs);
             o.add("options", push_session_options(cs));
             o.add("connect_timeout", timeout);
-            o.add("application_name", "queen-sidecar");
+            o.add("application_name",
+                  kind == ConnKind::Push ? "queen-sidecar" : "queen-sidecar-retention");
             o.add("dbname", conninfo);
             break;
         case ConnKind::Streams:

@@ -4,7 +4,8 @@
 // timeout or session setting is said once. Each kind keeps its own application_name, session
 // options and precedence: for Push and Router connections the connection string comes last
 // and overrides any default here (its `options` replaces them all); for the others it comes
-// first and the kind's own values win.
+// first and the kind's own values win. Retention connections are Push connections but for their
+// application_name.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,7 @@ enum class ConnKind : uint8_t {
     Listen,   // the streams' LISTEN/relay connection (queen-sidecar-listen)
     Router,   // a cluster's router map reader (queen-sidecar-router)
     Probe,    // the readiness probe, PQpingParams only (queen-sidecar-probe)
+    Retention,  // the periodic retention sweep (queen-sidecar-retention; db/retention_sweep.h)
 };
 
 // The connection settings, filled from the settings table by pg_conn_settings()

@@ -226,6 +226,14 @@ const std::vector<SettingSpec>& setting_specs() {
                 Bytes, "one stream GET answers at most this much (at least one message)"),
         int_row("stream-read-max-messages", &S::stream_read_max_messages, 10000, 1, 10000000,
                 Plain, "one stream GET answers at most this many messages"),
+        int_row("retention-interval-ms", &S::retention_interval_ms, 60000, 0, 86400000, Plain,
+                "the retention sweep's period (see Retention sweep): queen.retention_step on a "
+                "connection of its own, one sweep at a time per database across sidecars; it "
+                "enforces retentionSeconds, completedRetentionSeconds, maxWaitTimeSeconds and the "
+                "dedup window's purge (the broker's RETENTION_INTERVAL and EVICTION_INTERVAL). "
+                "0: off (run the retention worker or scripts/retention-loop.sh instead)"),
+        int_row("retention-batch-rows", &S::retention_batch_rows, 2000, 1, 1000000, Plain,
+                "rows one batch (one transaction) of the retention sweep deletes at most"),
     };
     return specs;
 }

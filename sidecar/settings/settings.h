@@ -83,6 +83,8 @@ struct Settings {
     int64_t stream_sse_max_ms;
     int64_t stream_read_max_bytes;
     int64_t stream_read_max_messages;
+    int64_t retention_interval_ms;
+    int64_t retention_batch_rows;
 };
 
 enum class SettingType : uint8_t { Int, String };

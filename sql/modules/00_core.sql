@@ -22,7 +22,9 @@
 --   * queue rows are locked (configure, drop_queue) before any partition row, never after;
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
---     each partition's batch). On a shard, a purge takes the partition's slot fence lock in
+--     each partition's batch). The periodic sweeps' session advisory lock
+--     (queen.retention_sweep_lock) is taken before a sweep's first batch and only ever tried,
+--     never waited for, so it adds no wait to this order. On a shard, a purge takes the partition's slot fence lock in
 --     ShareLock mode after the partition row lock, exactly like a push
 --     (queen.slot_fence_owns_partition; src/pg/storage/slot_fence.h).
 --   * the consuming model (sql/modules/60_consume*.sql) adds, after the partition locks
@@ -328,6 +330,8 @@ $$;
 -- (Queen's 15 as stored), dedupWindowSeconds, retentionSeconds, dedupBy}; one naming only
 -- queen's own keys creates no partition and answers {queue, dedupWindowSeconds,
 -- retentionSeconds, dedupBy} as in 0.2.0 (every unsent option still returns to its default).
+-- The answer's retentionSeconds is the age retention stored in queues.retention_seconds: in
+-- Queen's form, retentionSeconds only with retentionEnabled (else null), like the broker.
 -- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock; on a
 -- shard of a cluster only the owner of its slot creates it, the others answer partitionId null).
 CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
@@ -347,7 +351,6 @@ DECLARE
     v_wire    boolean := false;
     v_qid     bigint;
     v_pid     bigint;
-    v_maxwait numeric;
 BEGIN
     IF p_queue IS NULL THEN
         RAISE EXCEPTION 'queue name must be a string, not NULL' USING ERRCODE = '22023';
@@ -406,10 +409,12 @@ BEGIN
 
     -- Queen's options: checked one by one, unsent (or null) ones back to their defaults
     v_queen := queen.consume_options_check(v_opts);
-    -- maxWaitTimeSeconds bounds how long a message is kept, like retentionSeconds
-    v_maxwait := (v_queen ->> 'maxWaitTimeSeconds')::numeric;
-    IF v_maxwait > 0 THEN
-        v_ret := least(COALESCE(v_ret, 2147483647), least(v_maxwait, 2147483647)::int);
+    -- Queen's form gates retentionSeconds on retentionEnabled, as the broker does (queen's own
+    -- form has no such flag: its retentionSeconds always holds). completedRetentionSeconds and
+    -- maxWaitTimeSeconds are read from the stored options by retention itself (see "The data
+    -- rules" at retention below).
+    IF v_wire AND NOT (v_queen ->> 'retentionEnabled')::boolean THEN
+        v_ret := NULL;
     END IF;
 
     SELECT id, dedup_window_seconds INTO v_qid, v_old FROM queen.queues WHERE name = p_queue FOR NO KEY UPDATE;
@@ -856,15 +861,36 @@ END
 $$;
 
 -- ---------------------------------------------------------------- retention
--- Retention drops, per partition and oldest first, the segments' data older than the queue's
--- retention_seconds (when set) and their hashes older than its dedup window (window 0: the
--- hashes whose data is gone, so acks keep resolving), never from a row holding an offset at or
--- above queen.retention_floor(partition). The two clocks meet in one row (queen.log_segments):
+-- Retention drops, per partition and oldest first, the segments' data its queue's data rules
+-- let go (below) and their hashes older than its dedup window (window 0: the hashes whose data
+-- is gone, so acks keep resolving), never from a row holding an offset at or above
+-- queen.retention_floor(partition). The two clocks meet in one row (queen.log_segments):
 -- dropping one side of a row whose other side is kept is an UPDATE (data = '' or hashes and
 -- message_ids NULL: a duplicate still names the original id and offset), dropping the last
 -- side deletes the row. log_start / txns_start mark where the kept data / hashes begin. Every
 -- purge holds that partition's row lock (FOR NO KEY UPDATE), so it serializes with pushes
 -- exactly like a push does.
+--
+-- The data rules (issue 27; docs/sql-interface.md "Retention"). A segment's data may go when,
+-- at the purge's clock p_now, one of these holds for it; the data dropped is the longest
+-- prefix of the kept segments (ascending offsets, whole segments) for which every segment
+-- qualifies:
+--   age       queues.retention_seconds is set and the segment is older than it (queen's own
+--             retentionSeconds; from Queen's configure only with retentionEnabled: configure
+--             stores it so);
+--   completed Queen's completedRetentionSeconds > 0 with retentionEnabled, the segment is older
+--             than it, and every message of it is at or below the cursor of every group that
+--             popped or acked on the partition (none: nothing is completed);
+--   max wait  Queen's maxWaitTimeSeconds > 0 (not gated by retentionEnabled, like the broker),
+--             the segment is older than it, and it holds a message still pending for some group
+--             (above the lowest cursor; every message is pending when no group has popped), or
+--             the oldest pending message of the partition is older than it too. A segment
+--             consumed by every group is thus dropped by max wait only together with older
+--             pending ones: the log is a prefix, so it cannot keep the consumed ones below a
+--             gap the way the broker's table does (docs/queen-compatibility.md).
+-- Hashes are never touched by these rules: the dedup window has its own clock.
+-- Cursors move only forward and acks do not wait for the purge's row lock (they take KEY
+-- SHARE), so a cursor read here can only be older than the truth: the purge then keeps more.
 
 -- Extension point: the lowest offset retention must keep in a partition, or NULL (no floor).
 -- A module that must hold messages (dedup views) replaces this with CREATE OR REPLACE.
@@ -874,36 +900,174 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$ SELECT NULL::bigint $$;
 
--- Whether a partition has anything retention may delete now (read without locking, so that
--- partitions with nothing eligible are never locked).
+-- The offset every group with state on a partition has consumed: the lowest cursor of the
+-- groups that popped (queen.consumer_state) or acked (queen.consumer_groups) there, -1 for a
+-- group without a cursor; NULL when no group has. Internal.
+CREATE OR REPLACE FUNCTION queen.retention_acked(p_partition_id bigint) RETURNS bigint
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    -- (written out again in queen.retention_next: keep the two alike)
+    SELECT least((SELECT min(c.committed_offset) FROM queen.consumer_groups c
+                   WHERE c.partition_id = p_partition_id),
+                 (SELECT -1 FROM queen.consumer_state s
+                   WHERE s.partition_id = p_partition_id
+                     AND NOT EXISTS (SELECT 1 FROM queen.consumer_groups c
+                                      WHERE c.partition_id = s.partition_id
+                                        AND c.group_name = s.group_name)
+                   LIMIT 1))
+$$;
+
+-- Queen's two cursor rules of a queue's stored options (NULL: the defaults): done_seconds is
+-- completedRetentionSeconds when retentionEnabled is true (else NULL), wait_seconds is
+-- maxWaitTimeSeconds (NULL for 0). Internal.
+CREATE OR REPLACE FUNCTION queen.retention_option_seconds(p_options jsonb, OUT done_seconds int,
+                                                          OUT wait_seconds int)
+LANGUAGE sql IMMUTABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN p_options -> 'retentionEnabled' = 'true'::jsonb
+                 AND jsonb_typeof(p_options -> 'completedRetentionSeconds') = 'number'
+                 AND (p_options ->> 'completedRetentionSeconds')::numeric >= 1
+                THEN least((p_options ->> 'completedRetentionSeconds')::numeric, 2147483647)::int END,
+           CASE WHEN jsonb_typeof(p_options -> 'maxWaitTimeSeconds') = 'number'
+                 AND (p_options ->> 'maxWaitTimeSeconds')::numeric >= 1
+                THEN least((p_options ->> 'maxWaitTimeSeconds')::numeric, 2147483647)::int END
+$$;
+
+-- The Queen rules of a partition at p_now (see "The data rules" above), from its queue's stored
+-- options (NULL: the defaults, no rule): done_seconds (completedRetentionSeconds when
+-- retentionEnabled, else NULL), wait_seconds (maxWaitTimeSeconds, NULL for 0), acked
+-- (queen.retention_acked, -1 when no group) and waited (the oldest message still pending for
+-- some group, at or above log_start, is older than wait_seconds). Internal.
+CREATE OR REPLACE FUNCTION queen.retention_rules(p_partition_id bigint, p_log_start bigint,
+                                                 p_options jsonb, p_now timestamptz,
+                                                 OUT done_seconds int, OUT wait_seconds int,
+                                                 OUT acked bigint, OUT waited boolean)
+LANGUAGE plpgsql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_from bigint;
+    v_end  bigint;
+    v_at   timestamptz;
+BEGIN
+    acked := -1;
+    waited := false;
+    SELECT o.done_seconds, o.wait_seconds INTO done_seconds, wait_seconds
+      FROM queen.retention_option_seconds(p_options) o;
+    IF done_seconds IS NULL AND wait_seconds IS NULL THEN
+        RETURN;
+    END IF;
+    acked := COALESCE(queen.retention_acked(p_partition_id), -1);
+    IF wait_seconds IS NULL THEN
+        RETURN;
+    END IF;
+    -- the oldest kept pending message: in the segment holding v_from, else the next segment
+    v_from := greatest(acked + 1, p_log_start);
+    SELECT s.end_offset, s.created_at INTO v_end, v_at FROM queen.log_segments s
+     WHERE s.partition_id = p_partition_id AND s.base_offset >= p_log_start
+       AND s.base_offset <= v_from AND octet_length(s.data) > 0
+     ORDER BY s.base_offset DESC LIMIT 1;
+    IF NOT FOUND OR v_end < v_from THEN
+        SELECT s.created_at INTO v_at FROM queen.log_segments s
+         WHERE s.partition_id = p_partition_id AND s.base_offset > v_from
+           AND octet_length(s.data) > 0
+         ORDER BY s.base_offset LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN;  -- nothing pending is kept
+        END IF;
+    END IF;
+    waited := v_at < p_now - make_interval(secs => wait_seconds);
+END
+$$;
+
+-- The first partition after p_after (ascending ids, up to p_last when given) that has something
+-- retention may delete at p_now, or NULL: one set-based pass over the partitions, read without
+-- locking, so that partitions with nothing eligible are never locked. Eligible: the oldest kept
+-- hash row is past the window (window 0: a row keeps its hashes below log_start), or the oldest
+-- kept segment qualifies under a data rule (for max wait, with the oldest pending message
+-- looked up only when that segment is consumed by every group). The same rules as
+-- queen.retention_purge, which decides again under the row lock.
+CREATE OR REPLACE FUNCTION queen.retention_next(p_after bigint, p_now timestamptz,
+                                                p_last bigint DEFAULT NULL) RETURNS bigint
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH r AS MATERIALIZED (
+        SELECT q.id, q.dedup_window_seconds AS win, q.retention_seconds AS ret,
+               x.done_seconds AS done, x.wait_seconds AS wait,
+               least(q.retention_seconds, x.done_seconds, x.wait_seconds) AS soonest
+          FROM queen.queues q
+          LEFT JOIN queen.queue_options o ON o.queue_id = q.id
+          LEFT JOIN LATERAL queen.retention_option_seconds(o.options) x ON true)
+    SELECT p.id
+      FROM queen.log_partitions p
+      JOIN r ON r.id = p.queue_id
+      -- the oldest kept segment, read only for queues with a data rule
+      LEFT JOIN LATERAL (SELECT s.end_offset, s.created_at FROM queen.log_segments s
+                          WHERE r.soonest IS NOT NULL
+                            AND s.partition_id = p.id AND s.base_offset >= p.log_start
+                            AND octet_length(s.data) > 0
+                          ORDER BY s.base_offset LIMIT 1) d ON true
+      -- the groups' cursors, read only when that segment is old enough for a cursor rule
+      -- (queen.retention_acked written out: a call per partition costs more than the reads)
+      LEFT JOIN LATERAL (SELECT COALESCE(least(
+                                    (SELECT min(c.committed_offset) FROM queen.consumer_groups c
+                                      WHERE c.partition_id = p.id),
+                                    (SELECT -1 FROM queen.consumer_state cs
+                                      WHERE cs.partition_id = p.id
+                                        AND NOT EXISTS (SELECT 1 FROM queen.consumer_groups c
+                                                         WHERE c.partition_id = cs.partition_id
+                                                           AND c.group_name = cs.group_name)
+                                      LIMIT 1)), -1) AS acked
+                           FROM (SELECT 1) one
+                          WHERE (r.done IS NOT NULL OR r.wait IS NOT NULL)
+                            AND d.created_at < p_now - make_interval(secs => least(r.done, r.wait))
+                         OFFSET 0) a
+        ON true
+     WHERE p.id > p_after AND (p_last IS NULL OR p.id <= p_last)
+       AND ((r.win > 0 AND (SELECT t.created_at FROM queen.log_segments t
+                             WHERE t.partition_id = p.id AND t.base_offset >= p.txns_start
+                               AND t.hashes IS NOT NULL
+                             ORDER BY t.base_offset LIMIT 1) < p_now - make_interval(secs => r.win))
+            OR (r.win = 0 AND EXISTS (SELECT 1 FROM queen.log_segments t
+                                       WHERE t.partition_id = p.id AND t.base_offset < p.log_start
+                                         AND t.hashes IS NOT NULL))
+            -- (each rule's IS NOT NULL first: a NULL comparison would not stop the AND)
+            OR (r.ret IS NOT NULL AND d.created_at < p_now - make_interval(secs => r.ret))
+            OR (r.done IS NOT NULL AND d.created_at < p_now - make_interval(secs => r.done)
+                AND d.end_offset <= a.acked)
+            OR (r.wait IS NOT NULL AND d.created_at < p_now - make_interval(secs => r.wait)
+                AND (d.end_offset > a.acked
+                     -- consumed by every group: the oldest pending message (in the segment
+                     -- holding acked + 1, else the next one) must be past max wait too
+                     OR (SELECT z.created_at FROM (
+                             (SELECT u.base_offset, u.end_offset, u.created_at FROM queen.log_segments u
+                               WHERE u.partition_id = p.id AND u.base_offset >= p.log_start
+                                 AND u.base_offset <= a.acked + 1
+                               ORDER BY u.base_offset DESC LIMIT 1)
+                             UNION ALL
+                             (SELECT u.base_offset, u.end_offset, u.created_at FROM queen.log_segments u
+                               WHERE u.partition_id = p.id AND u.base_offset > a.acked + 1
+                               ORDER BY u.base_offset LIMIT 1)) z
+                          WHERE z.end_offset > a.acked
+                          ORDER BY z.base_offset LIMIT 1) < p_now - make_interval(secs => r.wait))))
+     ORDER BY p.id
+     LIMIT 1
+$$;
+
+-- Whether one partition has anything retention may delete now (queen.retention_next on it).
 CREATE OR REPLACE FUNCTION queen.retention_eligible(p_partition_id bigint, p_now timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-         WHERE p.id = p_partition_id
-           AND ((q.retention_seconds IS NOT NULL AND EXISTS (
-                    SELECT 1 FROM (SELECT s.created_at FROM queen.log_segments s
-                                    WHERE s.partition_id = p.id AND s.base_offset >= p.log_start
-                                      AND octet_length(s.data) > 0
-                                    ORDER BY s.base_offset LIMIT 1) o
-                     WHERE o.created_at < p_now - make_interval(secs => q.retention_seconds)))
-                OR (q.dedup_window_seconds > 0 AND EXISTS (
-                    SELECT 1 FROM (SELECT t.created_at FROM queen.log_segments t
-                                    WHERE t.partition_id = p.id AND t.base_offset >= p.txns_start
-                                      AND t.hashes IS NOT NULL
-                                    ORDER BY t.base_offset LIMIT 1) o
-                     WHERE o.created_at < p_now - make_interval(secs => q.dedup_window_seconds)))
-                -- window 0: a row keeping its hashes below log_start (its data gone); rows do
-                -- not straddle log_start, so the oldest such row ends below it
-                OR (q.dedup_window_seconds = 0 AND EXISTS (
-                    SELECT 1 FROM queen.log_segments t
-                     WHERE t.partition_id = p.id AND t.base_offset < p.log_start
-                       AND t.hashes IS NOT NULL))))
-$$;
+AS $$ SELECT queen.retention_next(p_partition_id - 1, p_now, p_partition_id) IS NOT NULL $$;
 
 -- Purge one partition: lock its row, drop at most p_max_rows sides of rows in all (data
 -- first, then hashes), advance log_start / txns_start. Returns how many segments' data and how
@@ -919,6 +1083,8 @@ DECLARE
     v_win   int;
     v_start bigint;
     v_tstart bigint;
+    v_opts  jsonb;
+    v_r     record;
     v_floor bigint;
     v_upto  bigint;
     v_n     int;
@@ -926,9 +1092,10 @@ DECLARE
 BEGIN
     segments_deleted := 0;
     txns_deleted := 0;
-    SELECT q.retention_seconds, q.dedup_window_seconds, p.log_start, p.txns_start
-      INTO v_ret, v_win, v_start, v_tstart
+    SELECT q.retention_seconds, q.dedup_window_seconds, p.log_start, p.txns_start, o.options
+      INTO v_ret, v_win, v_start, v_tstart, v_opts
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+      LEFT JOIN queen.queue_options o ON o.queue_id = q.id
      WHERE p.id = p_partition_id FOR NO KEY UPDATE OF p;
     IF NOT FOUND THEN
         RETURN;  -- dropped meanwhile
@@ -941,11 +1108,20 @@ BEGIN
         RETURN;
     END IF;
     v_floor := queen.retention_floor(p_partition_id);
-    -- data: the oldest prefix of the kept data older than retention (and below the floor)
-    IF v_ret IS NOT NULL THEN
+    -- Queen's rules, read under the row lock (the cursors: see "The data rules" above)
+    SELECT * INTO v_r FROM queen.retention_rules(p_partition_id, v_start, v_opts, p_now);
+    -- data: the oldest prefix of the kept data that some data rule lets go (and below the floor)
+    IF v_ret IS NOT NULL OR v_r.done_seconds IS NOT NULL OR v_r.wait_seconds IS NOT NULL THEN
         SELECT max(x.end_offset), count(*) INTO v_upto, v_n FROM (
             SELECT s.end_offset,
-                   bool_and(s.created_at < p_now - make_interval(secs => v_ret)
+                   bool_and(((v_ret IS NOT NULL
+                              AND s.created_at < p_now - make_interval(secs => v_ret))
+                             OR (v_r.done_seconds IS NOT NULL
+                                 AND s.created_at < p_now - make_interval(secs => v_r.done_seconds)
+                                 AND s.end_offset <= v_r.acked)
+                             OR (v_r.wait_seconds IS NOT NULL
+                                 AND s.created_at < p_now - make_interval(secs => v_r.wait_seconds)
+                                 AND (s.end_offset > v_r.acked OR v_r.waited)))
                             AND (v_floor IS NULL OR s.end_offset < v_floor))
                        OVER (ORDER BY s.base_offset) AS all_old
               FROM (SELECT base_offset, end_offset, created_at FROM queen.log_segments
@@ -1019,9 +1195,11 @@ BEGIN
     IF p_max_rows IS NULL OR p_max_rows < 1 THEN
         RAISE EXCEPTION 'p_max_rows must be at least 1' USING ERRCODE = '22023';
     END IF;
-    FOR v_pid IN SELECT p.id FROM queen.log_partitions p ORDER BY p.id LOOP
+    v_pid := 0;
+    LOOP
         EXIT WHEN v_left <= 0;
-        CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
+        v_pid := queen.retention_next(v_pid, v_now);
+        EXIT WHEN v_pid IS NULL;
         SELECT * INTO v_r FROM queen.retention_purge(v_pid, v_left, v_now);
         -- a partition the shard's fence made the purge leave alone (its slot moving or gone:
         -- the same answer the purge got, its lock held to our commit) is skipped, not visited
@@ -1072,8 +1250,8 @@ BEGIN
         RETURN v_state;
     END IF;
     v_after := (v_state ->> 'afterPartitionId')::bigint;
-    FOR v_pid IN SELECT p.id FROM queen.log_partitions p WHERE p.id > v_after ORDER BY p.id LOOP
-        CONTINUE WHEN NOT queen.retention_eligible(v_pid, v_now);
+    v_pid := queen.retention_next(v_after, v_now);
+    IF v_pid IS NOT NULL THEN
         SELECT * INTO v_r FROM queen.retention_purge(v_pid, p_batch_rows, v_now);
         IF NOT queen.slot_fence_owns_partition(v_pid) THEN
             -- left alone by the shard's fence (slot moving or gone): skipped, not visited
@@ -1096,7 +1274,7 @@ BEGIN
                 + CASE WHEN v_pid IS DISTINCT FROM (v_state ->> 'lastPartitionId')::bigint
                        THEN 1 ELSE 0 END,
             'batches', (v_state ->> 'batches')::bigint + 1);
-    END LOOP;
+    END IF;
     RETURN (v_state - 'afterPartitionId' - 'lastPartitionId') || jsonb_build_object('done', true);
 END
 $$;
@@ -1124,6 +1302,27 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- The periodic sweeps' lock (the sidecar's --retention-interval-ms sweep and
+-- scripts/retention-loop.sh): a session-level advisory lock, (0x71756565, 0x72657465) of
+-- pg_try_advisory_lock's two-key space, so that one sweep runs at a time across every sidecar
+-- and loop of the database and the others skip their turn instead of repeating its reads.
+-- Nothing else depends on it: any number of retention_step callers stay exact without it (each
+-- purge rereads its partition under the row lock), so the worker and direct callers do not
+-- take it. Held across the sweep's commits; released by retention_sweep_unlock or when the
+-- session ends. true when taken (each true is released by one unlock).
+CREATE OR REPLACE FUNCTION queen.retention_sweep_lock() RETURNS boolean
+LANGUAGE sql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.pg_try_advisory_lock(1903519077, 1919251557) $$;
+
+-- Release the sweeps' lock taken by this session (false when it held none).
+CREATE OR REPLACE FUNCTION queen.retention_sweep_unlock() RETURNS boolean
+LANGUAGE sql VOLATILE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT pg_catalog.pg_advisory_unlock(1903519077, 1919251557) $$;
 
 -- ---------------------------------------------------------------- explain
 -- Why a push of this transactionId would (or would not) be a duplicate now: a jsonb object

@@ -19,3 +19,27 @@
 -- 0.1.0, through the frozen scripts) has exactly a fresh 0.4.0 install's catalog.
 --
 -- No schema change yet.
+
+-- ---------------------------------------------------------------- issue 27, retention options: completedRetentionSeconds, retentionEnabled, retentionSeconds, maxWaitTimeSeconds
+-- No table changes: retention reads completedRetentionSeconds, retentionEnabled and
+-- maxWaitTimeSeconds from queen.queue_options (as configure stored them), and configure now
+-- stores Queen's retentionSeconds in queues.retention_seconds only with retentionEnabled.
+-- Data: 0.3.0 folded maxWaitTimeSeconds into retention_seconds (the smaller one won) and did
+-- not gate retentionSeconds. A queue whose stored options name retentionEnabled true or a
+-- maxWaitTimeSeconds > 0 was configured in Queen's form (queen's own form cannot send either),
+-- so its retention_seconds is set to what 0.4.0's configure would store: retentionSeconds when
+-- retentionEnabled, else none (max wait is then a rule of its own). Other queues keep theirs:
+-- a retention that 0.3.0 honoured is not silently dropped (their form is not recorded; the
+-- next configure applies 0.4.0's rule).
+UPDATE queen.queues q
+   SET retention_seconds = CASE
+           WHEN (o.options ->> 'retentionEnabled') = 'true'
+            AND jsonb_typeof(o.options -> 'retentionSeconds') = 'number'
+            AND (o.options ->> 'retentionSeconds')::numeric >= 1
+           THEN least((o.options ->> 'retentionSeconds')::numeric, 2147483647)::int
+       END
+  FROM queen.queue_options o
+ WHERE o.queue_id = q.id
+   AND ((o.options ->> 'retentionEnabled') = 'true'
+        OR (jsonb_typeof(o.options -> 'maxWaitTimeSeconds') = 'number'
+            AND (o.options ->> 'maxWaitTimeSeconds')::numeric >= 1));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Retention runs by itself: scripts/retention-loop.sh (the documented periodic runner) purges a
-# queue's expired segments and hashes every second while pushes keep going, honours SIGTERM,
-# and with --once exits 0 after one run (non-zero when it cannot connect).
+# queue's expired segments and hashes every half second while pushes keep going, honours SIGTERM,
+# and with --once exits 0 after one run (non-zero when it cannot connect); a run while another
+# sweeper holds queen.retention_sweep_lock is skipped.
 # Needs PGHOST/PGPORT/PGUSER of a running server where queen is installed; a scratch database.
 set -euo pipefail
 ROOT=${QUEEN_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -34,7 +35,18 @@ if PGDATABASE=${DB}_missing "$ROOT/scripts/retention-loop.sh" --once >/dev/null 
     fail "--once succeeded without a database"
 fi
 
-PGDATABASE=$DB "$ROOT/scripts/retention-loop.sh" --interval 1 --batch 2 --pause 0.05 >"$WORK/loop.log" 2>&1 &
+# another sweeper (a sidecar, another loop) holding queen.retention_sweep_lock: the run is skipped
+psql -X -q -t -A -d "$DB" -c "SELECT queen.retention_sweep_lock(), pg_sleep(3)" >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 1 50); do
+    [[ $(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 1903519077 AND objid = 1919251557") == 1 ]] && break
+    sleep 0.1
+done
+out=$(PGDATABASE=$DB "$ROOT/scripts/retention-loop.sh" --once) || fail "--once under another's lock failed: $out"
+[[ $out == *'retention {"skipped": true}'* ]] || fail "--once must skip while another sweeper holds the lock: $out"
+wait "$holder"
+
+PGDATABASE=$DB "$ROOT/scripts/retention-loop.sh" --interval 0.5 --batch 2 --pause 0.05 >"$WORK/loop.log" 2>&1 &
 LOOP_PID=$!
 # pushes keep going while it runs; everything expired goes within a few seconds
 deadline=$((SECONDS + 30))

@@ -59,6 +59,11 @@ TEST(PgOptions, EveryKindAtTheDefaults) {
               (Pairs{{"dbname", ""},
                      {"connect_timeout", "3"},
                      {"application_name", "queen-sidecar-probe"}}));
+    // the retention sweep's: a push connection's keywords under its own application_name
+    Pairs push = pairs(connection_options(ConnKind::Push, "host=/tmp", cs));
+    for (auto& kv : push)
+        if (kv.first == "application_name") kv.second = "queen-sidecar-retention";
+    EXPECT_EQ(pairs(connection_options(ConnKind::Retention, "host=/tmp", cs)), push);
 }
 
 // The settings reach the options; the LISTEN connection's timeout is its own.

@@ -107,6 +107,8 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
         {"stream-sse-max-ms", 60000, 100, 86400000},
         {"stream-read-max-bytes", 1 << 20, 1024, int64_t(1) << 30},
         {"stream-read-max-messages", 10000, 1, 10000000},
+        {"retention-interval-ms", 60000, 0, 86400000},
+        {"retention-batch-rows", 2000, 1, 1000000},
     };
     std::size_t ints = 0;
     for (const auto& spec : setting_specs()) {

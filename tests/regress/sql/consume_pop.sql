@@ -50,12 +50,16 @@ SELECT r - 'queueId' - 'partitionId' AS answer,
        (r ->> 'queueId')::bigint = (SELECT id FROM queen.queues WHERE name = 'cpop_cfg') AS queue_id
 FROM cfg1;
 -- Upsert: unsent options go back to their defaults; retentionSeconds 0 keeps forever, like null;
--- maxWaitTimeSeconds bounds retention too (the smaller one wins).
+-- in Queen's form retentionSeconds holds only with retentionEnabled (the broker's gate), and
+-- maxWaitTimeSeconds is a rule of its own (tests/regress/sql/retention_options.sql), so the
+-- stored age retention is null here, then 100.
 SELECT r -> 'options' AS options, r -> 'retentionSeconds' AS kept_for, r -> 'dedupWindowSeconds' AS win
 FROM queen.configure('cpop_cfg', '{"retentionSeconds": 0, "encryptionEnabled": true}') r;
 SELECT (queen.configure('cpop_cfg', '{"retentionSeconds": 100, "maxWaitTimeSeconds": 40}')) -> 'retentionSeconds' AS kept_for;
 SELECT retention_seconds AS stored FROM queen.queues WHERE name = 'cpop_cfg';
 SELECT options FROM queen.queue_options WHERE queue_id = (SELECT id FROM queen.queues WHERE name = 'cpop_cfg');
+SELECT (queen.configure('cpop_cfg', '{"retentionSeconds": 100, "maxWaitTimeSeconds": 40,
+                                     "retentionEnabled": true}')) -> 'retentionSeconds' AS kept_for;
 -- One partition "Default", however often configured.
 SELECT count(*) AS partitions FROM queen.log_partitions
  WHERE queue_id = (SELECT id FROM queen.queues WHERE name = 'cpop_cfg');

@@ -25,7 +25,7 @@ ALTER TABLE queen.queues ADD COLUMN encryption_enabled boolean NOT NULL DEFAULT 
 -- 0.3.0 stored encryptionEnabled without enforcing it: its payloads are plaintext. A queue that
 -- asked for it and holds no message (log data, DLQ copy, parked push) is encrypted from now on;
 -- one that holds messages keeps them as they are and is not encrypted: its stored option turns
--- false (what it always was), with a NOTICE naming it (switching on needs an empty queue).
+-- false (what it always was), with a WARNING naming it (switching on needs an empty queue).
 DO $$
 DECLARE
     v_q record;
@@ -46,7 +46,7 @@ BEGIN
         IF v_q.holds THEN
             UPDATE queen.queue_options SET options = options || '{"encryptionEnabled": false}'
              WHERE queue_id = v_q.id;
-            RAISE NOTICE 'queue "%": encryptionEnabled was stored but never enforced, and the queue holds plaintext messages: it stays unencrypted (encryptionEnabled false)', v_q.name
+            RAISE WARNING 'queue "%": encryptionEnabled was stored but never enforced, and the queue holds plaintext messages: it stays unencrypted (encryptionEnabled false)', v_q.name
                 USING HINT = 'Encrypt a new queue, or empty this one and configure it again; see docs/encryption.md.';
         ELSE
             UPDATE queen.queues SET encryption_enabled = true WHERE id = v_q.id;

@@ -109,9 +109,10 @@ HttpResponse key_refusal(ApiContext& cx, const std::string& kid) {
 // Log the envelopes an answer could not open (tampered, moved or malformed).
 void note_broken(const crypto::AnswerOpen& st, const char* where) {
     if (st.broken > 0)
-        QLOG_WARN("%s: %d stored payload(s) failed to decrypt (tag mismatch or malformed "
-                  "envelope): answered as data null with decryptionError",
-                  where, st.broken);
+        QLOG_WARN(
+            "%s: %d stored payload(s) failed to decrypt (tag mismatch or malformed "
+            "envelope): answered as data null with decryptionError",
+            where, st.broken);
 }
 
 // Release the leases a pop answer holds: one "retry" ack per partition it delivered from.
@@ -146,8 +147,10 @@ void release_pop(SqlRoute& b, const std::string& body) {
         const char* v[] = {acks.c_str(), has_group ? g.c_str() : nullptr};
         std::string out;
         bool null = false;
-        Status s = pg->call_json(consume_sql::kAckName, consume_sql::kAck, 2, v, false, &out, &null);
-        if (!s.is_ok()) QLOG_WARN("releasing a refused pop's lease failed: %s", s.message().c_str());
+        Status s =
+            pg->call_json(consume_sql::kAckName, consume_sql::kAck, 2, v, false, &out, &null);
+        if (!s.is_ok())
+            QLOG_WARN("releasing a refused pop's lease failed: %s", s.message().c_str());
         return;
     }
     shards_ack(b, acks, g, has_group);

@@ -63,7 +63,8 @@ void pop_try(std::shared_ptr<PopCall> call) {
         if (!s.is_ok()) return call->reply(error_response(s));
         if (!null) {  // envelopes opened (issue 27); a key not held: leases released, 503
             HttpResponse refusal;
-            if (!open_pop_answer(*call->cx, b, &out, &refusal)) return call->reply(std::move(refusal));
+            if (!open_pop_answer(*call->cx, b, &out, &refusal))
+                return call->reply(std::move(refusal));
             return call->reply(json_ok(std::move(out)));
         }
         const int64_t now = SystemClock::instance().mono_ms();

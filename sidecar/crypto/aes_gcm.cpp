@@ -32,8 +32,8 @@ const unsigned char* bytes(std::string_view s) {
 bool random_iv(uint8_t iv[kIvBytes]) { return RAND_bytes(iv, static_cast<int>(kIvBytes)) == 1; }
 
 // EVP_EncryptInit_ex (cipher, then key and IV), the AAD, the plaintext, Final, then the tag.
-bool aes256gcm_seal(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes],
-                    std::string_view aad, std::string_view plaintext, std::string* out) {
+bool aes256gcm_seal(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes], std::string_view aad,
+                    std::string_view plaintext, std::string* out) {
     if (!fits_int(plaintext.size()) || !fits_int(aad.size())) return false;
     CipherCtx ctx = new_ctx();
     if (!ctx) return false;
@@ -63,8 +63,8 @@ bool aes256gcm_seal(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes],
 }
 
 // The same steps decrypting; the expected tag is set before Final, which fails on a mismatch.
-bool aes256gcm_open(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes],
-                    std::string_view aad, std::string_view sealed, std::string* out) {
+bool aes256gcm_open(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes], std::string_view aad,
+                    std::string_view sealed, std::string* out) {
     if (sealed.size() < kTagBytes || !fits_int(sealed.size()) || !fits_int(aad.size()))
         return false;
     const std::size_t n = sealed.size() - kTagBytes;
@@ -99,8 +99,7 @@ bool aes256gcm_open(const uint8_t key[kKeyBytes], const uint8_t iv[kIvBytes],
 }
 
 // HMAC() one-shot with SHA-256.
-void hmac_sha256(const uint8_t* key, std::size_t key_len, std::string_view data,
-                 uint8_t out[32]) {
+void hmac_sha256(const uint8_t* key, std::size_t key_len, std::string_view data, uint8_t out[32]) {
     unsigned int n = 32;
     HMAC(EVP_sha256(), key, static_cast<int>(key_len), bytes(data), data.size(), out, &n);
 }

@@ -31,7 +31,6 @@ inline constexpr std::size_t kTagBytes = 16;  // 128-bit tag
                                   std::string_view aad, std::string_view sealed, std::string* out);
 
 // HMAC-SHA-256 of data under key (32 bytes out): key ids and content identities.
-void hmac_sha256(const uint8_t* key, std::size_t key_len, std::string_view data,
-                 uint8_t out[32]);
+void hmac_sha256(const uint8_t* key, std::size_t key_len, std::string_view data, uint8_t out[32]);
 
 }  // namespace queen::sidecar::crypto

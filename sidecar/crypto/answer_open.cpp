@@ -95,8 +95,8 @@ bool open_answer(const KeyRing& ring, std::string_view answer, std::string_view 
                     break;
                 case OpenKind::Broken:
                     st->broken++;
-                    splices.push_back({payload.begin, payload.end,
-                                       "null," + std::string(kDecryptionError)});
+                    splices.push_back(
+                        {payload.begin, payload.end, "null," + std::string(kDecryptionError)});
                     break;
                 case OpenKind::KeyUnknown:
                     if (st->key_unknown++ == 0) st->unknown_kid = r.kid;

@@ -20,13 +20,27 @@ void escape_json(std::string_view s, std::string* out) {
     for (char ch : s) {
         const unsigned char c = static_cast<unsigned char>(ch);
         switch (c) {
-            case '\b': *out += "\\b"; break;
-            case '\f': *out += "\\f"; break;
-            case '\n': *out += "\\n"; break;
-            case '\r': *out += "\\r"; break;
-            case '\t': *out += "\\t"; break;
-            case '"': *out += "\\\""; break;
-            case '\\': *out += "\\\\"; break;
+            case '\b':
+                *out += "\\b";
+                break;
+            case '\f':
+                *out += "\\f";
+                break;
+            case '\n':
+                *out += "\\n";
+                break;
+            case '\r':
+                *out += "\\r";
+                break;
+            case '\t':
+                *out += "\\t";
+                break;
+            case '"':
+                *out += "\\\"";
+                break;
+            case '\\':
+                *out += "\\\\";
+                break;
             default:
                 if (c < 0x20) {
                     *out += "\\u00";
@@ -67,7 +81,8 @@ bool canonical_number(std::string_view n, std::string* out) {
     const long long point = static_cast<long long>(int_digits) + exp;  // digits before the point
     std::string ip, fp;
     for (long long k = 0; k < point; k++)
-        ip.push_back(k < static_cast<long long>(digits.size()) ? digits[static_cast<std::size_t>(k)] : '0');
+        ip.push_back(k < static_cast<long long>(digits.size()) ? digits[static_cast<std::size_t>(k)]
+                                                               : '0');
     for (long long k = 0; k < scale; k++) {
         const long long at = point + k;
         fp.push_back(at >= 0 && at < static_cast<long long>(digits.size())

@@ -18,7 +18,8 @@ struct Member {
     // The value's full text (a string's with its quotes).
     std::string_view raw() const {
         if (value.kind == json::Kind::String)
-            return std::string_view(value.begin - 1, static_cast<std::size_t>(value.end - value.begin) + 2);
+            return std::string_view(value.begin - 1,
+                                    static_cast<std::size_t>(value.end - value.begin) + 2);
         return value.text();
     }
     std::string_view raw_key() const {
@@ -120,8 +121,9 @@ Status seal_items(const KeyRing& ring, std::string_view queue, QueueMode mode,
         if (c.peek() != '{') {
             json::Value v;
             if (!c.value(&v, 1)) return Status(StatusCode::BadRequest, "items: malformed");
-            out->append(v.kind == json::Kind::String ? std::string_view(v.begin - 1, v.text().size() + 2)
-                                                     : v.text());
+            out->append(v.kind == json::Kind::String
+                            ? std::string_view(v.begin - 1, v.text().size() + 2)
+                            : v.text());
             continue;
         }
         if (!members_of(c, 1, &ms)) return Status(StatusCode::BadRequest, "items: malformed");
@@ -201,14 +203,16 @@ Status seal_wire_transaction(const KeyRing& ring,
             }
             if (!members_of(ic, 4, &im)) return bad;
             const Member* q = find(im, "queue");
-            const QueueMode mode =
-                q != nullptr && q->value.kind == json::Kind::String ? mode_of(string_of(q)) : QueueMode();
+            const QueueMode mode = q != nullptr && q->value.kind == json::Kind::String
+                                       ? mode_of(string_of(q))
+                                       : QueueMode();
             if (!mode.encrypted) {
                 out->append(item_raw);
                 continue;
             }
             std::string sealed;
-            Status s = seal_member(ring, string_of(q), find(im, "payload"), mode.by_content, &sealed);
+            Status s =
+                seal_member(ring, string_of(q), find(im, "payload"), mode.by_content, &sealed);
             if (!s.is_ok()) return s;
             rebuild(im, sealed, out);
         }

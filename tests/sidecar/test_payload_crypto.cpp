@@ -113,14 +113,16 @@ TEST(AesGcm, KnownAnswerVectors) {
         EXPECT_EQ(hex(sealed), std::string(k.ct) + k.tag);
         std::string back;
         ASSERT_TRUE(aes256gcm_open(reinterpret_cast<const uint8_t*>(key.data()),
-                                   reinterpret_cast<const uint8_t*>(iv.data()), aad, sealed, &back));
+                                   reinterpret_cast<const uint8_t*>(iv.data()), aad, sealed,
+                                   &back));
         EXPECT_EQ(back, pt);
         // the tag is checked: one flipped bit anywhere (ciphertext, tag, AAD) fails
         for (std::size_t i = 0; i < sealed.size(); i++) {
             std::string bad = sealed;
             bad[i] = static_cast<char>(bad[i] ^ 1);
             EXPECT_FALSE(aes256gcm_open(reinterpret_cast<const uint8_t*>(key.data()),
-                                        reinterpret_cast<const uint8_t*>(iv.data()), aad, bad, &back));
+                                        reinterpret_cast<const uint8_t*>(iv.data()), aad, bad,
+                                        &back));
         }
         EXPECT_FALSE(aes256gcm_open(reinterpret_cast<const uint8_t*>(key.data()),
                                     reinterpret_cast<const uint8_t*>(iv.data()), aad + "x", sealed,
@@ -142,8 +144,8 @@ TEST(KeyRing, LoadsOnlyWellFormedKeysAndNeverEchoesThem) {
     EXPECT_EQ(s.message().find(bad), std::string::npos);
     EXPECT_NE(s.message().find("QUEEN_ENCRYPTION_KEY"), std::string::npos);
     EXPECT_FALSE(r.load(kKeyA + "00", "").is_ok());
-    EXPECT_FALSE(r.load("", kKeyA).is_ok());      // a previous key alone
-    EXPECT_FALSE(r.load(kKeyA, kKeyA).is_ok());   // the same key twice
+    EXPECT_FALSE(r.load("", kKeyA).is_ok());     // a previous key alone
+    EXPECT_FALSE(r.load(kKeyA, kKeyA).is_ok());  // the same key twice
     EXPECT_FALSE(r.has_key());
     ASSERT_TRUE(r.load(kKeyA, kKeyB).is_ok());
     EXPECT_TRUE(r.has_key());
@@ -162,13 +164,15 @@ TEST(KeyRing, LoadsOnlyWellFormedKeysAndNeverEchoesThem) {
 TEST(Envelope, RoundTripAndShape) {
     KeyRing r;
     load(&r, kKeyA);
-    const std::string payloads[] = {"{\"message\":\"Hello, world!\"}", "null", "\"\"", "{}",
-                                    "[1,2.50,\"\\u00e9\"]", std::string(100000, '7')};
+    const std::string payloads[] = {
+        "{\"message\":\"Hello, world!\"}", "null", "\"\"", "{}", "[1,2.50,\"\\u00e9\"]",
+        std::string(100000, '7')};
     for (const std::string& p : payloads) {
         std::string env, back;
         ASSERT_TRUE(seal_payload(r, "q1", p, "", &env).is_ok());
         EXPECT_TRUE(queen::is_envelope_text(env)) << env;
-        EXPECT_EQ(env.find(p.substr(0, 20)), p.size() > 3 ? std::string::npos : env.find(p.substr(0, 20)));
+        EXPECT_EQ(env.find(p.substr(0, 20)),
+                  p.size() > 3 ? std::string::npos : env.find(p.substr(0, 20)));
         EXPECT_EQ(member(env, "kid"), r.current().kid);
         const OpenResult o = open_payload(r, "q1", env, &back);
         EXPECT_EQ(o.kind, OpenKind::Opened);
@@ -189,21 +193,25 @@ TEST(Envelope, AnyChangeFailsTheTag) {
     KeyRing r;
     load(&r, kKeyA);
     std::string env, back;
-    ASSERT_TRUE(seal_payload(r, "q1", "{\"secret\":42}", "0123456789abcdef0123456789abcdef", &env).is_ok());
+    ASSERT_TRUE(
+        seal_payload(r, "q1", "{\"secret\":42}", "0123456789abcdef0123456789abcdef", &env).is_ok());
     ASSERT_EQ(open_payload(r, "q1", env, &back).kind, OpenKind::Opened);
     // ciphertext: every base64 character changed in turn
     const std::string ct = member(env, "ct");
     for (std::size_t i = 0; i + 2 < ct.size(); i++) {
         std::string c2 = ct;
         c2[i] = c2[i] == 'A' ? 'B' : 'A';
-        EXPECT_EQ(open_payload(r, "q1", with_member(env, "ct", c2), &back).kind, OpenKind::Broken) << i;
+        EXPECT_EQ(open_payload(r, "q1", with_member(env, "ct", c2), &back).kind, OpenKind::Broken)
+            << i;
     }
     // the IV, the content identity, the queue (AAD), the version
     std::string iv = member(env, "iv");
     iv[0] = iv[0] == 'A' ? 'B' : 'A';
     EXPECT_EQ(open_payload(r, "q1", with_member(env, "iv", iv), &back).kind, OpenKind::Broken);
-    EXPECT_EQ(open_payload(r, "q1", with_member(env, "cid", "ffffffffffffffffffffffffffffffff"), &back).kind,
-              OpenKind::Broken);
+    EXPECT_EQ(
+        open_payload(r, "q1", with_member(env, "cid", "ffffffffffffffffffffffffffffffff"), &back)
+            .kind,
+        OpenKind::Broken);
     EXPECT_EQ(open_payload(r, "q2", env, &back).kind, OpenKind::Broken);
     std::string v2 = env;
     v2.replace(v2.find("v1"), 2, "v9");
@@ -366,17 +374,20 @@ TEST(PayloadSeal, ItemsKeepTheirFieldsAndCarryCidOnlyWithoutTransactionId) {
     KeyRing r;
     load(&r, kKeyA);
     std::string out, plain;
-    ASSERT_TRUE(seal_items(r, "q", QueueMode{true, true},
-                           "[{\"payload\":[1, 2],\"transactionId\":\"t1\"},{\"payload\":\"x\"},{\"transactionId\":\"n\"}]",
-                           &out)
-                    .is_ok());
+    ASSERT_TRUE(
+        seal_items(r, "q", QueueMode{true, true},
+                   "[{\"payload\":[1, "
+                   "2],\"transactionId\":\"t1\"},{\"payload\":\"x\"},{\"transactionId\":\"n\"}]",
+                   &out)
+            .is_ok());
     EXPECT_TRUE(valid_json(out)) << out;
     EXPECT_EQ(out.front(), '[');
     EXPECT_EQ(out.back(), ']');
     EXPECT_EQ(out.find("[1"), std::string::npos) << out;
     EXPECT_NE(out.find("\"transactionId\":\"t1\""), std::string::npos);
     EXPECT_NE(out.find("{\"transactionId\":\"n\"}"), std::string::npos) << out;  // no payload: kept
-    const std::string e1 = out.substr(out.find("{\"$enc\""), out.find('}', out.find("{\"$enc\"")) - out.find("{\"$enc\"") + 1);
+    const std::string e1 = out.substr(
+        out.find("{\"$enc\""), out.find('}', out.find("{\"$enc\"")) - out.find("{\"$enc\"") + 1);
     EXPECT_EQ(member(e1, "cid"), "");  // it has a transactionId
     ASSERT_EQ(open_payload(r, "q", e1, &plain).kind, OpenKind::Opened);
     EXPECT_EQ(plain, "[1,2]");
@@ -397,8 +408,8 @@ TEST(AnswerOpen, PopAnswerOpenedInPlace) {
     ASSERT_TRUE(seal_payload(r, "other-queue", "{\"moved\":1}", "", &e2).is_ok());  // wrong queue
     ASSERT_TRUE(seal_payload(other, "q", "{\"k\":1}", "", &e3).is_ok());
     auto answer = [](const std::string& d1, const std::string& d2) {
-        return "{\"queue\": \"q\", \"success\": true, \"messages\": [{\"id\": \"i1\", \"data\": " + d1 +
-               ", \"partition\": \"p\"}, {\"id\": \"i2\", \"data\": " + d2 +
+        return "{\"queue\": \"q\", \"success\": true, \"messages\": [{\"id\": \"i1\", \"data\": " +
+               d1 + ", \"partition\": \"p\"}, {\"id\": \"i2\", \"data\": " + d2 +
                "}, {\"id\": \"i3\", \"data\": {\"plain\": 1}}], \"leaseId\": \"L\"}";
     };
     std::string out;
@@ -414,7 +425,8 @@ TEST(AnswerOpen, PopAnswerOpenedInPlace) {
     EXPECT_EQ(st2.unknown_kid, other.current().kid);
     // a DLQ answer names each message's queue
     AnswerOpen st3;
-    ASSERT_TRUE(open_answer(r, "{\"messages\": [{\"data\": " + e2 + ", \"queue\": \"other-queue\"}]}",
+    ASSERT_TRUE(open_answer(r,
+                            "{\"messages\": [{\"data\": " + e2 + ", \"queue\": \"other-queue\"}]}",
                             "data", &out, &st3));
     EXPECT_EQ(st3.opened, 1);
     EXPECT_EQ(out, "{\"messages\": [{\"data\": {\"moved\":1}, \"queue\": \"other-queue\"}]}");
@@ -458,9 +470,10 @@ TEST(EncryptionSettings, KeysAreSecretRows) {
 }
 
 TEST(EncryptionErrors, UnsealedPushRefusalDependsOnTheKey) {
-    Status s(StatusCode::BadRequest,
-             "ERROR:  message 0: the queue is encrypted and this payload is not an encryption envelope",
-             "22QE1");
+    Status s(
+        StatusCode::BadRequest,
+        "ERROR:  message 0: the queue is encrypted and this payload is not an encryption envelope",
+        "22QE1");
     set_encryption_key_configured(true);
     PublicError e = public_error(s);
     EXPECT_EQ(e.http, 409);
@@ -469,7 +482,8 @@ TEST(EncryptionErrors, UnsealedPushRefusalDependsOnTheKey) {
     e = public_error(s);
     EXPECT_EQ(e.http, 503);
     EXPECT_EQ(e.code, "encryption_key_missing");
-    e = public_error(Status(StatusCode::Internal, "ERROR:  queue \"q\" holds messages: ...", "55QE1"));
+    e = public_error(
+        Status(StatusCode::Internal, "ERROR:  queue \"q\" holds messages: ...", "55QE1"));
     EXPECT_EQ(e.http, 409);
     EXPECT_EQ(e.code, "encryption_queue_not_empty");
 }

@@ -9,10 +9,10 @@
 // The text form starts with exactly kEnvelopePrefix (the sidecar writes it compact, members in
 // this order); stored as jsonb (queen.push, the DLQ copy) the members are in jsonb's order.
 #pragma once
-#include "core/common/firewall.h"
-
 #include <cstddef>
 #include <string_view>
+
+#include "core/common/firewall.h"
 
 namespace queen {
 

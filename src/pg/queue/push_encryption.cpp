@@ -2,9 +2,10 @@
 // binary path's content type json, the parked pushes) is checked by its first 29 bytes; a jsonb
 // payload (queen.push) by four key lookups in its container. Nothing is read from any table:
 // the flag comes with the partition row lock (storage/partition_lock.cpp, step 7).
+#include "pg/queue/push_encryption.h"
+
 #include "core/common/envelope_shape.h"
 #include "core/common/segment_codec.h"
-#include "pg/queue/push_encryption.h"
 
 extern "C" {
 #include "fmgr.h"
@@ -17,10 +18,10 @@ namespace queen_pg {
 // The string value of key in an object container, or false.
 static bool container_string(JsonbContainer* c, std::string_view key, std::string_view* out) {
     JsonbValue v;
-    if (getKeyJsonValueFromContainer(c, key.data(), (uint32) key.size(), &v) == nullptr ||
+    if (getKeyJsonValueFromContainer(c, key.data(), (uint32)key.size(), &v) == nullptr ||
         v.type != jbvString)
         return false;
-    *out = std::string_view(v.val.string.val, (size_t) v.val.string.len);
+    *out = std::string_view(v.val.string.val, (size_t)v.val.string.len);
     return true;
 }
 
@@ -73,7 +74,7 @@ char* envelope_content_txn(JsonbContainer* payload, int i, int* len) {
     memcpy(id, "content:", 8);
     memcpy(id + 8, cid.data(), queen::kContentIdHex);
     id[8 + queen::kContentIdHex] = '\0';
-    *len = (int) (8 + queen::kContentIdHex);
+    *len = (int)(8 + queen::kContentIdHex);
     return id;
 }
 

@@ -12,6 +12,7 @@ PACKAGES=(
     clang libclang-rt-14-dev llvm                                          # ASan/UBSan, libFuzzer, symbolizer
     clang-tidy cppcheck                                                    # make lint
     libxxhash-dev libgtest-dev libboost-dev libsimdjson-dev                # libraries
+    libssl-dev                                                             # libcrypto: payload encryption (sidecar)
     curl wrk python3                                                       # demo, benchmarks, tools
     b3sum                                                                  # BLAKE3 reference program (tests)
     python3-matplotlib                                                     # bench/durable.sh's plot

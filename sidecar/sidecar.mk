@@ -8,7 +8,7 @@ SIDECAR_HDRS     = $(wildcard sidecar/*.h sidecar/*/*.h) $(wildcard src/core/*/*
 SIDECAR_TEST_SRCS = $(wildcard tests/sidecar/*.cpp)
 SIDECAR_TEST_OBJS = $(patsubst tests/sidecar/%.cpp,$(BUILD)/tests/sidecar/%.o,$(SIDECAR_TEST_SRCS))
 SIDECAR_CXXFLAGS = $(HOST_FLAGS) -Isidecar -I$(shell $(PG_CONFIG) --includedir) -pthread
-SIDECAR_LIBS     = -lpq -lsimdjson -lxxhash -lpthread
+SIDECAR_LIBS     = -lpq -lsimdjson -lxxhash -lpthread -lcrypto  # libcrypto: payload encryption (sidecar/crypto/)
 
 $(BUILD)/sidecar/%.o: sidecar/%.cpp
 	@mkdir -p $(dir $@)

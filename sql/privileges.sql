@@ -127,3 +127,8 @@ GRANT EXECUTE ON FUNCTION queen.maintenance_enabled(), queen.maintenance_status(
     TO queen_reader, queen_writer, queen_admin;
 GRANT EXECUTE ON FUNCTION queen.maintenance_park(json) TO queen_writer;
 GRANT EXECUTE ON FUNCTION queen.set_maintenance(boolean) TO queen_admin;
+
+-- ---------------------------------------------------------------- payload encryption (issue 27)
+-- sql/modules/80_encryption.sql: the sidecar's per-queue modes for every role (the switch is
+-- configure's; the guards are internal).
+GRANT EXECUTE ON FUNCTION queen.queue_modes(text[]) TO queen_writer, queen_reader, queen_admin;

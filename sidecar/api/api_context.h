@@ -1,8 +1,8 @@
 // What every handler of Queen's wire shares (the routes themselves are listed in
 // api/route_table.cpp, their handlers declared in api/routes.h): the push parser's limits, the
 // flusher, the SQL workers of the non-push calls, the block cache and metrics, the long-poll
-// pop waiters, the maintenance gate the push asks before the flusher, and the readiness inputs
-// of /health. Built once in main.cpp; it outlives every request.
+// pop waiters, the maintenance gate the push asks before the flusher, payload encryption's keys
+// and queue modes, and the readiness inputs of /health. Built once in main.cpp; it outlives every request.
 #pragma once
 
 #include <atomic>
@@ -11,6 +11,7 @@
 #include "api/maintenance_gate.h"
 #include "common/metrics.h"
 #include "consume/pop_waiters.h"
+#include "crypto/crypto_context.h"
 #include "db/sql_pool.h"
 #include "push/block_cache.h"
 #include "push/flusher.h"
@@ -48,6 +49,7 @@ struct ApiContext {
     PopWaiters* waiters;
     ConsumeLimits consume;
     MaintenanceGate maintenance;  // the push's choice between the flusher and parking
+    crypto::CryptoContext crypto;  // payload keys and queue modes (api/payload_crypto.h)
     const PgProbe* probe = nullptr;
     const std::atomic<bool>* draining = nullptr;
 };

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "api/api_util.h"
+#include "api/payload_crypto.h"
 #include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
@@ -51,6 +52,12 @@ void configure_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
         if (o.get(opts))
             return reply(
                 error_response(Status(StatusCode::BadRequest, "options must be an object")));
+        // issue 27: encryption needs a key here (503 encryption_key_missing, nothing configured)
+        bool asks = false;
+        HttpResponse refusal;
+        if (!opts["encryptionEnabled"].get(asks) &&
+            refuse_unkeyed_configure(cx, asks, &refusal))
+            return reply(std::move(refusal));
         std::string kept = "{";
         for (auto field : opts) {
             bool known = false;
@@ -64,7 +71,8 @@ void configure_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
         options = kept + "}";
     }
     Flusher* fl = &cx.flusher;
-    with_route(cx.sql, std::move(reply), [queue, options, ns, task, has_ns, has_task, fl](const PgRoute& route) {
+    crypto::QueueModes* modes = &cx.crypto.modes;
+    with_route(cx.sql, std::move(reply), [queue, options, ns, task, has_ns, has_task, fl, modes](const PgRoute& route) {
         const char* v[] = {queue.c_str(), options.c_str(), has_ns ? ns.c_str() : nullptr,
                            has_task ? task.c_str() : nullptr};
         std::string result;
@@ -77,6 +85,7 @@ void configure_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
                 "SELECT queen.configure($1::text, $2::jsonb) || "
                 "jsonb_build_object('namespace', $3::text, 'task', $4::text)",
                 4, v, false, &result, &null);
+        modes->forget(queue);  // its encryption flag is read again by the next push
         if (!s.is_ok()) return error_response(route.every_result(std::move(s)));
         fl->forget_meta();
         HttpResponse r;

@@ -1,6 +1,7 @@
 // GET /api/v1/dlq (see routes.h): the dead-letter listing, queen.dlq_messages on the single
 // server or gathered from the shards under --router (shard/consume_shards.h).
 #include "api/api_util.h"
+#include "api/payload_crypto.h"
 #include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
@@ -27,8 +28,12 @@ void dlq_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
     if (query_param(query, "offset", &v) && (!parse_int(v, &offset) || offset > 2147483647))
         return reply(
             error_response(Status(StatusCode::BadRequest, "offset must be a whole number >= 0")));
+    // envelopes opened before the answer leaves (issue 27)
+    Reply opened = [&cx, reply = std::move(reply)](HttpResponse r) {
+        reply(open_dlq_answer(cx, std::move(r)));
+    };
     on_pg_or_shards(
-        cx.sql, std::move(reply),
+        cx.sql, std::move(opened),
         [queue, group, has_group, limit, offset](PgConnection& pg) {
             const std::string l = std::to_string(limit), o = std::to_string(offset);
             const char* v2[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(),

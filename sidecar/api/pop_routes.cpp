@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "api/api_util.h"
+#include "api/payload_crypto.h"
 #include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
@@ -60,7 +61,12 @@ void pop_try(std::shared_ptr<PopCall> call) {
         Status s = pg ? pg->call_json(kPopName, kPop, 7, p.values, false, &out, &null)
                       : shards_pop(b, call->queue, p, &out, &null);
         if (!s.is_ok()) return call->reply(error_response(s));
-        if (!null) return call->reply(json_ok(std::move(out)));
+        if (!null) {  // envelopes opened (issue 27); a key not held: leases released, 503
+            HttpResponse refusal;
+            if (!open_pop_answer(*call->cx, b, &out, &refusal))
+                return call->reply(std::move(refusal));
+            return call->reply(json_ok(std::move(out)));
+        }
         const int64_t now = SystemClock::instance().mono_ms();
         if (!call->wait || now >= call->deadline_mono || waiters->stopped()) {
             HttpResponse r;
@@ -133,7 +139,7 @@ void pop_read_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
     query_param(query, "consumerGroup", &group);
     if (group.empty()) group = "__QUEUE_MODE__";
-    with_route(cx.sql, std::move(reply), [queue, partition, group, batch, from](const PgRoute& route) {
+    with_route(cx.sql, std::move(reply), [&cx, queue, partition, group, batch, from](const PgRoute& route) {
         PgConnection* pgp = nullptr;
         Status rs = route.at(PgTarget{{{queue, partition}}, {}}, &pgp);
         if (!rs.is_ok()) return error_response(rs);
@@ -178,7 +184,8 @@ void pop_read_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
             b += ",\"createdAt\":";
             json_append_int(&b, rows[i].created_ms);
             b += ",\"data\":";
-            b += rows[i].payload;
+            HttpResponse refusal;  // issue 27: an envelope opened, or a key not held here
+            if (!append_read_payload(cx, queue, rows[i].payload, &b, &refusal)) return refusal;
             b += "}";
         }
         b += "]}";

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "api/api_util.h"
+#include "api/payload_crypto.h"
 #include "api/routes.h"
 #include "common/json_writer.h"
 #include "core/common/partition_uuid.h"
@@ -31,8 +32,9 @@ void push_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
             waiters->notify(*last);
         }
     };
-    // The maintenance gate decides before the flusher sees the job: the flusher, or parked.
-    cx.maintenance.submit(std::move(job), std::move(shared_reply));
+    // Payloads of encrypted queues sealed (issue 27), then the maintenance gate decides before
+    // the flusher sees the job: the flusher, or parked.
+    seal_push(cx, std::move(job), std::move(shared_reply));
 }
 
 // 201 + one object per item in input order, or one error when no item was stored or found

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "api/api_util.h"
+#include "api/payload_crypto.h"
 #include "db/pg_connection.h"
 #include "api/routed_sql.h"
 #include "api/routes.h"
@@ -68,19 +69,28 @@ void transaction_wire(ApiContext& cx, std::string body, Reply reply) {
         }
         idx++;
     }
-    cx.sql.run([reply = std::move(reply), body = std::move(body),
+    cx.sql.run([&cx, reply = std::move(reply), body = std::move(body),
                       target = std::move(target)](SqlRoute& b) {
         PgConnection* pg = b.single();
         if (pg == nullptr) {  // --router: the one shard holding all of it, else 400 cross_shard
             Status r = b.pg_for(target, &pg);
             if (!r.is_ok()) return reply(error_response(r));
         }
-        const char* v[] = {body.c_str()};
+        std::vector<std::string> queues;
+        for (const auto& qp : target.partitions) queues.push_back(qp.first);
         std::string out;
-        bool null = false;
-        Status s = pg->call_json("queen_wire_txn", "SELECT queen.transaction_wire($1::jsonb)", 1, v,
-                                 false, &out, &null);
-        if (!s.is_ok()) return reply(error_response(s));
+        for (int attempt = 0;; attempt++) {  // issue 27: sealed; once more if the memo was stale
+            std::string sent;
+            Status s = seal_wire_body(cx, *pg, queues, body, &sent);
+            bool null = false;
+            const char* v[] = {sent.c_str()};
+            if (s.is_ok())
+                s = pg->call_json("queen_wire_txn", "SELECT queen.transaction_wire($1::jsonb)", 1,
+                                  v, false, &out, &null);
+            if (attempt == 0 && refused_unsealed(cx, s, queues)) continue;
+            if (!s.is_ok()) return reply(error_response(s));
+            break;
+        }
         reply(json_ok(std::move(out)));
     });
 }
@@ -115,7 +125,7 @@ void transaction_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
             if (const char* why = validate_queue_name(o.queue))
                 return reply(
                     error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
-    with_route(cx.sql, std::move(reply), [sql, ref](const PgRoute& route) {
+    with_route(cx.sql, std::move(reply), [&cx, sql, ref](const PgRoute& route) {
         // Every partition the transaction touches must live on one shard (with --router):
         // refused as cross_shard before anything is written otherwise.
         PgTarget t;
@@ -135,7 +145,17 @@ void transaction_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
             if (!s.is_ok()) return error_response(s);
         }
         std::string result;
-        Status s = pg.transaction(sql_ops_json(*sql), &result);
+        std::vector<std::string> queues;
+        for (const SqlOp& o : *sql)
+            if (o.push) queues.push_back(o.queue);
+        Status s;
+        for (int attempt = 0;; attempt++) {  // issue 27: sealed; once more if the memo was stale
+            std::vector<SqlOp> sent = *sql;
+            s = seal_sql_ops(cx, pg, &sent);
+            if (s.is_ok()) s = pg.transaction(sql_ops_json(sent), &result);
+            if (attempt == 0 && refused_unsealed(cx, s, queues)) continue;
+            break;
+        }
         HttpResponse r;
         if (s.code() == StatusCode::Conflict) {
             r.body = "{\"success\":false,\"reason\":\"duplicate\"}";

@@ -4,9 +4,11 @@
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "api/routes.h"
+#include "common/errors.h"
 #include "common/log.h"
 #include "db/pg_connection.h"
 #include "db/pg_options.h"
@@ -141,6 +143,17 @@ Daemon::Daemon(const Settings& st)
         stream_engine_.set_direct(stream_direct_.get());
     }
     api_.set_health(&probe_, server_.draining_flag());
+    // Payload encryption (issue 27): the keys, checked by the settings' rows already; a key that
+    // still does not load stops the sidecar before it serves (never shown, only its id).
+    Status ks = api_.crypto.load(st_);
+    if (!ks.is_ok()) {
+        QLOG_ERROR("queen-sidecar: %s", ks.message().c_str());
+        std::_Exit(2);
+    }
+    set_encryption_key_configured(api_.crypto.keys.has_key());
+    if (api_.crypto.keys.has_key())
+        QLOG_INFO("payload encryption: %s (encrypted queues are sealed and opened here)",
+                  api_.crypto.keys.describe().c_str());
     retention_ = make_retention(st_, pgc_, shards_.get());
 }
 

@@ -2,6 +2,7 @@
 #include "common/errors.h"
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cstring>
 
@@ -42,6 +43,11 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::ShardUnavailable, "shard_unavailable"},
     {ErrorCode::NotSupportedSharded, "not_supported_sharded"},
     {ErrorCode::ExtensionVersion, "extension_version"},
+    {ErrorCode::EncryptionRequired, "encryption_required"},
+    {ErrorCode::EncryptionKeyMissing, "encryption_key_missing"},
+    {ErrorCode::EncryptionKeyUnknown, "encryption_key_unknown"},
+    {ErrorCode::EncryptionQueueNotEmpty, "encryption_queue_not_empty"},
+    {ErrorCode::DecryptionFailed, "decryption_failed"},
     {ErrorCode::Gone, "gone"},
     {ErrorCode::MethodNotAllowed, "method_not_allowed"},
     {ErrorCode::BadName, "bad_name"},
@@ -93,6 +99,9 @@ struct StateMap {
 
 // Most specific first; a class entry (two characters) matches every SQLSTATE of the class.
 const StateMap kStates[] = {
+    // issue 27: an unsealed push to an encrypted queue (the sidecar's view was stale: send
+    // again; public_error answers 503 encryption_key_missing when no key is configured here)
+    {"22QE1", 409, ErrorCode::EncryptionRequired, false},
     {"22023", 400, ErrorCode::InvalidParameter, true},
     {"22P02", 400, ErrorCode::InvalidInput, true},
     {"22P05", 400, ErrorCode::InvalidInput, true},
@@ -104,6 +113,8 @@ const StateMap kStates[] = {
     {"23", 409, ErrorCode::Conflict, true},
     {"42501", 403, ErrorCode::PermissionDenied, false},
     {"54", 413, ErrorCode::TooLarge, true},
+    // issue 27: encryptionEnabled switched on for a queue that holds messages
+    {"55QE1", 409, ErrorCode::EncryptionQueueNotEmpty, true},
     {"55P03", 503, ErrorCode::LockTimeout, false},
     // Made by the sidecar itself (db/extension_version.h): the database needs an update.
     {"55Q03", 503, ErrorCode::ExtensionVersion, true},
@@ -129,6 +140,12 @@ const char* fixed_message(ErrorCode code) {
             return "a concurrent transaction interfered; retry";
         case ErrorCode::Unavailable:
             return "PostgreSQL is unavailable; retry";
+        case ErrorCode::EncryptionRequired:
+            return "the queue is encrypted and this push was not sealed (the queue was switched "
+                   "to encryption after this sidecar last looked); send it again";
+        case ErrorCode::EncryptionKeyMissing:
+            return "the queue is encrypted and this sidecar holds no encryption key "
+                   "(QUEEN_ENCRYPTION_KEY)";
         default:
             return "internal error";
     }
@@ -162,6 +179,9 @@ ErrorCode kind_code(StatusCode c) {
     return ErrorCode::Internal;
 }
 }  // namespace
+
+// Whether this sidecar holds a payload key (errors.h).
+static std::atomic<bool> g_encryption_key{false};
 
 // The code's text from the table (lower case).
 const char* error_code_text(ErrorCode c) noexcept {
@@ -204,9 +224,17 @@ static bool is_reserved_queue_refusal(const Status& s) {
            s.message().find("is reserved for queen's internal use") != std::string::npos;
 }
 
+void set_encryption_key_configured(bool configured) noexcept { g_encryption_key = configured; }
+
 PublicError public_error(const Status& s) {
     PublicError e;
     const std::string& st = s.sqlstate();
+    if (st == "22QE1" && !g_encryption_key) {  // no key here: nothing can be sealed
+        e.http = 503;
+        e.code = error_code_text(ErrorCode::EncryptionKeyMissing);
+        e.message = fixed_message(ErrorCode::EncryptionKeyMissing);
+        return e;
+    }
     if (is_reserved_queue_refusal(s)) {
         e.http = 400;
         e.code = error_code_text(ErrorCode::BadRequest);

@@ -48,6 +48,12 @@ enum class ErrorCode : int {
     ShardUnavailable,
     NotSupportedSharded,
     ExtensionVersion,
+    // Payload encryption (issue 27, docs/encryption.md).
+    EncryptionRequired,
+    EncryptionKeyMissing,
+    EncryptionKeyUnknown,
+    EncryptionQueueNotEmpty,
+    DecryptionFailed,
     // The streams surface: its requests' checks and the extension's typed answers.
     Gone,
     MethodNotAllowed,
@@ -95,6 +101,12 @@ struct PublicError {
 
 // The client-facing form of a failed Status (s must not be ok).
 PublicError public_error(const Status& s);
+
+// Whether this sidecar holds a payload key (set once at start, before serving): the extension's
+// refusal of an unsealed push to an encrypted queue (22QE1) then means a stale view of the queue
+// (409 encryption_required, send again), else that no key is configured here (503
+// encryption_key_missing).
+void set_encryption_key_configured(bool configured) noexcept;
 
 // The first line of a PostgreSQL error text without its "ERROR:  " prefix, and without a
 // "<statement>: " prefix added by the backend layer.

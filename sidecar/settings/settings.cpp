@@ -70,6 +70,21 @@ bool valid_host_port(const std::string& s) {
 // --log-format's check.
 bool valid_log_format(const std::string& s) { return s == "text" || s == "json"; }
 
+// A payload key's check: none, or exactly 64 hex digits (32 bytes).
+bool valid_key_or_empty(const std::string& s) {
+    if (s.empty()) return true;
+    if (s.size() != 64) return false;
+    for (char c : s)
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+// A row whose value is never shown.
+SettingSpec secret(SettingSpec r) {
+    r.secret = true;
+    return r;
+}
+
 constexpr SettingUnit Plain = SettingUnit::Plain;
 constexpr SettingUnit Bytes = SettingUnit::Bytes;
 
@@ -234,6 +249,17 @@ const std::vector<SettingSpec>& setting_specs() {
                 "0: off (run the retention worker or scripts/retention-loop.sh instead)"),
         int_row("retention-batch-rows", &S::retention_batch_rows, 2000, 1, 1000000, Plain,
                 "rows one batch (one transaction) of the retention sweep deletes at most"),
+        secret(str_row("encryption-key", &S::encryption_key, "", "64 hex digits (32 bytes)",
+                       valid_key_or_empty,
+                       "the AES-256-GCM key of queues with encryptionEnabled (docs/encryption.md): "
+                       "it seals every new payload of such a queue and opens what it sealed. Give "
+                       "it in the environment (a flag shows in ps); never stored nor logged (shown "
+                       "as ***). Empty: no key, pushes to and configuring of encrypted queues are "
+                       "refused (503 encryption_key_missing)")),
+        secret(str_row("encryption-key-previous", &S::encryption_key_previous, "",
+                       "64 hex digits (32 bytes)", valid_key_or_empty,
+                       "during a key rotation, the key before --encryption-key: it only opens the "
+                       "payloads it sealed (docs/encryption.md, Rotating the key)")),
     };
     return specs;
 }

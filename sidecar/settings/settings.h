@@ -85,6 +85,8 @@ struct Settings {
     int64_t stream_read_max_messages;
     int64_t retention_interval_ms;
     int64_t retention_batch_rows;
+    std::string encryption_key;           // 64 hex digits ("" = none); secret: never shown
+    std::string encryption_key_previous;  // the key before a rotation; secret
 };
 
 enum class SettingType : uint8_t { Int, String };
@@ -105,6 +107,7 @@ struct SettingSpec {
     const char* accepts = nullptr;                // String rows: what a valid value looks like
     bool (*valid)(const std::string&) = nullptr;  // String rows: nullptr = anything
     bool has_password = false;  // String rows: a libpq connection string (logged without it)
+    bool secret = false;        // String rows: never shown (logs, errors): "***" when set
     bool runtime = false;       // can change while the daemon runs (no setting can today)
     const char* help = "";
 };
@@ -126,7 +129,8 @@ Status load_settings(int argc, char** argv, Settings* out, bool* want_help);
 std::string settings_help();
 // docs/sidecar.md's settings table (and the line after it) generated from the table.
 std::string settings_markdown();
-// "name=value ..." of every row, for the start-up log line (the password of --pg hidden).
+// "name=value ..." of every row, for the start-up log line (the password of --pg hidden, a
+// secret row shown as *** when set).
 std::string settings_effective(const Settings& st);
 // One row's value as a flag takes it (the inverse of parsing).
 std::string setting_value(const SettingSpec& spec, const Settings& st);

@@ -42,6 +42,11 @@ Status check_strings(const Settings& st) {
     for (const auto& spec : setting_specs()) {
         if (spec.type != SettingType::String || !spec.valid) continue;
         const std::string& v = st.*spec.str_field;
+        if (!spec.valid(v) && spec.secret)  // never echoed: its length only
+            return Status(StatusCode::BadRequest,
+                          std::string("--") + spec.name + " (" + spec.env + "): expected " +
+                              spec.accepts + ", got " + std::to_string(v.size()) +
+                              " characters (not shown)");
         if (!spec.valid(v))
             return Status(StatusCode::BadRequest, std::string("--") + spec.name + ": expected " +
                                                       spec.accepts + ", got " + v);

@@ -136,6 +136,7 @@ std::string settings_effective(const Settings& st) {
     for (const auto& spec : setting_specs()) {
         std::string v = setting_value(spec, st);
         if (spec.has_password) v = redact_conninfo(v);
+        if (spec.secret && !v.empty()) v = "***";
         if (spec.type == SettingType::String)
             v = v.empty() || v.find(' ') != std::string::npos ? "\"" + v + "\"" : v;
         line += std::string(line.empty() ? "" : " ") + spec.name + "=" + v;

@@ -20,6 +20,8 @@
 --     sorted by (queue, partition) (collation "C") before it locks any; partition creation
 --     only ever happens before partition locks are taken;
 --   * queue rows are locked (configure, drop_queue) before any partition row, never after;
+--     configure switching a queue's encryption on takes it FOR UPDATE, then the queue's
+--     advisory encryption lock, then its partition rows (sql/modules/80_encryption.sql);
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch). The periodic sweeps' session advisory lock
@@ -439,6 +441,8 @@ BEGIN
     END IF;
     INSERT INTO queen.queue_options (queue_id, options) VALUES (v_qid, v_queen)
     ON CONFLICT (queue_id) DO UPDATE SET options = EXCLUDED.options;
+    -- issue 27: the flag every push reads (on only while the queue is empty: 55QE1)
+    PERFORM queen.queue_set_encryption(v_qid, p_queue, (v_queen ->> 'encryptionEnabled')::boolean);
     -- placement before any partition is created (it cannot change once the queue has some)
     PERFORM queen.queue_set_placement(p_queue, v_single);
     IF v_wire THEN

@@ -281,8 +281,10 @@ BEGIN
         v_row := p_rows[v_i];
         CASE p_tbls[v_i]
         WHEN 'queues' THEN
-            INSERT INTO queen.queues (name, dedup_window_seconds, retention_seconds, dedup_by)
-            SELECT r.name, r.dedup_window_seconds, r.retention_seconds, r.dedup_by
+            INSERT INTO queen.queues (name, dedup_window_seconds, retention_seconds, dedup_by,
+                                      encryption_enabled)
+            SELECT r.name, r.dedup_window_seconds, r.retention_seconds, r.dedup_by,
+                   COALESCE(r.encryption_enabled, false)
               FROM jsonb_populate_record(NULL::queen.queues, v_row) r
             ON CONFLICT (name) DO NOTHING;
             SELECT q.id INTO v_qid FROM queen.queues q WHERE q.name = v_row ->> 'name';

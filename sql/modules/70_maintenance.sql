@@ -115,6 +115,8 @@ BEGIN
     IF v_on IS NOT TRUE THEN
         RETURN false;
     END IF;
+    -- issue 27: an encrypted queue parks envelopes only (sql/modules/80_encryption.sql)
+    PERFORM queen.encryption_park_guard(p_items);
     INSERT INTO queen.maintenance_parked (queue, partition, transaction_id, message_id, payload)
     SELECT e ->> 'queue', e ->> 'partition', e ->> 'transactionId', (e ->> 'messageId')::uuid,
            e -> 'payload'

@@ -13,7 +13,12 @@ CREATE TABLE queen.queues (
     dedup_by             text NOT NULL DEFAULT 'transactionId'
                          CHECK (dedup_by IN ('transactionId', 'content')),
     created_at           timestamptz NOT NULL DEFAULT now(),
-    updated_at           timestamptz NOT NULL DEFAULT now()
+    updated_at           timestamptz NOT NULL DEFAULT now(),
+    -- issue 27: Queen's encryptionEnabled, the flag every push reads with the partition row
+    -- lock (no extra lookup): true = every payload stored must be a sidecar's encryption
+    -- envelope (docs/encryption.md). Only queen.configure changes it (never to true while the
+    -- queue holds messages); queue_options keeps the option's echo.
+    encryption_enabled   boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE queen.log_partitions (

@@ -18,8 +18,6 @@
 -- tests/integration/upgrade.sh checks that a database upgraded from 0.3.0 (and from 0.2.0 and
 -- 0.1.0, through the frozen scripts) has exactly a fresh 0.4.0 install's catalog.
 --
--- No schema change yet.
-
 -- ---------------------------------------------------------------- issue 27, retention options: completedRetentionSeconds, retentionEnabled, retentionSeconds, maxWaitTimeSeconds
 -- No table changes: retention reads completedRetentionSeconds, retentionEnabled and
 -- maxWaitTimeSeconds from queen.queue_options (as configure stored them), and configure now
@@ -43,3 +41,39 @@ UPDATE queen.queues q
    AND ((o.options ->> 'retentionEnabled') = 'true'
         OR (jsonb_typeof(o.options -> 'maxWaitTimeSeconds') = 'number'
             AND (o.options ->> 'maxWaitTimeSeconds')::numeric >= 1));
+
+-- issue 27, encryption: queen.queues.encryption_enabled, Queen's encryptionEnabled as the flag
+-- every push reads with its partition row lock (sql/schema/00_core.sql; docs/encryption.md).
+ALTER TABLE queen.queues ADD COLUMN encryption_enabled boolean NOT NULL DEFAULT false;
+-- 0.3.0 stored encryptionEnabled without enforcing it: its payloads are plaintext. A queue that
+-- asked for it and holds no message (log data, DLQ copy, parked push) is encrypted from now on;
+-- one that holds messages keeps them as they are and is not encrypted: its stored option turns
+-- false (what it always was), with a WARNING naming it (switching on needs an empty queue).
+DO $$
+DECLARE
+    v_q record;
+BEGIN
+    FOR v_q IN
+        SELECT q.id, q.name,
+               EXISTS (SELECT 1 FROM queen.log_partitions p
+                         JOIN queen.log_segments s ON s.partition_id = p.id
+                        WHERE p.queue_id = q.id AND octet_length(s.data) > 0)
+               OR EXISTS (SELECT 1 FROM queen.log_partitions p
+                            JOIN queen.consumer_dlq d ON d.partition_id = p.id
+                           WHERE p.queue_id = q.id)
+               OR EXISTS (SELECT 1 FROM queen.maintenance_parked m WHERE m.queue = q.name) AS holds
+          FROM queen.queues q JOIN queen.queue_options o ON o.queue_id = q.id
+         WHERE (o.options ->> 'encryptionEnabled')::boolean
+         ORDER BY q.id
+    LOOP
+        IF v_q.holds THEN
+            UPDATE queen.queue_options SET options = options || '{"encryptionEnabled": false}'
+             WHERE queue_id = v_q.id;
+            RAISE WARNING 'queue "%": encryptionEnabled was stored but never enforced, and the queue holds plaintext messages: it stays unencrypted (encryptionEnabled false)', v_q.name
+                USING HINT = 'Encrypt a new queue, or empty this one and configure it again; see docs/encryption.md.';
+        ELSE
+            UPDATE queen.queues SET encryption_enabled = true WHERE id = v_q.id;
+        END IF;
+    END LOOP;
+END
+$$;

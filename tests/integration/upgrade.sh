@@ -17,6 +17,9 @@
 #    gap, and the stream reads back the same bytes.
 # 2b. 0.3.0 -> current: the same life under the frozen 0.3.0 (the first release packaged), then
 #    the update: rows and every verdict unchanged.
+# 2d. 0.3.0 -> current with queues that asked for encryptionEnabled (issue 27): an empty one is
+#    encrypted after the update, one holding plaintext stays unencrypted (its option false, a
+#    WARNING names it).
 # 2c. queen_router 0.3.0 -> current (where PL/Proxy is installed): a router database made with
 #    the frozen 0.3.0 script, its slot count set, updated; the setting kept and the catalog a
 #    fresh router install's.
@@ -43,7 +46,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RUN=up_$$_$(date +%s)
-OLD=${RUN}_old MID=${RUN}_mid REL=${RUN}_rel NEW=${RUN}_new NEXTNEW=${RUN}_nextnew
+OLD=${RUN}_old MID=${RUN}_mid REL=${RUN}_rel NEW=${RUN}_new NEXTNEW=${RUN}_nextnew ENC=${RUN}_enc
 RTOLD=${RUN}_rtold RTNEW=${RUN}_rtnew
 WORK=$(mktemp -d /tmp/queen-upgrade.XXXXXX)
 EXTDIR=$("${PG_CONFIG:-pg_config}" --sharedir)/extension
@@ -51,7 +54,7 @@ SUDO=()
 [[ -w $EXTDIR ]] || SUDO=(sudo -n)
 TEST_SCRIPTS=()
 cleanup() {
-    for d in "$OLD" "$MID" "$REL" "$NEW" "$NEXTNEW" "$RTOLD" "$RTNEW"; do dropdb --if-exists "$d" 2>/dev/null || true; done
+    for d in "$OLD" "$MID" "$REL" "$NEW" "$NEXTNEW" "$RTOLD" "$RTNEW" "$ENC"; do dropdb --if-exists "$d" 2>/dev/null || true; done
     for f in "${TEST_SCRIPTS[@]}"; do "${SUDO[@]}" rm -f "$f" || true; done
     rm -rf "$WORK"
 }
@@ -258,6 +261,22 @@ update_with_modules "$MID" 0.2.0
 # --- 2b. 0.3.0 -> current
 update_with_modules "$REL" 0.3.0
 
+# --- 2d. issue 27's data migration: 0.3.0 stored encryptionEnabled without enforcing it. A queue
+# that asked for it and holds no message is encrypted after the update; one holding (plaintext)
+# messages stays unencrypted and its stored option turns false; a plaintext queue is untouched.
+createdb "$ENC"
+sql "$ENC" "CREATE EXTENSION queen VERSION '0.3.0'"
+sql "$ENC" "SELECT queen.configure('enc_empty', '{\"encryptionEnabled\": true}'), queen.configure('enc_full', '{\"encryptionEnabled\": true}'), queen.configure('plain', '{\"leaseTime\": 60}')" >/dev/null
+sql "$ENC" "SELECT queen.push('enc_full', 'p', '[{\"payload\": {\"stored\": \"plaintext\"}}]')" >/dev/null
+sql "$ENC" "ALTER EXTENSION queen UPDATE" 2>"$WORK/enc_notices"
+got=$(sql "$ENC" "SELECT string_agg(q.name || '=' || q.encryption_enabled || '/' || (o.options ->> 'encryptionEnabled'), ' ' ORDER BY q.name) FROM queen.queues q JOIN queen.queue_options o ON o.queue_id = q.id")
+[[ $got == "enc_empty=true/true enc_full=false/false plain=false/false" ]] ||
+    fail "encryption migration: '$got'"
+grep -q 'queue "enc_full": encryptionEnabled was stored but never enforced' "$WORK/enc_notices" ||
+    fail "encryption migration: no WARNING naming enc_full: $(cat "$WORK/enc_notices")"
+sql "$ENC" "SELECT * FROM queen.push('enc_empty', 'p', '[{\"payload\": 1}]')" 2>/dev/null &&
+    fail "encryption migration: enc_empty took a plaintext push"
+
 # --- 3. the upgraded catalogs equal a fresh install's
 createdb "$NEW"
 sql "$NEW" "CREATE EXTENSION queen"
@@ -330,7 +349,7 @@ fi
 NEXT=$CUR-ruletest
 cp -r "$ROOT/sql" "$WORK/sql"
 # schema part: the existing table queen.queues gets a last column with a default, and an index
-perl -0pi -e 's/(CREATE TABLE queen\.queues \(.*?\n    updated_at +timestamptz NOT NULL DEFAULT now\(\))\n\);/$1,\n    note                 text NOT NULL DEFAULT '"''"'\n);\nCREATE INDEX queues_created_idx ON queen.queues (created_at);/s' \
+perl -0pi -e 's/(CREATE TABLE queen\.queues \(.*?)\n\);/$1,\n    note                 text NOT NULL DEFAULT '"''"'\n);\nCREATE INDEX queues_created_idx ON queen.queues (created_at);/s' \
     "$WORK/sql/schema/00_core.sql"
 grep -q "^    note  *text NOT NULL DEFAULT ''$" "$WORK/sql/schema/00_core.sql" || fail "the test could not change queen.queues"
 # the delta: the same change as statements on a database of the current version
@@ -379,7 +398,9 @@ got=$(sql "$MID" "SELECT queen.partition_id('nope', 'p0')" 2>&1 || true)
 createdb "$NEXTNEW"
 sql "$NEXTNEW" "CREATE EXTENSION queen VERSION '$NEXT'"
 catalog "$NEXTNEW" >"$WORK/next.catalog"
-for line in "column|queues|8|note|text|t|''::text|x|" "index|queen.queues_created_idx|" "routine|queen.queue_note(text)|"; do
+# the new column comes after the current version's last one
+note_at=$(( $(sql "$NEW" "SELECT count(*) FROM pg_attribute WHERE attrelid = 'queen.queues'::regclass AND attnum > 0 AND NOT attisdropped") + 1 ))
+for line in "column|queues|$note_at|note|text|t|''::text|x|" "index|queen.queues_created_idx|" "routine|queen.queue_note(text)|"; do
     grep -qF "$line" "$WORK/next.catalog" || fail "the test version's fresh catalog lacks '$line'"
     if grep -qF "$line" "$WORK/$NEW.catalog"; then fail "the current version's fresh catalog has '$line' already"; fi
 done

@@ -128,7 +128,9 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
     EXPECT_EQ(st.pg, "");
     EXPECT_EQ(st.log_format, "text");
     EXPECT_EQ(st.router, "");
-    EXPECT_EQ(setting_specs().size(), ints + 4);
+    EXPECT_EQ(st.encryption_key, "");
+    EXPECT_EQ(st.encryption_key_previous, "");
+    EXPECT_EQ(setting_specs().size(), ints + 6);
 }
 
 // Every field of Settings has exactly one row (a field added without a row changes the size).

@@ -36,6 +36,7 @@
 #include "pg/queue/push_path.h"
 #include "pg/probe/partition_probe.h"
 #include "pg/queue/push_allocate.h"
+#include "pg/queue/push_encryption.h"
 #include "pg/queue/push_narrow.h"
 #include "pg/queue/push_write.h"
 
@@ -62,6 +63,7 @@ void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, 
                     int64 verified, int32 vouch_window, PushAnswer* answers,
                     const VouchHints* hints) {
     PartitionState ps = *locked;
+    if (ps.encrypted) encryption_guard(b);  // issue 27: an encrypted queue takes envelopes only
     TimestampTz now = GetCurrentTimestamp();
     PushNarrowed nw;
     if (!push_narrow(st, pid, &ps, b, verified, vouch_window, hints, now, answers, &nw)) return;

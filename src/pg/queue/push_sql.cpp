@@ -6,6 +6,7 @@
 #include "core/common/segment_codec.h"
 #include "core/common/uuidv7.h"
 #include "pg/queue/answer_store.h"
+#include "pg/queue/push_encryption.h"
 #include "pg/queue/push_path.h"
 #include "pg/queue/reserved_queues.h"
 
@@ -70,8 +71,9 @@ static char* json_container_text(JsonbContainer* c, int len, int* text_len) {
     return out;
 }
 
-// Parse and validate every item into a batch (22023 on the first bad item).
-static void parse_items(Jsonb* items, bool by_content, PushBatch* b) {
+// Parse and validate every item into a batch (22023 on the first bad item). On an encrypted
+// content-dedup queue the identity is the envelope's keyed content id (push_encryption.h).
+static void parse_items(Jsonb* items, bool by_content, bool encrypted, PushBatch* b) {
     int n = (int) JB_ROOT_COUNT(items);
     b->n = n;
     b->msgs = static_cast<queen::MessageView*>(palloc0(sizeof(queen::MessageView) * Max(n, 1)));
@@ -109,6 +111,10 @@ static void parse_items(Jsonb* items, bool by_content, PushBatch* b) {
             const char* why = queen::validate_txn_id(s);
             if (why != nullptr) QUEEN_BAD_INPUT("item %d: %s", i, why);
             m.txn = s;
+        } else if (by_content && encrypted) {
+            int tlen;
+            char* id = envelope_content_txn(payload, i, &tlen);
+            m.txn = std::string_view(id, (size_t) tlen);
         } else if (by_content) {
             // identity from the payload's canonical bytes, shown as the transaction id
             int tlen;
@@ -156,7 +162,7 @@ extern "C" Datum queen_push_v1(PG_FUNCTION_ARGS) {
     PartitionState ps;
     int64 pid = find_and_lock_partition(queue, partition, &by_content, &ps);
     PushBatch b;
-    parse_items(items, by_content, &b);
+    parse_items(items, by_content, ps.encrypted, &b);
     PushAnswer* ans = static_cast<PushAnswer*>(palloc(sizeof(PushAnswer) * b.n));
     push_prelocked(&st, pid, &ps, &b, -1, -1, ans);
 

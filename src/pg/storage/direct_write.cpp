@@ -77,6 +77,7 @@ static void fill_queen_rels(QueenRels* out) {
     r.q_name = col_named(r.queues, "name");
     r.q_window = col_named(r.queues, "dedup_window_seconds");
     r.q_dedup_by = col_named(r.queues, "dedup_by");
+    r.q_encrypted = get_attnum(r.queues, "encryption_enabled");  // absent before 0.4.0's upgrade
     r.p_id = col_named(r.log_partitions, "id");
     r.p_queue_id = col_named(r.log_partitions, "queue_id");
     r.p_last_offset = col_named(r.log_partitions, "last_offset");

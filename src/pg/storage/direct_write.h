@@ -27,6 +27,7 @@ struct QueenRels {
     Oid log_segments_created;  // (partition_id, created_at) of the hash-carrying rows (0.3.0)
     Oid log_txns, log_txns_pkey, log_txns_created;  // before 0.3.0's upgrade only, else InvalidOid
     AttrNumber q_id, q_name, q_window, q_dedup_by;
+    AttrNumber q_encrypted;  // encryption_enabled (0.4.0); InvalidAttrNumber before the upgrade
     AttrNumber p_id, p_queue_id, p_last_offset, p_log_start, p_txns_start;
 };
 const QueenRels* queen_rels();

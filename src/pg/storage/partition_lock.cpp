@@ -29,6 +29,15 @@
 //      push path can lock a partition and forget the fence. The fence lock is taken after the
 //      row lock and queen.shard_fence_slot takes nothing else, so no cycle: safe. The SQL
 //      writers' counterpart is queen.partitions_lock_for_write (sql/modules/00_core.sql).
+//   7. The queue's encryption flag (issue 27) is read with the lock, never older than it: a
+//      configure that switches a queue's encryption on first locks its queue row FOR UPDATE
+//      (no partition of it can be created meanwhile) and then locks and rewrites every partition
+//      row of the queue (queen.queue_set_encryption). A push that read the queue row before that
+//      commit finds its partition row updated when it locks it (READ COMMITTED follows the
+//      update chain: tmfd.traversed) and reads the queue row again under a snapshot taken after
+//      the lock; in REPEATABLE READ it fails with 40001 (step 5). The SQL statements below read
+//      the flag again after the lock for the same reason (queue_flag_after_lock). So no push
+//      that committed after the switch stored anything but an envelope.
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/slot_fence.h"
@@ -55,6 +64,48 @@ static void read_state(int first, PartitionState* out) {
     out->log_start = DatumGetInt64(SPI_getbinval(tup, desc, first + 2, &isnull));
     out->window = DatumGetInt32(SPI_getbinval(tup, desc, first + 3, &isnull));
     out->reserved = DatumGetBool(SPI_getbinval(tup, desc, first + 4, &isnull));
+    out->encrypted = false;
+}
+
+// The queue's encryption flag read after the partition row lock is held, by a statement of its
+// own (a fresh snapshot in READ COMMITTED): the SQL lock statements' join may have kept the
+// queue row it read before waiting (protocol, 7). False before 0.4.0's upgrade (no column).
+static bool queue_flag_after_lock(int64 partition_id) {
+    static SPIPlanPtr plan_flag;
+    if (queen_rels()->q_encrypted == InvalidAttrNumber) return false;
+    Oid types[1] = {INT8OID};
+    SPIPlanPtr plan = spi_plan(&plan_flag,
+        "SELECT q.encryption_enabled FROM queen.log_partitions p"
+        "  JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = $1", 1, types);
+    Datum args[1] = {Int64GetDatum(partition_id)};
+    if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+        elog(ERROR, "queen: reading the queue's encryption flag failed");
+    bool isnull;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    return !isnull && DatumGetBool(d);
+}
+
+// The queue row's encryption flag in slot qs (false when the column does not exist yet).
+static bool slot_encrypted(TupleTableSlot* qs) {
+    AttrNumber a = queen_rels()->q_encrypted;
+    if (a == InvalidAttrNumber) return false;
+    bool isnull;
+    Datum d = slot_getattr(qs, a, &isnull);
+    return !isnull && DatumGetBool(d);
+}
+
+// The queue row of queue id qid read again under a snapshot taken now (after the partition
+// lock): its encryption flag (protocol, 7).
+static bool reread_encrypted(Relation queues, Datum qid, TupleTableSlot* qs) {
+    const QueenRels* r = queen_rels();
+    CommandCounterIncrement();
+    Snapshot snap = RegisterSnapshot(GetTransactionSnapshot());
+    Oid eq_int8[1] = {F_INT8EQ};
+    Datum kq[1] = {qid};
+    bool found = direct_fetch_one(queues, r->queues_pkey, 1, eq_int8, kq, snap, qs);
+    bool enc = found && slot_encrypted(qs);
+    UnregisterSnapshot(snap);
+    return enc;
 }
 
 // True for a queue name reserved for queen's own modules.
@@ -104,6 +155,7 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
                 found = direct_fetch_one(queues, r->queues_pkey, 1, eq_int8, kq, snap, qs);
             }
         }
+        bool tmfd_traversed = false;
         if (found) {
             ItemPointerData tid = ps->tts_tid;
             TM_FailureData tmfd;
@@ -114,6 +166,7 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
                                              &tmfd);
             switch (res) {
                 case TM_Ok:
+                    tmfd_traversed = tmfd.traversed;
                     break;
                 case TM_Updated:
                     if (xact_snapshot)
@@ -139,6 +192,10 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
             out->window = DatumGetInt32(slot_getattr(qs, r->q_window, &isnull));
             text* qname = DatumGetTextPP(slot_getattr(qs, r->q_name, &isnull));
             out->reserved = queue_name_reserved(VARDATA_ANY(qname), VARSIZE_ANY_EXHDR(qname));
+            // the flag as of the lock (protocol, 7): re-read when the row moved while we waited
+            out->encrypted = tmfd_traversed
+                                 ? reread_encrypted(queues, slot_getattr(ps, r->p_queue_id, &isnull), qs)
+                                 : slot_encrypted(qs);
             out->direct = true;
             out->tid = ps->tts_tid;
             if (by_content != nullptr) {
@@ -181,6 +238,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
     read_state(1, out);
+    out->encrypted = queue_flag_after_lock(partition_id);
     SPI_finish();
     slot_fence_check_partition(partition_id);  // issue 20: the shard's slot fence
 }
@@ -214,6 +272,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         *partition_id = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
         *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
         read_state(3, out);
+        out->encrypted = queue_flag_after_lock(*partition_id);
     }
     SPI_finish();
     if (found) slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence

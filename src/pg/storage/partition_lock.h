@@ -17,6 +17,7 @@ struct PartitionState {
     int64 log_start;
     int32 window;
     bool reserved;        // its queue's name starts with "__queen_" (queen's own modules)
+    bool encrypted;       // its queue's encryption_enabled, as of the lock (issue 27)
     bool direct;          // locked by direct access (tid valid) rather than by SQL
     ItemPointerData tid;  // the locked row version (direct only)
 };

@@ -19,3 +19,7 @@
 -- 0.1.0, through the frozen scripts) has exactly a fresh 0.4.0 install's catalog.
 --
 -- No schema change yet.
+
+-- issue 27, pops by queue: a pop by queue walks its queue's partitions in id order from a
+-- random point instead of listing them all (sql/schema/50_consume.sql).
+CREATE INDEX log_partitions_queue_idx ON queen.log_partitions (queue_id, id);

@@ -37,8 +37,10 @@
 --     queen.consumer_state rows (FOR UPDATE) in ascending (partition id, group name
 --     COLLATE "C") order, created in that same order, then the queen.consumer_groups row of a
 --     (partition, group) whose state row it holds (the cursor), then queen.consumer_dlq
---     inserts. A pop claims several partitions with SKIP LOCKED (partition, then state row),
---     so it never waits on a push nor on another pop while it holds anything; wire acks take
+--     inserts. A pop claims several partitions with SKIP LOCKED (partition, then state row;
+--     a first contact's creator key, an advisory lock taken just before the state row it
+--     creates, with a try-lock), so it never waits on a push nor on another pop while it
+--     holds anything; wire acks take
 --     their partitions and then every state row they touch before changing any; renewals take
 --     state rows only; queen.transaction_wire locks its partitions first, then its state
 --     rows, so a transaction mixing pushes and acks never deadlocks with a pop, an ack,

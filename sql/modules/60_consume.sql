@@ -13,14 +13,16 @@
 --      here checks its partitions' slots before any row below (a lease renewal, which locks no
 --      partition, first of all; the first pop of a "new" subscription before its row)
 --   -> a group's subscription row (created at its first pop of a queue)
+--   -> a pop's first contact with a (partition, group): the state row's creator key (an
+--      advisory transaction lock, pops only; sql/modules/60_consume_pop.sql)
 --   -> queen.consumer_state rows, FOR UPDATE, ascending (partition id, group name COLLATE "C"),
 --      created in that order too
 --   -> the queen.consumer_groups row (the cursor) of a (partition, group) whose state row is held
 --   -> queen.consumer_dlq inserts.
 -- A pop reads through queen.read and claims the partitions of an any-partition pop (partition
--- KEY SHARE, then state row) with SKIP LOCKED, ascending, so it waits on nobody but a
--- concurrent first creator of the same state row. Acks and renewals lock all the state rows they will touch, in
--- the order, before changing anything.
+-- KEY SHARE, then state row) with SKIP LOCKED, a first contact's creator key with a try-lock,
+-- so it never waits for another pop (not even for one creating the same state row). Acks and
+-- renewals lock all the state rows they will touch, in the order, before changing anything.
 
 -- ---------------------------------------------------------------- partition ids on the wire
 -- The wire's partitionId: a UUID string made of the partition's id (the sidecar writes the same

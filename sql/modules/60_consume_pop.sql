@@ -3,12 +3,54 @@
 -- batch it delivered is acked, a nack or "retry" ack releases it, or its lease expires. The
 -- messages are those after the group's cursor (queen.consumer_groups.committed_offset), read
 -- through queen.read; a pop never deletes anything.
--- Locks: see sql/modules/60_consume.sql. Per partition a pop takes its row FOR KEY SHARE
--- (which no push conflicts with; a queue deletion's FOR UPDATE does), then creates (if
--- missing) and locks its queen.consumer_state row, then at most the consumer_groups row of
--- the same (partition, group) (a subscription's first cursor). The any-partition route takes
--- both with SKIP LOCKED, in ascending partition id order, so it never waits while it holds
--- another partition's state row.
+--
+-- Finding partitions (issue 27). A pop by queue (the any-partition route) never lists the
+-- queue's partitions: it walks them in id order through log_partitions_queue_idx (queue_id, id:
+-- columns no push changes, so a push's update of last_offset stays HOT and writes nothing more),
+-- from a random point of the queue's id span (from its first id when the span is under 64 ids),
+-- wrapping around once. Each step is one statement returning the next candidate (messages after
+-- the group's cursor, no live lease in it), passing over drained and leased partitions by
+-- itself; the pop claims it or, when another pop holds or creates it, goes on from there, until
+-- the claims fill p_max_partitions or p_batch. With a backlog the first candidate is usually
+-- claimable, so a pop costs the same at 50 or 50,000 partitions; with k of a queue's P
+-- partitions deliverable a pop passes over about P/(k+1); a pop that finds nothing passes over
+-- all P once (the price of an empty answer: no push writes anything the consuming side could
+-- index). Concurrent pops start apart, so they rarely meet. A pop makes at most 64 first
+-- contacts (state rows it creates, each holding its creator key until commit, and advisory
+-- locks fill PostgreSQL's shared lock table); past that it claims only partitions the group
+-- has a state row on, and the next pop goes on.
+--
+-- Locks (the global order: the top of sql/modules/00_core.sql; the consuming model's:
+-- sql/modules/60_consume.sql). A claim of one (partition, group) takes, in this order:
+--   1. the partition row FOR KEY SHARE (no push conflicts with it; a queue deletion's FOR UPDATE
+--      does), then the partition's slot fence on a shard;
+--   2. only when the group has no state row there yet (a first contact): the row's creator key,
+--      a transaction-level advisory lock on queen.consume_creator_key(partition, group) that
+--      every pop creating that row holds until it commits;
+--   3. its queen.consumer_state row FOR UPDATE (inserted first when missing);
+--   4. at most the consumer_groups row of the same (partition, group) (a subscription's first
+--      cursor).
+-- A pop by partition claims one partition and may wait at each step. A pop by queue takes 1 and
+-- 3 with SKIP LOCKED and 2 with a try-lock, so it never waits for another pop: neither for a
+-- state row another pop holds nor for one another pop is inserting (an INSERT ... ON CONFLICT
+-- would wait for that insert's commit; the key says it is under way, and with the key held no
+-- twin insert can be; only a row created and committed in the instant between the pop's read
+-- and its insert can still make that insert wait, for the row's next writer, as before).
+-- Why the keys add no deadlock: the only transaction that waits for a key is a pop by
+-- partition at step 2, holding nothing but its partition's KEY SHARE lock; a key's holder never
+-- waits for a key (a pop by queue only tries them; a pop by partition takes one), and only a
+-- queue deletion can wait for a KEY SHARE lock, and it takes its partitions before any state
+-- row or key. So no cycle of waits can pass through a key.
+
+-- The creator key of a (partition, group)'s state row: a transaction-level advisory lock key
+-- (a 64-bit hash; a collision only costs a skipped candidate or a short wait). Internal.
+CREATE OR REPLACE FUNCTION queen.consume_creator_key(p_pid bigint, p_group text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT pg_catalog.hashtextextended(p_pid::text || '/' || p_group, 27)
+$$;
 
 -- Claim one partition for a group under the lease p_lease: NULL when it cannot be claimed now
 -- (a live lease in this group, an active window buffer, or, with p_skip, another pop holding
@@ -61,30 +103,51 @@ BEGIN
         RETURN NULL;
     END IF;
     IF p_skip THEN
-        -- never wait for a row another pop holds (an insert would wait for its update)
+        -- never wait for a row another pop holds or is creating: read it first (no lock)
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
-         WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
-            IF EXISTS (SELECT 1 FROM queen.consumer_state s
-                        WHERE s.partition_id = p_pid AND s.group_name = p_group) THEN
-                RETURN NULL;  -- another pop is claiming it right now
+         WHERE s.partition_id = p_pid AND s.group_name = p_group;
+        IF FOUND THEN
+            IF v_lease IS NOT NULL AND v_expires > p_now THEN
+                RETURN NULL;  -- leased in this group
             END IF;
-            -- first contact: create the row (waits only for a concurrent first creator)
-            INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
-            ON CONFLICT DO NOTHING;
-            v_created := FOUND;
             SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
              WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
+                RETURN NULL;  -- another pop is claiming it right now
+            END IF;
+        ELSE
+            -- first contact: the row's creator key, tried, never waited for (another pop is
+            -- creating the row now); every creator holds it until commit, so the insert below
+            -- never meets an uncommitted twin to wait for
+            IF NOT pg_try_advisory_xact_lock(queen.consume_creator_key(p_pid, p_group)) THEN
                 RETURN NULL;
             END IF;
+            INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
+            ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RETURN NULL;  -- created by a pop that committed since the read: pass it by
+            END IF;
+            v_created := true;  -- this pop's row: locked, no lease
         END IF;
     ELSE
-        INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
-        ON CONFLICT DO NOTHING;
-        v_created := FOUND;
         SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires FROM queen.consumer_state s
          WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE;
+        IF NOT FOUND THEN
+            -- first contact: wait for a concurrent creator (its key), then create the row
+            PERFORM pg_advisory_xact_lock(queen.consume_creator_key(p_pid, p_group));
+            INSERT INTO queen.consumer_state (partition_id, group_name) VALUES (p_pid, p_group)
+            ON CONFLICT DO NOTHING;
+            v_created := FOUND;
+            IF NOT v_created THEN
+                -- created by the creator waited for
+                SELECT s.lease_id, s.lease_expires_at INTO v_lease, v_expires
+                  FROM queen.consumer_state s
+                 WHERE s.partition_id = p_pid AND s.group_name = p_group FOR UPDATE;
+                IF NOT FOUND THEN
+                    RETURN '[]'::jsonb;  -- its group deleted meanwhile
+                END IF;
+            END IF;
+        END IF;
     END IF;
     IF v_lease IS NOT NULL AND v_expires > p_now THEN
         RETURN NULL;  -- leased in this group
@@ -132,9 +195,11 @@ $$;
 -- deliver (the wire's 204), else the broker's answer {success, queue, partition, partitionId,
 -- leaseId, consumerGroup, messages, partitionsClaimed}. p_partition names the partition (the
 -- partition route); NULL is the any-partition route: partitions with messages after the
--- group's cursor and no live lease in it, claimed in ascending id order until p_max_partitions
--- are held or p_batch messages gathered, all under one lease id. A lease lasts the queue's
--- leaseTime (0: 60 s). p_now (default clock_timestamp()) is the pop's clock, for tests.
+-- group's cursor and no live lease in it, claimed in ascending id order from a random one (from
+-- the first when the queue's ids span under 64; wrapping around) until p_max_partitions are
+-- held or p_batch messages gathered, all under one lease id (see the top of this file). A
+-- lease lasts the queue's leaseTime (0: 60 s). p_now (default clock_timestamp()) is the pop's
+-- clock, for tests.
 -- 22023 for a NULL queue, a batch or partition cap below 1; an unknown queue or partition is
 -- NULL, never an error.
 CREATE OR REPLACE FUNCTION queen.pop(p_queue text, p_partition text DEFAULT NULL,
@@ -159,8 +224,15 @@ DECLARE
     v_got     jsonb;
     v_all     jsonb := '[]'::jsonb;
     v_claimed int := 0;
+    v_count   int := 0;
     v_pid     bigint;
     v_name    text;
+    v_lo      bigint;
+    v_hi      bigint;
+    v_start   bigint;
+    v_from    bigint;
+    v_to      bigint;
+    v_fresh   int := 0;  -- first contacts tried (each may hold a creator key until commit)
 BEGIN
     IF p_queue IS NULL THEN
         RAISE EXCEPTION 'queue name must be a string' USING ERRCODE = '22023';
@@ -198,25 +270,55 @@ BEGIN
         v_pid := v_r.id;
         v_name := p_partition;
     ELSE
-        FOR v_r IN
-            SELECT p.id, p.name, p.last_offset FROM queen.log_partitions p
+        -- the queue's partition ids span [v_lo, v_hi] (two probes of log_partitions_queue_idx);
+        -- a span under 64 ids is scanned from its start, a longer one from a random point
+        -- (wrapping around), so that concurrent pops start apart
+        SELECT min(p.id), max(p.id) INTO v_lo, v_hi FROM queen.log_partitions p
+         WHERE p.queue_id = v_qid;
+        IF v_lo IS NULL THEN
+            RETURN NULL;
+        END IF;
+        v_start := CASE WHEN v_hi - v_lo < 64 THEN v_lo
+                        ELSE v_lo + floor(random() * (v_hi - v_lo + 1))::bigint END;
+        v_from := v_start;
+        v_to := v_hi;
+        LOOP
+            -- the next candidate in [v_from, v_to]: messages after the group's cursor and no
+            -- live lease in it, as this statement sees them (the claim checks again under its
+            -- locks); the drained and leased partitions before it are passed over inside the
+            -- one statement
+            SELECT p.id, p.name, p.last_offset, s.partition_id IS NULL AS fresh INTO v_r
+              FROM queen.log_partitions p
               LEFT JOIN queen.consumer_groups g ON g.partition_id = p.id AND g.group_name = v_group
               LEFT JOIN queen.consumer_state s ON s.partition_id = p.id AND s.group_name = v_group
-             WHERE p.queue_id = v_qid AND p.last_offset > COALESCE(g.committed_offset, -1)
+             WHERE p.queue_id = v_qid AND p.id >= v_from AND p.id <= v_to
+               AND p.last_offset > COALESCE(g.committed_offset, -1)
                AND (s.lease_id IS NULL OR s.lease_expires_at <= v_now)
+               AND (s.partition_id IS NOT NULL OR v_fresh < 64)
              ORDER BY p.id
-        LOOP
-            EXIT WHEN v_claimed >= p_max_partitions OR jsonb_array_length(v_all) >= p_batch;
+             LIMIT 1;
+            IF NOT FOUND THEN
+                -- this range is exhausted: then the ids before the start, once
+                EXIT WHEN v_to < v_start OR v_start = v_lo;
+                v_from := v_lo;
+                v_to := v_start - 1;
+                CONTINUE;
+            END IF;
+            v_from := v_r.id + 1;
+            IF v_r.fresh THEN
+                v_fresh := v_fresh + 1;
+            END IF;
             v_got := queen.pop_claim(p_queue, v_r.name, v_r.id, v_r.last_offset, v_group, v_lease,
-                                     p_batch - jsonb_array_length(v_all), v_opts, v_sub.start_at,
-                                     v_now, true);
+                                     p_batch - v_count, v_opts, v_sub.start_at, v_now, true);
             CONTINUE WHEN v_got IS NULL OR jsonb_array_length(v_got) = 0;
             IF v_claimed = 0 THEN
                 v_pid := v_r.id;
                 v_name := v_r.name;
             END IF;
             v_all := v_all || v_got;
+            v_count := v_count + jsonb_array_length(v_got);
             v_claimed := v_claimed + 1;
+            EXIT WHEN v_claimed >= p_max_partitions OR v_count >= p_batch;
         END LOOP;
         IF v_claimed = 0 THEN
             RETURN NULL;

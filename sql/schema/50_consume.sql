@@ -61,3 +61,8 @@ SELECT pg_catalog.pg_extension_config_dump('queen.consumer_state', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_subscriptions', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_dlq_id_seq', '');
+
+-- A queue's partitions in id order (issue 27): a pop by queue walks them from a random point
+-- (sql/modules/60_consume_pop.sql). Neither column ever changes, so a push's update of
+-- last_offset stays a HOT update; an entry is written once, when a partition is created.
+CREATE INDEX log_partitions_queue_idx ON queen.log_partitions (queue_id, id);

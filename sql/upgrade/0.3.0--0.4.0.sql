@@ -77,3 +77,7 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- issue 27, pops by queue: a pop by queue walks its queue's partitions in id order from a
+-- random point instead of listing them all (sql/schema/50_consume.sql).
+CREATE INDEX log_partitions_queue_idx ON queen.log_partitions (queue_id, id);

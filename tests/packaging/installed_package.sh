@@ -85,14 +85,24 @@ main() {
     stop_unit_sidecar
 
     step "upgrade in place: apt-get install the current .debs ($cur_version)"
+    # Unattended, as unattended-upgrades and configuration management run it (no terminal for
+    # dpkg's conffile question): the admin's edited sidecar.env is kept, and a changed default
+    # lands beside it as sidecar.env.dpkg-dist.
+    local unattended=(-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
     if [[ $prev_version == "$cur_version" ]]; then
         echo "NOTE: the previous release has this tree's version: apt reinstalls (the mechanism only)"
-        install_debs "$PKGDIR" cur --reinstall
+        install_debs "$PKGDIR" cur "${unattended[@]}" --reinstall
     else
-        install_debs "$PKGDIR" cur
+        install_debs "$PKGDIR" cur "${unattended[@]}"
     fi
     show_versions
     grep -q "^QUEEN_LISTEN=127.0.0.1:$SCPORT\$" "$R/etc/queen/sidecar.env" || fail "the edited sidecar.env was not kept"
+    if ! git -C "$ROOT" show "$prev_commit:packaging/systemd/queen-sidecar.env" |
+        cmp -s - "$ROOT/packaging/systemd/queen-sidecar.env"; then
+        cmp -s "$R/etc/queen/sidecar.env.dpkg-dist" "$ROOT/packaging/systemd/queen-sidecar.env" ||
+            fail "the default sidecar.env changed since $prev_version but is not beside the edited one as sidecar.env.dpkg-dist"
+        echo "the edited sidecar.env kept; the new default beside it as sidecar.env.dpkg-dist"
+    fi
     check_env_file_mode
     debroot_run "$R" pg_ctlcluster "$PG" main restart
     wait_pg

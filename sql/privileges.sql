@@ -119,6 +119,15 @@ GRANT EXECUTE ON FUNCTION
     TO queen_writer;
 GRANT EXECUTE ON FUNCTION queen.delete_queue(text), queen.delete_consumer_group(text, boolean)
     TO queen_admin;
+-- sql/modules/91_admin_groups.sql (issue 29): the consumer-group figures for every role; seek
+-- and a group's deletion on one queue for admins.
+GRANT EXECUTE ON FUNCTION queen.admin_consumer_groups(int, int), queen.admin_consumer_group(text),
+    queen.admin_lagging_partitions(int, int, int)
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.seek_consumer_group(text, text, boolean, timestamptz),
+    queen.seek_consumer_group_partition(text, text, text),
+    queen.delete_consumer_group_for_queue(text, text, boolean)
+    TO queen_admin;
 
 -- ---------------------------------------------------------------- maintenance mode (issue 18)
 -- sql/modules/70_maintenance.sql: the mode and its status for every role; parking a push for

@@ -73,7 +73,21 @@ std::vector<Route> route_table(ApiContext& cx, StreamsApi& streams) {
     // Queen's wire: leases, deletes, dead letters (ids and names may hold '/').
     t.push_back(row("POST", "/api/v1/lease/*leaseId/extend", E::Lease, cx, lease_extend_route));
     t.push_back(row("DELETE", "/api/v1/resources/queues/*queue", E::Delete, cx, delete_queue_route));
-    t.push_back(row("DELETE", "/api/v1/consumer-groups/*group", E::Delete, cx, delete_group_route));
+    // Consumer-group admin (issue 29; admin_group_routes.cpp, admin_seek_routes.cpp). A group
+    // or queue name is one path segment (the clients send it through encodeURIComponent, so a
+    // '/' in it arrives as %2F), as on the broker: "/consumer-groups/a/b" is no group "a/b"
+    // and answers 404 no_route; "lagging" is the lagging list, as on the broker.
+    t.push_back(row("GET", "/api/v1/consumer-groups", E::Other, cx, groups_list_route));
+    t.push_back(row("GET", "/api/v1/consumer-groups/lagging", E::Other, cx, groups_lagging_route));
+    t.push_back(row("GET", "/api/v1/consumer-groups/:group", E::Other, cx, group_get_route));
+    t.push_back(row("DELETE", "/api/v1/consumer-groups/:group/queues/:queue", E::Delete, cx,
+                    group_delete_queue_route));
+    t.push_back(row("POST", "/api/v1/consumer-groups/:group/queues/:queue/seek", E::Other, cx,
+                    group_seek_route));
+    t.push_back(row("POST", "/api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek",
+                    E::Other, cx, group_seek_partition_route));
+    t.push_back(row("DELETE", "/api/v1/consumer-groups/:group", E::Delete, cx, delete_group_route));
+    t.push_back(row("POST", "/api/v1/stats/refresh", E::Other, cx, stats_refresh_route));
     t.push_back(row("GET", "/api/v1/dlq", E::Dlq, cx, dlq_route));
     // Everything else.
     t.push_back(row(nullptr, "*", E::Other, cx, no_route));

@@ -36,6 +36,17 @@ void lease_extend_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // DELETE /api/v1/resources/queues/:q and /api/v1/consumer-groups/:g (delete_routes.cpp).
 void delete_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 void delete_group_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+// The consumer-group admin routes (admin_group_routes.cpp): GET /api/v1/consumer-groups,
+// /consumer-groups/lagging, /consumer-groups/:g, DELETE /consumer-groups/:g/queues/:q, POST
+// /api/v1/stats/refresh; seek (admin_seek_routes.cpp): POST /consumer-groups/:g/queues/:q/seek
+// and /consumer-groups/:g/queues/:q/partitions/:p/seek.
+void groups_list_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void groups_lagging_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void group_get_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void group_delete_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void stats_refresh_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void group_seek_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void group_seek_partition_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /api/v1/dlq (dlq_routes.cpp).
 void dlq_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET and POST /api/v1/system/maintenance (admin_maintenance.cpp).

@@ -340,6 +340,12 @@ HttpResponse shards_delete_queue(SqlRoute& b, const std::string& queue) {
     return json_ok(existed.empty() ? std::move(first) : std::move(existed));
 }
 
+// See consume_shards.h.
+Status shards_each(SqlRoute& b, const char* name, const char* sql, int n, const char* const* v,
+                   bool read_only, const std::function<Status(std::string)>& fold) {
+    return for_each_shard(b, name, sql, n, v, read_only, fold);
+}
+
 // Every shard deletes the group's state; deletedPartitions is their sum.
 HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool metadata) {
     const char* v[] = {group.c_str(), metadata ? "true" : "false"};

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "http/message.h"
@@ -38,6 +39,10 @@ HttpResponse shards_renew(SqlRoute& b, const std::string& lease, int64_t seconds
 HttpResponse shards_delete_queue(SqlRoute& b, const std::string& queue);
 // DELETE /api/v1/consumer-groups/:g.
 HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool metadata);
+// One jsonb statement on every shard, each answer handed to fold (the admin routes' gathers,
+// api/admin_group_routes.cpp); a shard down is answered after the others (for_each_shard).
+Status shards_each(SqlRoute& b, const char* name, const char* sql, int n, const char* const* v,
+                   bool read_only, const std::function<Status(std::string)>& fold);
 // GET /api/v1/dlq.
 HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
                         bool has_group, int64_t limit, int64_t offset);

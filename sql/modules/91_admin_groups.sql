@@ -238,16 +238,15 @@ BEGIN
 END
 $$;
 
--- Lock a group's members among partitions p_pids for a change (steps 1 and 2 of the order at
--- the top of this file): the partitions FOR KEY SHARE ascending with their fences, then the
--- group's state rows there FOR UPDATE ascending. Internal.
+-- Lock a group's state rows among partitions p_pids FOR UPDATE, ascending (step 2 of the
+-- order at the top of this file), after its caller took the partitions (step 1:
+-- queen.partitions_lock_for_write, 'key share'). Internal.
 CREATE OR REPLACE FUNCTION queen.admin_group_lock(p_group text, p_pids bigint[]) RETURNS void
 LANGUAGE plpgsql VOLATILE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM queen.partitions_lock_for_write(p_pids, 'key share');
     PERFORM 1 FROM queen.consumer_state s
      WHERE s.group_name = p_group AND s.partition_id = ANY (p_pids)
      ORDER BY s.partition_id FOR UPDATE;
@@ -257,7 +256,8 @@ $$;
 -- Move a group's cursor on partitions p_pids (ascending) to p_cursors (same order), whose
 -- locks the caller holds (queen.admin_group_lock): the cursor set (created when missing), the
 -- acks recorded there dropped, the lease cleared (batch, ack count and retry counter reset), so
--- that the next pop delivers from the new cursor + 1. Returns how many it moved. Internal.
+-- that the next pop delivers from the new cursor + 1. Returns how many it moved. Internal: a
+-- helper under its callers' partition locks and fences (tests/regress/sql/slot_fence_primitives.sql).
 CREATE OR REPLACE FUNCTION queen.admin_group_set_cursors(p_group text, p_pids bigint[],
                                                          p_cursors bigint[])
 RETURNS int
@@ -321,6 +321,7 @@ BEGIN
                       JOIN queen.log_partitions p ON p.id = m.pid AND p.queue_id = v_qid
                      ORDER BY m.pid);
     IF cardinality(v_pids) > 0 THEN
+        PERFORM queen.partitions_lock_for_write(v_pids, 'key share');
         PERFORM queen.admin_group_lock(p_group, v_pids);
         -- the targets read after the locks (a partition deleted meanwhile is skipped)
         SELECT COALESCE(array_agg(p.id ORDER BY p.id), '{}'),
@@ -370,6 +371,7 @@ BEGIN
     END IF;
     IF EXISTS (SELECT 1 FROM queen.consumer_state s WHERE s.partition_id = v_pid AND s.group_name = p_group)
        OR EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.partition_id = v_pid AND g.group_name = p_group) THEN
+        PERFORM queen.partitions_lock_for_write(ARRAY[v_pid], 'key share');
         PERFORM queen.admin_group_lock(p_group, ARRAY[v_pid]);
         SELECT p.last_offset INTO v_last FROM queen.log_partitions p WHERE p.id = v_pid;
         IF FOUND THEN
@@ -417,6 +419,7 @@ BEGIN
                       JOIN queen.queues q ON q.id = p.queue_id AND q.name = p_queue
                      ORDER BY m.pid);
     IF cardinality(v_pids) > 0 THEN
+        PERFORM queen.partitions_lock_for_write(v_pids, 'key share');
         PERFORM queen.admin_group_lock(p_group, v_pids);
         WITH st AS (DELETE FROM queen.consumer_state
                      WHERE group_name = p_group AND partition_id = ANY (v_pids) RETURNING partition_id),

@@ -43,6 +43,7 @@ CREATE TEMP TABLE fence_exempt (fn, kind, detail) AS VALUES
     ('ack_record', 'helper', 'the ack''s position, after queen.ack_lock_group'),
     ('consume_ack', 'helper', 'one wire ack, under its caller''s partition locks'),
     ('consume_ack_run', 'helper', 'a run of wire acks, under its caller''s partition locks'),
+    ('admin_group_set_cursors', 'helper', 'a seek''s cursors, under its caller''s partition locks'),
     ('consume_advance', 'helper', 'the cursor, under its caller''s partition lock'),
     ('consume_to_dlq', 'helper', 'a DLQ row, under its caller''s partition lock'),
     ('stream_purge', 'helper', 'an expired or deleted stream, under its caller''s partition lock'),

@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
         std::fputs(settings_markdown().c_str(), stdout);
         return 0;
     }
+    if (request == SettingsRequest::PrintRoutes) {
+        std::fputs(route_listing(st).c_str(), stdout);
+        return 0;
+    }
     if (!s.is_ok()) {
         QLOG_ERROR("queen-sidecar: %s", s.message().c_str());
         return 2;

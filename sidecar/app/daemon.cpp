@@ -101,6 +101,28 @@ const std::string& main_conninfo(const Settings& st) {
 
 }  // namespace
 
+// The table over unstarted parts: the rows' handlers are never called, only listed.
+std::string route_listing(const Settings& st) {
+    Settings quiet = st;
+    quiet.dedup_cache = 0;
+    const pg::ConnSettings pgc = pg_conn_settings(quiet);
+    SystemClock& clock = SystemClock::instance();
+    Metrics metrics;
+    BlockCache cache(cache_config(quiet), clock);
+    SqlPool sql({});
+    Flusher flusher(flusher_config(quiet), {}, cache, metrics, clock);
+    ApiContext api(parse_limits(quiet), flusher, sql, cache, metrics);
+    streams::Waiters waiters(quiet.pg, pgc);
+    streams::Engine engine([]() -> std::unique_ptr<streams::StreamsBackend> { return nullptr; }, 1,
+                           1, 1, streams::stream_hold_limits(quiet), 0, 0);
+    StreamsApi streams_api(engine, waiters, streams::streams_limits(quiet));
+    std::string out;
+    for (const Route& r : route_table(api, streams_api))
+        out += std::string(r.method ? r.method : "*") + "\t" + r.pattern.text() + "\t" +
+               (r.query_key ? r.query_key : "-") + "\n";
+    return out;
+}
+
 // Every part, in the order main built them (and destroyed in reverse).
 Daemon::Daemon(const Settings& st)
     : st_(st),

@@ -47,6 +47,11 @@ constexpr int64_t kSweepIntervalMs = 1000;
 // length is --drain-timeout-ms; this is only how soon an empty server notices.
 constexpr int64_t kDrainPollMs = 10;
 
+// queen-sidecar --print-routes: every row of the route table (api/route_table.cpp), in the
+// order rows are tried, one a line: METHOD ("*" = any) TAB PATTERN TAB QUERY KEY ("-" = none).
+// The table is built over parts that are never started (no thread, no connection).
+std::string route_listing(const Settings& st);
+
 class Daemon {
 public:
     // Build every part from st (connections are made lazily; the first push connection is

@@ -17,7 +17,7 @@ const std::string& RouteArgs::param(const char* name) const {
 
 // Split a pattern into literals and parameters; the literal after the last parameter becomes
 // the tail.
-PathPattern::PathPattern(const std::string& pattern) {
+PathPattern::PathPattern(const std::string& pattern) : text_(pattern) {
     std::size_t i = 0;
     std::string lit;
     while (i < pattern.size()) {

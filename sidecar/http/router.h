@@ -47,6 +47,8 @@ public:
     // True when path matches; *params gets the decoded named values.
     bool match(const std::string& path,
                std::vector<std::pair<std::string, std::string>>* params) const;
+    // The pattern as written in the table (queen-sidecar --print-routes lists it).
+    const std::string& text() const noexcept { return text_; }
 
 private:
     enum class Kind { Literal, Segment, Run, Rest };
@@ -54,6 +56,7 @@ private:
         Kind kind;
         std::string text;  // the literal, or the parameter's name
     };
+    std::string text_;           // the pattern as written
     std::vector<Piece> pieces_;  // without the literal tail
     std::string tail_;           // the literal after the last parameter (anchored at the end)
     bool has_params_ = false;
@@ -75,6 +78,8 @@ public:
     // Serve one request by the first matching row; its answer is counted under the row's
     // endpoint and status class.
     void handle(HttpRequest&& req, Reply reply) override;
+    // The rows, in the order they are tried.
+    const std::vector<Route>& rows() const noexcept { return rows_; }
 
 private:
     std::vector<Route> rows_;

@@ -116,11 +116,12 @@ struct SettingSpec {
 const std::vector<SettingSpec>& setting_specs();
 
 // What the command line asks for besides the settings.
-enum class SettingsRequest : uint8_t { Run, Help, Markdown };
+enum class SettingsRequest : uint8_t { Run, Help, Markdown, PrintRoutes };
 
 // Fill settings from the environment, then from argv (flags win). Returns BadRequest with a
-// message for an unknown flag or a value out of limits. *request is Help for --help/-h and
-// Markdown for --settings-markdown (the rest of argv is then not read).
+// message for an unknown flag or a value out of limits. *request is Help for --help/-h,
+// Markdown for --settings-markdown and PrintRoutes for --print-routes (the rest of argv is then
+// not read).
 Status load_settings(int argc, char** argv, Settings* out, SettingsRequest* request);
 // The same; *want_help is set for --help.
 Status load_settings(int argc, char** argv, Settings* out, bool* want_help);

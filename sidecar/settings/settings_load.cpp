@@ -75,6 +75,10 @@ Status load_settings(int argc, char** argv, Settings* out, SettingsRequest* requ
             *request = SettingsRequest::Markdown;
             return Status::ok();
         }
+        if (arg == "--print-routes") {
+            *request = SettingsRequest::PrintRoutes;
+            return Status::ok();
+        }
         if (arg.rfind("--", 0) != 0)
             return Status(StatusCode::BadRequest, "unexpected argument: " + arg);
         std::string name = arg.substr(2), value;

@@ -101,7 +101,7 @@ std::string setting_value(const SettingSpec& spec, const Settings& st) {
 std::string settings_help() {
     std::string h =
         "usage: queen-sidecar [--flag value | --flag=value]...\n"
-        "       queen-sidecar --help | --settings-markdown\n\n"
+        "       queen-sidecar --help | --settings-markdown | --print-routes\n\n"
         "Every flag can also be given by its environment variable; a flag wins.\n";
     h += runtime_line() + "\n\n";
     for (const auto& spec : setting_specs()) {
@@ -112,6 +112,9 @@ std::string settings_help() {
         h += "      default " + human_default(spec) + "; accepts " + human_limits(spec) + "\n";
     }
     h += "\n  --settings-markdown             print docs/sidecar.md's settings table\n";
+    h += "  --print-routes                  print the route table, one row a line, in the order rows\n"
+         "                                  are tried: METHOD (* = any) TAB PATTERN TAB QUERY KEY\n"
+         "                                  (- = none)\n";
     return h;
 }
 

@@ -71,6 +71,25 @@ TEST(Router, NamesMayHoldSlashes) {
     EXPECT_EQ(match("*", "/anything/at/all"), "");
 }
 
+// The route audit's mangled forms (tests/integration/route_audit.py) at the pattern level: no
+// normalisation of doubled slashes, dot segments, case or escapes in literals.
+TEST(Router, MangledPathsAreNotNormalised) {
+    EXPECT_EQ(match("/api/v1/push", "//api/v1/push"), "no match");
+    EXPECT_EQ(match("/api/v1/push", "/api/v1//push"), "no match");
+    EXPECT_EQ(match("/api/v1/push", "/api/v1/x/../push"), "no match");
+    EXPECT_EQ(match("/api/v1/push", "/api/v1/x/%2E%2E/push"), "no match");
+    EXPECT_EQ(match("/api/v1/push", "/api/v1/%70ush"), "no match");  // literals are not decoded
+    EXPECT_EQ(match("/api/v1/push", "/API/V1/PUSH"), "no match");
+    EXPECT_EQ(match("/api/v1/pop/queue/:q", "/api/v1/pop/queue//q"), "no match");
+    EXPECT_EQ(match("/api/v1/pop/queue/:q", "/api/v1/pop//queue/q"), "no match");
+    EXPECT_EQ(match("/api/v1/lease/*leaseId/extend", "/api/v1/lease/a/extend/x"), "no match");
+    EXPECT_EQ(match("/api/v1/lease/*leaseId/extend", "/api/v1/lease/a"), "no match");
+    // A run keeps what a name may hold: the handler decides what such a name means.
+    EXPECT_EQ(match("/api/v1/resources/queues/*queue", "/api/v1/resources/queues//q"), "queue=/q;");
+    EXPECT_EQ(match("/api/v1/resources/queues/*queue", "/api/v1/resources/queues/%2E%2E%2Fq"),
+              "queue=../q;");
+}
+
 // A router over rows that only record which row served; answers counted by row.
 TEST(Router, FirstMatchingRowServesAndIsCounted) {
     Metrics m;

@@ -257,7 +257,7 @@ TEST_F(SettingsTest, StringChecksAndCommandLineErrors) {
     EXPECT_EQ(load({"--nope=1"}, &st), "unknown flag --nope");
     EXPECT_EQ(load({"--pool-size"}, &st), "missing value for --pool-size");
     EXPECT_EQ(load({"pool-size=2"}, &st), "unexpected argument: pool-size=2");
-    // --help and --settings-markdown stop reading (what follows is not checked).
+    // --help, --settings-markdown and --print-routes stop reading (what follows is not checked).
     SettingsRequest req = SettingsRequest::Run;
     EXPECT_EQ(load({"--pool-size", "2", "--help", "--nope"}, &st, &req), "");
     EXPECT_EQ(req, SettingsRequest::Help);
@@ -265,6 +265,8 @@ TEST_F(SettingsTest, StringChecksAndCommandLineErrors) {
     EXPECT_EQ(req, SettingsRequest::Help);
     EXPECT_EQ(load({"--settings-markdown"}, &st, &req), "");
     EXPECT_EQ(req, SettingsRequest::Markdown);
+    EXPECT_EQ(load({"--print-routes", "--nope"}, &st, &req), "");
+    EXPECT_EQ(req, SettingsRequest::PrintRoutes);
     EXPECT_EQ(load({"--pool-size", "3"}, &st, &req), "");
     EXPECT_EQ(req, SettingsRequest::Run);
     EXPECT_EQ(st.pool_size, 3);

@@ -98,8 +98,8 @@ GRANT EXECUTE ON FUNCTION queen.dedup_advance(text, int, timestamptz),
 
 -- ---------------------------------------------------------------- queen_admin: administration
 GRANT EXECUTE ON FUNCTION
-    queen.configure(text, jsonb), queen.run_retention(int), queen.retention_step(jsonb, int),
-    queen.drop_queue(text)
+    queen.configure(text, jsonb, text, text), queen.run_retention(int),
+    queen.retention_step(jsonb, int), queen.drop_queue(text)
     TO queen_admin;
 GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, float8, jsonb) TO queen_admin;
 -- the periodic sweeps' lock (issue 27: the sidecar's sweep, scripts/retention-loop.sh)
@@ -141,3 +141,12 @@ GRANT EXECUTE ON FUNCTION queen.set_maintenance(boolean) TO queen_admin;
 -- sql/modules/80_encryption.sql: the sidecar's per-queue modes for every role (the switch is
 -- configure's; the guards are internal).
 GRANT EXECUTE ON FUNCTION queen.queue_modes(text[]) TO queen_writer, queen_reader, queen_admin;
+
+-- ---------------------------------------------------------------- admin views (issue 29)
+-- sql/modules/90_admin_queues.sql: the queue and status views, read-only, for every role.
+GRANT EXECUTE ON FUNCTION queen.admin_queues(text, int, int, text, text, text),
+    queen.admin_queue(text, int, int), queen.admin_queue_detail(text, int, int),
+    queen.admin_partitions(text, int, int), queen.admin_groupings(text), queen.admin_overview(),
+    queen.admin_status(timestamptz, timestamptz, text, text, text),
+    queen.admin_analytics(timestamptz, timestamptz, text, text, text, text)
+    TO queen_reader, queen_writer, queen_admin;

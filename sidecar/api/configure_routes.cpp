@@ -34,7 +34,7 @@ void configure_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
     queue = std::string(qv.get_string().value_unsafe());
     if (const char* why = validate_queue_name(queue))
         return reply(error_response(Status(StatusCode::BadRequest, std::string("queue ") + why)));
-    // namespace and task: echoed (strings, else null)
+    // namespace and task (issue 29): stored with the queue and echoed (strings, else null)
     auto text_or_null = [&](const char* key, std::string* out) {
         auto v = obj[key];
         if (v.error() || !v.is_string()) return false;
@@ -82,7 +82,7 @@ void configure_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
         for (std::size_t i = 0; s.is_ok() && i < shards.size(); i++)
             s = shards[i]->call_json(
                 "queen_wire_configure",
-                "SELECT queen.configure($1::text, $2::jsonb) || "
+                "SELECT queen.configure($1::text, $2::jsonb, $3::text, $4::text) || "
                 "jsonb_build_object('namespace', $3::text, 'task', $4::text)",
                 4, v, false, &result, &null);
         modes->forget(queue);  // its encryption flag is read again by the next push

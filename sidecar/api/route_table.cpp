@@ -89,6 +89,19 @@ std::vector<Route> route_table(ApiContext& cx, StreamsApi& streams) {
     t.push_back(row("DELETE", "/api/v1/consumer-groups/:group", E::Delete, cx, delete_group_route));
     t.push_back(row("POST", "/api/v1/stats/refresh", E::Other, cx, stats_refresh_route));
     t.push_back(row("GET", "/api/v1/dlq", E::Dlq, cx, dlq_route));
+    // Admin, issue 29: the queue and status views (admin_queue_routes.cpp). A status queue is
+    // one segment (its /messages sub-route is another row's); a resources queue may hold '/'.
+    t.push_back(row("GET", "/api/v1/resources/overview", E::Other, cx, admin_overview_route));
+    t.push_back(row("GET", "/api/v1/resources/namespaces", E::Other, cx, admin_namespaces_route));
+    t.push_back(row("GET", "/api/v1/resources/tasks", E::Other, cx, admin_tasks_route));
+    t.push_back(row("GET", "/api/v1/resources/queues", E::Other, cx, admin_queues_route));
+    t.push_back(row("GET", "/api/v1/resources/queues/*queue", E::Other, cx, admin_queue_route));
+    t.push_back(row("GET", "/api/v1/resources/partitions", E::Other, cx, admin_partitions_route));
+    t.push_back(row("GET", "/api/v1/status", E::Other, cx, admin_status_route));
+    t.push_back(row("GET", "/api/v1/status/queues", E::Other, cx, admin_status_queues_route));
+    t.push_back(row("GET", "/api/v1/status/queues/:queue", E::Other, cx, admin_status_queue_route));
+    t.push_back(row("GET", "/api/v1/status/analytics", E::Other, cx, admin_analytics_route));
+    t.push_back(row("DELETE", "/api/v1/queues/*queue/clear", E::Other, cx, admin_clear_queue_route));
     // Everything else.
     t.push_back(row(nullptr, "*", E::Other, cx, no_route));
     return t;

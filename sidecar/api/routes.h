@@ -54,6 +54,20 @@ void maintenance_get(ApiContext& cx, RouteArgs&& a, Reply reply);
 void maintenance_set(ApiContext& cx, RouteArgs&& a, Reply reply);
 // POST /api/v1/traces (admin_traces.cpp).
 void traces_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+// The queue and status views of the admin API, issue 29 (admin_queue_routes.cpp): GET
+// /api/v1/resources/{overview,namespaces,tasks,queues,queues/:queue,partitions},
+// /api/v1/status{,/queues,/queues/:queue,/analytics}; DELETE /api/v1/queues/:queue/clear (404).
+void admin_overview_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_namespaces_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_tasks_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_queues_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_partitions_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_status_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_status_queues_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_status_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_analytics_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void admin_clear_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /health, /health/live, /health/ready (health_routes.cpp).
 void health_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /metrics (metrics_route.cpp).

@@ -336,9 +336,13 @@ $$;
 -- retentionSeconds, dedupBy} as in 0.2.0 (every unsent option still returns to its default).
 -- The answer's retentionSeconds is the age retention stored in queues.retention_seconds: in
 -- Queen's form, retentionSeconds only with retentionEnabled (else null), like the broker.
+-- p_namespace and p_task (issue 29): Queen's namespace and task, stored with the queue (NULL:
+-- none; configure is a full replace, so an unsent one is cleared) and answered in Queen's form.
 -- Locks: the queue row (FOR NO KEY UPDATE), then creates Default (no partition row lock; on a
 -- shard of a cluster only the owner of its slot creates it, the others answer partitionId null).
-CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
+CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}',
+                                           p_namespace text DEFAULT NULL,
+                                           p_task text DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
 AS $$
@@ -430,15 +434,17 @@ BEGIN
         END IF;
         UPDATE queen.queues
            SET dedup_window_seconds = v_window, retention_seconds = v_ret, dedup_by = v_by,
-               updated_at = now()
+               namespace = p_namespace, task = p_task, updated_at = now()
          WHERE id = v_qid;
     ELSE
-        INSERT INTO queen.queues (name, dedup_window_seconds, retention_seconds, dedup_by)
-        VALUES (p_queue, v_window, v_ret, v_by)
+        INSERT INTO queen.queues (name, dedup_window_seconds, retention_seconds, dedup_by,
+                                  namespace, task)
+        VALUES (p_queue, v_window, v_ret, v_by, p_namespace, p_task)
         ON CONFLICT (name) DO UPDATE
            SET dedup_window_seconds = EXCLUDED.dedup_window_seconds,
                retention_seconds = EXCLUDED.retention_seconds,
-               dedup_by = EXCLUDED.dedup_by, updated_at = now()
+               dedup_by = EXCLUDED.dedup_by, namespace = EXCLUDED.namespace,
+               task = EXCLUDED.task, updated_at = now()
         RETURNING id INTO v_qid;
     END IF;
     INSERT INTO queen.queue_options (queue_id, options) VALUES (v_qid, v_queen)
@@ -470,7 +476,7 @@ BEGIN
                               'retentionSeconds', v_ret, 'dedupBy', v_by,
                               'configured', true, 'queueId', v_qid,
                               'partitionId', queen.partition_uuid(v_pid),
-                              'namespace', NULL, 'task', NULL, 'options', v_queen);
+                              'namespace', p_namespace, 'task', p_task, 'options', v_queen);
 END
 $$;
 

@@ -18,7 +18,12 @@ CREATE TABLE queen.queues (
     -- lock (no extra lookup): true = every payload stored must be a sidecar's encryption
     -- envelope (docs/encryption.md). Only queen.configure changes it (never to true while the
     -- queue holds messages); queue_options keeps the option's echo.
-    encryption_enabled   boolean NOT NULL DEFAULT false
+    encryption_enabled   boolean NOT NULL DEFAULT false,
+    -- issue 29: Queen's namespace and task of the queue (configure's top-level fields; NULL
+    -- when not sent), echoed by configure and listed by the admin views
+    -- (sql/modules/90_admin_queues.sql)
+    namespace            text,
+    task                 text
 );
 
 CREATE TABLE queen.log_partitions (

@@ -81,3 +81,11 @@ $$;
 -- issue 27, pops by queue: a pop by queue walks its queue's partitions in id order from a
 -- random point instead of listing them all (sql/schema/50_consume.sql).
 CREATE INDEX log_partitions_queue_idx ON queen.log_partitions (queue_id, id);
+
+-- ---------------------------------------------------------------- issue 29, namespace and task of a queue
+-- queen.queues.namespace and .task: Queen's configure fields, stored (sql/schema/00_core.sql)
+-- and read by the admin views (sql/modules/90_admin_queues.sql). 0.3.0 stored neither: NULL.
+ALTER TABLE queen.queues ADD COLUMN namespace text;
+ALTER TABLE queen.queues ADD COLUMN task text;
+-- queen.configure takes them as two more arguments (defaults NULL): created anew by the routines.
+DROP FUNCTION queen.configure(text, jsonb);

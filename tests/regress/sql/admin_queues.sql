@@ -1,0 +1,120 @@
+--
+-- admin_queues: the queue and status views of Queen's admin API (issue 29,
+-- sql/modules/90_admin_queues.sql): configure's namespace and task, the per-partition figures
+-- (total, pending, processing, completed, dead letters) computed from offsets, cursors, leases
+-- and the DLQ, their sums per queue, namespace, task and system, and the bad arguments.
+--
+\i tests/regress/sql/sqlstate_of.psql
+-- A view's answer without its clock-dependent fields (timestamps).
+CREATE FUNCTION pg_temp.strip(j jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+    r jsonb;
+BEGIN
+    IF jsonb_typeof(j) = 'object' THEN
+        SELECT COALESCE(jsonb_object_agg(k, pg_temp.strip(v)), '{}') INTO r FROM jsonb_each(j) AS e(k, v)
+         WHERE k NOT IN ('createdAt', 'newestMessage', 'timestamp', 'from', 'to', 'timeRange', 'id');
+        RETURN r;
+    ELSIF jsonb_typeof(j) = 'array' THEN
+        SELECT COALESCE(jsonb_agg(pg_temp.strip(v) ORDER BY n), '[]') INTO r
+          FROM jsonb_array_elements(j) WITH ORDINALITY AS e(v, n);
+        RETURN r;
+    END IF;
+    RETURN j;
+END $$;
+CREATE FUNCTION pg_temp.ack_of(r jsonb, n int, status text) RETURNS jsonb
+    LANGUAGE sql AS $$
+    SELECT jsonb_build_object('transactionId', r -> 'messages' -> n -> 'transactionId',
+                              'partitionId', r -> 'messages' -> n -> 'partitionId',
+                              'status', status) $$;
+
+-- An empty system.
+SELECT pg_temp.strip(queen.admin_overview()) AS empty_overview;
+SELECT queen.admin_queues('resources') AS empty_list;
+
+-- configure stores and echoes namespace and task (full replace: unsent = cleared).
+SELECT c ->> 'namespace' AS ns, c ->> 'task' AS task, c ->> 'configured' AS configured
+  FROM queen.configure('aq_a', '{"retryLimit": 0, "leaseTime": 60}', 'billing', 'invoices') c;
+SELECT c -> 'namespace' AS ns, c -> 'task' AS task
+  FROM queen.configure('aq_b', '{"leaseTime": 60}') c;
+SELECT c ->> 'namespace' AS ns, c -> 'task' AS task
+  FROM queen.configure('aq_c', '{"leaseTime": 60}', 'billing', NULL) c;
+SELECT name, namespace, task FROM queen.queues WHERE name LIKE 'aq\_%' ORDER BY name;
+-- queen's own form is unchanged (no namespace, task in its answer)
+SELECT queen.configure('aq_own', '{"dedupWindowSeconds": 60}') AS own_form;
+SELECT queen.drop_queue('aq_own');
+
+-- aq_a: p1 holds 5 messages, p2 3; aq_b: Default and x (2).
+SELECT count(*) FROM queen.push('aq_a', 'p1', '[{"payload":1},{"payload":2},{"payload":3},{"payload":4},{"payload":5}]');
+SELECT count(*) FROM queen.push('aq_a', 'p2', '[{"payload":1},{"payload":2},{"payload":3}]');
+SELECT count(*) FROM queen.push('aq_b', 'x', '[{"payload":1},{"payload":2}]');
+
+-- queue mode on p1: pops 2, acks the first: cursor 0, a live lease of 2 with 1 acked.
+CREATE TEMP TABLE qm AS SELECT queen.pop('aq_a', 'p1', NULL, 2) AS r;
+SELECT jsonb_array_elements(queen.ack_messages(jsonb_build_array(pg_temp.ack_of(r, 0, 'completed')))) ->> 'success' AS acked FROM qm;
+-- group g1 on p1: pops 4 and acks them all (cursor 3).
+CREATE TEMP TABLE g1 AS SELECT queen.pop('aq_a', 'p1', 'g1', 4) AS r;
+SELECT count(*) AS acked FROM g1, jsonb_array_elements(queen.ack_messages(jsonb_build_array(
+    pg_temp.ack_of(r, 0, 'completed'), pg_temp.ack_of(r, 1, 'completed'),
+    pg_temp.ack_of(r, 2, 'completed'), pg_temp.ack_of(r, 3, 'completed')), 'g1')) a
+ WHERE (a ->> 'success')::boolean;
+-- queue mode on p2: pops 1 and nacks it (retryLimit 0: to the DLQ, cursor past it).
+CREATE TEMP TABLE qm2 AS SELECT queen.pop('aq_a', 'p2', NULL, 1) AS r;
+SELECT jsonb_array_elements(queen.ack_messages(jsonb_build_array(pg_temp.ack_of(r, 0, 'failed')))) ->> 'success' AS nacked FROM qm2;
+SELECT count(*) AS dlq_rows FROM queen.consumer_dlq;
+
+-- Per partition, the largest over groups: p1 total 5, queue mode pending 4 (processing 1),
+-- g1 pending 1, completed max(1, 4) = 4; p2 total 3, pending 2, dead letter 1, completed 0;
+-- Default of aq_a: nothing.
+SELECT partition_id IS NOT NULL AS has_id, name, total, pending, processing, completed, dead_letter, consumed
+  FROM queen.admin_partition_figures(ARRAY(SELECT id FROM queen.queues WHERE name = 'aq_a'))
+ ORDER BY name;
+
+-- The lists (newest first).
+SELECT pg_temp.strip(queen.admin_queues('resources')) AS resources_queues;
+SELECT pg_temp.strip(queen.admin_queues('status', 100, 0, 'billing')) AS status_queues_billing;
+SELECT pg_temp.strip(queen.admin_queues('status', 1, 1)) AS status_queues_page;
+SELECT pg_temp.strip(queen.admin_queues('resources', 10, 0, NULL, 'invoices')) AS by_task;
+-- One queue.
+SELECT pg_temp.strip(queen.admin_queue('aq_a')) AS resources_queue;
+SELECT pg_temp.strip(queen.admin_queue('aq_a', 1, 1)) -> 'partitions' AS second_partition_only;
+SELECT (queen.admin_queue('aq_a') -> 'partitions' -> 1 ->> 'id')
+       = queen.partition_uuid(queen.partition_id('aq_a', 'p1'))::text AS wire_partition_id;
+SELECT pg_temp.strip(queen.admin_queue_detail('aq_a')) AS status_queue;
+SELECT pg_temp.strip(queen.admin_partitions('aq_b')) AS partitions_b;
+SELECT jsonb_array_length(queen.admin_partitions() -> 'partitions') AS all_partitions;
+-- Namespaces, tasks, overview, status.
+SELECT queen.admin_groupings('namespace') AS namespaces;
+SELECT queen.admin_groupings('task') AS tasks;
+SELECT pg_temp.strip(queen.admin_overview()) AS overview;
+SELECT pg_temp.strip(queen.admin_status()) AS status;
+SELECT pg_temp.strip(queen.admin_status(NULL, NULL, 'aq_b')) AS status_b;
+SELECT queen.admin_status(now() - interval '7 days', now()) -> 'bucketMinutes' AS week_buckets;
+-- Analytics: the retained messages per bucket.
+SELECT (SELECT sum((p ->> 'messages')::int) FROM jsonb_array_elements(a -> 'dataPoints') p) AS messages,
+       jsonb_array_length(a -> 'dataPoints') BETWEEN 3 AND 4 AS points, a ->> 'interval' AS iv
+  FROM queen.admin_analytics(now() - interval '2 hours', now() + interval '1 minute') a;
+SELECT (SELECT sum((p ->> 'messages')::int) FROM jsonb_array_elements(a -> 'dataPoints') p) AS messages_b
+  FROM queen.admin_analytics(now() - interval '1 hour', now() + interval '1 minute', 'minute', 'aq_b') a;
+SELECT jsonb_array_length(queen.admin_analytics(NULL, NULL, 'day') -> 'dataPoints') BETWEEN 1 AND 2 AS default_day;
+
+-- Bad arguments and unknown queues.
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queue('nope')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queue_detail('nope')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_partitions('nope')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queue('__queen_x')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queues('resources', 10001)$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queues('resources', 10, -1)$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_queues('other')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_analytics(NULL, NULL, 'week')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_analytics(now(), now() - interval '1 s')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_analytics(now() - interval '30 days', now(), 'minute')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_status(now(), now() - interval '1 s')$$);
+SELECT pg_temp.sqlstate_of($$SELECT queen.admin_groupings('color')$$);
+
+-- A lease that expired is not processing.
+UPDATE queen.consumer_state SET lease_expires_at = now() - interval '1 s'
+ WHERE group_name = '__QUEUE_MODE__' AND lease_id IS NOT NULL;
+SELECT name, pending, processing FROM queen.admin_partition_figures(
+    ARRAY(SELECT id FROM queen.queues WHERE name = 'aq_a')) ORDER BY name;
+
+SELECT queen.drop_queue('aq_a'), queen.drop_queue('aq_b'), queen.drop_queue('aq_c');

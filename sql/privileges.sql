@@ -132,3 +132,14 @@ GRANT EXECUTE ON FUNCTION queen.set_maintenance(boolean) TO queen_admin;
 -- sql/modules/80_encryption.sql: the sidecar's per-queue modes for every role (the switch is
 -- configure's; the guards are internal).
 GRANT EXECUTE ON FUNCTION queen.queue_modes(text[]) TO queen_writer, queen_reader, queen_admin;
+
+-- ---------------------------------------------------------------- admin: messages and DLQ (issue 29)
+-- sql/modules/92_admin_messages.sql: the message browser, one message and the DLQ across
+-- queues for every role; deleting and retrying a dead letter for admins.
+GRANT EXECUTE ON FUNCTION queen.admin_messages(text, text, text, text, text, int, int),
+    queen.admin_message(text, text),
+    queen.admin_dlq(text, text, text, text, text, int, int)
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.admin_delete_message(text, text, text),
+    queen.admin_retry_message(text, text, text)
+    TO queen_admin;

@@ -38,8 +38,7 @@ HttpResponse shards_renew(SqlRoute& b, const std::string& lease, int64_t seconds
 HttpResponse shards_delete_queue(SqlRoute& b, const std::string& queue);
 // DELETE /api/v1/consumer-groups/:g.
 HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool metadata);
-// GET /api/v1/dlq.
-HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
-                        bool has_group, int64_t limit, int64_t offset);
+// GET /api/v1/dlq: filters = queue, consumerGroup, partition, from, to (nullptr: none).
+HttpResponse shards_dlq(SqlRoute& b, const char* const filters[5], int64_t limit, int64_t offset);
 
 }  // namespace queen::sidecar

@@ -606,7 +606,7 @@ BEGIN
        AND (p_group IS NULL OR d.group_name = queen.consume_group(p_group))
      ORDER BY d.id DESC LIMIT 1 FOR UPDATE;
     IF NOT FOUND THEN
-        RAISE EXCEPTION 'message % of partition % is not a dead letter', p_txn, p_partition_id
+        RAISE EXCEPTION 'message % is not a dead letter of this partition', p_txn
             USING ERRCODE = '42704';
     END IF;
     SELECT n.g INTO v_other

@@ -150,3 +150,13 @@ GRANT EXECUTE ON FUNCTION queen.admin_queues(text, int, int, text, text, text),
     queen.admin_status(timestamptz, timestamptz, text, text, text),
     queen.admin_analytics(timestamptz, timestamptz, text, text, text, text)
     TO queen_reader, queen_writer, queen_admin;
+-- ---------------------------------------------------------------- admin: messages and DLQ (issue 29)
+-- sql/modules/92_admin_messages.sql: the message browser, one message and the DLQ across
+-- queues for every role; deleting and retrying a dead letter for admins.
+GRANT EXECUTE ON FUNCTION queen.admin_messages(text, text, text, text, text, int, int),
+    queen.admin_message(text, text),
+    queen.admin_dlq(text, text, text, text, text, int, int)
+    TO queen_reader, queen_writer, queen_admin;
+GRANT EXECUTE ON FUNCTION queen.admin_delete_message(text, text, text),
+    queen.admin_retry_message(text, text, text)
+    TO queen_admin;

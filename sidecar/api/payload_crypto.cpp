@@ -265,6 +265,22 @@ HttpResponse open_dlq_answer(ApiContext& cx, HttpResponse r) {
     return r;
 }
 
+// The same through crypto::open_answer on field "payload"; one message is wrapped as a
+// one-message list and unwrapped after (the answer's text is spliced, never re-serialized).
+HttpResponse open_admin_answer(ApiContext& cx, HttpResponse r, bool single) {
+    if (r.status != 200 || r.body.find("\"$enc\"") == std::string::npos) return r;
+    static const std::string kHead = "{\"messages\":[", kTail = "]}";
+    const std::string in = single ? kHead + r.body + kTail : r.body;
+    crypto::AnswerOpen st;
+    std::string out;
+    if (!crypto::open_answer(cx.crypto.keys, in, "payload", &out, &st)) return r;
+    if (st.key_unknown > 0) return key_refusal(cx, st.unknown_kid);
+    note_broken(st, "admin");
+    if (single) out = out.substr(kHead.size(), out.size() - kHead.size() - kTail.size());
+    r.body = std::move(out);
+    return r;
+}
+
 // One payload through crypto::append_opened.
 bool append_read_payload(ApiContext& cx, const std::string& queue, const std::string& stored,
                          std::string* out, HttpResponse* refusal) {

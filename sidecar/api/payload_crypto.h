@@ -41,6 +41,10 @@ bool refused_unsealed(ApiContext& cx, const Status& s, const std::vector<std::st
 bool open_pop_answer(ApiContext& cx, SqlRoute& b, std::string* body, HttpResponse* refusal);
 // The DLQ listing's answer with its envelopes opened (a 503 as above for a key not held).
 HttpResponse open_dlq_answer(ApiContext& cx, HttpResponse r);
+// The admin message routes' answers (issue 29) with their "payload" envelopes opened: the
+// browser's {"messages": [...]} or (single) one message's object (a 503 as above for a key
+// not held).
+HttpResponse open_admin_answer(ApiContext& cx, HttpResponse r, bool single);
 // queen's own read: one stored payload of queue appended as the reader gets it; false (and
 // *refusal) when it is sealed under a key not held here.
 bool append_read_payload(ApiContext& cx, const std::string& queue, const std::string& stored,

@@ -52,7 +52,7 @@ void dlq_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET and POST /api/v1/system/maintenance (admin_maintenance.cpp).
 void maintenance_get(ApiContext& cx, RouteArgs&& a, Reply reply);
 void maintenance_set(ApiContext& cx, RouteArgs&& a, Reply reply);
-// POST /api/v1/traces (admin_traces.cpp).
+// POST /api/v1/traces and the traces reads (admin_traces.cpp).
 void traces_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // The queue and status views of the admin API, issue 29 (admin_queue_routes.cpp): GET
 // /api/v1/resources/{overview,namespaces,tasks,queues,queues/:queue,partitions},
@@ -68,6 +68,14 @@ void admin_status_queues_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 void admin_status_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 void admin_analytics_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 void admin_clear_queue_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void trace_names_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void traces_by_name_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void message_traces_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+// The admin message routes (admin_message_routes.cpp, issue 29).
+void messages_list_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void message_get_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void message_delete_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+void message_retry_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /health, /health/live, /health/ready (health_routes.cpp).
 void health_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /metrics (metrics_route.cpp).

@@ -48,6 +48,8 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::EncryptionKeyUnknown, "encryption_key_unknown"},
     {ErrorCode::EncryptionQueueNotEmpty, "encryption_queue_not_empty"},
     {ErrorCode::DecryptionFailed, "decryption_failed"},
+    {ErrorCode::NotDeletable, "not_deletable"},
+    {ErrorCode::NotRetryable, "not_retryable"},
     {ErrorCode::Gone, "gone"},
     {ErrorCode::MethodNotAllowed, "method_not_allowed"},
     {ErrorCode::BadName, "bad_name"},

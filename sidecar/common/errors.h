@@ -54,6 +54,9 @@ enum class ErrorCode : int {
     EncryptionKeyUnknown,
     EncryptionQueueNotEmpty,
     DecryptionFailed,
+    // The admin API's message actions (issue 29): the log is append-only.
+    NotDeletable,
+    NotRetryable,
     // The streams surface: its requests' checks and the extension's typed answers.
     Gone,
     MethodNotAllowed,

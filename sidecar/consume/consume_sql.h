@@ -18,6 +18,11 @@ constexpr const char* kDeleteGroupName = "queen_wire_delete_group";
 constexpr const char* kDeleteGroup = "SELECT queen.delete_consumer_group($1::text, $2::boolean)";
 constexpr const char* kDlqName = "queen_wire_dlq";
 constexpr const char* kDlq = "SELECT queen.dlq_messages($1::text, $2::text, $3::int, $4::int)";
+// GET /api/v1/dlq with the admin filters (issue 29): queue, group, partition, from, to, limit,
+// offset (sql/modules/92_admin_messages.sql).
+constexpr const char* kAdminDlqName = "queen_admin_dlq";
+constexpr const char* kAdminDlq =
+    "SELECT queen.admin_dlq($1::text, $2::text, $3::text, $4::text, $5::text, $6::int, $7::int)";
 // --router, before an ack batch spanning shards is applied anywhere: 42501 when one of these
 // partition ids is of a queue reserved for queen's modules (queen.ack_messages' own first check).
 constexpr const char* kAckGuardName = "queen_wire_ack_guard";

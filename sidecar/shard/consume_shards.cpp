@@ -371,19 +371,22 @@ HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool met
     return json_ok(std::move(body));
 }
 
-// Every shard's newest limit+offset, merged newest first (failedAt: fixed-width ISO text, so
-// its text order is its time order; equal times keep shard order), then offset and limit.
-HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
-                        bool has_group, int64_t limit, int64_t offset) {
-    const std::string l = std::to_string(std::min<int64_t>(limit + offset, INT_MAX));
-    const char* v[] = {queue.c_str(), has_group ? group.c_str() : nullptr, l.c_str(), "0"};
+// Every shard's newest limit+offset (queen.admin_dlq), merged newest first (failedAt:
+// fixed-width ISO text, so its text order is its time order; equal times keep shard order),
+// then offset and limit; total is the sum of the shards' totals.
+HttpResponse shards_dlq(SqlRoute& b, const char* const filters[5], int64_t limit, int64_t offset) {
+    const std::string l = std::to_string(std::min<int64_t>(limit + offset, 1000));
+    const char* v[] = {filters[0], filters[1], filters[2], filters[3], filters[4], l.c_str(), "0"};
     std::vector<std::pair<std::string, std::string>> msgs;  // (failedAt, text)
-    Status s = for_each_shard(b, kDlqName, kDlq, 4, v, true, [&](std::string out) {
+    int64_t total = 0;
+    Status s = for_each_shard(b, kAdminDlqName, kAdminDlq, 7, v, true, [&](std::string out) {
         simdjson::dom::parser p;
         simdjson::dom::object o;
         simdjson::dom::array arr;
-        if (p.parse(out).get(o) || o["messages"].get(arr))
-            return Status(StatusCode::Internal, "dlq_messages answered " + out.substr(0, 200));
+        int64_t t = 0;
+        if (p.parse(out).get(o) || o["messages"].get(arr) || o["total"].get(t))
+            return Status(StatusCode::Internal, "admin_dlq answered " + out.substr(0, 200));
+        total += t;
         for (simdjson::dom::element el : arr) {
             std::string_view at;
             if (el["failedAt"].get(at)) at = {};
@@ -406,7 +409,9 @@ HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string
     json_append_int(&body, limit);
     body += ",\"offset\":";
     json_append_int(&body, offset);
-    body += "}}";
+    body += "},\"total\":";
+    json_append_int(&body, total);
+    body += "}";
     return json_ok(std::move(body));
 }
 

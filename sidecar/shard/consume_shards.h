@@ -43,8 +43,7 @@ HttpResponse shards_delete_group(SqlRoute& b, const std::string& group, bool met
 // api/admin_group_routes.cpp); a shard down is answered after the others (for_each_shard).
 Status shards_each(SqlRoute& b, const char* name, const char* sql, int n, const char* const* v,
                    bool read_only, const std::function<Status(std::string)>& fold);
-// GET /api/v1/dlq.
-HttpResponse shards_dlq(SqlRoute& b, const std::string& queue, const std::string& group,
-                        bool has_group, int64_t limit, int64_t offset);
+// GET /api/v1/dlq: filters = queue, consumerGroup, partition, from, to (nullptr: none).
+HttpResponse shards_dlq(SqlRoute& b, const char* const filters[5], int64_t limit, int64_t offset);
 
 }  // namespace queen::sidecar

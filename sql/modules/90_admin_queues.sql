@@ -35,7 +35,7 @@
 
 -- A timestamp as the broker writes it (UTC, milliseconds, Z); NULL stays NULL. Internal.
 CREATE OR REPLACE FUNCTION queen.admin_ts(p_ts timestamptz) RETURNS text
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql IMMUTABLE PARALLEL SAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT pg_catalog.to_char(p_ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
@@ -49,7 +49,7 @@ CREATE OR REPLACE FUNCTION queen.admin_partition_figures(p_queue_ids bigint[],
 RETURNS TABLE (queue_id bigint, partition_id bigint, name text, created_at timestamptz,
                total bigint, pending bigint, processing bigint, completed bigint,
                dead_letter bigint, consumed bigint)
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH p AS MATERIALIZED (
@@ -96,7 +96,7 @@ $$;
 -- given, in the broker's order (newest first, then name). Internal.
 CREATE OR REPLACE FUNCTION queen.admin_queue_set(p_namespace text, p_task text, p_queue text)
 RETURNS SETOF queen.queues
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT q.* FROM queen.queues q
@@ -109,7 +109,7 @@ $$;
 
 -- limit and offset of a list: 22023 unless 0 <= offset and 0 <= limit <= p_cap. Internal.
 CREATE OR REPLACE FUNCTION queen.admin_check_page(p_limit int, p_offset int, p_cap int) RETURNS void
-LANGUAGE plpgsql IMMUTABLE
+LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
@@ -180,7 +180,7 @@ CREATE OR REPLACE FUNCTION queen.admin_partition_json(p_id bigint, p_name text,
                                                       p_pending bigint, p_processing bigint,
                                                       p_completed bigint, p_dead bigint)
 RETURNS jsonb
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT jsonb_build_object(
@@ -196,7 +196,7 @@ $$;
 
 -- The queue named p_queue, listed (not "__queen_"); 42704 "Queue not found" otherwise. Internal.
 CREATE OR REPLACE FUNCTION queen.admin_queue_row(p_queue text) RETURNS queen.queues
-LANGUAGE plpgsql STABLE
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -431,7 +431,7 @@ $$;
 
 -- The broker's bucket for a time range of p_minutes minutes (get_status_v3). Internal.
 CREATE OR REPLACE FUNCTION queen.admin_bucket_minutes(p_minutes numeric) RETURNS int
-LANGUAGE sql IMMUTABLE
+LANGUAGE sql IMMUTABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT CASE WHEN p_minutes <= 60 THEN 1 WHEN p_minutes <= 360 THEN 5

@@ -5,6 +5,12 @@
 -- deletion on one queue, and their SQLSTATEs.
 --
 \i tests/regress/sql/sqlstate_of.psql
+-- A clean slate: these figures are system-wide, and the tests before this one (same database)
+-- leave queues and groups behind.
+SELECT count(queen.delete_queue(name)) >= 0 AS queues_cleared FROM queen.queues;
+SELECT count(queen.delete_consumer_group(g, true)) >= 0 AS groups_cleared
+  FROM (SELECT group_name FROM queen.consumer_subscriptions
+        UNION SELECT group_name FROM queen.consumer_state) s(g);
 CREATE FUNCTION pg_temp.data(r jsonb) RETURNS jsonb LANGUAGE sql AS $$
     SELECT jsonb_path_query_array(r, '$.messages[*].data') $$;
 CREATE FUNCTION pg_temp.cur(q text, p text, g text) RETURNS bigint LANGUAGE sql AS $$

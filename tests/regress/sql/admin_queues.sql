@@ -5,6 +5,12 @@
 -- and the DLQ, their sums per queue, namespace, task and system, and the bad arguments.
 --
 \i tests/regress/sql/sqlstate_of.psql
+-- A clean slate: these figures are system-wide, and the tests before this one (same database)
+-- leave queues and groups behind.
+SELECT count(queen.delete_queue(name)) >= 0 AS queues_cleared FROM queen.queues;
+SELECT count(queen.delete_consumer_group(g, true)) >= 0 AS groups_cleared
+  FROM (SELECT group_name FROM queen.consumer_subscriptions
+        UNION SELECT group_name FROM queen.consumer_state) s(g);
 -- A view's answer without its clock-dependent fields (timestamps).
 CREATE FUNCTION pg_temp.strip(j jsonb) RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE

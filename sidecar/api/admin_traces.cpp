@@ -6,16 +6,22 @@
 // The reads (issue 29) therefore answer what the broker answers for a system that recorded no
 // trace, in its shapes (lib/schema/procedures/011_traces.sql): GET /api/v1/traces/names
 // {trace_names: [], total: 0, pagination}, GET /api/v1/traces/by-name/:name {traces: [],
-// total: 0, pagination}, GET /api/v1/traces/:partitionId/:transactionId {traces: []}; limit and
-// offset are still checked (400 for a value that is not a whole number >= 0). No SQL runs.
+// total: 0, pagination}, GET /api/v1/traces/:partitionId/:transactionId {traces: []} (after
+// queen.admin_message found the message: 404 not_found otherwise); limit and offset are still
+// checked (400 for a value that is not a whole number >= 0).
 #include "api/api_util.h"
+#include "api/routed_sql.h"
 #include "api/routes.h"
+#include "db/pg_connection.h"
 #include "common/json_writer.h"
 #include "http/target.h"
 
 namespace queen::sidecar {
 
 namespace {
+
+constexpr const char* kMessageName = "queen_admin_message";
+constexpr const char* kMessage = "SELECT queen.admin_message($1::text, $2::text)";
 
 // limit and offset of a traces read (defaults as the broker's); false and *bad on bad input.
 bool paging(const std::string& query, int64_t def_limit, int64_t* limit, int64_t* offset,
@@ -75,12 +81,29 @@ void traces_by_name_route(ApiContext&, RouteArgs&& a, Reply reply) {
     reply(empty_page("traces", limit, offset));
 }
 
-// GET /api/v1/traces/:partitionId/:transactionId.
-void message_traces_route(ApiContext&, RouteArgs&&, Reply reply) {
-    HttpResponse r;
-    r.status = 200;
-    r.body = "{\"traces\":[]}";
-    reply(std::move(r));
+// GET /api/v1/traces/:partitionId/:transactionId: {"traces":[]} for a message that exists
+// (queen.admin_message finds it), its 404 (or 400) otherwise: never an answer about a message
+// that is not there. Under --router 501, as the message routes.
+void message_traces_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
+    std::string pid = a.param("partitionId"), txn = a.param("transactionId");
+    on_pg_or_shards(
+        cx.sql, std::move(reply),
+        [pid, txn](PgConnection& pg) {
+            const char* v[] = {pid.c_str(), txn.c_str()};
+            std::string out;
+            bool null = false;
+            Status s = pg.call_json(kMessageName, kMessage, 2, v, true, &out, &null);
+            if (!s.is_ok()) return error_response(s);
+            HttpResponse r;
+            r.status = 200;
+            r.body = "{\"traces\":[]}";
+            return r;
+        },
+        [](SqlRoute&) {
+            return coded_error(501, ErrorCode::NotSupportedSharded,
+                               "the traces of a message are served by a single server's sidecar, "
+                               "not under --router");
+        });
 }
 
 }  // namespace queen::sidecar

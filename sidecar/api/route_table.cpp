@@ -72,7 +72,8 @@ std::vector<Route> route_table(ApiContext& cx, StreamsApi& streams) {
     t.push_back(row("POST", "/api/v1/traces", E::Other, cx, traces_route));
     // Admin, issue 29 (admin_message_routes.cpp, admin_traces.cpp): the message browser, one
     // message, a dead letter's delete and retry, the traces reads. No row serves POST
-    // .../dlq (the broker has none: 404 no_route). A transactionId may hold '/'.
+    // .../dlq (the broker has none: 404 no_route). A transactionId may hold '/' (the client
+    // sends it as it is); a trace name is one segment (the client encodes it).
     t.push_back(row("GET", "/api/v1/messages", E::Other, cx, messages_list_route));
     t.push_back(row("POST", "/api/v1/messages/:partitionId/*transactionId/retry", E::Other, cx,
                     message_retry_route));
@@ -81,7 +82,7 @@ std::vector<Route> route_table(ApiContext& cx, StreamsApi& streams) {
     t.push_back(row("DELETE", "/api/v1/messages/:partitionId/*transactionId", E::Other, cx,
                     message_delete_route));
     t.push_back(row("GET", "/api/v1/traces/names", E::Other, cx, trace_names_route));
-    t.push_back(row("GET", "/api/v1/traces/by-name/*traceName", E::Other, cx, traces_by_name_route));
+    t.push_back(row("GET", "/api/v1/traces/by-name/:traceName", E::Other, cx, traces_by_name_route));
     t.push_back(row("GET", "/api/v1/traces/:partitionId/*transactionId", E::Other, cx,
                     message_traces_route));
     // Queen's wire: leases, deletes, dead letters (ids and names may hold '/').

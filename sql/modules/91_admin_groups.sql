@@ -157,7 +157,8 @@ $$;
 
 -- GET /api/v1/consumer-groups/:group: the broker's object keyed by queue name, each
 -- {partitions: [{partition, workerId, lastConsumedAt, totalConsumed, offsetLag, timeLagSeconds,
--- leaseActive}]} by partition name; {} for a group queen does not know (the broker's answer).
+-- leaseActive}]} by partition name. 42704 for a group that is a member nowhere (the broker
+-- answers {}: issue 29 wants no success that found nothing).
 -- workerId and lastConsumedAt are null (queen records neither); totalConsumed is the cursor's
 -- offset + 1 (the messages behind it, retained or not).
 CREATE OR REPLACE FUNCTION queen.admin_consumer_group(p_group text)
@@ -187,6 +188,9 @@ BEGIN
     SELECT COALESCE(jsonb_object_agg(parts.queue_name, jsonb_build_object('partitions', parts.list)),
                     '{}'::jsonb)
       INTO v_out FROM parts;
+    IF v_out = '{}'::jsonb THEN
+        RAISE EXCEPTION 'consumer group "%" does not exist', p_group USING ERRCODE = '42704';
+    END IF;
     RETURN v_out;
 END
 $$;
@@ -290,7 +294,9 @@ $$;
 -- retained). Leases there are cleared (locks and why: the top of this file). The broker's
 -- answer {success, consumerGroup, queueName, seekToEnd, targetTimestamp, partitionsUpdated}.
 -- 22023 for an empty group, or neither or both of p_to_end and p_ts; 42704 for an unknown
--- queue; 42501 for a queue reserved for queen's modules.
+-- queue, or a group that is a member of none of its partitions (the broker answers 200 with
+-- partitionsUpdated 0: issue 29 wants no success that did nothing); 42501 for a queue reserved
+-- for queen's modules.
 CREATE OR REPLACE FUNCTION queen.seek_consumer_group(p_group text, p_queue text,
                                                      p_to_end boolean, p_ts timestamptz)
 RETURNS jsonb
@@ -320,6 +326,10 @@ BEGIN
                         UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group) m
                       JOIN queen.log_partitions p ON p.id = m.pid AND p.queue_id = v_qid
                      ORDER BY m.pid);
+    IF cardinality(v_pids) = 0 THEN
+        RAISE EXCEPTION 'consumer group "%" has no position on queue "%"', p_group, p_queue
+            USING ERRCODE = '42704';
+    END IF;
     IF cardinality(v_pids) > 0 THEN
         PERFORM queen.partitions_lock_for_write(v_pids, 'key share');
         PERFORM queen.admin_group_lock(p_group, v_pids);
@@ -342,7 +352,7 @@ $$;
 
 -- POST /api/v1/consumer-groups/:group/queues/:queue/partitions/:partition/seek: the group's
 -- cursor on that one partition to its end (every pending message skipped), its lease cleared;
--- only where the group is a member (else updated false, as the broker). The broker's answer
+-- only where the group is a member (else 42704; the broker answers updated false). The broker's answer
 -- {success, consumerGroup, queueName, partitionName, updated, cursorMovedTo} (cursorMovedTo:
 -- when the last message was created; null for an empty partition). 22023 for an empty group;
 -- 42704 for an unknown queue or partition; 42501 for a reserved queue.
@@ -377,6 +387,9 @@ BEGIN
         IF FOUND THEN
             v_n := queen.admin_group_set_cursors(p_group, ARRAY[v_pid], ARRAY[v_last]);
         END IF;
+    ELSE
+        RAISE EXCEPTION 'consumer group "%" has no position on partition "%" of queue "%"',
+            p_group, p_partition, p_queue USING ERRCODE = '42704';
     END IF;
     SELECT s.created_at INTO v_at FROM queen.log_segments s
      WHERE s.partition_id = v_pid ORDER BY s.base_offset DESC LIMIT 1;
@@ -390,8 +403,10 @@ $$;
 -- that one queue (cursors, leases, recorded acks; its dead letters stay, as the broker keeps
 -- them), so that it starts there afresh, and its subscription record there unless
 -- p_delete_metadata is false. Its other queues are untouched. The broker's answer {success,
--- consumerGroup, queueName, deletedPartitions, metadataDeleted}, also when there was nothing
--- (a subscription record outlives its queue, so an unknown queue is no error). Locks: the top
+-- consumerGroup, queueName, deletedPartitions, metadataDeleted}; 42704 when the group has
+-- nothing there, neither state nor a subscription record (the broker answers 200: issue 29
+-- wants no success that did nothing; a subscription record outlives its queue, so a deleted
+-- queue's record can still be deleted here). Locks: the top
 -- of this file (the partitions, then the state rows, then the cursors). 22023 for an empty
 -- group or queue; 42501 for a reserved queue.
 CREATE OR REPLACE FUNCTION queen.delete_consumer_group_for_queue(p_group text, p_queue text,
@@ -427,6 +442,11 @@ BEGIN
                      WHERE group_name = p_group AND partition_id = ANY (v_pids) RETURNING partition_id)
         SELECT count(*) INTO v_n FROM (SELECT partition_id FROM st UNION SELECT partition_id FROM cg) u;
         DELETE FROM queen.consumer_acks WHERE group_name = p_group AND partition_id = ANY (v_pids);
+    END IF;
+    IF COALESCE(v_n, 0) = 0 AND NOT EXISTS (SELECT 1 FROM queen.consumer_subscriptions s
+                                             WHERE s.queue_name = p_queue AND s.group_name = p_group) THEN
+        RAISE EXCEPTION 'consumer group "%" has nothing on queue "%"', p_group, p_queue
+            USING ERRCODE = '42704';
     END IF;
     IF COALESCE(p_delete_metadata, true) THEN
         DELETE FROM queen.consumer_subscriptions WHERE queue_name = p_queue AND group_name = p_group;

@@ -86,7 +86,7 @@ ALL = list(range(N))
 
 # ---------------------------------------------------------------- seek back, then re-consume all
 QS = P + "-wm-seek"
-GS = "wm/seek group"   # '/' and a space: one encoded path segment
+GS = P + " wm/seek group"   # '/' and a space: one encoded path segment
 st, b = call("POST", "/api/v1/configure", {"queue": QS, "options": {}})
 check("configure", st == 200, (st, b))
 before = datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
@@ -181,7 +181,8 @@ check("seek one partition to its end", st == 200 and b["success"] is True and b[
       ISO.match(b["cursorMovedTo"] or ""), (st, b))
 check("only p-1 left", consume_all(QS, GS) == [1], cursors(QS, GS))
 st, b = call("POST", f"/api/v1/consumer-groups/{enc('nobody')}/queues/{enc(QS)}/partitions/p-0/seek")
-check("seek partition, group not a member: updated false", st == 200 and b["updated"] is False, (st, b))
+check("seek partition, group not a member: 404 (no success that did nothing)",
+      st == 404 and b["code"] == "not_found", (st, b))
 st, b = call("POST", f"/api/v1/consumer-groups/{enc(GS)}/queues/{enc(QS)}/partitions/nope/seek")
 check("seek unknown partition: 404", st == 404 and b["code"] == "not_found", (st, b))
 
@@ -210,7 +211,7 @@ if st == 200:
 
 # ---------------------------------------------------------------- delete group, re-consume all
 QD = P + "-wm-delete"
-GD = "wm delete/group"
+GD = P + " wm delete/group"
 push_each(QD, N, "original")
 check("delete scenario: first consume", sorted(consume_all(QD, GD, mode="all")) == ALL, None)
 check("delete scenario: empty", consume_all(QD, GD) == [], None)
@@ -222,7 +223,7 @@ check("delete scenario: everything again", sorted(consume_all(QD, GD, mode="all"
 # ---------------------------------------------------------------- delete for one queue, re-consume
 QQ = P + "-wm-delete-queue"
 QO = P + "-other"
-GQ = "wm/dq group"
+GQ = P + " wm/dq group"
 push_each(QQ, N, "original")
 push_each(QO, 2, "original")
 check("dq scenario: first consume", sorted(consume_all(QQ, GQ, mode="all")) == ALL, None)
@@ -250,7 +251,8 @@ check("deleteMetadata=false keeps the subscription", st == 200 and b["metadataDe
       b["deletedPartitions"] == N and psql(f"SELECT count(*) FROM queen.consumer_subscriptions "
                                            f"WHERE queue_name = '{QQ}' AND group_name = '{GQ}'") == "1", (st, b))
 st, b = call("DELETE", f"/api/v1/consumer-groups/{enc(GQ)}/queues/{enc(P + '-never')}")
-check("delete for a queue never seen: 200, nothing", st == 200 and b["deletedPartitions"] == 0, (st, b))
+check("delete for a queue never seen: 404 (no success that did nothing)",
+      st == 404 and b["code"] == "not_found", (st, b))
 st, b = call("DELETE", f"/api/v1/consumer-groups/{enc(GQ)}")
 check("whole-group delete still works", st == 200 and b["deletedPartitions"] == 2, (st, b))
 
@@ -266,7 +268,10 @@ for label, raw, code in [("no body", b"", None), ("not an object", b"[1]", None)
 st, b = call("POST", f"/api/v1/consumer-groups/{enc(GS)}/queues/{enc(P + '-never')}/seek", {"toEnd": True})
 check("seek on an unknown queue: 404", st == 404 and b["code"] == "not_found", (st, b))
 st, b = call("GET", f"/api/v1/consumer-groups/{enc('no such group')}")
-check("unknown group: {} (the broker's answer)", st == 200 and b == {}, (st, b))
+check("unknown group: 404 (the broker answers {}; no success that found nothing)",
+      st == 404 and b["code"] == "not_found", (st, b))
+st, b = call("POST", f"/api/v1/consumer-groups/{enc('nobody')}/queues/{enc(QS)}/seek", {"toEnd": True})
+check("seek of a group with no position on the queue: 404", st == 404 and b["code"] == "not_found", (st, b))
 st, b = call("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=soon")
 check("lagging minLagSeconds not a number: 400", st == 400 and b["code"] == "invalid_parameter", (st, b))
 st, b = call("GET", "/api/v1/consumer-groups?limit=0")
@@ -282,7 +287,7 @@ check("stats refresh", st == 200 and b["success"] is True and b["skipped"] is Tr
 
 # ---------------------------------------------------------------- seeks racing pops and acks
 QR = P + "-race"
-GR = "race/group"
+GR = P + " race/group"
 for i in range(4):
     st, a = call("POST", "/api/v1/push", {"items": [
         {"queue": QR, "partition": f"r{i}", "payload": {"id": i * 100 + k}} for k in range(25)]})

@@ -359,6 +359,12 @@ def allowed(method, ri, params, st, body):
                 b.get("deletedPartitions") == 0:
             return ("Queen's wire: deleting a group (one path segment, so the name the client "
                     "meant) that has nothing is idempotent and says so (deletedPartitions: 0)")
+    if (r["method"] == "GET" and r["pattern"] == "/api/v1/traces/by-name/:traceName" and st == 200
+            and "/" not in params["traceName"].replace("%2F", "/").strip("/")[:0]
+            and json.loads(body).get("traces") == [] and json.loads(body).get("total") == 0):
+        return ("a trace name is one path segment and free-form (the client encodes it; here "
+                "'../x'); queen records no traces, so every name has an empty page, as the "
+                "broker's empty system answers: a read, nothing claimed")
     if (r["method"] == "POST" and r["pattern"] == "/api/v1/lease/*leaseId/extend" and st == 200
             and json.loads(body) == [{"index": 0, "leaseId": params["leaseId"], "success": False,
                                       "error": "Lease not found or expired", "expiresAt": None}]):

@@ -132,3 +132,9 @@ GRANT EXECUTE ON FUNCTION queen.set_maintenance(boolean) TO queen_admin;
 -- sql/modules/80_encryption.sql: the sidecar's per-queue modes for every role (the switch is
 -- configure's; the guards are internal).
 GRANT EXECUTE ON FUNCTION queen.queue_modes(text[]) TO queen_writer, queen_reader, queen_admin;
+
+-- ---------------------------------------------------------------- the dashboard's system views (issue 29)
+-- sql/modules/93_admin_system.sql: the time-series routes' window and PostgreSQL's statistics of
+-- queen's tables, read-only, for every role (admin_postgres_stats runs with the caller's rights).
+GRANT EXECUTE ON FUNCTION queen.admin_window(text, text), queen.admin_postgres_stats()
+    TO queen_reader, queen_writer, queen_admin;

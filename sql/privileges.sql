@@ -160,3 +160,8 @@ GRANT EXECUTE ON FUNCTION queen.admin_messages(text, text, text, text, text, int
 GRANT EXECUTE ON FUNCTION queen.admin_delete_message(text, text, text),
     queen.admin_retry_message(text, text, text)
     TO queen_admin;
+-- ---------------------------------------------------------------- the dashboard's system views (issue 29)
+-- sql/modules/93_admin_system.sql: the time-series routes' window and PostgreSQL's statistics of
+-- queen's tables, read-only, for every role (admin_postgres_stats runs with the caller's rights).
+GRANT EXECUTE ON FUNCTION queen.admin_window(text, text), queen.admin_postgres_stats()
+    TO queen_reader, queen_writer, queen_admin;

@@ -2,7 +2,8 @@
 // api/route_table.cpp, their handlers declared in api/routes.h): the push parser's limits, the
 // flusher, the SQL workers of the non-push calls, the block cache and metrics, the long-poll
 // pop waiters, the maintenance gate the push asks before the flusher, payload encryption's keys
-// and queue modes, and the readiness inputs of /health. Built once in main.cpp; it outlives every request.
+// and queue modes, the readiness inputs of /health and the dashboard's files. Built once in
+// main.cpp; it outlives every request.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 namespace queen::sidecar {
 
 class PgProbe;
+class StaticFiles;
 
 struct ApiContext {
     // limits: what one push body may hold (from the settings, in main.cpp).
@@ -52,6 +54,8 @@ struct ApiContext {
     crypto::CryptoContext crypto;  // payload keys and queue modes (api/payload_crypto.h)
     const PgProbe* probe = nullptr;
     const std::atomic<bool>* draining = nullptr;
+    // The dashboard's files (--dashboard; http/static_files.h), set before serving; nullptr: off.
+    const StaticFiles* dashboard = nullptr;
 };
 
 }  // namespace queen::sidecar

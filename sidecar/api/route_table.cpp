@@ -117,6 +117,26 @@ std::vector<Route> route_table(ApiContext& cx, StreamsApi& streams) {
     t.push_back(row("GET", "/api/v1/status/queues/:queue", E::Other, cx, admin_status_queue_route));
     t.push_back(row("GET", "/api/v1/status/analytics", E::Other, cx, admin_analytics_route));
     t.push_back(row("DELETE", "/api/v1/queues/*queue/clear", E::Other, cx, admin_clear_queue_route));
+    // The dashboard's System, QueueOperations and Migration views (issue 29: the analytics the
+    // broker records and queen does not, PostgreSQL's statistics, pop maintenance, migration).
+    t.push_back(row("GET", "/api/v1/analytics/system-metrics", E::Other, cx, analytics_system_metrics));
+    t.push_back(row("GET", "/api/v1/analytics/worker-metrics", E::Other, cx, analytics_worker_metrics));
+    t.push_back(row("GET", "/api/v1/analytics/queue-lag", E::Other, cx, analytics_queue_lag));
+    t.push_back(row("GET", "/api/v1/analytics/queue-ops", E::Other, cx, analytics_queue_ops));
+    t.push_back(row("GET", "/api/v1/analytics/queue-parked-replicas", E::Other, cx, analytics_parked_replicas));
+    t.push_back(row("GET", "/api/v1/analytics/retention", E::Other, cx, analytics_retention));
+    t.push_back(row("GET", "/api/v1/analytics/postgres-stats", E::Other, cx, analytics_postgres_stats));
+    t.push_back(row("GET", "/api/v1/system/maintenance/pop", E::Other, cx, pop_maintenance_get));
+    t.push_back(row("POST", "/api/v1/system/maintenance/pop", E::Other, cx, pop_maintenance_set));
+    t.push_back(row("GET", "/api/v1/migration/status", E::Other, cx, migration_status));
+    t.push_back(row("POST", "/api/v1/migration/reset", E::Other, cx, migration_reset));
+    t.push_back(row("POST", "/api/v1/migration/test-connection", E::Other, cx, migration_unsupported));
+    t.push_back(row("POST", "/api/v1/migration/start", E::Other, cx, migration_unsupported));
+    t.push_back(row("POST", "/api/v1/migration/validate", E::Other, cx, migration_unsupported));
+    // The dashboard's files (--dashboard, http/static_files.h): GET and HEAD of any other path
+    // outside /api, /health, /metrics and /v1/stream; no_route when it is off.
+    t.push_back(row("GET", "*", E::Other, cx, dashboard_route));
+    t.push_back(row("HEAD", "*", E::Other, cx, dashboard_route));
     // Everything else.
     t.push_back(row(nullptr, "*", E::Other, cx, no_route));
     return t;

@@ -80,6 +80,27 @@ void message_retry_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 void health_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // GET /metrics (metrics_route.cpp).
 void metrics_route(ApiContext& cx, RouteArgs&& a, Reply reply);
+// The dashboard's System and QueueOperations views (issue 29; admin_analytics_routes.cpp):
+// GET /api/v1/analytics/system-metrics, worker-metrics, queue-lag, queue-ops,
+// queue-parked-replicas, retention (the broker's shapes, empty series) and postgres-stats.
+void analytics_system_metrics(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_worker_metrics(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_queue_lag(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_queue_ops(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_parked_replicas(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_retention(ApiContext& cx, RouteArgs&& a, Reply reply);
+void analytics_postgres_stats(ApiContext& cx, RouteArgs&& a, Reply reply);
+// What queen does not offer, answered honestly (issue 29; admin_unsupported_routes.cpp): GET and
+// POST /api/v1/system/maintenance/pop, /api/v1/migration/status, reset, and test-connection,
+// start, validate (501 not_supported).
+void pop_maintenance_get(ApiContext& cx, RouteArgs&& a, Reply reply);
+void pop_maintenance_set(ApiContext& cx, RouteArgs&& a, Reply reply);
+void migration_status(ApiContext& cx, RouteArgs&& a, Reply reply);
+void migration_reset(ApiContext& cx, RouteArgs&& a, Reply reply);
+void migration_unsupported(ApiContext& cx, RouteArgs&& a, Reply reply);
+// GET and HEAD of any other path: the dashboard's files (--dashboard), else no_route
+// (dashboard_route.cpp).
+void dashboard_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 // Any request no other row serves: 404 no_route (route_table.cpp).
 void no_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 

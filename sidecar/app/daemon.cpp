@@ -150,8 +150,9 @@ Daemon::Daemon(const Settings& st)
           streams::stream_hold_limits(st_), st_.stream_gather_us, st_.stream_cohort_us),
       streams_api_(stream_engine_, stream_waiters_, streams::streams_limits(st_)),
       router_(route_table(api_, streams_api_), metrics_),
+      cors_(router_, st_.cors_origin),
       ioc_(static_cast<int>(st_.http_threads)),
-      server_(ioc_, router_, metrics_, server_limits(st_)),
+      server_(ioc_, cors_, metrics_, server_limits(st_)),
       drain_timer_(ioc_) {
     if (shards_)
         flusher_.set_placement([d = shards_.get()](std::string_view q, std::string_view p) {
@@ -177,6 +178,17 @@ Daemon::Daemon(const Settings& st)
         QLOG_INFO("payload encryption: %s (encrypted queues are sealed and opened here)",
                   api_.crypto.keys.describe().c_str());
     retention_ = make_retention(st_, pgc_, shards_.get());
+    // Queen's dashboard (issue 29): a folder that cannot serve stops the start like a bad setting.
+    if (!st_.dashboard.empty()) {
+        Status ds = StaticFiles::open(st_.dashboard, &dashboard_);
+        if (!ds.is_ok()) {
+            QLOG_ERROR("queen-sidecar: %s", ds.message().c_str());
+            std::_Exit(2);
+        }
+        api_.dashboard = dashboard_.get();
+        QLOG_INFO("dashboard: serving %s at /", dashboard_->root().c_str());
+    }
+    if (cors_.enabled()) QLOG_INFO("CORS: /api/, /health and /metrics answer origins %s", st_.cors_origin.c_str());
 }
 
 // Only reached when the daemon did not start (a started one leaves through _Exit).

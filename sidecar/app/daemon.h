@@ -1,9 +1,9 @@
 // The daemon's parts, built from one parsed Settings: the block cache, the push connections
 // and flusher, the SQL pool, the long-poll pops, the routes, the readiness probe, the Durable
 // Streams (engine, waiters, direct path), a cluster's shard directory, the HTTP server, the
-// cache's idle sweeper and the retention sweep. Each part takes the settings (or the struct built beside the part
-// from them) here and nowhere else; main.cpp only loads the settings, builds a Daemon, serves
-// and shuts down.
+// cache's idle sweeper, the retention sweep, the dashboard's files and CORS. Each part takes
+// the settings (or the struct built beside the part from them) here and nowhere else; main.cpp
+// only loads the settings, builds a Daemon, serves and shuts down.
 //
 // Life: construct (nothing runs yet) -> listen -> start -> run (serves until the loop stops:
 // after begin_drain once nothing is in flight or the drain deadline passed) -> stop.
@@ -27,8 +27,10 @@
 #include "db/sql_pool.h"
 #include "db/pg_probe.h"
 #include "db/retention_sweep.h"
+#include "http/cors.h"
 #include "http/http_server.h"
 #include "http/router.h"
+#include "http/static_files.h"
 #include "push/block_cache.h"
 #include "push/flusher.h"
 #include "settings/settings.h"
@@ -96,6 +98,8 @@ private:
     streams::Engine stream_engine_;
     StreamsApi streams_api_;
     Router router_;  // every HTTP surface's routes, one table (api/route_table.cpp)
+    CorsHandler cors_;  // --cors-origin, in front of the router (passes through when off)
+    std::unique_ptr<StaticFiles> dashboard_;  // --dashboard (nullptr: off)
     boost::asio::io_context ioc_;
     HttpServer server_;
     std::unique_ptr<streams::StreamsPgDirect> stream_direct_;

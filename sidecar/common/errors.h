@@ -47,6 +47,7 @@ enum class ErrorCode : int {
     CrossShard,
     ShardUnavailable,
     NotSupportedSharded,
+    NotSupported,  // an operation of the broker that queen does not offer (issue 29)
     ExtensionVersion,
     // Payload encryption (issue 27, docs/encryption.md).
     EncryptionRequired,

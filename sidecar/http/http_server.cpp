@@ -206,13 +206,36 @@ private:
             r.headers.emplace_back(std::move(name), std::string(f.value()));
         }
         disarm();  // no deadline while the request is being served
+        const bool head = r.method == "HEAD";
         srv_.handler().handle(std::move(r),
-                          [self = shared_from_this(), keep, version](HttpResponse resp) {
+                          [self = shared_from_this(), keep, version, head](HttpResponse resp) {
                               asio::post(self->sock_.get_executor(),
-                                         [self, keep, version, resp = std::move(resp)]() mutable {
+                                         [self, keep, version, head, resp = std::move(resp)]() mutable {
+                                             if (head && !resp.streaming && !resp.body.empty())
+                                                 return self->write_head(std::move(resp), version, keep);
                                              self->write(std::move(resp), version, keep);
                                          });
                           });
+    }
+
+    // The answer to a HEAD whose handler wrote the GET's body (the dashboard's files): the
+    // GET's headers with its Content-Length, and no body (RFC 9110 9.3.2).
+    void write_head(HttpResponse resp, unsigned version, bool keep) {
+        keep = keep && !srv_.draining();
+        auto res = std::make_shared<http::response<http::empty_body>>(
+            static_cast<http::status>(resp.status), version);
+        res->set(http::field::server, "queen-sidecar");
+        if (resp.content_type) res->set(http::field::content_type, resp.content_type);
+        for (auto& h : resp.headers) res->insert(h.first, h.second);
+        res->keep_alive(keep);
+        res->content_length(resp.body.size());
+        arm(std::chrono::milliseconds(srv_.limits().write_timeout_ms));
+        http::async_write(
+            sock_, *res, [self = shared_from_this(), res, keep](beast::error_code ec, std::size_t) {
+                self->srv_.add_inflight(-1);
+                if (ec || !keep) return self->close();
+                self->read();
+            });
     }
 
     // Send one answer; then read the next request or close.

@@ -79,6 +79,33 @@ bool valid_key_or_empty(const std::string& s) {
     return true;
 }
 
+// --cors-origin's check: empty (off), "*" (any origin), or origins "scheme://host[:port]"
+// separated by commas (http or https, no path, no trailing slash, no space).
+bool valid_cors_origins(const std::string& s) {
+    if (s.empty() || s == "*") return true;
+    std::size_t start = 0;
+    while (start <= s.size()) {
+        std::size_t comma = s.find(',', start);
+        if (comma == std::string::npos) comma = s.size();
+        const std::string o = s.substr(start, comma - start);
+        std::size_t host = 0;
+        if (o.compare(0, 7, "http://") == 0)
+            host = 7;
+        else if (o.compare(0, 8, "https://") == 0)
+            host = 8;
+        else
+            return false;
+        if (host >= o.size()) return false;
+        for (std::size_t i = host; i < o.size(); i++) {
+            const unsigned char c = static_cast<unsigned char>(o[i]);
+            if (!(std::isalnum(c) || c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+                return false;
+        }
+        start = comma + 1;
+    }
+    return true;
+}
+
 // A row whose value is never shown.
 SettingSpec secret(SettingSpec r) {
     r.secret = true;
@@ -260,6 +287,17 @@ const std::vector<SettingSpec>& setting_specs() {
                        "64 hex digits (32 bytes)", valid_key_or_empty,
                        "during a key rotation, the key before --encryption-key: it only opens the "
                        "payloads it sealed (docs/encryption.md, Rotating the key)")),
+        str_row("dashboard", &S::dashboard, "", "a folder holding index.html", nullptr,
+                "serve Queen's built dashboard (its dist/ folder) at / on the --listen port "
+                "(see Dashboard and CORS): its files read-only, index.html for the dashboard's "
+                "own paths, never a listing nor a file outside the folder. Empty: off (/ answers "
+                "404 no_route)"),
+        str_row("cors-origin", &S::cors_origin, "", "*, or origins scheme://host[:port] "
+                "separated by commas", valid_cors_origins,
+                "origins allowed to call /api/, /health and /metrics from a page served "
+                "elsewhere (see Dashboard and CORS): preflights answered, answers carry "
+                "Access-Control-Allow-Origin. Empty: off (the same origin, e.g. --dashboard, "
+                "needs none)"),
     };
     return specs;
 }

@@ -87,6 +87,8 @@ struct Settings {
     int64_t retention_batch_rows;
     std::string encryption_key;           // 64 hex digits ("" = none); secret: never shown
     std::string encryption_key_previous;  // the key before a rotation; secret
+    std::string dashboard;                // the dashboard's folder ("" = not served)
+    std::string cors_origin;              // "", "*" or origins separated by commas
 };
 
 enum class SettingType : uint8_t { Int, String };

@@ -130,7 +130,9 @@ TEST_F(SettingsTest, TableIsTodaysTable) {
     EXPECT_EQ(st.router, "");
     EXPECT_EQ(st.encryption_key, "");
     EXPECT_EQ(st.encryption_key_previous, "");
-    EXPECT_EQ(setting_specs().size(), ints + 6);
+    EXPECT_EQ(st.dashboard, "");
+    EXPECT_EQ(st.cors_origin, "");
+    EXPECT_EQ(setting_specs().size(), ints + 8);
 }
 
 // Every field of Settings has exactly one row (a field added without a row changes the size).
@@ -246,6 +248,21 @@ TEST_F(SettingsTest, StringChecksAndCommandLineErrors) {
     EXPECT_EQ(st.log_format, "json");
     EXPECT_EQ(load({"--pg", "host=/tmp port=1"}, &st), "");
     EXPECT_EQ(st.pg, "host=/tmp port=1");
+    // --cors-origin: "*" or origins scheme://host[:port] separated by commas (issue 29).
+    const std::string cors_err = "--cors-origin: expected *, or origins scheme://host[:port] "
+                                 "separated by commas, got ";
+    for (const char* ok : {"*", "http://localhost:4000", "https://a.example,http://127.0.0.1:8080",
+                           "http://[::1]:4000"}) {
+        EXPECT_EQ(load({"--cors-origin", ok}, &st), "") << ok;
+        EXPECT_EQ(st.cors_origin, ok);
+    }
+    for (const char* bad : {"localhost:4000", "http://a/", "http://a,", "http://", "ftp://a",
+                            "http://a, http://b", "**", "http://a/path"})
+        EXPECT_EQ(load({"--cors-origin", bad}, &st), cors_err + bad) << bad;
+    st = Settings();
+    EXPECT_EQ(load({"--dashboard", "/srv/queen-dashboard/dist"}, &st), "");
+    EXPECT_EQ(st.dashboard, "/srv/queen-dashboard/dist");
+    st = Settings();
     // A bad environment value a flag replaces is no error; one left standing is.
     setenv("QUEEN_LOG_FORMAT", "xml", 1);
     EXPECT_EQ(load({"--log-format", "text"}, &st), "");

@@ -15,6 +15,7 @@ PACKAGES=(
     libssl-dev                                                             # libcrypto: payload encryption (sidecar)
     curl wrk python3                                                       # demo, benchmarks, tools
     b3sum                                                                  # BLAKE3 reference program (tests)
+    chromium                                                               # Queen's dashboard in a browser (tests/dashboard)
     python3-matplotlib                                                     # bench/durable.sh's plot
     postgresql-15-plproxy                                                  # the router (scripts/cluster.sh)
     postgresql-15-auto-failover pg-auto-failover-cli                       # scripts/ha.sh (failover)

@@ -6,7 +6,8 @@
 # GoogleTest runner build/*-tests, the same runners under ASan + UBSan (build/asan/*-tests),
 # the sidecar runner under ThreadSanitizer (build/tsan/*-tests), the core fuzz target and the
 # sidecar fuzz target over their seed corpora, every executable tests/integration/*.sh, Queen
-# MQ's own client suite (tests/queen_client/run.sh: each of its tests counts as one), stop
+# MQ's own client suite (tests/queen_client/run.sh: each of its tests counts as one), Queen's
+# dashboard in headless Chromium (tests/dashboard/run.sh: each check counts as one), stop
 # PostgreSQL; then the Debian packages (scripts/package.sh: build with its build-time suite and
 # lintian; tests/packaging/installed_package.sh: the packages as installed in a clean Debian 12
 # root) and PostgreSQL 17 and 18 (tests/packaging/pg_versions.sh: the regression and isolation
@@ -364,6 +365,27 @@ stage_queen_client() {
     echo "$(grep -E '^(skipped|queen-client:)' "$log" | tail -n 1) ($((SECONDS - start)) s)"
 }
 
+# Stage: Queen's dashboard in a real browser (tests/dashboard/run.sh: its own source, unchanged,
+# built and served by the sidecar over a seeded database, every view driven in headless
+# Chromium). Each of its checks counts as one test; skipped when the dashboard's folder is absent.
+stage_dashboard() {
+    local log=$LOGS/queen-dashboard.log start=$SECONDS line
+    banner "Queen's dashboard in Chromium: tests/dashboard/run.sh"
+    wait_pg_ready
+    timeout -k 10 900 bash tests/dashboard/run.sh </dev/null >"$log" 2>&1
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) add_passed 1 ;;
+            "FAILED "*) add_failed "queen-dashboard: ${line#FAILED }"; echo "$line" ;;
+        esac
+    done <"$log"
+    grep -q '^queen-dashboard: [0-9]* passed' "$log" || {
+        add_failed "queen-dashboard: no summary (see $log)"
+        tail -n 40 "$log"
+    }
+    echo "$(grep -E '^(skipped|queen-dashboard: [0-9])' "$log" | tail -n 1) ($((SECONDS - start)) s)"
+}
+
 # The package stages debootstrap, chroot and mount: as root, else through sudo.
 AS_ROOT=()
 [[ $(id -u) -eq 0 ]] || AS_ROOT=(sudo -n)
@@ -453,6 +475,7 @@ main() {
     if ((pg_up)); then
         stage_integration
         stage_queen_client
+        stage_dashboard
         stage_server_log
     else
         echo "skipping integration scripts (no server; counted above)"

@@ -27,8 +27,9 @@ LANGUAGE plproxy AS $$
               FROM queen.queues q WHERE q.name = p_queue) AS remote_queue_partitions;
 $$;
 
-CREATE OR REPLACE FUNCTION queen.remote_configure(p_conn text, p_queue text, p_options jsonb) RETURNS jsonb
-LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.configure(p_queue, p_options); $$;
+CREATE OR REPLACE FUNCTION queen.remote_configure(p_conn text, p_queue text, p_options jsonb,
+                                                  p_namespace text, p_task text) RETURNS jsonb
+LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.configure(p_queue, p_options, p_namespace, p_task); $$;
 
 CREATE OR REPLACE FUNCTION queen.remote_run_retention(p_conn text, p_max_rows int) RETURNS jsonb
 LANGUAGE plproxy AS $$ CONNECT p_conn; SELECT queen.run_retention(p_max_rows); $$;
@@ -96,8 +97,11 @@ $$;
 -- ---------------------------------------------------------------- the routed functions
 -- configure on every shard (the answer: the shard's that created the queue's Default
 -- partition when the wire's options ask for it, else the first's); a change of placement only
--- while no shard holds a partition of the queue (55000: their slots follow from it).
-CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}') RETURNS jsonb
+-- while no shard holds a partition of the queue (55000: their slots follow from it). Namespace
+-- and task (issue 29) are stored on every shard, as queen.configure stores them.
+CREATE OR REPLACE FUNCTION queen.configure(p_queue text, p_options jsonb DEFAULT '{}',
+                                           p_namespace text DEFAULT NULL, p_task text DEFAULT NULL)
+RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -123,7 +127,7 @@ BEGIN
     END IF;
     FOR v_i IN 1 .. cardinality(v_names) LOOP
         BEGIN
-            v_answers := v_answers || queen.remote_configure(v_conns[v_i], p_queue, p_options);
+            v_answers := v_answers || queen.remote_configure(v_conns[v_i], p_queue, p_options, p_namespace, p_task);
         EXCEPTION WHEN internal_error OR connection_exception OR admin_shutdown OR crash_shutdown OR cannot_connect_now THEN
             PERFORM queen.every_shard_unreachable(v_names[v_i], 'queen.configure', v_names[1:v_i - 1], SQLERRM, SQLSTATE);
             RAISE;

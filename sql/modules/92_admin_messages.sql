@@ -189,7 +189,7 @@ BEGIN
     -- letters inside it are skipped below), the newest segment in range (one primary-key
     -- probe), the range cut by `to` when that segment is not before it (a binary search)
     WITH c AS (
-        SELECT p.id AS pid, q.name AS queue, p.name AS part,
+        SELECT p.id AS pid, q.name AS queue, p.name AS part, q.namespace AS ns, q.task,
                COALESCE((o.options ->> 'priority')::int, 0) AS priority, p.log_start, p.last_offset,
                g.qm_cursor, g.qm_batch, g.qm_expires, g.bus_groups, g.bus_cursors,
                (SELECT min(x) FROM unnest(g.bus_cursors) x) AS bus_min
@@ -239,7 +239,8 @@ BEGIN
                             WHEN bool_or(qm_cursor IS NOT NULL) THEN 'hybrid'
                             ELSE 'none' END) FROM c),
            (SELECT COALESCE(jsonb_agg(jsonb_build_object(
-                       'pid', pid, 'queue', queue, 'part', part, 'priority', priority,
+                       'pid', pid, 'queue', queue, 'part', part, 'ns', ns, 'task', task,
+                       'priority', priority,
                        'lo', lo, 'hi', hi2, 'qm_cursor', qm_cursor, 'qm_batch', qm_batch,
                        'qm_expires', qm_expires, 'bus_groups', bus_groups,
                        'bus_cursors', bus_cursors, 'head_at', head2)), '[]')
@@ -253,7 +254,7 @@ BEGIN
                        jsonb_build_object('id', d.message_id, 'transactionId', d.transaction_id,
                            'partitionId', queen.partition_uuid(d.partition_id),
                            'queuePath', x.queue || '/' || x.part, 'queue', x.queue,
-                           'partition', x.part, 'namespace', NULL, 'task', NULL,
+                           'partition', x.part, 'namespace', x.ns, 'task', x.task,
                            'status', 'dead_letter', 'queueStatus', 'dead_letter',
                            'busStatus', jsonb_build_object(
                                'consumedBy', (SELECT count(*) FROM unnest(x.bus_cursors) c
@@ -273,7 +274,7 @@ BEGIN
                                                     AND NOT pg_catalog.starts_with(q.name, '__queen_'))
                          ORDER BY d.partition_id, d.message_offset, d.id DESC) d
                   CROSS JOIN LATERAL (
-                      SELECT q.name AS queue, p.name AS part,
+                      SELECT q.name AS queue, p.name AS part, q.namespace AS ns, q.task,
                              COALESCE((o.options ->> 'priority')::int, 0) AS priority, g.*
                         FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                         LEFT JOIN queen.queue_options o ON o.queue_id = q.id
@@ -356,7 +357,7 @@ BEGIN
                      jsonb_build_object('id', r.message_id, 'transactionId', r.transaction_id,
                          'partitionId', queen.partition_uuid(x.pid),
                          'queuePath', x.queue || '/' || x.part, 'queue', x.queue,
-                         'partition', x.part, 'namespace', NULL, 'task', NULL,
+                         'partition', x.part, 'namespace', x.ns, 'task', x.task,
                          'status', st.status, 'queueStatus', st.queue_status,
                          'busStatus', jsonb_build_object('consumedBy', st.consumed_by,
                                                          'totalGroups', st.total_groups),
@@ -365,7 +366,8 @@ BEGIN
                          'leaseExpiresAt', queen.consume_iso(x.qm_expires),
                          'payload', r.payload) AS m
                 FROM jsonb_array_elements(v_segs) sg
-                JOIN jsonb_to_recordset(v_parts) x(pid bigint, queue text, part text, priority int,
+                JOIN jsonb_to_recordset(v_parts) x(pid bigint, queue text, part text, ns text,
+                                                   task text, priority int,
                                                    qm_cursor bigint, qm_batch int,
                                                    qm_expires timestamptz, bus_groups text[],
                                                    bus_cursors bigint[])
@@ -444,6 +446,7 @@ DECLARE
     v_dlq  record;
     v_st   record;
     v_opts jsonb;
+    v_q    record;
 BEGIN
     IF p_txn IS NULL OR p_txn = '' THEN
         RAISE EXCEPTION 'transactionId must be a non-empty string' USING ERRCODE = '22023';
@@ -478,10 +481,11 @@ BEGIN
     SELECT * INTO v_st FROM queen.admin_status_of(v_off, v_dlq.id IS NOT NULL, v_g.qm_cursor,
                                                   v_g.qm_batch, v_g.bus_cursors);
     v_opts := queen.consume_options(v_p.queue_id);
+    SELECT q.namespace, q.task INTO v_q FROM queen.queues q WHERE q.id = v_p.queue_id;
     RETURN jsonb_build_object(
         'id', v_id, 'transactionId', p_txn, 'partitionId', queen.partition_uuid(v_p.pid),
         'queuePath', v_p.queue || '/' || v_p.part, 'queue', v_p.queue, 'partition', v_p.part,
-        'namespace', NULL, 'task', NULL, 'status', v_st.status, 'payload', v_pay,
+        'namespace', v_q.namespace, 'task', v_q.task, 'status', v_st.status, 'payload', v_pay,
         'isEncrypted', queen.payload_is_envelope(v_pay::text),
         'traceId', NULL, 'producerSub', NULL, 'createdAt', queen.consume_iso(v_at),
         'errorMessage', v_dlq.error_message, 'retryCount', v_dlq.retry_count,

@@ -230,12 +230,14 @@ await check('listMessages', async () => {
   for (const m of r.messages) {
     assert.equal(m.queue, qb)
     assert.equal(m.queuePath, `${qb}/Default`)
+    assert.deepEqual([m.namespace, m.task], [ns, null]) // the queue's, as configure stored them
     assert.equal(m.partitionId, seeded.qbPartition)
     assert.match(m.id, uuid)
     assert.match(m.createdAt, iso)
   }
   const leased = await admin.listMessages({ queue: qa, partition: 'p1' })
-  assert.deepEqual(leased.messages.map((m) => [m.transactionId, m.status]), [[`${p}-b1`, 'processing'], [`${p}-b0`, 'processing']])
+  assert.deepEqual(leased.messages.map((m) => [m.transactionId, m.status, m.namespace, m.task]),
+    [[`${p}-b1`, 'processing', ns, task], [`${p}-b0`, 'processing', ns, task]])
   assert.match(leased.messages[0].leaseExpiresAt, iso)
   const p0 = await admin.listMessages({ queue: qa, partition: 'p0' })
   assert.deepEqual(p0.messages.map((m) => [m.transactionId, m.status, m.busStatus]), [
@@ -252,6 +254,7 @@ await check('getMessage', async () => {
   assert.equal(m.transactionId, `${p}-b0`)
   assert.equal(m.partitionId, seeded.p1)
   assert.deepEqual([m.queue, m.partition, m.queuePath, m.offset], [qa, 'p1', `${qa}/p1`, 0])
+  assert.deepEqual([m.namespace, m.task], [ns, task])
   assert.equal(m.status, 'processing')
   assert.deepEqual(m.payload, { id: 'b0', n: 0 })
   assert.equal(m.isEncrypted, false)

@@ -68,6 +68,8 @@ const Q = { orders: 'dash-orders', payments: 'dash-payments', events: 'dash-even
 const GROUP = 'dash-billing'
 const PAYER = 'dash-payer'
 
+let pushedAt = 0  // when the seed's messages were pushed (the lag panel's minimum is 1 minute)
+
 async function seed() {
   await must(200, 'POST', '/api/v1/configure',
     { queue: Q.orders, namespace: 'shop', task: 'fulfil', options: { leaseTime: 60, retryLimit: 3 } })
@@ -81,6 +83,7 @@ async function seed() {
   for (let i = 1; i <= 5; i++) items.push({ queue: Q.payments, transactionId: `pay-${i}`, payload: { amount: i * 10 } })
   for (let i = 1; i <= 3; i++) items.push({ queue: Q.events, transactionId: `evt-${i}`, payload: { kind: 'audit', i } })
   const pushed = await must(201, 'POST', '/api/v1/push', { items })
+  pushedAt = Date.now()
   if (pushed.some((r) => r.status !== 'queued')) throw new Error(`push: ${JSON.stringify(pushed).slice(0, 300)}`)
 
   // The lagging group: 4 of p-0's 7 messages consumed and acked, nothing else.
@@ -166,20 +169,23 @@ function failedRequests(log) {
 // labels), every run of white space one space, no space around a "·" (the views' separators).
 const norm = (t) => t.toLowerCase().replace(/\s+/g, ' ').replace(/ ?· ?/g, '·').trim()
 
-// Wait until every text is in the page (up to 10 s); returns the ones still missing.
+// Wait until every text is in the page (up to 10 s); returns the ones still missing. A text is
+// a string (normalized as above) or a RegExp matched against the normalized page (lower case,
+// "·" without spaces around it): for a phrase holding a figure that depends on the clock.
 async function waitForTexts(page, texts) {
-  const want = texts.map(norm)
+  const want = texts.map((t) => (t instanceof RegExp ? { re: t.source } : { s: norm(t) }))
   const fn = norm.toString()
+  const has = (body, w) => (w.re ? new RegExp(w.re).test(body) : body.includes(w.s))
   try {
-    await page.waitForFunction(([t, f]) => {
-      const n = eval(f)
+    await page.waitForFunction(([t, f, h]) => {
+      const n = eval(f), hit = eval(h)
       const body = n(document.body.innerText)
-      return t.every((x) => body.includes(x))
-    }, [want, fn], { timeout: 10000 })
+      return t.every((x) => hit(body, x))
+    }, [want, fn, has.toString()], { timeout: 10000 })
     return []
   } catch {
     const body = norm(await page.evaluate(() => document.body.innerText))
-    return texts.filter((t, i) => !body.includes(want[i]))
+    return texts.filter((t, i) => !has(body, want[i]))
   }
 }
 
@@ -258,7 +264,10 @@ try {
   // dash-events has no reader: 3 pending. 23 pending in all.
   await checkView(page, 'Dashboard', '/', [
     '29 messages · 3 queues · 6 partitions · 2 consumer groups · 23 pending · 4 completed',
-    'dash-orders — 17 pending · 4 parts', 'dash-events — 3 pending · 1 part', 'dash-payments — 3 pending · 1 part',
+    // Between a queue's name and its pending count: its groups' worst time lag in seconds, "—"
+    // while under 1 s (the clock's: not asserted); dash-events has no group.
+    new RegExp(`${Q.orders} (—|[^ ]+) 17 pending·4 parts`), 'dash-events — 3 pending · 1 part',
+    new RegExp(`${Q.payments} (—|[^ ]+) 3 pending·1 part`),
     'Consumer groups by lag 2 total · 2 lagging',
     `${GROUP} · 1 member · 1 lagging`, `${PAYER} · 1 member · 1 lagging`,
   ])
@@ -336,6 +345,33 @@ try {
   // record: the view renders its empty state (no seeded name can appear in it).
   await checkView(page, 'QueueOperations', '/operations', ['No throughput data available', 'No per-queue metrics recorded yet'])
   await checkView(page, 'Migration', '/migration', ['Push Maintenance OFF Pop Maintenance OFF'])
+
+  // Consumers, "Lagging partitions" at its smallest threshold (1 minute: the check waits until the
+  // seeded messages are a minute old): the offset lag of each group where it has a position,
+  // dash-billing on p-0 (7 messages, 4 consumed: 3) and dash-payer on dash-payments' Default
+  // (5 messages, 2 dead-lettered: 3); no lease is held, so no worker.
+  try {
+    const wait = pushedAt + 62000 - Date.now()
+    if (wait > 0) await page.waitForTimeout(wait)
+    const log = await visit(page, '/consumers')
+    await page.locator('button.lp-head').click()
+    await page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/consumer-groups/lagging', { timeout: 10000 })
+    const st = await actAndWait(page, 'GET', /^\/api\/v1\/consumer-groups\/lagging$/,
+      () => page.locator('.lp-head-meta .seg button', { hasText: /^1m$/ }).click())
+    const shown = await waitForTexts(page, ['2 partitions above 1 minute'])
+    const rows = await page.evaluate(() => [...document.querySelectorAll('table.lp-table tbody tr')]
+      .map((r) => [...r.querySelectorAll('td')].slice(0, 5).map((c) => c.innerText.trim()).join('|')).sort())
+    const want = [`${GROUP}|${Q.orders}|p-0|—|3`, `${PAYER}|${Q.payments}|Default|—|3`]
+    await screenshot(page, 'Consumers-lagging')
+    const { bad } = failedRequests(log)
+    log.detach()
+    check('Consumers: "Lagging partitions" above 1m shows each group\'s offset lag (dash-billing p-0: 3, dash-payer Default: 3)',
+      st === 200 && shown.length === 0 && bad.length === 0 && JSON.stringify(rows) === JSON.stringify(want),
+      `lagging answered ${st}; rows ${JSON.stringify(rows)}, expected ${JSON.stringify(want)}; ${shown.join(', ')} ` +
+      bad.map((r) => `${r.method} ${r.path} -> ${r.status || r.failure}`).join('; '))
+  } catch (e) {
+    failed('Consumers: "Lagging partitions" above 1m', e.message)
+  }
 
   // -------------------------------------------------------------- actions from the pages
   // Consumers: "Move cursor to now" on the lagging group's row. The broker's rule (and queen's,

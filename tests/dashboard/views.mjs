@@ -10,10 +10,14 @@
 //    are listed in NOT_NEEDED below with their reason, and printed as `note` lines), no script
 //    error was thrown, and the seeded names and figures appear in the page. A screenshot of each
 //    view goes to SHOTS.
-// 3. Acts from the pages and checks the database with psql: the lagging group moved to the end
-//    (Consumers, "Move cursor to now"), a dead letter retried (Messages: the dashboard's retry
-//    button is in the message detail of a dead letter), the other purged (DeadLetter, "Purge").
-// Output: `ok NAME` / `FAILED NAME: why` per check (run.sh counts them), `note ...` lines.
+// 3. The groups' offset lag on the Consumers page ("Lagging partitions" at its smallest
+//    threshold, 1 minute: waits until the seed is a minute old).
+// 4. Acts from the pages and checks the database with psql, exact values: the lagging group's
+//    cursor moved to the end (Consumers, "Move cursor to now"), a dead letter retried (Messages:
+//    the retry button is in a dead letter's detail; this DeadLetter view binds its retry to no
+//    button), the other purged (DeadLetter, "Purge").
+// Output: `ok dashboard: NAME` / `FAILED dashboard: NAME: why` per check (run.sh and
+// scripts/test.sh count them), `note ...` lines.
 // Environment: DRIVER_DIR (playwright-core's folder), BASE (the sidecar's URL), SHOTS,
 // CHROMIUM, NO_SANDBOX (1 as root), PG* of the seeded database.
 import { createRequire } from 'node:module'
@@ -221,6 +225,9 @@ async function checkView(page, name, path, texts, { before = null, figures = nul
   if (before) await before()
   const missing = await waitForTexts(page, texts)
   const wrong = missing.length || !figures ? [] : await figures()
+  // A field missing or of the wrong type shows as one of these in a Vue template.
+  const junk = (await page.evaluate(() => document.body.innerText)).match(/\bNaN\b|\bundefined\b|Invalid Date|\[object Object\]/g)
+  if (junk) wrong.push(`the page shows ${[...new Set(junk)].join(', ')}`)
   const { bad, allowed } = failedRequests(log)
   for (const a of allowed) console.log(`note ${name}: ${a.method} ${a.path} answered ${a.status}, not needed: ${a.why}`)
   check(`${name} (${path}): no failed request it depends on, no script error`,
@@ -228,7 +235,7 @@ async function checkView(page, name, path, texts, { before = null, figures = nul
     [...bad.map((r) => `${r.method} ${r.path}${r.query} -> ${r.status || r.failure}`), ...log.errors].join('; '))
   check(`${name} (${path}): shows ${texts.join(', ')}`,
     missing.length === 0 && wrong.length === 0,
-    missing.length ? `missing: ${missing.join(', ')}` : wrong.join('; '))
+    [missing.length ? `missing: ${missing.join(', ')}` : '', ...wrong].filter(Boolean).join('; '))
   await screenshot(page, name)
   log.detach()
   return log

@@ -375,8 +375,8 @@ stage_dashboard() {
     timeout -k 10 900 bash tests/dashboard/run.sh </dev/null >"$log" 2>&1
     while IFS= read -r line; do
         case $line in
-            "ok "*) add_passed 1 ;;
-            "FAILED "*) add_failed "queen-dashboard: ${line#FAILED }"; echo "$line" ;;
+            "ok dashboard: "*) add_passed 1 ;;
+            "FAILED dashboard: "*) add_failed "${line#FAILED }"; echo "$line" ;;
         esac
     done <"$log"
     grep -q '^queen-dashboard: [0-9]* passed' "$log" || {

@@ -17,7 +17,7 @@
 # scripts/lib/node_runtime.sh; playwright-core is pinned by this folder's package-lock.json and
 # downloads no browser.
 #
-# Output: one line per check, `ok NAME` or `FAILED NAME: why`, `note ...` lines for failing
+# Output: one line per check, `ok dashboard: NAME` or `FAILED dashboard: NAME: why`, `note ...` lines for failing
 # requests a view does not need (listed with their reason in views.mjs), then the last line
 # `queen-dashboard: P passed, F failed, S skipped`. Exit status 0 when nothing failed. When the
 # dashboard's folder is absent (a clone outside this setup) it says so, counts one skipped test
@@ -44,12 +44,12 @@ finish() {
 
 # A failure of the harness itself (no view was checked): counted as one failed test.
 broken() {
-    echo "FAILED queen-dashboard harness: $*"
+    echo "FAILED dashboard: harness: $*"
     finish 0 1 0
 }
 
 if [[ ! -f $SRC/package.json || ! -f $SRC/package-lock.json || ! -f $SRC/src/router/index.js ]]; then
-    echo "skipped queen-dashboard: Queen's dashboard is not at $SRC (a clone outside this setup)"
+    echo "skipped dashboard: Queen's dashboard is not at $SRC (a clone outside this setup): no browser check ran"
     finish 0 0 1
 fi
 [[ -n ${PGPORT:-} && -n ${PGHOST:-} ]] || broken "PGHOST/PGPORT not set (eval \"\$(bash scripts/pg.sh env)\")"
@@ -121,18 +121,18 @@ trap - EXIT
 passed=0 failed=0
 while IFS= read -r line; do
     case $line in
-        "ok "*) passed=$((passed + 1)); echo "$line" ;;
-        "FAILED "*) failed=$((failed + 1)); echo "$line" ;;
+        "ok dashboard: "*) passed=$((passed + 1)); echo "$line" ;;
+        "FAILED dashboard: "*) failed=$((failed + 1)); echo "$line" ;;
         "note "*) echo "$line" ;;
     esac
 done <"$WORK/views.log"
 ((passed + failed > 0)) || broken "the browser checks printed no result (exit $views_rc; see $WORK/views.log)"
 if ((views_rc != 0 && failed == 0)); then
-    echo "FAILED queen-dashboard views.mjs: exited $views_rc with no failed check (124: over its time limit; see $WORK/views.log)"
+    echo "FAILED dashboard: views.mjs: exited $views_rc with no failed check (124: over its time limit; see $WORK/views.log)"
     failed=$((failed + 1))
 fi
 if ((sidecar_rc != 0)); then
-    echo "FAILED queen-dashboard sidecar: exited $sidecar_rc on SIGTERM (see $WORK/sidecar.log)"
+    echo "FAILED dashboard: sidecar: exited $sidecar_rc on SIGTERM (see $WORK/sidecar.log)"
     failed=$((failed + 1))
 fi
 echo "queen-dashboard: screenshots in $WORK/screenshots"

@@ -19,38 +19,18 @@
 -- (the top of sql/modules/00_core.sql).
 
 -- The highest offset in [p_lo, p_hi] of partition p_pid whose segment was created before p_t,
--- or p_lo - 1 (binary search over the segments' primary key: at most ~log2(p_hi - p_lo)
--- probes of one index entry and its row's created_at, never a payload; segments are stored
--- in creation order). Internal.
+-- or p_lo - 1: one before the first created at or after p_t, found by the seek's binary search
+-- over the segments' primary key (queen.admin_offset_at, sql/modules/91_admin_groups.sql;
+-- never a payload read). p_lo is a retained offset, so every offset searched has its segment.
+-- Internal.
 CREATE OR REPLACE FUNCTION queen.admin_offset_before(p_pid bigint, p_lo bigint, p_hi bigint,
                                                      p_t timestamptz)
 RETURNS bigint
-LANGUAGE plpgsql STABLE
+LANGUAGE sql STABLE
 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    v_lo  bigint := p_lo - 1;  -- every offset <= v_lo is before p_t
-    v_hi  bigint := p_hi + 1;  -- every offset >= v_hi is at or after p_t
-    v_mid bigint;
-    v_b   bigint;
-    v_e   bigint;
-    v_at  timestamptz;
-BEGIN
-    WHILE v_hi - v_lo > 1 LOOP
-        v_mid := v_lo + (v_hi - v_lo) / 2;
-        SELECT s.base_offset, s.end_offset, s.created_at INTO v_b, v_e, v_at
-          FROM queen.log_segments s
-         WHERE s.partition_id = p_pid AND s.base_offset <= v_mid
-         ORDER BY s.base_offset DESC LIMIT 1;
-        IF NOT FOUND OR v_at >= p_t THEN
-            v_hi := greatest(v_lo + 1, least(v_mid, COALESCE(v_b, v_mid)));
-        ELSE
-            v_lo := least(greatest(v_mid, v_e), v_hi - 1);
-        END IF;
-    END LOOP;
-    RETURN v_lo;
-END
+    SELECT queen.admin_offset_at(p_pid, p_lo - 1, p_hi + 1, p_t) - 1
 $$;
 
 -- The consuming state of partition p_pid as the status rules need it (see the top): the

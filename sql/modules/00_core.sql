@@ -92,6 +92,14 @@ CREATE OR REPLACE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash byt
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
+-- issue 28: the lowest base_offset of a partition's rows with created_at >= p_since (created_at
+-- is monotone in base_offset since 0.4.0: a binary search of the primary key, no created_at
+-- index), or the largest int8 when none. Callers keep their created_at predicate too.
+CREATE OR REPLACE FUNCTION queen.log_window_start(p_partition_id bigint, p_since timestamptz) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'queen_log_window_start_v1'
+    LANGUAGE C STABLE STRICT
+    SET search_path = pg_catalog, pg_temp;
+
 -- Earliest retained offset above p_after holding a hash, or NULL (acks by transactionId; the
 -- per-backend ack digest keeps its cost independent of the window: src/pg/queue/ack_lookup.cpp).
 -- Internal: no grant.

@@ -64,12 +64,12 @@ CREATE TABLE queen.log_segments (
 ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION lz4;
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE MAIN;
 ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
--- The full-window probe and the probe cache's hydration read a partition's hash-carrying rows
--- by time (created_at >= window start) through this index, so their cost follows the window,
--- not the retained history (src/pg/probe/partition_probe.cpp). One entry per pushed segment
--- that keeps its hashes (none for a reserved queue's window-0 appends).
-CREATE INDEX log_segments_created_idx ON queen.log_segments (partition_id, created_at)
-    WHERE hashes IS NOT NULL;
+-- No index but the primary key (issue 28, 0.4.0: the (partition_id, created_at) index of 0.3.0 is
+-- gone, one index entry less per push). created_at is monotone in base_offset per partition:
+-- a push stamps greatest(now, the partition's newest row's created_at) under the partition lock
+-- (src/pg/queue/push_write.cpp), so the rows created since a time are a top range of the primary
+-- key, which the full-window probe and the probe cache's hydration read backwards from the
+-- newest row (src/pg/storage/log_scan.cpp) and queen.log_window_start finds by binary search.
 
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,

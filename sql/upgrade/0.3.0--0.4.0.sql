@@ -89,3 +89,21 @@ ALTER TABLE queen.queues ADD COLUMN namespace text;
 ALTER TABLE queen.queues ADD COLUMN task text;
 -- queen.configure takes them as two more arguments (defaults NULL): created anew by the routines.
 DROP FUNCTION queen.configure(text, jsonb);
+
+-- ---------------------------------------------------------------- issue 28, the window from the primary key
+-- queen.log_segments loses its (partition_id, created_at) index (sql/schema/00_core.sql): a
+-- 0.4.0 push stamps created_at = greatest(now, the partition's newest row's created_at) under
+-- the partition lock, so created_at is monotone in base_offset and the window's rows are found
+-- from the primary key. A 0.3.0 row stamped after a clock step back can be older than a row
+-- before it: every such row is raised to the running maximum of its partition (in base_offset
+-- order), which is what 0.4.0 would have stamped. A raised row stays in the window longer,
+-- never shorter (a duplicate is never missed); rows already monotone are not touched.
+UPDATE queen.log_segments s
+   SET created_at = m.running
+  FROM (SELECT partition_id, base_offset,
+               max(created_at) OVER (PARTITION BY partition_id ORDER BY base_offset) AS running,
+               created_at
+          FROM queen.log_segments) m
+ WHERE s.partition_id = m.partition_id AND s.base_offset = m.base_offset
+   AND m.running > m.created_at;
+DROP INDEX queen.log_segments_created_idx;

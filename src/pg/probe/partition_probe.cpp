@@ -14,20 +14,22 @@ namespace queen_pg {
 // The authoritative full-window probe: every row holding an offset above the floor that is
 // inside the window.
 //
-// Without a vouch it reads the (partition_id, created_at) index from the window start: only
-// rows that can be inside the window are read, however much older history is retained (no
-// retention run needed). This stays exact when the clock steps back: created_at is not
-// monotonic in offset order then (a row stamped before the step can carry a later time than
-// the rows after it), so no offset bound is derived from time at all. The index selects on
-// created_at itself, the very predicate that defines "inside the window", so every row with
-// created_at >= win_start is read whatever its offset, and no other row can match. With a
-// vouch (or before the 0.2.0 index exists) the span (floor, last_offset] is read by primary
-// key and filtered by time, as the vouch already bounds it to a few rows.
+// Without a vouch it reads only the rows created since the window start, however much older
+// history is retained (no retention run needed): from 0.4.0 on (issue 28) by the primary key
+// backwards from the newest row, stopping at the first row older than the window start. That
+// is exact because every push stamps created_at = greatest(now, the newest row's created_at)
+// under the partition lock (push_write.cpp), and the 0.4.0 upgrade made older rows so: created_at
+// is monotone in offset order even when the clock steps back, so the rows inside the window
+// are exactly the newest ones down to the first that is not. On 0.2.0 / 0.3.0's schema (this
+// library before ALTER EXTENSION queen UPDATE) the (partition_id, created_at) index selects on
+// created_at itself, whatever order the rows were stamped in. With a vouch (or on 0.1.0's
+// schema) the span (floor, last_offset] is read by primary key and filtered by time, as the
+// vouch already bounds it to a few rows.
 static void probe_full(ProbeCtx* c) {
     LogRow row;
     LogScan scan;
     bool vouched = c->floor > c->ps->txns_start - 1;
-    if (!vouched && OidIsValid(c->st->hashes_created)) {
+    if (!vouched && log_scan_since_ok(c->st)) {
         log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
         while (log_scan_next(&scan, &row)) {
             cache_stats.rows_read++;

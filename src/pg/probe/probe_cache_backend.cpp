@@ -67,12 +67,12 @@ void BackendProbeCache::drop(ProbeCtx* c) {
 }
 
 // A partition whose window alone would not fit the budget is never hydrated: it would only
-// evict everyone else and then itself (about 32 bytes a hash). Only before the 0.2.0 created_at
-// index exists, when the hydration reads every retained row.
+// evict everyone else and then itself (about 32 bytes a hash). Only on 0.1.0's schema, when the
+// hydration reads every retained row.
 bool BackendProbeCache::admit(ProbeCtx* c) {
     double estimate = (double) (c->ps->last_offset - c->ps->txns_start + 1) * 32.0;
     return !(estimate > (double) guc_probe_cache_mb * 1024.0 * 1024.0 &&
-             !OidIsValid(c->st->hashes_created));
+             !log_scan_since_ok(c->st));
 }
 
 // Install an empty digest for the partition (ERROR when out of memory, before any scan).

@@ -44,8 +44,9 @@ bool confirm_hit(ProbeCtx* c, int i, int64 cand);
 // Reset a probe's results to "no match".
 void reset_best(ProbeCtx* c);
 // Begin a scan of every row of c's partition that is or can again be inside the window (what a
-// digest's hydration reads): created_at >= cutoff through the created_at index, so older
-// history costs nothing; before the 0.2.0 index exists, every retained row by primary key.
+// digest's hydration reads): created_at >= cutoff (log_scan_begin_since: from 0.4.0 the primary
+// key backwards to the first older row, before it the created_at index), so older history
+// costs nothing; on 0.1.0's schema, every retained row by primary key.
 void log_scan_begin_hydration(LogScan* scan, const ProbeCtx* c);
 
 }  // namespace queen_pg

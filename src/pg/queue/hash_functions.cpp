@@ -6,6 +6,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(queen_txn_hash_v1);
 PG_FUNCTION_INFO_V1(queen_log_unnest_hashes_v1);
 PG_FUNCTION_INFO_V1(queen_log_find_hash_v1);
+PG_FUNCTION_INFO_V1(queen_log_window_start_v1);
 }
 
 using namespace queen_pg;
@@ -72,4 +73,16 @@ extern "C" Datum queen_log_find_hash_v1(PG_FUNCTION_ARGS) {
     log_scan_end(&scan);
     if (found < 0) PG_RETURN_NULL();
     PG_RETURN_INT64(found);
+}
+
+// queen.log_window_start(partition_id, since) -> the lowest base_offset of the partition's rows
+// with created_at >= since (0.4.0: created_at is monotone in base_offset, a binary search of the
+// primary key), PG_INT64_MAX when none; on an older schema the lowest int8 (narrows nothing:
+// callers keep their created_at predicate, which alone is exact there).
+extern "C" Datum queen_log_window_start_v1(PG_FUNCTION_ARGS) {
+    Storage st;
+    storage_lookup(&st);
+    if (!st.window_by_pk) PG_RETURN_INT64(PG_INT64_MIN);
+    PG_RETURN_INT64(log_window_start(&st, PG_GETARG_INT64(0), PG_GETARG_TIMESTAMPTZ(1),
+                                     GetActiveSnapshot()));
 }

@@ -11,10 +11,12 @@
 // reserved queues with 42501; stream readers read data).
 #include "pg/queue/push_write.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/log_scan.h"
 #include "pg/storage/written_here.h"
 
 extern "C" {
 #include "access/xact.h"
+#include "utils/snapmgr.h"
 }
 
 namespace queen_pg {
@@ -31,6 +33,24 @@ static bytea* new_bytea(Size len) {
 // True when the partition's appends keep their hashes (all but a reserved queue of window 0).
 static bool keeps_hashes(const PartitionState* ps) {
     return !(ps->reserved && ps->window == 0);
+}
+
+// issue 28: the segment's created_at, monotone per partition: greatest(now, the partition's
+// newest row's created_at), read under the partition lock this push holds (so the newest row is
+// the last committed push's, or this transaction's own). A clock that steps back stamps the
+// rows after it with the newest stamp until it catches up, so the rows with created_at >= t
+// are always a top range of base_offset: the window is found from the primary key
+// (log_scan_begin_since, queen.log_window_start) and needs no index. Every writer of a segment
+// row (queen.push, push_segment(s), transaction, stream appends; direct or SQL statements)
+// comes through here.
+static TimestampTz monotone_stamp(int64 pid, TimestampTz now) {
+    const QueenRels* r = queen_rels();
+    TimestampTz last;
+    CommandCounterIncrement();  // this transaction's own earlier rows too
+    Snapshot snap = RegisterSnapshot(GetLatestSnapshot());
+    bool found = log_last_created_at(r->log_segments, r->log_segments_pkey, pid, snap, &last);
+    UnregisterSnapshot(snap);
+    return found && last > now ? last : now;
 }
 
 // The two writes done directly (see direct_write.cpp): the allocator bump of the row version
@@ -128,6 +148,7 @@ static void write_survivors(int64 pid, const PartitionState* ps,
             }
     }
 
+    now = monotone_stamp(pid, now);
     if (!(ps->direct && guc_direct_write &&
           write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
         write_spi(pid, base, end, now, survivors, seg, hashes, ids);

@@ -97,6 +97,7 @@ void storage_lookup(Storage* out) {
     out->hashes_rel = out->split ? r->log_txns : r->log_segments;
     out->hashes_pkey = out->split ? r->log_txns_pkey : r->log_segments_pkey;
     out->hashes_created = out->split ? r->log_txns_created : r->log_segments_created;
+    out->window_by_pk = !out->split && !OidIsValid(r->log_segments_created);
 }
 
 // Register queen.direct_write.

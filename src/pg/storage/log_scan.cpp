@@ -39,6 +39,8 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     s->detoasted = nullptr;
     s->partition_id = partition_id;
     s->split = st->split;
+    s->backward = false;
+    s->since = 0;
     s->heap = table_open(side_rel(st, segments), AccessShareLock);
     s->index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
@@ -48,7 +50,8 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     index_rescan(s->scan, keys, 2, nullptr, 0);
 }
 
-// Open log_segments and its created_at index and position a scan at created_at >= since.
+// Open log_segments and position a scan at created_at >= since: through its created_at index
+// (0.2.0 / 0.3.0), or (0.4.0, window_by_pk) its primary key from the newest row backwards.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
                           Snapshot snapshot) {
     ScanKeyData keys[2];
@@ -56,14 +59,18 @@ void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, Tim
     s->detoasted = nullptr;
     s->partition_id = partition_id;
     s->split = st->split;
+    s->since = since;
+    s->backward = !OidIsValid(st->hashes_created);
+    Assert(!s->backward || st->window_by_pk);
     s->heap = table_open(st->hashes_rel, AccessShareLock);
-    s->index = index_open(st->hashes_created, AccessShareLock);
+    s->index = index_open(s->backward ? st->hashes_pkey : st->hashes_created, AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
-    ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
-                TimestampTzGetDatum(since));
+    if (!s->backward)  // backwards: the partition's rows from its newest (one key)
+        ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
+                    TimestampTzGetDatum(since));
     s->slot = table_slot_create(s->heap, nullptr);
-    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, 2, 0);
-    index_rescan(s->scan, keys, 2, nullptr, 0);
+    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, s->backward ? 1 : 2, 0);
+    index_rescan(s->scan, keys, s->backward ? 1 : 2, nullptr, 0);
 }
 
 // True when the slot's row has the side a scan reads: hashes not NULL (segments false), or a
@@ -113,9 +120,18 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bool split, bytea**
 
 // Step the scan.
 bool log_scan_next(LogScan* s, LogRow* row) {
-    do {
-        if (!index_getnext_slot(s->scan, ForwardScanDirection, s->slot)) return false;
-    } while (!slot_has_side(s->slot, s->segments, s->split));
+    bool isnull;
+    for (;;) {
+        if (!index_getnext_slot(s->scan, s->backward ? BackwardScanDirection : ForwardScanDirection,
+                                s->slot))
+            return false;
+        // backwards by time: the first row older than the window ends it (created_at is
+        // monotone in base_offset, so every row below is older still), whatever its sides
+        if (s->backward &&
+            DatumGetTimestampTz(slot_getattr(s->slot, kCreated, &isnull)) < s->since)
+            return false;
+        if (slot_has_side(s->slot, s->segments, s->split)) break;
+    }
     slot_to_row(s->slot, s->segments, s->split, &s->detoasted, row);
     return true;
 }
@@ -195,6 +211,98 @@ Size log_row_hash_count(int64 partition_id, const LogRow* row) {
 bool log_row_last(const Storage* st, bool segments, int64 partition_id, Snapshot snapshot,
                   LogRow* row) {
     return row_at_or_before(st, segments, partition_id, PG_INT64_MAX, snapshot, row, false);
+}
+
+// created_at of the newest row whose base_offset is <= `offset` (any row, whatever its sides),
+// into *at with its base_offset; false when none.
+static bool created_at_or_before(Relation heap, Relation index, int64 partition_id, int64 offset,
+                                 Snapshot snapshot, TupleTableSlot* slot, TimestampTz* at,
+                                 int64* base) {
+    ScanKeyData keys[2];
+    bool isnull;
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(offset));
+    IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 2, 0);
+    index_rescan(scan, keys, 2, nullptr, 0);
+    bool found = index_getnext_slot(scan, BackwardScanDirection, slot);
+    if (found) {
+        *at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
+        *base = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+    }
+    index_endscan(scan);
+    return found;
+}
+
+// See log_scan.h.
+bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
+                         Snapshot snapshot, TimestampTz* at) {
+    Relation heap = table_open(log_segments, AccessShareLock);
+    Relation index = index_open(log_segments_pkey, AccessShareLock);
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    int64 base;
+    bool found = created_at_or_before(heap, index, partition_id, PG_INT64_MAX, snapshot, slot, at,
+                                      &base);
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
+    return found;
+}
+
+// See log_scan.h. Invariant: every row below lo is older than since (none when lo is the
+// first row), the row at or below hi is not (or hi is past the end). Rows are found by offset
+// through "the newest row at or below", so gaps between rows (none in queen's logs) are fine.
+int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
+                       Snapshot snapshot) {
+    Relation heap = table_open(st->log_segments, AccessShareLock);
+    Relation index = index_open(st->log_segments_pkey, AccessShareLock);
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    TimestampTz at;
+    int64 last_base, first_base, base;
+    int64 result = PG_INT64_MAX;
+    if (created_at_or_before(heap, index, partition_id, PG_INT64_MAX, snapshot, slot, &at,
+                             &last_base) &&
+        at >= since) {
+        // the oldest row: the first one forwards
+        ScanKeyData key;
+        ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+        IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 1, 0);
+        index_rescan(scan, &key, 1, nullptr, 0);
+        bool isnull;
+        first_base = last_base;
+        if (index_getnext_slot(scan, ForwardScanDirection, slot))
+            first_base = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+        index_endscan(scan);
+        // the answer is a row's base in [first_base, last_base]: the first row not older than
+        // since. lo: an offset whose covering row may be older; hi: one whose row is not.
+        int64 lo = first_base, hi = last_base;
+        result = last_base;
+        if (!created_at_or_before(heap, index, partition_id, first_base, snapshot, slot, &at,
+                                  &base) ||
+            at >= since) {
+            result = first_base;
+        } else {
+            // the row covering lo is older, the row at hi is not
+            while (lo < hi) {
+                int64 mid = lo + (hi - lo) / 2;
+                if (created_at_or_before(heap, index, partition_id, mid, snapshot, slot, &at,
+                                         &base) &&
+                    at >= since) {
+                    hi = base;  // the row starting at base (<= mid) is in: the answer is <= base
+                    result = base;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            // lo == hi: the row starting at or below it is the first not older
+            if (created_at_or_before(heap, index, partition_id, hi, snapshot, slot, &at, &base) &&
+                at >= since)
+                result = base;
+        }
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
+    return result;
 }
 
 }  // namespace queen_pg

@@ -40,17 +40,38 @@ struct LogScan {
     bool split;     // Storage::split: hashes and ids in log_txns (columns 5, 6)
     bytea* detoasted;
     int64 partition_id;
+    // log_scan_begin_since on 0.4.0's schema (Storage::window_by_pk): the primary key read
+    // backwards from the newest row, ending at the first row (with or without hashes) older
+    // than `since`
+    bool backward;
+    TimestampTz since;
 };
 
 // Begin a scan of (partition_id, base_offset > after) under the given snapshot.
 void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partition_id, int64 after,
                     Snapshot snapshot);
-// Begin a scan of the hash-carrying rows of one partition with created_at >= since, through the
-// (partition_id, created_at) index, in created_at order (not offset order). Selects by the
-// very column the window is defined on, so it is exact whatever order the clock stamped the
-// rows in. Only valid when st->hashes_created is set.
+// Begin a scan of the hash-carrying rows of one partition with created_at >= since, in no
+// promised order. On 0.2.0 / 0.3.0's schema through the (partition_id, created_at) index (in
+// created_at order; exact whatever order the clock stamped the rows in). On 0.4.0's
+// (st->window_by_pk), where created_at is monotone in base_offset, by the primary key read
+// backwards from the newest row, stopping at the first row older than `since`: the rows read
+// are the window's plus one. Valid when st->hashes_created is set or st->window_by_pk.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
                           Snapshot snapshot);
+// True when log_scan_begin_since can select by time on this schema (not 0.1.0's).
+inline bool log_scan_since_ok(const Storage* st) {
+    return OidIsValid(st->hashes_created) || st->window_by_pk;
+}
+// The partition's newest row's created_at (any row: with or without hashes or data) into *at;
+// false when the partition has no row. The monotone stamp of a push reads it under the
+// partition lock (push_write.cpp).
+bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
+                         Snapshot snapshot, TimestampTz* at);
+// The lowest base_offset of the rows with created_at >= since on 0.4.0's schema (monotone
+// created_at), or PG_INT64_MAX when none: a binary search over the primary key (each step one
+// descent), for callers that then read the window in offset order (queen.log_window_start).
+int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
+                       Snapshot snapshot);
 // The next row, or false at the end.
 bool log_scan_next(LogScan* s, LogRow* row);
 // Close the scan and its relations.

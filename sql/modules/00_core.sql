@@ -23,6 +23,12 @@
 --     configure switching a queue's encryption on takes it FOR UPDATE, then the queue's
 --     advisory encryption lock, then its partition rows (sql/modules/80_encryption.sql);
 --   * acks lock only their consumer group row, after any partition locks their caller holds;
+--   * an UPDATE of queen.log_segments that changes a row's created_at, base_offset or
+--     partition_id (by hand: queen never does) takes the partition row FOR NO KEY UPDATE and
+--     its fence after its segment rows' locks (trigger queen.log_segments_order_guard, issue
+--     28). The only queen writer that locks stored segment rows under a partition lock is a
+--     purge of those rows: edit history with retention stopped, or one of the two is cancelled
+--     as a deadlock (40P01) rather than waiting forever;
 --   * the retention procedure holds at most one partition lock at a time (it commits after
 --     each partition's batch). The periodic sweeps' session advisory lock
 --     (queen.retention_sweep_lock) is taken before a sweep's first batch and only ever tried,
@@ -92,13 +98,73 @@ CREATE OR REPLACE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash byt
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
 
--- issue 28: the lowest base_offset of a partition's rows with created_at >= p_since (created_at
--- is monotone in base_offset since 0.4.0: a binary search of the primary key, no created_at
--- index), or the largest int8 when none. Callers keep their created_at predicate too.
+-- issue 28: the lowest base_offset of a partition's rows with created_at >= p_since, or the
+-- largest int8 when none, from the primary key and no created_at index: a binary search over
+-- the rows above the partition's unordered_upto (monotone), a forward read of the rows at or
+-- below it while their newest stamp unordered_newest is >= p_since (all of them while the
+-- partition is not checked yet). Callers read [start, last] and keep their created_at predicate
+-- too (src/pg/storage/log_scan.cpp).
 CREATE OR REPLACE FUNCTION queen.log_window_start(p_partition_id bigint, p_since timestamptz) RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_window_start_v1'
     LANGUAGE C STABLE STRICT
     SET search_path = pg_catalog, pg_temp;
+
+-- issue 28: keeps queen.log_partitions.unordered_upto true when created_at is edited by hand (the
+-- tests do, a repair might): an updated row that is out of order with its neighbours above the
+-- partition's unordered_upto, or newer than unordered_newest at or below it, resets the
+-- partition to "not checked" (NULL), and its next push reads its history once to find the
+-- boundary again (src/pg/storage/log_scan.cpp). Queen itself never changes created_at, base_offset
+-- or partition_id of a stored row (retention changes data and hashes only), so no push or purge
+-- fires it. Lock order: after the updated segment rows' own locks it takes the partition row as
+-- a writer does (queen.partition_lock_for_write: FOR NO KEY UPDATE, then the slot fence on a
+-- shard), held to commit, so a push never checks or stamps against a half-seen edit.
+CREATE OR REPLACE FUNCTION queen.log_segments_order_guard() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_upto   bigint;
+    v_newest timestamptz;
+    v_prev   timestamptz;
+    v_next   timestamptz;
+BEGIN
+    IF queen.partition_lock_for_write(NEW.partition_id, 'no key update') = 'absent' THEN
+        RETURN NULL;
+    END IF;
+    SELECT p.unordered_upto, p.unordered_newest INTO v_upto, v_newest
+      FROM queen.log_partitions p WHERE p.id = NEW.partition_id;
+    IF v_upto IS NULL THEN
+        RETURN NULL;  -- no such partition, or not checked yet: its next push checks it
+    END IF;
+    IF NEW.base_offset <= v_upto THEN
+        IF NEW.created_at <= v_newest THEN
+            RETURN NULL;
+        END IF;
+    ELSE
+        SELECT s.created_at INTO v_prev FROM queen.log_segments s
+         WHERE s.partition_id = NEW.partition_id AND s.base_offset < NEW.base_offset
+           AND s.base_offset > v_upto
+         ORDER BY s.base_offset DESC LIMIT 1;
+        SELECT s.created_at INTO v_next FROM queen.log_segments s
+         WHERE s.partition_id = NEW.partition_id AND s.base_offset > NEW.base_offset
+         ORDER BY s.base_offset LIMIT 1;
+        IF (v_prev IS NULL OR v_prev <= NEW.created_at)
+           AND (v_next IS NULL OR NEW.created_at <= v_next) THEN
+            RETURN NULL;
+        END IF;
+    END IF;
+    UPDATE queen.log_partitions SET unordered_upto = NULL, unordered_newest = NULL
+     WHERE id = NEW.partition_id;
+    RETURN NULL;
+END
+$$;
+
+CREATE OR REPLACE TRIGGER log_segments_order_guard
+    AFTER UPDATE ON queen.log_segments FOR EACH ROW
+    WHEN (OLD.created_at IS DISTINCT FROM NEW.created_at
+          OR OLD.base_offset IS DISTINCT FROM NEW.base_offset
+          OR OLD.partition_id IS DISTINCT FROM NEW.partition_id)
+    EXECUTE FUNCTION queen.log_segments_order_guard();
 
 -- Earliest retained offset above p_after holding a hash, or NULL (acks by transactionId; the
 -- per-backend ack digest keeps its cost independent of the window: src/pg/queue/ack_lookup.cpp).

@@ -34,6 +34,14 @@ CREATE TABLE queen.log_partitions (
     log_start   bigint NOT NULL DEFAULT 0,
     txns_start  bigint NOT NULL DEFAULT 0,
     created_at  timestamptz NOT NULL DEFAULT now(),
+    -- issue 28: the window is read from the primary key (no created_at index); rows at or
+    -- below unordered_upto may carry created_at out of base_offset order (history written
+    -- before 0.4.0, a restored older dump, a hand-edited created_at), the newest of them being
+    -- unordered_newest; rows above it are monotone. NULL: not checked yet (the default, so a
+    -- restored 0.3.0 dump or an imported slot is checked at its first push); -1: every row is
+    -- in order. src/pg/storage/log_scan.cpp has the rule and why it is exact.
+    unordered_upto   bigint,
+    unordered_newest timestamptz,
     UNIQUE (queue_id, name)
 );
 
@@ -65,11 +73,13 @@ ALTER TABLE queen.log_segments ALTER COLUMN data SET COMPRESSION lz4;
 ALTER TABLE queen.log_segments ALTER COLUMN hashes SET STORAGE MAIN;
 ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
 -- No index but the primary key (issue 28, 0.4.0: the (partition_id, created_at) index of 0.3.0 is
--- gone, one index entry less per push). created_at is monotone in base_offset per partition:
--- a push stamps greatest(now, the partition's newest row's created_at) under the partition lock
--- (src/pg/queue/push_write.cpp), so the rows created since a time are a top range of the primary
--- key, which the full-window probe and the probe cache's hydration read backwards from the
--- newest row (src/pg/storage/log_scan.cpp) and queen.log_window_start finds by binary search.
+-- gone, one index entry less per push). A push stamps created_at = greatest(now, the partition's
+-- newest row's created_at) under the partition lock (src/pg/queue/push_write.cpp), so the rows
+-- above the partition's unordered_upto are monotone and the rows created since a time are a top
+-- range of the primary key, read backwards from the newest row; the rows at or below
+-- unordered_upto (older history) are read by primary key and filtered by time while their
+-- newest stamp is inside the window (src/pg/storage/log_scan.cpp). A hand-edited created_at is
+-- caught by the trigger queen.log_segments_order_guard (sql/modules/00_core.sql).
 
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,

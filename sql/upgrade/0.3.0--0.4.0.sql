@@ -93,17 +93,24 @@ DROP FUNCTION queen.configure(text, jsonb);
 -- ---------------------------------------------------------------- issue 28, the window from the primary key
 -- queen.log_segments loses its (partition_id, created_at) index (sql/schema/00_core.sql): a
 -- 0.4.0 push stamps created_at = greatest(now, the partition's newest row's created_at) under
--- the partition lock, so created_at is monotone in base_offset and the window's rows are found
--- from the primary key. A 0.3.0 row stamped after a clock step back can be older than a row
--- before it: every such row is raised to the running maximum of its partition (in base_offset
--- order), which is what 0.4.0 would have stamped. A raised row stays in the window longer,
--- never shorter (a duplicate is never missed); rows already monotone are not touched.
-UPDATE queen.log_segments s
-   SET created_at = m.running
-  FROM (SELECT partition_id, base_offset,
-               max(created_at) OVER (PARTITION BY partition_id ORDER BY base_offset) AS running,
-               created_at
-          FROM queen.log_segments) m
- WHERE s.partition_id = m.partition_id AND s.base_offset = m.base_offset
-   AND m.running > m.created_at;
+-- the partition lock, so the window's rows are a top range of the primary key. A 0.3.0 row
+-- stamped after a clock step back can be older than a row before it; no row is changed here
+-- (every created_at is kept as it was): each partition records instead the last offset where
+-- its history goes back in time (unordered_upto: the rows at or below it are read by primary
+-- key and filtered by time while the newest of them, unordered_newest, is inside the window;
+-- -1 when every row is in order), computed here in one pass rather than at each partition's
+-- first push (src/pg/storage/log_scan.cpp).
+ALTER TABLE queen.log_partitions ADD COLUMN unordered_upto bigint;
+ALTER TABLE queen.log_partitions ADD COLUMN unordered_newest timestamptz;
+UPDATE queen.log_partitions p
+   SET unordered_upto = COALESCE(d.upto, -1),
+       unordered_newest = (SELECT max(s.created_at) FROM queen.log_segments s
+                            WHERE s.partition_id = p.id AND s.base_offset <= d.upto)
+  FROM (SELECT l.id, (SELECT max(o.base_offset)
+                        FROM (SELECT s.base_offset, s.created_at,
+                                     lead(s.created_at) OVER (ORDER BY s.base_offset) AS next_at
+                                FROM queen.log_segments s WHERE s.partition_id = l.id) o
+                       WHERE o.created_at > o.next_at) AS upto
+          FROM queen.log_partitions l) d
+ WHERE d.id = p.id;
 DROP INDEX queen.log_segments_created_idx;

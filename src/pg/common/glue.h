@@ -69,10 +69,11 @@ struct Storage {
     Oid hashes_pkey;
     Oid hashes_created;  // its (partition_id, created_at) index; InvalidOid on 0.1.0's schema
                          // and from 0.4.0 on (issue 28: the index is dropped)
-    // 0.4.0's schema (log_segments with the hashes, no created_at index): every segment row's
-    // created_at is monotone in base_offset per partition (the push stamps greatest(now, the
-    // last row's created_at) under the partition lock; the upgrade made older rows so), so
-    // the rows with created_at >= t are exactly a top range of the primary key.
+    // 0.4.0's schema (log_segments with the hashes, no created_at index, log_partitions'
+    // unordered_upto): a segment row's created_at is monotone in base_offset above its
+    // partition's unordered_upto (the push stamps greatest(now, the last row's created_at)
+    // under the partition lock), so the window is read from the primary key
+    // (src/pg/storage/log_scan.cpp).
     bool window_by_pk;
 };
 void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp

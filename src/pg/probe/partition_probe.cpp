@@ -30,7 +30,8 @@ static void probe_full(ProbeCtx* c) {
     LogScan scan;
     bool vouched = c->floor > c->ps->txns_start - 1;
     if (!vouched && log_scan_since_ok(c->st)) {
-        log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->snap);
+        log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->ps->unordered_upto,
+                             c->ps->unordered_newest, c->snap);
         while (log_scan_next(&scan, &row)) {
             cache_stats.rows_read++;
             probe_if_in_window(c, &row, row_hash_count(c, &row));

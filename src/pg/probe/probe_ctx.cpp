@@ -20,7 +20,8 @@ void probe_if_in_window(ProbeCtx* c, const LogRow* row, Size count) {
 // See probe_ctx.h.
 void log_scan_begin_hydration(LogScan* scan, const ProbeCtx* c) {
     if (log_scan_since_ok(c->st))
-        log_scan_begin_since(scan, c->st, c->pid, c->cutoff, c->snap);
+        log_scan_begin_since(scan, c->st, c->pid, c->cutoff, c->ps->unordered_upto,
+                             c->ps->unordered_newest, c->snap);
     else
         log_scan_begin(scan, c->st, false, c->pid, c->ps->txns_start - 1, c->snap);
 }

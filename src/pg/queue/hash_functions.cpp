@@ -1,6 +1,13 @@
 // SQL functions over hashes: queen.txn_hash, queen.log_unnest_hashes, queen.log_find_hash.
 #include "core/common/hash.h"
+#include "pg/storage/direct_write.h"
 #include "pg/storage/log_scan.h"
+
+extern "C" {
+#include "access/table.h"
+#include "access/tableam.h"
+#include "utils/fmgroids.h"
+}
 
 extern "C" {
 PG_FUNCTION_INFO_V1(queen_txn_hash_v1);
@@ -76,13 +83,35 @@ extern "C" Datum queen_log_find_hash_v1(PG_FUNCTION_ARGS) {
 }
 
 // queen.log_window_start(partition_id, since) -> the lowest base_offset of the partition's rows
-// with created_at >= since (0.4.0: created_at is monotone in base_offset, a binary search of the
-// primary key), PG_INT64_MAX when none; on an older schema the lowest int8 (narrows nothing:
-// callers keep their created_at predicate, which alone is exact there).
+// with created_at >= since from the primary key (log_window_start: the rows at or below the
+// partition's unordered_upto read while they can count, a binary search above it), read
+// under the statement's snapshot with the partition row's boundary as that snapshot sees it (a
+// hand edit resets it in the same transaction: sql/modules/00_core.sql's order guard);
+// PG_INT64_MAX when none; on an older schema the lowest int8 (narrows nothing: callers keep
+// their created_at predicate, which alone is exact there).
 extern "C" Datum queen_log_window_start_v1(PG_FUNCTION_ARGS) {
     Storage st;
     storage_lookup(&st);
     if (!st.window_by_pk) PG_RETURN_INT64(PG_INT64_MIN);
-    PG_RETURN_INT64(log_window_start(&st, PG_GETARG_INT64(0), PG_GETARG_TIMESTAMPTZ(1),
-                                     GetActiveSnapshot()));
+    int64 pid = PG_GETARG_INT64(0);
+    const QueenRels* r = queen_rels();
+    Snapshot snap = GetActiveSnapshot();
+    int64 upto = PG_INT64_MAX;  // not checked (or no such partition): every row may count
+    TimestampTz newest = DT_NOEND;
+    Relation parts = table_open(r->log_partitions, AccessShareLock);
+    TupleTableSlot* slot = table_slot_create(parts, nullptr);
+    Oid eq_int8[1] = {F_INT8EQ};
+    Datum key[1] = {Int64GetDatum(pid)};
+    if (direct_fetch_one(parts, r->log_partitions_pkey, 1, eq_int8, key, snap, slot)) {
+        bool n1, n2;
+        Datum d1 = slot_getattr(slot, r->p_unordered_upto, &n1);
+        Datum d2 = slot_getattr(slot, r->p_unordered_newest, &n2);
+        if (!n1) {
+            upto = DatumGetInt64(d1);
+            newest = n2 ? DT_NOBEGIN : DatumGetTimestampTz(d2);
+        }
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_close(parts, AccessShareLock);
+    PG_RETURN_INT64(log_window_start(&st, pid, PG_GETARG_TIMESTAMPTZ(1), upto, newest, snap));
 }

@@ -72,6 +72,8 @@ void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, 
     if (nw.probe_needed) {  // the snapshot after the lock (protocol, 3)
         CommandCounterIncrement();
         nw.probe.snap = RegisterSnapshot(GetTransactionSnapshot());
+        // issue 28: a partition whose order boundary is not known yet reads its rows once
+        if (!nw.vouched) partition_order_ensure(st, pid, &ps, nw.probe.snap);
         probe_partition(&nw.probe, !nw.vouched && push_options.probe_cache);
     }
 

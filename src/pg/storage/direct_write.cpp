@@ -83,6 +83,8 @@ static void fill_queen_rels(QueenRels* out) {
     r.p_last_offset = col_named(r.log_partitions, "last_offset");
     r.p_log_start = col_named(r.log_partitions, "log_start");
     r.p_txns_start = col_named(r.log_partitions, "txns_start");
+    r.p_unordered_upto = get_attnum(r.log_partitions, "unordered_upto");  // 0.4.0
+    r.p_unordered_newest = get_attnum(r.log_partitions, "unordered_newest");
 }
 
 // The cached relations, looked up again after an invalidation.
@@ -97,7 +99,9 @@ void storage_lookup(Storage* out) {
     out->hashes_rel = out->split ? r->log_txns : r->log_segments;
     out->hashes_pkey = out->split ? r->log_txns_pkey : r->log_segments_pkey;
     out->hashes_created = out->split ? r->log_txns_created : r->log_segments_created;
-    out->window_by_pk = !out->split && !OidIsValid(r->log_segments_created);
+    out->window_by_pk = !out->split && !OidIsValid(r->log_segments_created) &&
+                        r->p_unordered_upto != InvalidAttrNumber &&
+                        r->p_unordered_newest != InvalidAttrNumber;
 }
 
 // Register queen.direct_write.
@@ -109,9 +113,15 @@ void direct_write_define_settings() {
         &guc_direct_write, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
 }
 
-// No triggers, no row security.
+// No trigger that an INSERT fires (issue 28: log_segments' UPDATE trigger
+// log_segments_order_guard does not count), no row security.
 bool direct_insert_ok(Relation rel) {
-    return rel->trigdesc == nullptr && !rel->rd_rel->relrowsecurity;
+    const TriggerDesc* t = rel->trigdesc;
+    bool insert_triggers = t != nullptr &&
+                           (t->trig_insert_before_row || t->trig_insert_after_row ||
+                            t->trig_insert_instead_row || t->trig_insert_before_statement ||
+                            t->trig_insert_after_statement || t->trig_insert_new_table);
+    return !insert_triggers && !rel->rd_rel->relrowsecurity;
 }
 
 // Only foreign-key triggers, no row security.
@@ -171,6 +181,7 @@ void direct_update(DirectTable* t, ItemPointer tid, int ncols, const int* cols,
     // Sets fresh->t_self and the heap-only flag; says which index entries the version needs.
     IndexUpdate what = compat_simple_heap_update(t->rel, tid, fresh);
     hs->tts_tid = fresh->t_self;
+    *tid = fresh->t_self;  // the new version (still locked by us: its updater)
     if (what != IndexUpdate::None) {
         if (!t->indexes_open) {
             ExecOpenIndices(t->rri, false);

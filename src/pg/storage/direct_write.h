@@ -29,6 +29,8 @@ struct QueenRels {
     AttrNumber q_id, q_name, q_window, q_dedup_by;
     AttrNumber q_encrypted;  // encryption_enabled (0.4.0); InvalidAttrNumber before the upgrade
     AttrNumber p_id, p_queue_id, p_last_offset, p_log_start, p_txns_start;
+    // unordered_upto, unordered_newest (issue 28, 0.4.0); InvalidAttrNumber before the upgrade
+    AttrNumber p_unordered_upto, p_unordered_newest;
 };
 const QueenRels* queen_rels();
 
@@ -62,7 +64,7 @@ void direct_open(DirectTable* t, Oid relid, EState* estate, bool lazy_indexes = 
 // table's NOT NULL and CHECK constraints. Unique violations raise as for INSERT.
 void direct_insert(DirectTable* t, const Datum* values, const bool* nulls);
 // Replace columns `cols` (1-based) of the row version at *tid with `values` (never NULL): the
-// caller holds that version's row lock, so it is the newest. Index entries are added when
+// caller holds that version's row lock, so it is the newest. *tid is set to the new version. Index entries are added when
 // the update is not HOT; constraints are checked as for UPDATE.
 void direct_update(DirectTable* t, ItemPointer tid, int ncols, const int* cols,
                    const Datum* values);

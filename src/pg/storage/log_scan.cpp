@@ -4,6 +4,45 @@
 // (hashes NULL: none kept; data empty: expired while its hashes are kept) is skipped, exactly
 // like a row that is not there. Callers pass a registered snapshot taken after they locked the partition row, so the
 // rows committed by the pusher they waited for are visible (see push_path.cpp).
+//
+// The window from the primary key (issue 28, 0.4.0: no created_at index)
+// ----------------------------------------------------------------------
+// The probe and the probe caches' hydration need every hash-carrying row with created_at >=
+// since, whatever order the clock stamped the rows in; 0.3.0 found them through a
+// (partition_id, created_at) index, one index entry per push. 0.4.0 finds them from the primary
+// key, and stays exact on history that is not in time order:
+//   * A push stamps created_at = greatest(now, the partition's newest row's created_at) under
+//     the partition lock (push_write.cpp): rows written so are monotone in base_offset, even
+//     across a clock step back.
+//   * Rows that are not (written before 0.4.0, restored from an older dump, imported from an
+//     older shard, edited by hand) are kept as they are; each partition records once where they
+//     end: log_partitions.unordered_upto U, the last base_offset at which the history goes back
+//     in time (-1: nowhere), and unordered_newest M, the newest created_at at or below U. By
+//     construction the rows above U are monotone.
+//   * So the rows with created_at >= since are: the rows above U read backwards from the newest,
+//     up to the first one older than since (every row between it and U is older still), plus,
+//     only while M >= since, the rows at or below U read by primary key and filtered by time.
+//     The second part is the old rule's cost (every row that may be in the window, read), paid
+//     only for the history that was out of order, and only until its newest stamp leaves the
+//     window; a partition whose history is in order (U = -1) never pays it. No per-push index
+//     entry is needed.
+//   * Who keeps U and M true. The 0.3.0 -> 0.4.0 upgrade computes them for every partition in
+//     one pass. A partition row that lacks them (NULL: a restored 0.3.0 dump, whose COPY names
+//     no such column; a slot imported from an older shard; a hand edit, below) is checked at its
+//     next push that reads the window: log_order_scan() reads the partition's rows once under
+//     the partition lock (a bounded, one-time cost: the retained history, no hashes) and the
+//     push stores them (partition_order_ensure()). Until then every row counts as out of order
+//     (U = +inf, M = +inf): exact, and only as dear as the full scan the check does anyway.
+//     A later UPDATE that changes a stored row's created_at, base_offset or partition_id fires
+//     the trigger queen.log_segments_order_guard (sql/modules/00_core.sql), which checks the
+//     row against its neighbours (above U) or against M (at or below U) and resets the
+//     partition to NULL when the edit broke the order: a uniform shift of a partition's times,
+//     as the tests do to age rows, keeps it. Queen itself never changes those columns of a
+//     stored row, and its pushes only append rows stamped as above.
+//   * Why not a boundary by time or a per-push marker: any bound derived from offsets alone
+//     (0.3.0's comment explains) misses a row stamped ahead before a step back; a per-push
+//     index entry is what 0.4.0 drops. tests/regress/sql/probe_window.sql (rows stamped out of
+//     order by hand) and tests/regress/sql/window_order.sql test the rule.
 #include "pg/storage/log_scan.h"
 #include "pg/common/pg_compat.h"
 
@@ -11,6 +50,7 @@ extern "C" {
 #include "access/heapam.h"
 #include "access/sysattr.h"
 #include "access/tableam.h"
+#include "miscadmin.h"
 #include "storage/lockdefs.h"
 #include "utils/fmgroids.h"
 #include "utils/rel.h"
@@ -41,6 +81,8 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
     s->split = st->split;
     s->backward = false;
     s->since = 0;
+    s->in_unordered = false;
+    s->unordered_pending = false;
     s->heap = table_open(side_rel(st, segments), AccessShareLock);
     s->index = index_open(side_pkey(st, segments), AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
@@ -51,26 +93,47 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
 }
 
 // Open log_segments and position a scan at created_at >= since: through its created_at index
-// (0.2.0 / 0.3.0), or (0.4.0, window_by_pk) its primary key from the newest row backwards.
+// (0.2.0 / 0.3.0), or (0.4.0, window_by_pk) its primary key, as the header says: the rows above
+// unordered_upto backwards from the newest, then (unordered_newest >= since) the rows at or
+// below it forwards.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
-                          Snapshot snapshot) {
+                          int64 unordered_upto, TimestampTz unordered_newest, Snapshot snapshot) {
     ScanKeyData keys[2];
     s->segments = false;
     s->detoasted = nullptr;
     s->partition_id = partition_id;
     s->split = st->split;
     s->since = since;
+    s->in_unordered = false;
     s->backward = !OidIsValid(st->hashes_created);
+    s->snapshot = snapshot;
+    s->unordered_upto = unordered_upto;
+    s->unordered_pending = s->backward && unordered_upto >= 0 && unordered_newest >= since;
     Assert(!s->backward || st->window_by_pk);
     s->heap = table_open(st->hashes_rel, AccessShareLock);
     s->index = index_open(s->backward ? st->hashes_pkey : st->hashes_created, AccessShareLock);
     ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
-    if (!s->backward)  // backwards: the partition's rows from its newest (one key)
+    if (s->backward)  // the ordered rows, from the newest down to unordered_upto (excluded)
+        ScanKeyInit(&keys[1], 2, BTGreaterStrategyNumber, F_INT8GT,
+                    Int64GetDatum(Max(unordered_upto, (int64) -1)));
+    else
         ScanKeyInit(&keys[1], 2, BTGreaterEqualStrategyNumber, F_TIMESTAMPTZ_GE,
                     TimestampTzGetDatum(since));
     s->slot = table_slot_create(s->heap, nullptr);
-    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, s->backward ? 1 : 2, 0);
-    index_rescan(s->scan, keys, s->backward ? 1 : 2, nullptr, 0);
+    s->scan = compat_index_beginscan(s->heap, s->index, snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+}
+
+// The second part of a backward scan: the rows at or below unordered_upto, forwards.
+static void begin_unordered_part(LogScan* s) {
+    ScanKeyData keys[2];
+    index_endscan(s->scan);
+    ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(s->partition_id));
+    ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(s->unordered_upto));
+    s->scan = compat_index_beginscan(s->heap, s->index, s->snapshot, 2, 0);
+    index_rescan(s->scan, keys, 2, nullptr, 0);
+    s->unordered_pending = false;
+    s->in_unordered = true;
 }
 
 // True when the slot's row has the side a scan reads: hashes not NULL (segments false), or a
@@ -122,14 +185,24 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bool split, bytea**
 bool log_scan_next(LogScan* s, LogRow* row) {
     bool isnull;
     for (;;) {
-        if (!index_getnext_slot(s->scan, s->backward ? BackwardScanDirection : ForwardScanDirection,
-                                s->slot))
-            return false;
-        // backwards by time: the first row older than the window ends it (created_at is
-        // monotone in base_offset, so every row below is older still), whatever its sides
-        if (s->backward &&
-            DatumGetTimestampTz(slot_getattr(s->slot, kCreated, &isnull)) < s->since)
-            return false;
+        ScanDirection dir = s->backward && !s->in_unordered ? BackwardScanDirection
+                                                            : ForwardScanDirection;
+        if (!index_getnext_slot(s->scan, dir, s->slot)) {
+            if (!s->unordered_pending) return false;
+            begin_unordered_part(s);
+            continue;
+        }
+        if (s->backward) {
+            bool older = DatumGetTimestampTz(slot_getattr(s->slot, kCreated, &isnull)) < s->since;
+            if (older && !s->in_unordered) {
+                // the first ordered row older than the window: every ordered row below it is
+                // older still (whatever its sides); then the unordered part, if it can count
+                if (!s->unordered_pending) return false;
+                begin_unordered_part(s);
+                continue;
+            }
+            if (older) continue;  // unordered part: filtered row by row
+        }
         if (slot_has_side(s->slot, s->segments, s->split)) break;
     }
     slot_to_row(s->slot, s->segments, s->split, &s->detoasted, row);
@@ -248,26 +321,43 @@ bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partitio
     return found;
 }
 
-// See log_scan.h. Invariant: every row below lo is older than since (none when lo is the
+// See log_scan.h. The ordered part's binary search: invariant: every row below lo is older than since (none when lo is the
 // first row), the row at or below hi is not (or hi is past the end). Rows are found by offset
 // through "the newest row at or below", so gaps between rows (none in queen's logs) are fine.
 int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
-                       Snapshot snapshot) {
+                       int64 unordered_upto, TimestampTz unordered_newest, Snapshot snapshot) {
     Relation heap = table_open(st->log_segments, AccessShareLock);
     Relation index = index_open(st->log_segments_pkey, AccessShareLock);
     TupleTableSlot* slot = table_slot_create(heap, nullptr);
     TimestampTz at;
     int64 last_base, first_base, base;
     int64 result = PG_INT64_MAX;
-    if (created_at_or_before(heap, index, partition_id, PG_INT64_MAX, snapshot, slot, &at,
+    bool isnull;
+    if (unordered_upto >= 0 && unordered_newest >= since) {
+        // the rows at or below unordered_upto, in no time order: the first one inside, if any
+        ScanKeyData keys[2];
+        ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+        ScanKeyInit(&keys[1], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(unordered_upto));
+        IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 2, 0);
+        index_rescan(scan, keys, 2, nullptr, 0);
+        while (index_getnext_slot(scan, ForwardScanDirection, slot))
+            if (DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull)) >= since) {
+                result = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+                break;
+            }
+        index_endscan(scan);
+    }
+    if (result == PG_INT64_MAX &&
+        created_at_or_before(heap, index, partition_id, PG_INT64_MAX, snapshot, slot, &at,
                              &last_base) &&
-        at >= since) {
-        // the oldest row: the first one forwards
-        ScanKeyData key;
-        ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
-        IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 1, 0);
-        index_rescan(scan, &key, 1, nullptr, 0);
-        bool isnull;
+        at >= since && last_base > unordered_upto) {
+        // the oldest ordered row: the first one forwards above unordered_upto
+        ScanKeyData key[2];
+        ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+        ScanKeyInit(&key[1], 2, BTGreaterStrategyNumber, F_INT8GT,
+                    Int64GetDatum(Max(unordered_upto, (int64) -1)));
+        IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 2, 0);
+        index_rescan(scan, key, 2, nullptr, 0);
         first_base = last_base;
         if (index_getnext_slot(scan, ForwardScanDirection, slot))
             first_base = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
@@ -303,6 +393,42 @@ int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
     index_close(index, AccessShareLock);
     table_close(heap, AccessShareLock);
     return result;
+}
+
+// See log_scan.h (and "The window from the primary key" above): one forward pass over the
+// partition's rows, whatever their sides; the last descent (a row newer than the next one) is
+// the boundary, and the newest stamp at or below it is kept.
+void log_order_scan(const Storage* st, int64 partition_id, Snapshot snapshot, int64* upto,
+                    TimestampTz* newest) {
+    Relation heap = table_open(st->log_segments, AccessShareLock);
+    Relation index = index_open(st->log_segments_pkey, AccessShareLock);
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    ScanKeyData key;
+    ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(partition_id));
+    IndexScanDesc scan = compat_index_beginscan(heap, index, snapshot, 1, 0);
+    index_rescan(scan, &key, 1, nullptr, 0);
+    bool have_prev = false, isnull;
+    int64 prev_base = -1;
+    TimestampTz prev_at = 0, running = DT_NOBEGIN;
+    *upto = -1;
+    *newest = DT_NOBEGIN;
+    while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+        int64 base = DatumGetInt64(slot_getattr(slot, kBase, &isnull));
+        TimestampTz at = DatumGetTimestampTz(slot_getattr(slot, kCreated, &isnull));
+        if (have_prev && at < prev_at) {  // back in time: everything up to prev is unordered
+            *upto = prev_base;
+            *newest = running;  // the newest stamp of the rows up to prev_base
+        }
+        if (at > running) running = at;
+        prev_base = base;
+        prev_at = at;
+        have_prev = true;
+        CHECK_FOR_INTERRUPTS();
+    }
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
 }
 
 }  // namespace queen_pg

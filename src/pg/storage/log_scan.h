@@ -41,10 +41,15 @@ struct LogScan {
     bytea* detoasted;
     int64 partition_id;
     // log_scan_begin_since on 0.4.0's schema (Storage::window_by_pk): the primary key read
-    // backwards from the newest row, ending at the first row (with or without hashes) older
-    // than `since`
+    // backwards from the newest row down to the first row above unordered_upto older than
+    // `since` (in_unordered false), then, when unordered_pending, the rows at or below
+    // unordered_upto forwards, filtered by time (in_unordered)
     bool backward;
     TimestampTz since;
+    Snapshot snapshot;
+    int64 unordered_upto;
+    bool unordered_pending;
+    bool in_unordered;
 };
 
 // Begin a scan of (partition_id, base_offset > after) under the given snapshot.
@@ -53,11 +58,14 @@ void log_scan_begin(LogScan* s, const Storage* st, bool segments, int64 partitio
 // Begin a scan of the hash-carrying rows of one partition with created_at >= since, in no
 // promised order. On 0.2.0 / 0.3.0's schema through the (partition_id, created_at) index (in
 // created_at order; exact whatever order the clock stamped the rows in). On 0.4.0's
-// (st->window_by_pk), where created_at is monotone in base_offset, by the primary key read
-// backwards from the newest row, stopping at the first row older than `since`: the rows read
-// are the window's plus one. Valid when st->hashes_created is set or st->window_by_pk.
+// (st->window_by_pk) from the primary key, with the partition's unordered_upto and
+// unordered_newest as of its lock (PG_INT64_MAX / DT_NOEND when not known: every row counts as
+// unordered): the rows above unordered_upto backwards from the newest, stopping at the first
+// one older than `since`, then, only when unordered_newest >= since, the rows at or below
+// unordered_upto filtered by time (log_scan.cpp's header says why that is exact). Valid when
+// st->hashes_created is set or st->window_by_pk.
 void log_scan_begin_since(LogScan* s, const Storage* st, int64 partition_id, TimestampTz since,
-                          Snapshot snapshot);
+                          int64 unordered_upto, TimestampTz unordered_newest, Snapshot snapshot);
 // True when log_scan_begin_since can select by time on this schema (not 0.1.0's).
 inline bool log_scan_since_ok(const Storage* st) {
     return OidIsValid(st->hashes_created) || st->window_by_pk;
@@ -67,11 +75,18 @@ inline bool log_scan_since_ok(const Storage* st) {
 // partition lock (push_write.cpp).
 bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
                          Snapshot snapshot, TimestampTz* at);
-// The lowest base_offset of the rows with created_at >= since on 0.4.0's schema (monotone
-// created_at), or PG_INT64_MAX when none: a binary search over the primary key (each step one
-// descent), for callers that then read the window in offset order (queen.log_window_start).
+// The lowest base_offset of the rows with created_at >= since on 0.4.0's schema, or
+// PG_INT64_MAX when none: the rows at or below unordered_upto read forwards while
+// unordered_newest >= since, else a binary search over the ordered rows above it (each step one
+// descent), for callers that then read [start, last] in offset order filtered by time
+// (queen.log_window_start).
 int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
-                       Snapshot snapshot);
+                       int64 unordered_upto, TimestampTz unordered_newest, Snapshot snapshot);
+// One forward read of a partition's rows (created_at only): *upto = the last base_offset at which
+// created_at goes back in time (-1 when it never does), *newest = the newest created_at at or
+// below it (DT_NOBEGIN when none). What log_partitions.unordered_upto / unordered_newest record.
+void log_order_scan(const Storage* st, int64 partition_id, Snapshot snapshot, int64* upto,
+                    TimestampTz* newest);
 // The next row, or false at the end.
 bool log_scan_next(LogScan* s, LogRow* row);
 // Close the scan and its relations.

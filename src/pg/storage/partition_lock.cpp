@@ -40,6 +40,7 @@
 //      that committed after the switch stored anything but an envelope.
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/log_scan.h"
 #include "pg/storage/slot_fence.h"
 
 extern "C" {
@@ -106,6 +107,37 @@ static bool reread_encrypted(Relation queues, Datum qid, TupleTableSlot* qs) {
     bool enc = found && slot_encrypted(qs);
     UnregisterSnapshot(snap);
     return enc;
+}
+
+// issue 28: the partition row's unordered_upto / unordered_newest (0.4.0) from a datum pair;
+// not known while unordered_upto is NULL or the columns do not exist yet.
+static void set_order(PartitionState* out, bool upto_null, Datum upto, bool newest_null,
+                      Datum newest) {
+    out->order_known = !upto_null;
+    out->unordered_upto = upto_null ? PG_INT64_MAX : DatumGetInt64(upto);
+    out->unordered_newest = upto_null ? DT_NOEND
+                            : newest_null ? DT_NOBEGIN : DatumGetTimestampTz(newest);
+}
+
+// The same read by a statement of its own (the SQL lock paths), under a snapshot taken after
+// the lock: nobody else can change the row meanwhile, since we hold its lock. SPI is connected.
+static void order_after_lock(int64 partition_id, PartitionState* out) {
+    static SPIPlanPtr plan_order;
+    if (queen_rels()->p_unordered_upto == InvalidAttrNumber) {
+        set_order(out, true, 0, true, 0);
+        return;
+    }
+    Oid types[1] = {INT8OID};
+    SPIPlanPtr plan = spi_plan(&plan_order,
+        "SELECT unordered_upto, unordered_newest FROM queen.log_partitions WHERE id = $1", 1,
+        types);
+    Datum args[1] = {Int64GetDatum(partition_id)};
+    if (SPI_execute_plan(plan, args, nullptr, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+        elog(ERROR, "queen: reading the partition's order boundary failed");
+    bool n1, n2;
+    Datum d1 = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &n1);
+    Datum d2 = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &n2);
+    set_order(out, n1, d1, n2, d2);
 }
 
 // True for a queue name reserved for queen's own modules.
@@ -196,6 +228,14 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
             out->encrypted = tmfd_traversed
                                  ? reread_encrypted(queues, slot_getattr(ps, r->p_queue_id, &isnull), qs)
                                  : slot_encrypted(qs);
+            if (r->p_unordered_upto != InvalidAttrNumber) {
+                bool n1, n2;
+                Datum d1 = slot_getattr(ps, r->p_unordered_upto, &n1);
+                Datum d2 = slot_getattr(ps, r->p_unordered_newest, &n2);
+                set_order(out, n1, d1, n2, d2);
+            } else {
+                set_order(out, true, 0, true, 0);
+            }
             out->direct = true;
             out->tid = ps->tts_tid;
             if (by_content != nullptr) {
@@ -211,6 +251,48 @@ static int lock_direct(text* queue, text* partition, int64 pid_in, int64* pid_ou
     table_close(parts, NoLock);
     UnregisterSnapshot(snap);
     return rc;
+}
+
+// See partition_lock.h; the rule it serves: src/pg/storage/log_scan.cpp's header.
+void partition_order_ensure(const Storage* st, int64 partition_id, PartitionState* ps,
+                            Snapshot snap) {
+    static SPIPlanPtr plan_store;
+    if (!st->window_by_pk || ps->order_known) return;
+    const QueenRels* r = queen_rels();
+    int64 upto;
+    TimestampTz newest;
+    log_order_scan(st, partition_id, snap, &upto, &newest);
+    bool stored = false;
+    if (ps->direct && guc_direct_write) {
+        EState* estate = CreateExecutorState();
+        DirectTable parts;
+        direct_open(&parts, r->log_partitions, estate, true);
+        if (direct_update_ok(parts.rel)) {
+            int cols[2] = {r->p_unordered_upto, r->p_unordered_newest};
+            Datum vals[2] = {Int64GetDatum(upto), TimestampTzGetDatum(newest)};
+            direct_update(&parts, &ps->tid, 2, cols, vals);
+            stored = true;
+        }
+        direct_close(&parts);
+        FreeExecutorState(estate);
+    }
+    if (!stored) {
+        spi_open();
+        Oid types[3] = {INT8OID, INT8OID, TIMESTAMPTZOID};
+        Datum args[3] = {Int64GetDatum(partition_id), Int64GetDatum(upto),
+                         TimestampTzGetDatum(newest)};
+        if (SPI_execute_plan(spi_plan(&plan_store,
+                                 "UPDATE queen.log_partitions SET unordered_upto = $2,"
+                                 " unordered_newest = $3 WHERE id = $1", 3, types),
+                             args, nullptr, false, 0) != SPI_OK_UPDATE)
+            elog(ERROR, "queen: storing the partition's order boundary failed");
+        SPI_finish();
+        ps->direct = false;  // the locked version moved: later writes go by statement
+    }
+    CommandCounterIncrement();
+    ps->order_known = true;
+    ps->unordered_upto = upto;
+    ps->unordered_newest = newest;
 }
 
 // Lock the partition row and read its allocator state and its queue's window.
@@ -239,6 +321,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
                         errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
     read_state(1, out);
     out->encrypted = queue_flag_after_lock(partition_id);
+    order_after_lock(partition_id, out);
     SPI_finish();
     slot_fence_check_partition(partition_id);  // issue 20: the shard's slot fence
 }
@@ -273,6 +356,7 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         *by_content = DatumGetBool(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
         read_state(3, out);
         out->encrypted = queue_flag_after_lock(*partition_id);
+        order_after_lock(*partition_id, out);
     }
     SPI_finish();
     if (found) slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence

@@ -6,6 +6,7 @@
 
 extern "C" {
 #include "storage/itemptr.h"
+#include "utils/snapshot.h"
 }
 
 namespace queen_pg {
@@ -18,6 +19,12 @@ struct PartitionState {
     int32 window;
     bool reserved;        // its queue's name starts with "__queen_" (queen's own modules)
     bool encrypted;       // its queue's encryption_enabled, as of the lock (issue 27)
+    // issue 28 (0.4.0's schema, Storage::window_by_pk): log_partitions' unordered_upto and
+    // unordered_newest as of the lock; order_known false while unordered_upto is NULL (not
+    // checked yet: partition_order_ensure() reads the history once and stores them)
+    bool order_known;
+    int64 unordered_upto;
+    TimestampTz unordered_newest;
     bool direct;          // locked by direct access (tid valid) rather than by SQL
     ItemPointerData tid;  // the locked row version (direct only)
 };
@@ -34,5 +41,13 @@ void partition_lock(int64 partition_id, PartitionState* out);
 // false when it does not exist (nothing locked, nothing checked).
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out);
+
+// issue 28: on 0.4.0's schema (st->window_by_pk), when the locked partition's order boundary
+// is not known yet (log_partitions.unordered_upto NULL: a restored older dump, an imported
+// slot, a hand edit of created_at), read its rows once under `snap` (taken after the lock) and
+// store the boundary in the locked row (directly, keeping ps->tid the row's newest version, or
+// by statement), so ps says it and later pushes skip this. No-op when known.
+void partition_order_ensure(const Storage* st, int64 partition_id, PartitionState* ps,
+                            Snapshot snap);
 
 }  // namespace queen_pg

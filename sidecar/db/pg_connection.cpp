@@ -38,17 +38,19 @@ const StmtDef kStmts[] = {
     // $6 / $6[] are the block cache's hints (core/vouch_hints.h; empty: none).
     {"queen_push1",
      "SELECT 0::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "floor(extract(epoch FROM greatest(clock_timestamp(), queen.push_last_stamp())) * 1000)::int8, "
      "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
-     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segment($1, $2, $3, $4, $5, $6)",
      6,
      {kInt8, kBytea, kBytea, kInt8, kInt4, kBytea}, false},
     {"queen_pushN",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, "
+     "floor(extract(epoch FROM greatest(clock_timestamp(), queen.push_last_stamp())) * 1000)::int8, "
      "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
-     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segments($1, $2, $3, $4, $5, $6)",
      6,
      {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array, kByteaArray}, false},
@@ -107,10 +109,11 @@ const StmtDef kStmts[] = {
      true},
     {"queen_pushNamed",
      "SELECT seg::int4, idx::int4, status::text, message_id::uuid, message_offset::int8, "
-     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8, partition_id::int8, "
-     "dedup_window_seconds::int4, last_offset::int8, txns_start::int8, "
+     "floor(extract(epoch FROM greatest(clock_timestamp(), queen.push_last_stamp())) * 1000)::int8, "
+     "partition_id::int8, dedup_window_seconds::int4, last_offset::int8, txns_start::int8, "
      "(SELECT confirmed FROM queen.push_hint_stats())::int8, "
-     "(SELECT fallbacks FROM queen.push_hint_stats())::int8 "
+     "(SELECT fallbacks FROM queen.push_hint_stats())::int8, "
+     "floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 "
      "FROM queen.push_segments_named($1, $2, $3, $4, $5, $6, $7, $8)",
      8,
      {kInt8Array, kTextArray, kTextArray, kByteaArray, kByteaArray, kInt8Array, kInt4Array,
@@ -201,13 +204,15 @@ Status build_seg_arrays(const std::vector<SegmentIn>& segs,
     return Status::ok();
 }
 
-// One answer row of a push: (seg, idx, status, message_id, message_offset, created_ms).
+// One answer row of a push: (seg, idx, status, message_id, message_offset, created_ms), and the
+// database's clock in column clock_col.
 struct PushRow {
     int32_t seg, idx;
     EntryOut e;
 };
-// Decode row i's first six columns (seg checked against nsegs); false when malformed.
-bool push_row(PGresult* r, int i, int32_t nsegs, PushRow* out) {
+// Decode row i's first six columns and its clock (seg checked against nsegs); false when
+// malformed.
+bool push_row(PGresult* r, int i, int32_t nsegs, int clock_col, PushRow* out) {
     if (!col_int4(r, i, 0, &out->seg) || !col_int4(r, i, 1, &out->idx) || out->seg < 0 ||
         out->seg >= nsegs || PQgetisnull(r, i, 2) || PQgetlength(r, i, 3) != 16 ||
         !col_int8(r, i, 4, &out->e.offset))
@@ -218,9 +223,12 @@ bool push_row(PGresult* r, int i, int32_t nsegs, PushRow* out) {
                     : std::strcmp(st, "duplicate") == 0 ? EntryStatus::Duplicate
                                                         : EntryStatus::Unknown;
     std::memcpy(out->e.id.b, PQgetvalue(r, i, 3), 16);
-    // The function scan finishes before the select list runs: clock_timestamp() here is
-    // after every row's created_at (the block cache's one clock, see block_cache.h).
+    // The function scan finishes before the select list runs: greatest(clock_timestamp(),
+    // queen.push_last_stamp()) is at or after every row's created_at, the stamp included when a
+    // clock step back left it ahead of the clock (issue 28); clock_timestamp() alone is the
+    // database's time (the block cache's one clock, see block_cache.h).
     if (!col_int8(r, i, 5, &out->e.created_ms)) out->e.created_ms = 0;
+    if (!col_int8(r, i, clock_col, &out->e.clock_ms)) out->e.clock_ms = 0;
     return true;
 }
 // Rows come one per entry in entry order; sort by (seg, idx) defensively (only when they are
@@ -519,7 +527,7 @@ Status PgConnection::push_segments(const std::vector<SegmentIn>& segs_in,
     const int rows = PQntuples(g.r);
     std::vector<PushRow> all(static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; i++)
-        if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), &all[i]))
+        if (!push_row(g.r, i, static_cast<int32_t>(segs.size()), 8, &all[i]))
             return Status(StatusCode::Internal, "push_segment returned an unexpected row");
     // The hint counters (columns 6 and 7: uncorrelated sub-selects, run once after the push).
     count_hints(g.r, 6, 7);
@@ -590,7 +598,7 @@ Status PgConnection::push_segments_named(const std::vector<SegmentIn>& segs_in,
             continue;
         }
         all.emplace_back();
-        if (!push_row(g.r, i, n, &all.back()))
+        if (!push_row(g.r, i, n, 12, &all.back()))
             return Status(StatusCode::Unknown, "push_segments_named returned an unexpected row");
     }
     for (std::size_t i = 0; i < segs.size(); i++)

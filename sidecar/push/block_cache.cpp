@@ -321,7 +321,9 @@ bool BlockCache::full_build(int64_t pid, Entry& e, int32_t window_s, CacheLoader
     clear_data(e);
     e.built = false;
     int64_t max_end = last;
-    for (const TxnRow& r : rows) observe_db_time(r.created_ms);
+    // A row's created_at is not observed as the database's time: after a clock step back a
+    // row can be stamped ahead of the clock (issue 28's monotone stamp, or a 0.3.0 row), and
+    // taking it for "now" would expire hashes the database still holds in its window.
     for (const TxnRow& r : rows) {
         if (r.end < r.base ||
             r.hashes.size() != static_cast<std::size_t>(r.end - r.base + 1) * kHashBytes) {
@@ -368,8 +370,7 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
             e.force_rebuild = true;
             return false;
         }
-        for (const TxnRow& r : rows) {
-            observe_db_time(r.created_ms);
+        for (const TxnRow& r : rows) {  // not observed as the database's time: see full_build
             const auto* p = reinterpret_cast<const uint8_t*>(r.hashes.data());
             for (int64_t i = 0; i <= r.end - r.base; i++)
                 append_hash(e, queen::hash_at(p, i), r.base + i, r.created_ms);
@@ -387,10 +388,11 @@ bool BlockCache::top_up(int64_t pid, Entry& e, CacheLoader& loader) {
 void BlockCache::on_push_committed(int64_t pid, const queen::Hash128* hashes,
                                    const std::vector<EntryOut>& rows) {
     std::vector<queen::Hash128> survivors;
-    int64_t base = -1, created_ms = 0;
+    int64_t base = -1, created_ms = 0, clock_ms = 0;
     bool contiguous = true;
     for (std::size_t k = 0; k < rows.size(); k++) {
         created_ms = std::max(created_ms, rows[k].created_ms);
+        clock_ms = std::max(clock_ms, rows[k].clock_ms < 0 ? rows[k].created_ms : rows[k].clock_ms);
         if (rows[k].status != EntryStatus::Queued) continue;
         if (base < 0)
             base = rows[k].offset;
@@ -398,16 +400,17 @@ void BlockCache::on_push_committed(int64_t pid, const queen::Hash128* hashes,
             contiguous = false;
         survivors.push_back(hashes[k]);
     }
+    observe_db_time(clock_ms);  // the clock: never a stamp that ran ahead of it
     if (!survivors.empty() && contiguous)
-        on_commit(pid, base, survivors.data(), survivors.size(), created_ms);
+        on_commit(pid, base, survivors.data(), survivors.size(), created_ms, false);
 }
 
 // A commit: contiguous -> append and advance; gap -> record it (and still append ours);
 // overlap -> full rebuild.
 void BlockCache::on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors,
-                           std::size_t n, int64_t created_ms) {
+                           std::size_t n, int64_t created_ms, bool observe) {
     if (!cfg_.enabled || n == 0) return;
-    observe_db_time(created_ms);
+    if (observe) observe_db_time(created_ms);
     EntryPtr e = find(pid);
     if (!e) return;
     {

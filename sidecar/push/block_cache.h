@@ -16,12 +16,16 @@
 //     seconds sheds its stale hashes too (at most about a slice's worth stays past the window);
 //
 // One clock: the cache never reads the sidecar's wall clock. Every hash is stamped with the
-// created_at PostgreSQL gave it (rows read back, and the clock_timestamp() a push returns,
-// taken after the rows were written: an upper bound of their created_at). "Now" for expiry is
-// the database's clock as last observed (the newest such timestamp, a lower bound of the
-// database's now() at the moment it was read) carried forward by the monotonic clock. So the
-// cache can only under-estimate the database's time, which keeps hashes longer, never shorter;
-// with no observation yet nothing expires.
+// created_at PostgreSQL gave it (rows read back, and for a push greatest(clock_timestamp(),
+// queen.push_last_stamp()): the stamp the push wrote, which since issue 28 is
+// greatest(now, the partition's newest created_at) and so can run ahead of the clock after it
+// stepped back, or the clock after the writes if later: an upper bound of the rows' created_at).
+// "Now" for expiry is the database's clock as last observed: only the clock_timestamp() a push
+// returns (EntryOut::clock_ms, a lower bound of the database's now() at the moment it was
+// read), never a created_at, which can be ahead of the clock; carried forward by the monotonic
+// clock. So the cache can only under-estimate the database's time and over-estimate a row's
+// created_at, which keeps hashes longer, never shorter; with no observation yet nothing expires
+// (tests/sidecar/test_block_cache.cpp: StampAheadOfTheClock).
 //
 // Memory: every entry is charged what it costs in the allocator (the entry with its
 // shared_ptr control block, the map node and bucket, each heap block's size plus 16 bytes of
@@ -159,15 +163,17 @@ public:
                          std::string* hints = nullptr);
 
     // A committed push of pid allocated [base, base + n - 1] to these survivors, in order;
-    // created_ms is the database's time for the push (an upper bound of the rows' created_at;
-    // 0 = unknown: the entry is rebuilt from the database instead).
+    // created_ms is an upper bound of the rows' created_at (0 = unknown: the entry is rebuilt
+    // from the database instead); observe: also take it as the database's time (a caller that
+    // has the clock apart, as on_push_committed, observes that instead).
     void on_commit(int64_t pid, int64_t base, const queen::Hash128* survivors, std::size_t n,
-                   int64_t created_ms);
+                   int64_t created_ms, bool observe = true);
 
     // A committed push's answer fed back: rows[k] answers hashes[k] (the segment's distinct
     // hashes, in order). The rows answered `queued` are the survivors; when their offsets are
     // contiguous (as the extension allocates them) they go to on_commit from the first one,
-    // with the latest created_ms among the rows. Non-contiguous survivors are not fed (the
+    // with the latest created_ms among the rows; the latest clock_ms (created_ms where unknown)
+    // is observed as the database's time. Non-contiguous survivors are not fed (the
     // entry catches up from the database instead). What the flusher, the tests and the
     // benchmarks all call after a push.
     void on_push_committed(int64_t pid, const queen::Hash128* hashes,

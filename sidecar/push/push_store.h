@@ -66,7 +66,14 @@ struct EntryOut {
     EntryStatus status = EntryStatus::Queued;
     queen::Uuid id{};
     int64_t offset = -1;
-    int64_t created_ms = 0;  // the database's clock after the push (>= the rows' created_at)
+    // The created_at the push stamped its rows with, or later (>= the rows' created_at): issue
+    // 28's monotone stamp can be ahead of the database's clock after it stepped back, so this
+    // is greatest(clock_timestamp(), queen.push_last_stamp()).
+    int64_t created_ms = 0;
+    // The database's clock after the push (clock_timestamp(): a lower bound of its now()), what
+    // the block cache takes as the database's time; -1: not known apart from created_ms, which
+    // then serves as both (the two agree unless a stamp ran ahead of the clock).
+    int64_t clock_ms = -1;
 };
 
 // A (queue, partition) pair to resolve.

@@ -225,6 +225,16 @@ CREATE OR REPLACE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT
     LANGUAGE C VOLATILE
     SET search_path = pg_catalog, pg_temp;
 
+-- issue 28: the newest created_at this backend's pushes stamped in the current transaction (NULL
+-- when it stamped none). A push stamps greatest(now, the partition's newest row's created_at),
+-- which can be ahead of the clock after it stepped back; the sidecar's block cache stamps the
+-- pushed hashes with greatest(clock_timestamp(), this) so it never expires one before the
+-- database does (sidecar/push/block_cache.h).
+CREATE OR REPLACE FUNCTION queen.push_last_stamp() RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'queen_push_last_stamp_v1'
+    LANGUAGE C VOLATILE
+    SET search_path = pg_catalog, pg_temp;
+
 -- ---------------------------------------------------------------- reserved queue names
 -- Queue names starting with "__queen_" belong to queen's own modules (the streams module keeps
 -- its streams in the queue __queen_streams, which it creates and writes through its own

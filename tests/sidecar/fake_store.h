@@ -391,13 +391,16 @@ public:
             if (key.compare(0, q.size() + 1, q + '\x1f') == 0) parts_[id].window_s = w;
     }
 
-    // Append a raw row as if another writer pushed it (hashes of txns), returning its base.
-    int64_t external_push(int64_t pid, const std::vector<std::string>& txns) {
+    // Append a raw row as if another writer pushed it (hashes of txns), returning its base;
+    // created_ms: its created_at (default: the clock; later models issue 28's monotone stamp
+    // after the database's clock stepped back).
+    int64_t external_push(int64_t pid, const std::vector<std::string>& txns,
+                          int64_t created_ms = -1) {
         std::lock_guard<std::recursive_mutex> lk(mu_);
         Part& pt = parts_.at(pid);
         TxnRow r;
         r.base = pt.last + 1;
-        r.created_ms = clock_.wall_ms();
+        r.created_ms = created_ms < 0 ? clock_.wall_ms() : created_ms;
         for (const auto& t : txns) {
             queen::Hash128 h = queen::txn_hash(t);
             r.hashes.append(reinterpret_cast<const char*>(h.b), 16);

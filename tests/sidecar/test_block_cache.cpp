@@ -228,6 +228,37 @@ TEST(BlockCache, PushAnswerFeedsContiguousSurvivorsOnly) {
     EXPECT_EQ(after.gaps, 0u);
 }
 
+// issue 28: after the database's clock stepped back, a push stamps its row with the partition's
+// newest created_at, ahead of the clock (greatest(now, newest) under the partition lock). The
+// answer carries that stamp (created_ms) apart from the clock (clock_ms): the cache stamps the
+// hash with the stamp, so it keeps it as long as the database keeps the row in its window, and
+// takes only the clock as the database's time, so its "now" never jumps ahead.
+TEST(BlockCache, StampAheadOfTheClock) {
+    World w;
+    w.store.set_window("q", 10);
+    auto m = w.meta();
+    w.flush(m, txns("a", 3));
+    const int64_t clock = w.clock.wall_ms();
+    const int64_t stamp = clock + 60000;  // the partition's newest created_at, a minute ahead
+    const queen::Hash128 h = queen::txn_hash("ahead");
+    const int64_t base = w.store.external_push(m.pid, {"ahead"}, stamp);
+    ASSERT_EQ(base, w.cache.inspect(m.pid).verified_upto + 1);
+    std::vector<EntryOut> rows(1);
+    rows[0].status = EntryStatus::Queued, rows[0].offset = base;
+    rows[0].created_ms = stamp, rows[0].clock_ms = clock;
+    w.cache.on_push_committed(m.pid, &h, rows);
+    EXPECT_EQ(w.cache.db_now_ms(), clock) << "the clock, not the stamp ahead of it";
+    EXPECT_EQ(w.cache.inspect(m.pid).verified_upto, base);
+    // Past the clock's window (10 s + 5 s slack) but not the stamp's: the database still holds
+    // the row in its window, so the cache must not vouch "ahead" absent.
+    w.clock.advance(30000);
+    int64_t v = 0;
+    auto out = w.flush(m, {"ahead"}, &v);
+    EXPECT_EQ(out[0].status, EntryStatus::Duplicate);
+    EXPECT_EQ(out[0].offset, base);
+    EXPECT_EQ(w.store.unsound_vouches, 0);
+}
+
 TEST(BlockCache, LocalHitOnlyRoutesTheSegmentToTheFullProbe) {
     World w;
     auto m = w.meta();

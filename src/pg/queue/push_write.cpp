@@ -10,16 +10,27 @@
 // back there (window 0: no probe; acks by transactionId and every user entry point refuse
 // reserved queues with 42501; stream readers read data).
 #include "pg/queue/push_write.h"
+#include "pg/common/pg_compat.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/log_scan.h"
 #include "pg/storage/written_here.h"
 
 extern "C" {
 #include "access/xact.h"
+#include "storage/proc.h"
 #include "utils/snapmgr.h"
 }
 
+extern "C" {
+PG_FUNCTION_INFO_V1(queen_push_last_stamp_v1);
+}
+
 namespace queen_pg {
+
+// The newest stamp this backend wrote, and the local transaction it wrote it in
+// (queen.push_last_stamp()).
+static TimestampTz last_stamp;
+static LocalTransactionId last_stamp_lxid = InvalidLocalTransactionId;
 
 static SPIPlanPtr plan_set_last, plan_insert_segment, plan_insert_split_segment, plan_insert_txns;
 
@@ -149,6 +160,8 @@ static void write_survivors(int64 pid, const PartitionState* ps,
     }
 
     now = monotone_stamp(pid, now);
+    if (last_stamp_lxid != compat_my_lxid() || now > last_stamp) last_stamp = now;
+    last_stamp_lxid = compat_my_lxid();
     if (!(ps->direct && guc_direct_write &&
           write_direct(pid, ps, base, end, now, survivors, seg, hashes, ids)))
         write_spi(pid, base, end, now, survivors, seg, hashes, ids);
@@ -225,3 +238,11 @@ void push_write(int64 pid, const PartitionState* ps, const PushBatch* b,
 }
 
 }  // namespace queen_pg
+
+// queen.push_last_stamp(): the newest created_at this backend stamped in this transaction, or
+// NULL (sql/modules/00_core.sql).
+extern "C" Datum queen_push_last_stamp_v1(PG_FUNCTION_ARGS) {
+    if (queen_pg::last_stamp_lxid == InvalidLocalTransactionId || queen_pg::last_stamp_lxid != queen_pg::compat_my_lxid())
+        PG_RETURN_NULL();
+    PG_RETURN_TIMESTAMPTZ(queen_pg::last_stamp);
+}

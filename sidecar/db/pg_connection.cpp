@@ -54,10 +54,15 @@ const StmtDef kStmts[] = {
      "FROM queen.push_segments($1, $2, $3, $4, $5, $6)",
      6,
      {kInt8Array, kByteaArray, kByteaArray, kInt8Array, kInt4Array, kByteaArray}, false},
+    // The window from the primary key (issue 28: no created_at index since 0.4.0):
+    // queen.log_window_start bounds base_offset from below (a binary search over the ordered
+    // rows, the out-of-order history read only while it can count; src/pg/storage/log_scan.cpp)
+    // and the created_at predicate, which alone defines the window, stays.
     {"queen_window",
      "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
      "FROM queen.log_partitions p LEFT JOIN queen.log_segments t ON t.partition_id = p.id "
+     "AND t.base_offset >= queen.log_window_start($1, now() - make_interval(secs => $2::int8)) "
      "AND t.hashes IS NOT NULL AND t.created_at >= now() - make_interval(secs => $2::int8) "
      "WHERE p.id = $1 ORDER BY t.base_offset",
      2,

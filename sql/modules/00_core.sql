@@ -103,7 +103,8 @@ CREATE OR REPLACE FUNCTION queen.log_find_hash(p_partition_id bigint, p_hash byt
 -- the rows above the partition's unordered_upto (monotone), a forward read of the rows at or
 -- below it while their newest stamp unordered_newest is >= p_since (all of them while the
 -- partition is not checked yet). Callers read [start, last] and keep their created_at predicate
--- too (src/pg/storage/log_scan.cpp).
+-- too (src/pg/storage/log_scan.cpp). Internal: no grant (queen.explain is SECURITY DEFINER; the
+-- sidecar's queen_window statement reads queen's tables, so its role owns them).
 CREATE OR REPLACE FUNCTION queen.log_window_start(p_partition_id bigint, p_since timestamptz) RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_log_window_start_v1'
     LANGUAGE C STABLE STRICT
@@ -1461,6 +1462,8 @@ BEGIN
           INTO v_off, v_created, v_ids, v_idx
           FROM queen.log_segments t CROSS JOIN LATERAL queen.log_unnest_hashes(t.hashes) u
          WHERE t.partition_id = v_pid AND t.end_offset >= v_tstart AND t.hashes IS NOT NULL
+           -- issue 28: the window from the primary key (no created_at index since 0.4.0)
+           AND t.base_offset >= queen.log_window_start(v_pid, v_now - make_interval(secs => v_win))
            AND t.created_at >= v_now - make_interval(secs => v_win)
            AND t.base_offset + u.idx >= v_tstart AND u.h = v_hash
          ORDER BY 1 LIMIT 1;

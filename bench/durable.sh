@@ -17,7 +17,9 @@
 #     inserts data-less queen.log_segments rows of 100 hashes each (offsets 0..N-1, created_at =
 #     now(), so all of them are inside the 1-hour window; no message_ids, which the push path only
 #     reads for a duplicate's original id) through INSERT ... SELECT, maintaining the primary key
-#     and log_segments_created_idx, then moves the allocator past them; their data is empty (the
+#     (the only index since 0.4.0; a 0.3.0 build also maintains log_segments_created_idx), then
+#     moves the allocator past them (the partition's time-order boundary is found by its first
+#     push, one read of its rows: src/pg/storage/log_scan.cpp); their data is empty (the
 #     messages count as removed by retention: log_start = N). The hashes are md5 values, which
 #     never equal the xxh3 hash of a transactionId the client sends.
 #   * ON CONFLICT: N rows per partition id of bench.oc_msgs (generate_series, keys md5 text like

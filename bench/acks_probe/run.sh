@@ -94,12 +94,17 @@ for r in $(seq 1 "$rounds"); do
     run_one probe window_only "$r" "$tmp/probe_pb_plain.sql" "-c queen.probe_cache=off"
     run_one probe window_plus_10x_history "$r" "$tmp/probe_pb_hist.sql" "-c queen.probe_cache=off"
 done
-# contrast: the same history probed by primary key (the index dropped, as before 0.2.0)
-psql_q -c "DROP INDEX queen.log_segments_created_idx" >/dev/null
+# contrast: the same history read whole by primary key (0.1.0's probe): since 0.4.0 (issue 28)
+# the window comes from the primary key, so the partition is told that all its rows may be out
+# of time order (unordered_upto = its last offset, newest = infinity), which reads every row
+psql_q -c "UPDATE queen.log_partitions p SET unordered_upto = p.last_offset, unordered_newest = 'infinity'
+           FROM queen.queues q WHERE q.id = p.queue_id AND q.name = 'pb_hist'" >/dev/null
 for r in $(seq 1 "$rounds"); do
     run_one probe history_pkey_probe_no_index "$r" "$tmp/probe_pb_hist_noidx.sql" "-c queen.probe_cache=off"
 done
-psql_q -c "CREATE INDEX log_segments_created_idx ON queen.log_segments (partition_id, created_at) WHERE hashes IS NOT NULL" >/dev/null
+# back to "not checked": the next push reads the rows once and finds them in order
+psql_q -c "UPDATE queen.log_partitions p SET unordered_upto = NULL, unordered_newest = NULL
+           FROM queen.queues q WHERE q.id = p.queue_id AND q.name = 'pb_hist'" >/dev/null
 # every probe push must have answered duplicate (nothing written): the allocators did not move
 moved=$(psql -XAtc "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
                     WHERE q.name IN ('pb_plain', 'pb_hist') AND p.last_offset <> p.log_start")

@@ -286,6 +286,23 @@ BEGIN
 END
 $$;
 
+-- The partitions of queue p_qid where group p_group is a member (a state row or a cursor), in
+-- ascending id order (the order their locks are taken in); the seek's and the per-queue
+-- deletion's targets, read before their locks (each reads its targets again after them).
+-- Internal.
+CREATE OR REPLACE FUNCTION queen.admin_group_queue_pids(p_group text, p_qid bigint)
+RETURNS bigint[]
+LANGUAGE sql STABLE
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT ARRAY(SELECT DISTINCT m.pid FROM (
+                     SELECT s.partition_id AS pid FROM queen.consumer_state s WHERE s.group_name = p_group
+                     UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group) m
+                   JOIN queen.log_partitions p ON p.id = m.pid AND p.queue_id = p_qid
+                  ORDER BY m.pid)
+$$;
+
 -- POST /api/v1/consumer-groups/:group/queues/:queue/seek: move the group's cursor on every
 -- partition of the queue where it is a member (a state row or a cursor; the broker's rule:
 -- partitions it never touched keep their first-pop start) to the end (p_to_end: the last
@@ -321,11 +338,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'queue "%" does not exist', p_queue USING ERRCODE = '42704';
     END IF;
-    v_pids := ARRAY(SELECT DISTINCT m.pid FROM (
-                        SELECT s.partition_id AS pid FROM queen.consumer_state s WHERE s.group_name = p_group
-                        UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group) m
-                      JOIN queen.log_partitions p ON p.id = m.pid AND p.queue_id = v_qid
-                     ORDER BY m.pid);
+    v_pids := queen.admin_group_queue_pids(p_group, v_qid);
     IF cardinality(v_pids) = 0 THEN
         RAISE EXCEPTION 'consumer group "%" has no position on queue "%"', p_group, p_queue
             USING ERRCODE = '42704';
@@ -427,12 +440,8 @@ BEGIN
         RAISE EXCEPTION 'queue name must be a non-empty string' USING ERRCODE = '22023';
     END IF;
     PERFORM queen.reserved_queue_guard(p_queue);
-    v_pids := ARRAY(SELECT DISTINCT m.pid FROM (
-                        SELECT s.partition_id AS pid FROM queen.consumer_state s WHERE s.group_name = p_group
-                        UNION SELECT g.partition_id FROM queen.consumer_groups g WHERE g.group_name = p_group) m
-                      JOIN queen.log_partitions p ON p.id = m.pid
-                      JOIN queen.queues q ON q.id = p.queue_id AND q.name = p_queue
-                     ORDER BY m.pid);
+    v_pids := queen.admin_group_queue_pids(p_group,
+                                           (SELECT q.id FROM queen.queues q WHERE q.name = p_queue));
     IF cardinality(v_pids) > 0 THEN
         PERFORM queen.partitions_lock_for_write(v_pids, 'key share');
         PERFORM queen.admin_group_lock(p_group, v_pids);

@@ -361,8 +361,10 @@ try {
     const wait = pushedAt + 62000 - Date.now()
     if (wait > 0) await page.waitForTimeout(wait)
     const log = await visit(page, '/consumers')
+    // the wait is armed before the click: a response that arrives first is not missed
+    const opened = page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/consumer-groups/lagging', { timeout: 10000 })
     await page.locator('button.lp-head').click()
-    await page.waitForResponse((r) => new URL(r.url()).pathname === '/api/v1/consumer-groups/lagging', { timeout: 10000 })
+    await opened
     const st = await actAndWait(page, 'GET', /^\/api\/v1\/consumer-groups\/lagging$/,
       () => page.locator('.lp-head-meta .seg button', { hasText: /^1m$/ }).click())
     const shown = await waitForTexts(page, ['2 partitions above 1 minute'])

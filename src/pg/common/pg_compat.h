@@ -12,6 +12,7 @@ extern "C" {
 #include "common/jsonapi.h"
 #include "executor/executor.h"
 #include "mb/pg_wchar.h"
+#include "nodes/tidbitmap.h"
 #include "storage/proc.h"
 }
 
@@ -81,6 +82,65 @@ static inline IndexScanDesc compat_index_beginscan(Relation heap, Relation index
     return index_beginscan(heap, index, snap, nullptr, nkeys, norderbys);
 #else
     return index_beginscan(heap, index, snap, nkeys, norderbys);
+#endif
+}
+
+// index_beginscan_bitmap() without instrumentation. PostgreSQL 18 added the
+// IndexScanInstrumentation argument.
+static inline IndexScanDesc compat_index_beginscan_bitmap(Relation index, Snapshot snap,
+                                                          int nkeys) {
+#if PG_VERSION_NUM >= 180000
+    return index_beginscan_bitmap(index, snap, nullptr, nkeys);
+#else
+    return index_beginscan_bitmap(index, snap, nkeys);
+#endif
+}
+
+// A walk over a TID bitmap's pages in block order. PostgreSQL 18 replaced tbm_begin_iterate /
+// tbm_iterate (a result pointer with the offsets inline) by a private iterator filling the
+// caller's result, whose offsets tbm_extract_page_tuple() copies out.
+struct CompatTbmIter {
+#if PG_VERSION_NUM >= 180000
+    TBMPrivateIterator* it;
+    TBMIterateResult res;
+#else
+    TBMIterator* it;
+#endif
+};
+
+// Begin walking `tbm`.
+static inline void compat_tbm_begin(CompatTbmIter* w, TIDBitmap* tbm) {
+#if PG_VERSION_NUM >= 180000
+    w->it = tbm_begin_private_iterate(tbm);
+#else
+    w->it = tbm_begin_iterate(tbm);
+#endif
+}
+
+// The next page: its block, and its offsets (room for MaxHeapTuplesPerPage) with their count,
+// or *ntuples = -1 when the page is lossy (every tuple on it may match). False at the end.
+static inline bool compat_tbm_next(CompatTbmIter* w, BlockNumber* block, OffsetNumber* offsets,
+                                   int* ntuples) {
+#if PG_VERSION_NUM >= 180000
+    if (!tbm_private_iterate(w->it, &w->res)) return false;
+    *block = w->res.blockno;
+    *ntuples = w->res.lossy ? -1 : tbm_extract_page_tuple(&w->res, offsets, MaxHeapTuplesPerPage);
+#else
+    TBMIterateResult* r = tbm_iterate(w->it);
+    if (r == nullptr) return false;
+    *block = r->blockno;
+    *ntuples = r->ntuples;
+    for (int i = 0; i < r->ntuples; i++) offsets[i] = r->offsets[i];
+#endif
+    return true;
+}
+
+// End the walk.
+static inline void compat_tbm_end(CompatTbmIter* w) {
+#if PG_VERSION_NUM >= 180000
+    tbm_end_private_iterate(w->it);
+#else
+    tbm_end_iterate(w->it);
 #endif
 }
 

@@ -4,6 +4,7 @@
 // Locks: none of its own. The caller holds the partition row lock and took c->snap after it;
 // the shared cache takes its LWLocks inside its steps (probe_cache_shm.cpp).
 #include "core/probe/probe_digest.h"
+#include "pg/probe/indexed_probe.h"
 #include "pg/probe/partition_probe.h"
 #include "pg/probe/probe_cache_backend.h"
 #include "pg/probe/probe_cache_shm.h"
@@ -24,11 +25,17 @@ namespace queen_pg {
 // library before ALTER EXTENSION queen UPDATE) the (partition_id, created_at) index selects on
 // created_at itself, whatever order the rows were stamped in. With a vouch (or on 0.1.0's
 // schema) the span (floor, last_offset] is read by primary key and filtered by time, as the
-// vouch already bounds it to a few rows.
+// vouch already bounds it to a few rows. A window that may hold more than
+// queen.probe_index_min_hashes hashes is not read: its leaders are looked up in the hash index
+// (indexed_probe.cpp), a few index pages per message however large the window.
 static void probe_full(ProbeCtx* c) {
     LogRow row;
     LogScan scan;
     bool vouched = c->floor > c->ps->txns_start - 1;
+    if (!vouched && probe_index_wanted(c)) {
+        probe_indexed(c);
+        return;
+    }
     if (!vouched && log_scan_since_ok(c->st)) {
         log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->ps->unordered_upto,
                              c->ps->unordered_newest, c->snap);

@@ -32,6 +32,7 @@ struct ProbeCacheStats {
     int64 confirmed;
     int64 fallbacks;
     int64 rows_read;
+    int64 index_probes;  // probes decided through the hash index (indexed_probe.cpp)
 };
 extern ProbeCacheStats cache_stats;
 

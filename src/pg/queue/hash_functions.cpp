@@ -1,11 +1,15 @@
-// SQL functions over hashes: queen.txn_hash, queen.log_unnest_hashes, queen.log_find_hash.
+// SQL functions over hashes: queen.txn_hash, queen.log_unnest_hashes, queen.log_find_hash,
+// queen.hash_keys (the hash index's keys of a segment row).
 #include "core/common/hash.h"
+#include "core/probe/hash_key.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/log_scan.h"
 
 extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/pg_type_d.h"
+#include "utils/array.h"
 #include "utils/fmgroids.h"
 }
 
@@ -14,6 +18,7 @@ PG_FUNCTION_INFO_V1(queen_txn_hash_v1);
 PG_FUNCTION_INFO_V1(queen_log_unnest_hashes_v1);
 PG_FUNCTION_INFO_V1(queen_log_find_hash_v1);
 PG_FUNCTION_INFO_V1(queen_log_window_start_v1);
+PG_FUNCTION_INFO_V1(queen_hash_keys_v1);
 }
 
 using namespace queen_pg;
@@ -114,4 +119,22 @@ extern "C" Datum queen_log_window_start_v1(PG_FUNCTION_ARGS) {
     ExecDropSingleTupleTableSlot(slot);
     table_close(parts, AccessShareLock);
     PG_RETURN_INT64(log_window_start(&st, pid, PG_GETARG_TIMESTAMPTZ(1), upto, newest, snap));
+}
+
+// queen.hash_keys(partition_id, hashes) -> bigint[]: the key of each 16-byte hash of a segment
+// row (core/probe/hash_key.h), in row order: the expression of queen.log_segments'
+// hash index (log_segments_hash_keys_idx). IMMUTABLE: the keys depend on the arguments only.
+extern "C" Datum queen_hash_keys_v1(PG_FUNCTION_ARGS) {
+    int64 pid = PG_GETARG_INT64(0);
+    bytea* blob = PG_GETARG_BYTEA_PP(1);
+    Size len = VARSIZE_ANY_EXHDR(blob);
+    if (len % queen::kHashBytes != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("hash blob length %zu is not a multiple of 16", (size_t) len)));
+    Size n = len / queen::kHashBytes;
+    const uint8* p = reinterpret_cast<const uint8*>(VARDATA_ANY(blob));
+    Datum* keys = static_cast<Datum*>(palloc(sizeof(Datum) * Max(n, (Size) 1)));
+    for (Size i = 0; i < n; i++) keys[i] = Int64GetDatum(queen::hash_key(pid, queen::hash_at(p, i)));
+    PG_RETURN_ARRAYTYPE_P(construct_array(keys, static_cast<int>(n), INT8OID, 8, FLOAT8PASSBYVAL,
+                                          TYPALIGN_DOUBLE));
 }

@@ -9,6 +9,7 @@ extern "C" {
 #include "utils/jsonb.h"
 PG_FUNCTION_INFO_V1(queen_read_v1);
 PG_FUNCTION_INFO_V1(queen_probe_cache_stats_v1);
+PG_FUNCTION_INFO_V1(queen_probe_index_stats_v1);
 }
 
 namespace queen_pg {
@@ -140,4 +141,13 @@ extern "C" Datum queen_probe_cache_stats_v1(PG_FUNCTION_ARGS) {
                        Int64GetDatum(s.rows_read)};
     bool nulls[6] = {false, false, false, false, false, false};
     PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+}
+
+// queen.probe_index_stats(): how many of this backend's probes went through the hash index.
+extern "C" Datum queen_probe_index_stats_v1(PG_FUNCTION_ARGS) {
+    ProbeCacheStats s;
+    int parts;
+    int64 bytes;
+    probe_cache_stats(&s, &parts, &bytes);
+    PG_RETURN_INT64(s.index_probes);
 }

@@ -70,6 +70,7 @@ static void fill_queen_rels(QueenRels* out) {
     r.log_segments = rel_named(nsp, "log_segments", false);
     r.log_segments_pkey = rel_named(nsp, "log_segments_pkey", false);
     r.log_segments_created = rel_named(nsp, "log_segments_created_idx", true);
+    r.log_segments_hash_keys = rel_named(nsp, "log_segments_hash_keys_idx", true);
     r.log_txns = rel_named(nsp, "log_txns", true);
     r.log_txns_pkey = rel_named(nsp, "log_txns_pkey", true);
     r.log_txns_created = rel_named(nsp, "log_txns_created_idx", true);
@@ -99,6 +100,7 @@ void storage_lookup(Storage* out) {
     out->hashes_rel = out->split ? r->log_txns : r->log_segments;
     out->hashes_pkey = out->split ? r->log_txns_pkey : r->log_segments_pkey;
     out->hashes_created = out->split ? r->log_txns_created : r->log_segments_created;
+    out->hash_keys = out->split ? InvalidOid : r->log_segments_hash_keys;
     out->window_by_pk = !out->split && !OidIsValid(r->log_segments_created) &&
                         r->p_unordered_upto != InvalidAttrNumber &&
                         r->p_unordered_newest != InvalidAttrNumber;

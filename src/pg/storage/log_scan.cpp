@@ -181,6 +181,14 @@ static void slot_to_row(TupleTableSlot* slot, bool segments, bool split, bytea**
     }
 }
 
+// See log_scan.h.
+bool log_slot_hashes_row(TupleTableSlot* slot, const Storage* st, bytea** detoasted,
+                         LogRow* row) {
+    if (!slot_has_side(slot, false, st->split)) return false;
+    slot_to_row(slot, false, st->split, detoasted, row);
+    return true;
+}
+
 // Step the scan.
 bool log_scan_next(LogScan* s, LogRow* row) {
     bool isnull;

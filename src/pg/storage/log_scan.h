@@ -87,6 +87,10 @@ int64 log_window_start(const Storage* st, int64 partition_id, TimestampTz since,
 // below it (DT_NOBEGIN when none). What log_partitions.unordered_upto / unordered_newest record.
 void log_order_scan(const Storage* st, int64 partition_id, Snapshot snapshot, int64* upto,
                     TimestampTz* newest);
+// A log_segments tuple already in `slot` (any scan of the table) as a LogRow of its hashes
+// side; false when the row keeps none. *detoasted: as LogScan's, freed and replaced per call.
+bool log_slot_hashes_row(TupleTableSlot* slot, const Storage* st, bytea** detoasted,
+                         LogRow* row);
 // The next row, or false at the end.
 bool log_scan_next(LogScan* s, LogRow* row);
 // Close the scan and its relations.

@@ -9,7 +9,12 @@
 // this client pushed to the same partition in its last 10 pushes (so within any window >= a
 // few seconds) at random positions; the rest are fresh. Every answer is checked: a repeat must
 // come back `duplicate` with its original offset, a fresh one `queued` at the next offset.
-// Prints one CSV line (see kCsvHeader); exit status 2 on a database error.
+// Prints one CSV line (see kCsvHeader); exit status 2 on a database error. With --latency-out
+// FILE it also writes every call of the timed part to FILE, one line each: `end_s,ms` (the
+// call's completion in seconds since the timed part began, its latency in milliseconds), in
+// order of completion, header line first; unlike the CSV's p50/p99 (calls completing inside
+// the timed part) it includes the calls still in flight when the timed part ends (end_s >
+// --duration), so the slowest call of a run is never lost (bench/restart.sh).
 //
 // Variants (what one push sends):
 //   plain       INSERT INTO bench.plain_msgs VALUES ($1,$2,$3::jsonb),... (batch rows, text params)
@@ -76,6 +81,7 @@ struct Options {
     uint64_t seed = 42;
     bool header = false;
     bool seg_window = false;    // push_segment takes p_window: send the partition's window
+    std::string latency_out;    // --latency-out: every timed call's completion and latency
 };
 
 // Print usage and exit.
@@ -85,7 +91,8 @@ struct Options {
                  "usage: queenbench --variant plain|onconflict|plref|push|seg_full|seg_vouch\n"
                  "  [--conninfo STR] [--clients N] [--partitions N] [--prefix STR] [--part-base N]\n"
                  "  [--queue STR] [--batch N] [--dups N] [--payload-bytes N] [--warmup S]\n"
-                 "  [--duration S] [--seed N] [--label STR] [--seg-window] [--header]\n");
+                 "  [--duration S] [--seed N] [--label STR] [--seg-window] [--header]\n"
+                 "  [--latency-out FILE]\n");
     std::exit(1);
 }
 
@@ -118,6 +125,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--warmup") o.warmup = std::stod(v);
         else if (a == "--duration") o.duration = std::stod(v);
         else if (a == "--seed") o.seed = std::stoull(v);
+        else if (a == "--latency-out") o.latency_out = v;
         else usage(("unknown option " + a).c_str());
     }
     static const std::pair<const char*, Variant> names[] = {
@@ -209,6 +217,7 @@ struct Shared {
     bool have_cache = false;
     uint64_t cache[4] = {0, 0, 0, 0};
     std::vector<double> latencies_ms;
+    std::vector<std::pair<double, double>> trace;   // --latency-out: (end_s, ms) per call
     std::string error;
 };
 
@@ -229,6 +238,7 @@ public:
         while (!sh_.go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         std::size_t next = 0;
         bool want_cache = opt_.variant == Variant::Push, cache_started = false;
+        const bool trace_on = !opt_.latency_out.empty();
         uint64_t cache0[4] = {0, 0, 0, 0}, cache1[4] = {0, 0, 0, 0};
         while (!sh_.failed.load()) {
             auto now = Clock::now();
@@ -241,13 +251,16 @@ public:
             PushStats st;
             if (!push_once(p, &st)) break;
             auto t1 = Clock::now();
+            double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
             if (t1 >= sh_.t_meas && t1 <= sh_.t_end) {
                 pushes_++;
                 dups_expected_ += st.expected;
                 dups_seen_ += st.seen;
                 verdict_errors_ += st.errors;
-                lat_.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+                lat_.push_back(ms);
             }
+            if (trace_on && t1 >= sh_.t_meas)
+                trace_.emplace_back(std::chrono::duration<double>(t1 - sh_.t_meas).count(), ms);
         }
         bool cache_done = cache_started && !sh_.failed.load() && read_cache_stats(cache1);
         std::lock_guard<std::mutex> g(sh_.mu);
@@ -260,6 +273,7 @@ public:
         sh_.dups_seen += dups_seen_;
         sh_.verdict_errors += verdict_errors_;
         sh_.latencies_ms.insert(sh_.latencies_ms.end(), lat_.begin(), lat_.end());
+        sh_.trace.insert(sh_.trace.end(), trace_.begin(), trace_.end());
     }
 
     ~Worker() {
@@ -568,6 +582,7 @@ private:
     std::vector<std::size_t> picked_;
     uint64_t pushes_ = 0, dups_expected_ = 0, dups_seen_ = 0, verdict_errors_ = 0;
     std::vector<double> lat_;
+    std::vector<std::pair<double, double>> trace_;
 };
 
 // The q-quantile of a sample (sorted in place).
@@ -617,6 +632,20 @@ int main(int argc, char** argv) {
     double busy = m1.second > m0.second ? 100.0 * (m1.first - m0.first) / (m1.second - m0.second) : 0;
     double ncpu = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
     double client_pct = 100.0 * (cpu1 - cpu0) / secs / ncpu;
+    if (!o.latency_out.empty()) {
+        std::sort(sh.trace.begin(), sh.trace.end());
+        FILE* f = std::fopen(o.latency_out.c_str(), "w");
+        if (!f) {
+            std::fprintf(stderr, "queenbench: cannot write %s\n", o.latency_out.c_str());
+            return 2;
+        }
+        std::fprintf(f, "end_s,ms\n");
+        for (const auto& e : sh.trace) std::fprintf(f, "%.6f,%.3f\n", e.first, e.second);
+        if (std::fclose(f) != 0) {
+            std::fprintf(stderr, "queenbench: cannot write %s\n", o.latency_out.c_str());
+            return 2;
+        }
+    }
     double p50 = quantile(sh.latencies_ms, 0.5), p99 = quantile(sh.latencies_ms, 0.99);
     std::string cache = ",,,";
     if (sh.have_cache) {

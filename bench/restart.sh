@@ -39,7 +39,7 @@ BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$BENCH_DIR/common.sh"
 TMP=${BENCH_TMP:-$BENCH_DIR/tmp}
 
-PARTS=100 HASHES=1000000 STEADY=60 AFTER=60 TAIL=0 CLIENTS=64 WARMUP=5 KILL=0 CACHE_MB=2048
+PARTS=100 HASHES=1000000 STEADY=60 AFTER=60 TAIL=0 CLIENTS=64 WARMUP=5 KILL=0 CACHE_MB=2048 HASH_INDEX=0
 SHARED_BUFFERS=2GB PAYLOAD=256 PORT=55437 BUILD=1 KEEP=0 OUT="" NOTE=""
 
 # Print the options.
@@ -55,6 +55,7 @@ usage: bash bench/restart.sh [options]
   --clients N          load clients, capped at --parts ($CLIENTS)
   --kill               immediate stop (pg_ctl stop -m immediate) instead of a fast one
   --cache-mb N         queen.shared_probe_cache_mb ($CACHE_MB)
+  --hash-index         turn the opt-in hash index on (queen.hash_index(true)) before the prefill
   --shared-buffers X   shared_buffers ($SHARED_BUFFERS)
   --out DIR            where the summary and the latencies go (default bench/tmp/restart)
   --note TEXT          a line for the summary
@@ -62,7 +63,7 @@ usage: bash bench/restart.sh [options]
 EOF
 }
 ARGS=("--parts PARTS" "--hashes HASHES" "--steady-seconds STEADY" "--warmup WARMUP"
-    "--after-seconds AFTER" "--tail-seconds TAIL" "--clients CLIENTS" "--kill KILL=1" "--cache-mb CACHE_MB"
+    "--after-seconds AFTER" "--tail-seconds TAIL" "--clients CLIENTS" "--kill KILL=1" "--cache-mb CACHE_MB" "--hash-index HASH_INDEX=1"
     "--shared-buffers SHARED_BUFFERS" "--out OUT" "--note NOTE" "--no-build BUILD=0" "--keep KEEP=1"
     "--port PORT")
 args_parse "$@"
@@ -89,6 +90,7 @@ bench_sql_server "$TMP/pgrestart/data" "$PORT" $((CLIENTS + 20)) on "$SHARED_BUF
 q -c "CREATE EXTENSION queen"
 q -f "$BENCH_DIR/sql/setup.sql" -f "$BENCH_DIR/sql/restart.sql"
 q -c "SELECT queen.configure('$QUEUE', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
+if [ "$HASH_INDEX" = 1 ]; then q -c "SELECT queen.hash_index(true)" >/dev/null; fi
 PG_VERSION=$(q -c 'SHOW server_version')
 QUEEN_VERSION=$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'queen'")
 GIT="$(cd "$REPO" && git rev-parse --short HEAD)$(cd "$REPO" && [ -n "$(git status --porcelain -- src sql)" ] && echo ' (src/ or sql/ modified)' || true)"
@@ -171,7 +173,7 @@ PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
     echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); git $GIT; PostgreSQL $PG_VERSION; queen $QUEEN_VERSION; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- settings: partitions=$PARTS hashes_per_partition=$HASHES clients=$CLIENTS batch=1 dups=0 payload=$PAYLOAD"
     echo "  steady=${STEADY}s (after ${WARMUP}s untimed) after_restart=${AFTER}s tail=${TAIL}s restart=$MODE"
-    echo "  synchronous_commit=on shared_buffers=$SHARED_BUFFERS queen.shared_probe_cache_mb=$CACHE_MB (preloaded) jit=off"
+    echo "  synchronous_commit=on shared_buffers=$SHARED_BUFFERS queen.shared_probe_cache_mb=$CACHE_MB (preloaded) jit=off hash_index=$([ "$HASH_INDEX" = 1 ] && echo on || echo off)"
     [ -n "$NOTE" ] && echo "- note: $NOTE"
     echo "- prefill: $PREFILL_S s ($PARTS x $HASHES hashes, VACUUM ANALYZE and CHECKPOINT included)"
     echo "- warm (one push per partition in turn before the steady phase, $WARM_S s): cold first push $WARM"

@@ -103,6 +103,8 @@ GRANT EXECUTE ON FUNCTION
     queen.retention_step(jsonb, int), queen.drop_queue(text)
     TO queen_admin;
 GRANT EXECUTE ON PROCEDURE queen.run_retention_procedure(int, float8, jsonb) TO queen_admin;
+-- the opt-in hash index (sql/modules/51_hash_index.sql)
+GRANT EXECUTE ON FUNCTION queen.hash_index(boolean) TO queen_admin;
 -- the periodic sweeps' lock (issue 27: the sidecar's sweep, scripts/retention-loop.sh)
 GRANT EXECUTE ON FUNCTION queen.retention_sweep_lock(), queen.retention_sweep_unlock() TO queen_admin;
 GRANT EXECUTE ON FUNCTION queen.create_dedup_view(text, text, jsonb),

@@ -80,21 +80,6 @@ ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
 -- unordered_upto (older history) are read by primary key and filtered by time while their
 -- newest stamp is inside the window (src/pg/storage/log_scan.cpp). A hand-edited created_at is
 -- caught by the trigger queen.log_segments_order_guard (sql/modules/00_core.sql).
---
--- The hash index (issue 28, 0.4.0): a GIN index over each hash-carrying row's keys
--- (queen.hash_keys: 64 bits of each 16-byte hash mixed with the partition,
--- src/core/probe/hash_key.h), so a probe that no cache can narrow (a window larger than
--- queen.probe_index_min_hashes, a full shared cache, a cache not warmed since a restart) costs
--- a few index pages per message instead of a read of the window (src/pg/probe/indexed_probe.cpp).
--- fastupdate off: no pending list that every probe would have to read. Partial: rows without
--- hashes (window-0 appends, expired hashes) are never probed. The key function is defined here,
--- not with the routines, because the index needs it before the routines part runs.
-CREATE FUNCTION queen.hash_keys(p_partition_id bigint, p_hashes bytea) RETURNS bigint[]
-    AS 'MODULE_PATHNAME', 'queen_hash_keys_v1'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE INDEX log_segments_hash_keys_idx ON queen.log_segments
-    USING gin (queen.hash_keys(partition_id, hashes)) WITH (fastupdate = off)
-    WHERE hashes IS NOT NULL;
 
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,

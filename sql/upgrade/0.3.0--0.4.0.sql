@@ -115,13 +115,3 @@ UPDATE queen.log_partitions p
  WHERE d.id = p.id;
 DROP INDEX queen.log_segments_created_idx;
 
--- issue 28, the hash index: a GIN index over every hash-carrying segment row's keys, so a probe
--- that no cache narrows reads a few index pages per message, not the window
--- (sql/schema/00_core.sql has why; src/pg/probe/indexed_probe.cpp reads it). Built here over
--- every retained row; no row changes.
-CREATE FUNCTION queen.hash_keys(p_partition_id bigint, p_hashes bytea) RETURNS bigint[]
-    AS 'MODULE_PATHNAME', 'queen_hash_keys_v1'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-CREATE INDEX log_segments_hash_keys_idx ON queen.log_segments
-    USING gin (queen.hash_keys(partition_id, hashes)) WITH (fastupdate = off)
-    WHERE hashes IS NOT NULL;

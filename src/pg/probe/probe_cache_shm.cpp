@@ -53,6 +53,7 @@
 // building a digest until enough idle space exists.
 #include "core/probe/compact_digest.h"
 #include "pg/probe/probe_cache_shm.h"
+#include "pg/probe/indexed_probe.h"
 #include "pg/probe/probe_cache_backend.h"
 #include "pg/probe/gap_scan.h"
 #include "pg/probe/probe_history.h"
@@ -204,7 +205,8 @@ uint64 now_us() { return (uint64) GetCurrentTimestamp(); }
 
 // Tell the server log, at most once a minute server-wide, that the cache refused partitions
 // since it last said so: their pushes read every row of their window (the full probe), which
-// costs in proportion to the window, so the budget is what keeps pushes flat as windows fill.
+// costs in proportion to the window (0.4.0, issue 28: with the opt-in hash index on, a window
+// larger than queen.probe_index_min_hashes is looked up in it instead).
 // Called with no lock held (a LOG line raises nothing, but it formats and writes).
 void log_refusals() {
     uint64 refusals = pg_atomic_read_u64(&hdr->refusals);
@@ -218,10 +220,13 @@ void log_refusals() {
             (errmsg("queen: the shared probe cache is full: %llu refusals since the last report, "
                     "%d partitions refused now",
                     (unsigned long long) (refusals - logged), hdr->refused),
-             errdetail("A refused partition's pushes read every row of its dedup window instead of "
-                       "its digest."),
+             errdetail("Meanwhile a refused partition's pushes read its dedup window instead of "
+                       "its digest, unless the hash index is on (queen.hash_index(true)): then a "
+                       "window of more than queen.probe_index_min_hashes (now %d) hashes is "
+                       "looked up in it.",
+                       guc_probe_index_min_hashes),
              errhint("Raise queen.shared_probe_cache_mb (now %d MB): a digest takes about 16 bytes "
-                     "per hash in the window; see queen.probe_cache.",
+                     "per hash in the window; see queen.probe_cache and docs/push-path.md.",
                      guc_shared_probe_cache_mb)));
 }
 

@@ -1,7 +1,8 @@
 --
--- hash_index (issue 28): a window that may hold more hashes than queen.probe_index_min_hashes
--- is probed through the GIN hash index (log_segments_hash_keys_idx over queen.hash_keys) and
--- never read whole. Its verdicts are the window read's, row for row: same answers for the same
+-- hash_index (issue 28): with the opt-in hash index on (queen.hash_index(true): GIN over
+-- queen.hash_keys, log_segments_hash_keys_idx), a window that may hold more hashes than
+-- queen.probe_index_min_hashes is probed through it and never read whole; without it, as
+-- before. Its verdicts are the window read's, row for row: same answers for the same
 -- pushes with the index (min 0) and without it (min -1), including rows out of the window,
 -- rows whose hashes expired, rows updated in place (HOT), the same transactionId in another
 -- partition, repeats inside one call, a bitmap gone lossy, and an index dropped by hand.
@@ -37,7 +38,24 @@ SELECT cardinality(queen.hash_keys(1, queen.txn_hash('a') || queen.txn_hash('b')
 \set VERBOSITY terse
 SELECT queen.hash_keys(1, '\x01'::bytea);
 \set VERBOSITY default
+-- Off by default; on and off again by queen.hash_index (idempotent; NULL is an error).
+SELECT count(*) AS index_by_default FROM pg_indexes WHERE indexname = 'log_segments_hash_keys_idx';
+SELECT queen.hash_index(true) AS on_1, queen.hash_index(true) AS on_2;
 SELECT indexdef FROM pg_indexes WHERE indexname = 'log_segments_hash_keys_idx';
+SELECT queen.hash_index(false) AS off_1, queen.hash_index(false) AS off_2;
+\set VERBOSITY terse
+SELECT queen.hash_index(NULL);
+\set VERBOSITY default
+-- Without the index a large window is read, as before 0.4.0 (no indexed probe).
+SELECT queen.configure('hi_none', '{"dedupWindowSeconds": 3600}') IS NOT NULL AS none;
+SELECT count(*) AS pushed FROM generate_series(0, 19) s,
+       LATERAL pg_temp.push('hi_none', 'p', ARRAY(SELECT 'n-' || (s * 100 + g) FROM generate_series(0, 99) g));
+SET queen.probe_index_min_hashes = 0;
+SELECT pg_temp.index_probes() AS before \gset
+SELECT * FROM pg_temp.push('hi_none', 'p', ARRAY['n-1999', 'n-new']);
+SELECT pg_temp.index_probes() - :before AS index_probes_without_index;
+RESET queen.probe_index_min_hashes;
+SELECT queen.hash_index(true) AS on_for_the_rest;
 
 -- Two queues, the same history: 30 segments of 100 messages (3,000 hashes) per partition.
 SELECT queen.configure('hi_idx', '{"dedupWindowSeconds": 3600}') IS NOT NULL AS idx,
@@ -120,15 +138,14 @@ SELECT status, count(*), min(message_offset), max(message_offset)
  GROUP BY status ORDER BY status;
 RESET work_mem;
 
--- The index dropped by hand: the window is read instead, with the same answers; then rebuilt.
-DROP INDEX queen.log_segments_hash_keys_idx;
+-- The index dropped: the window is read instead, with the same answers; then built again.
+SELECT queen.hash_index(false) AS off;
 SELECT pg_temp.index_probes() AS before \gset
 SELECT * FROM pg_temp.push('hi_idx', 'p', ARRAY['m-2500', 'fresh-3']);
 SELECT pg_temp.index_probes() - :before AS index_probes_without_index;
-CREATE INDEX log_segments_hash_keys_idx ON queen.log_segments
-    USING gin (queen.hash_keys(partition_id, hashes)) WITH (fastupdate = off)
-    WHERE hashes IS NOT NULL;
+SELECT queen.hash_index(true) AS on_again;
 SELECT * FROM pg_temp.push('hi_idx', 'p', ARRAY['fresh-3', 'm-2501']);
 SELECT pg_temp.index_probes() - :before AS index_probes_rebuilt;
 RESET queen.probe_index_min_hashes;
 RESET queen.probe_cache;
+SELECT queen.hash_index(false) AS off_at_the_end;

@@ -24,7 +24,6 @@ CREATE FUNCTION pg_temp.starts_agree(q text) RETURNS boolean LANGUAGE sql AS $$
                        WHERE partition_id = queen.partition_id(q, 'p')
             UNION ALL VALUES (now() - interval '1 day'), (now() + interval '1 day')) s $$;
 
--- No created_at index: the primary key and (issue 28, the hash index) the GIN index of hash keys.
 SELECT indexname FROM pg_indexes WHERE schemaname = 'queen' AND tablename = 'log_segments' ORDER BY 1;
 
 -- The monotone stamp: the newest row is "10 minutes in the future" (a clock that ran ahead);

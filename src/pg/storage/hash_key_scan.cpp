@@ -5,6 +5,8 @@
 #include "pg/storage/hash_key_scan.h"
 
 extern "C" {
+#include "access/relation.h"
+#include "catalog/pg_class_d.h"
 #include "catalog/pg_type_d.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -20,13 +22,17 @@ static const AttrNumber kPartition = 1;
 // constant is private to PostgreSQL's ginarrayproc.c).
 static const StrategyNumber kGinOverlap = 1;
 
-// See hash_key_scan.h. A missing index (before the upgrade, dropped by hand) or one left
-// invalid by a failed build is not used.
+// See hash_key_scan.h. A missing index (off, or dropped since this backend looked its name up)
+// or one left invalid by a failed concurrent build is not used. The lock taken here is kept to
+// the end of the transaction (closed with NoLock), so the index cannot be dropped between this
+// check and the scan.
 bool hash_key_index_ok(const Storage* st) {
     if (!OidIsValid(st->hash_keys)) return false;
-    Relation index = index_open(st->hash_keys, AccessShareLock);
-    bool ok = index->rd_index->indisvalid && index->rd_index->indisready;
-    index_close(index, AccessShareLock);
+    Relation index = try_relation_open(st->hash_keys, AccessShareLock);
+    if (index == nullptr) return false;
+    bool ok = index->rd_rel->relkind == RELKIND_INDEX && index->rd_index != nullptr &&
+              index->rd_index->indisvalid && index->rd_index->indisready;
+    relation_close(index, NoLock);
     return ok;
 }
 

@@ -31,7 +31,8 @@ struct HashKeyScan {
     bytea* detoasted;
 };
 
-// Is the hash index there and usable (built, valid) in this database's schema?
+// Is the hash index there and usable (built, valid)? Locks it (AccessShareLock) to the end of
+// the transaction when it is.
 bool hash_key_index_ok(const Storage* st);
 // Run the bitmap scan for `keys` (n of them) of one partition under `snapshot`; the caller
 // checked hash_key_index_ok().

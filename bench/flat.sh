@@ -10,6 +10,9 @@
 # preloaded), the database's blocks read from outside shared_buffers per 1,000 messages, and
 # WAL bytes per message.
 #
+# FLAT_HASH_INDEX=1 turns queen's opt-in hash index on (queen.hash_index(true), issue 28) before
+# the first minute: windows larger than queen.probe_index_min_hashes are then looked up in it.
+#
 # FLAT_VARIANT=onconflict (or plain) runs the same minutes as INSERT ... ON CONFLICT DO NOTHING
 # (or plain INSERT) into bench's tables: the baseline of how a growing table alone ages the rate
 # on this server (window column: rows per partition).
@@ -34,6 +37,7 @@ DB=queen_flat
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
 psql -X -q -d "$DB" -c "CREATE EXTENSION queen" -f "$BENCH_DIR/sql/setup.sql" \
      -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
+if [ "${FLAT_HASH_INDEX:-0}" = 1 ]; then psql -X -q -d "$DB" -c "SELECT queen.hash_index(true)" >/dev/null; fi
 CONN="host=${PGHOST:-} port=${PGPORT:-5432} dbname=$DB user=${PGUSER:-postgres}"
 # The counters read before and after each minute, as one CSV fragment.
 counters() {

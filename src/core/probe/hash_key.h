@@ -4,9 +4,11 @@
 // A key only narrows: the probe reads every row the index names and compares the whole
 // 16-byte hash and the partition (a collision costs a row read, never a verdict).
 #pragma once
-#include "core/common/hash.h"
+#include "core/common/firewall.h"
 
 #include <cstdint>
+
+#include "core/common/hash.h"
 
 namespace queen {
 

@@ -114,4 +114,3 @@ UPDATE queen.log_partitions p
           FROM queen.log_partitions l) d
  WHERE d.id = p.id;
 DROP INDEX queen.log_segments_created_idx;
-

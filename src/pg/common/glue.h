@@ -75,9 +75,9 @@ struct Storage {
     // under the partition lock), so the window is read from the primary key
     // (src/pg/storage/log_scan.cpp).
     bool window_by_pk;
-    // 0.4.0's hash index (log_segments_hash_keys_idx: GIN over queen.hash_keys(partition_id,
-    // hashes) of the rows with hashes); InvalidOid before the upgrade or when dropped by hand
-    // (the probe then reads the window: src/pg/probe/indexed_probe.cpp).
+    // The opt-in hash index (queen.hash_index(true): log_segments_hash_keys_idx, GIN over
+    // queen.hash_keys(partition_id, hashes) of the rows with hashes); InvalidOid while it is off
+    // (the probe then reads the window; src/pg/probe/indexed_probe.cpp).
     Oid hash_keys;
 };
 void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp

@@ -25,7 +25,7 @@ struct QueenRels {
     Oid log_partitions, log_partitions_pkey, log_partitions_name_key;
     Oid log_segments, log_segments_pkey;
     Oid log_segments_created;  // (partition_id, created_at) of the hash-carrying rows (0.3.0 only)
-    Oid log_segments_hash_keys;  // the hash index (0.4.0, issue 28); InvalidOid before
+    Oid log_segments_hash_keys;  // the opt-in hash index (issue 28); InvalidOid while it is off
     Oid log_txns, log_txns_pkey, log_txns_created;  // before 0.3.0's upgrade only, else InvalidOid
     AttrNumber q_id, q_name, q_window, q_dedup_by;
     AttrNumber q_encrypted;  // encryption_enabled (0.4.0); InvalidAttrNumber before the upgrade

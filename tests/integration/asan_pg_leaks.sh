@@ -82,17 +82,47 @@ ASAN+=":verify_asan_link_order=0"
 # At exit nothing of queen's may be held from a stack: what an ERROR's longjmp left behind
 # lives on only in dead stack slots, which LeakSanitizer would otherwise take for references.
 LSAN="use_stacks=0:use_registers=0"
-as_pg env LD_PRELOAD="$PRELOAD" ASAN_OPTIONS="$ASAN" LSAN_OPTIONS="$LSAN" "$BIN/postgres" -D "$DATA" \
-    >"$WORK/server.log" 2>&1 &
-PGPID=$!
-for _ in $(seq 60); do
-    "$BIN/pg_isready" -q -h "$DATA" -p "$PORT" && break
-    sleep 1
-done
-"$BIN/pg_isready" -q -h "$DATA" -p "$PORT" || {
+# What a start that did not come up was doing: the server's log, ASan's reports, and each
+# process's state, kernel wait and (with gdb) its stacks.
+show_stuck_start() {
+    local pid
+    echo "asan_pg_leaks: server.log:"
     tail -20 "$WORK/server.log"
-    fail "the ASan server did not start"
+    for f in $(ls "$WORK"/asan/report.* 2>/dev/null | head -3); do
+        echo "asan_pg_leaks: $f:"
+        head -25 "$f"
+    done
+    for pid in $(pgrep -f "$BIN/postgres -D $DATA"); do
+        echo "asan_pg_leaks: process $pid: $(ps -o stat=,wchan=,args= -p "$pid")"
+        command -v gdb >/dev/null &&
+            timeout 30 gdb -p "$pid" -batch -ex 'thread apply all bt 25' 2>/dev/null | grep -E '^(#|Thread)'
+    done
 }
+
+# Start the ASan server; true once it accepts connections (within 60 s). A start that hangs
+# (the ASan runtime has been seen to, rarely, before the server's first log line) is shown,
+# killed and tried again, up to three times.
+start_asan_server() {
+    local attempt
+    for attempt in 1 2 3; do
+        rm -f "$WORK"/asan/report.*
+        as_pg env LD_PRELOAD="$PRELOAD" ASAN_OPTIONS="$ASAN" LSAN_OPTIONS="$LSAN" "$BIN/postgres" \
+            -D "$DATA" >"$WORK/server.log" 2>&1 &
+        PGPID=$!
+        for _ in $(seq 60); do
+            "$BIN/pg_isready" -q -h "$DATA" -p "$PORT" && return 0
+            sleep 1
+        done
+        echo "asan_pg_leaks: start $attempt did not come up in 60 s"
+        show_stuck_start
+        pkill -KILL -f "$BIN/postgres -D $DATA"
+        wait "$PGPID" 2>/dev/null
+        PGPID=
+        rm -f "$DATA/postmaster.pid"
+    done
+    return 1
+}
+start_asan_server || fail "the ASan server did not start"
 export PGHOST=$DATA PGPORT=$PORT PGUSER=postgres
 
 # ---- the regress suite

@@ -33,6 +33,10 @@
 -- writes of offsets, cursors and leases (made under their partition and state row locks,
 -- sql/modules/00_core.sql) committed into, so its figures are consistent with one another.
 -- Queues whose names start with "__queen_" (internal) are never listed.
+-- Names sort in collation "C" (byte order: p10 before p2, B before a), wherever a list is
+-- ordered by name; the broker's ORDER BY name uses its database's collation, which puts p10
+-- before p2 too (docs/queen-compatibility.md, "Order by name"); "C" keeps the order, and so
+-- the pages, independent of the database's locale.
 
 -- A timestamp as the broker writes it (UTC, milliseconds, Z); NULL stays NULL. Internal.
 CREATE OR REPLACE FUNCTION queen.admin_ts(p_ts timestamptz) RETURNS text

@@ -203,3 +203,16 @@ SELECT count(*) AS nacked FROM dq, jsonb_array_elements(queen.ack_messages((
  WHERE (a ->> 'success')::boolean;
 SELECT queen.admin_status(NULL, NULL, 'aq_dlq') -> 'deadLetterQueue' AS dlq;
 SELECT queen.drop_queue('aq_dlq');
+
+-- Names sort in collation "C", as the broker's ORDER BY name does digit by digit (p10 before
+-- p2; docs/queen-compatibility.md, "Order by name"): a queue's partitions and a group's.
+SELECT count(*) FROM (VALUES ('p2'), ('p10'), ('p1'), ('a'), ('B')) v(p),
+       queen.push('aq_ord', v.p, '[{"payload":0}]');
+SELECT count(*) AS popped FROM (VALUES ('p2'), ('p10'), ('p1'), ('a'), ('B')) v(p),
+       jsonb_array_elements(queen.pop('aq_ord', v.p, 'g_ord', 1) -> 'messages');
+SELECT jsonb_path_query_array(queen.admin_queue('aq_ord'), '$.partitions[*].name') AS queue_order,
+       jsonb_path_query_array(queen.admin_queue_detail('aq_ord'), '$.partitions[*].name') AS detail_order,
+       jsonb_path_query_array(queen.admin_partitions('aq_ord'), '$.partitions[*].name') AS partitions_order,
+       jsonb_path_query_array(queen.admin_consumer_group('g_ord'), '$.aq_ord.partitions[*].partition') AS group_order;
+SELECT queen.drop_queue('aq_ord') ->> 'partitionsDropped' AS dropped,
+       queen.delete_consumer_group('g_ord', true) ->> 'success' AS group_deleted;

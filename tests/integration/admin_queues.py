@@ -6,33 +6,18 @@ group that committed, a dead letter) and every route's figures (the overview's t
 segment times set with psql, the status' top error), the broker's field names and types, 404 for an unknown queue and for DELETE /api/v1/queues/:queue/clear, 400 for bad
 parameters. Usage: admin_queues.py SIDECAR_BIN WORK PREFIX (PG* environment: a database of the
 test's own)."""
-import json
 import os
 import re
 import sys
 import time
 
-from http_helpers import http_request, psql, start_sidecar
+from http_helpers import call, Failures, psql, start_sidecar
 
 BIN, WORK, P = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def call(port, method, path, body=None):
-    data = b"" if body is None else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if data else {}
-    st, _, out = http_request(port, method, path, data, h)
-    try:
-        return st, (json.loads(out) if out else None)
-    except ValueError:
-        return st, out
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:900])
 
 
 def without(obj, keys):

@@ -33,6 +33,10 @@
 -- writes of offsets, cursors and leases (made under their partition and state row locks,
 -- sql/modules/00_core.sql) committed into, so its figures are consistent with one another.
 -- Queues whose names start with "__queen_" (internal) are never listed.
+-- Names sort in collation "C" (byte order: p10 before p2, B before a), wherever a list is
+-- ordered by name; the broker's ORDER BY name uses its database's collation, which puts p10
+-- before p2 too (docs/queen-compatibility.md, "Order by name"); "C" keeps the order, and so
+-- the pages, independent of the database's locale.
 
 -- A timestamp as the broker writes it (UTC, milliseconds, Z); NULL stays NULL. Internal.
 CREATE OR REPLACE FUNCTION queen.admin_ts(p_ts timestamptz) RETURNS text
@@ -400,10 +404,27 @@ $$;
 
 -- GET /api/v1/resources/overview: {queues, partitions, namespaces, tasks, messages:{total,
 -- pending (without processing), processing, completed, failed (not recorded: 0), deadLetter},
--- lag:{time:{avg, median, min, max} (not recorded: 0), offset:{avg, median, min, max} (each
--- partition's pending: avg and max as the broker, median and min 0 as it answers)},
--- throughput:{ingestedPerSecond, processedPerSecond} (not recorded: 0), timestamp, statsAge
--- (0: the figures are live)}.
+-- lag:{time:{avg, median, min, max}, offset:{avg, median, min, max}}, throughput:
+-- {ingestedPerSecond, processedPerSecond} (not recorded: 0), timestamp, statsAge (0: the
+-- figures are live)}.
+-- lag, whole numbers, over the listed queues' partitions, each seen as its worst-lagging group
+-- sees it (the figures of queen.admin_partition_figures: the largest pending over its groups,
+-- every retained message when no group reads it):
+--   offset  the partitions' pending counts, over every partition (one with nothing pending
+--           counts 0, as the broker's average does);
+--   time    the age in whole seconds (at `timestamp`, the statement's now()) of each
+--           partition's oldest pending message, computed as the group views compute it
+--           (sql/modules/91_admin_groups.sql: the created_at of the log_segments row holding
+--           offset last_offset - pending + 1, the cursor + 1 of the group furthest behind),
+--           over the partitions with something pending (the broker's average skips those
+--           without: their oldest pending time is null); all 0 when nothing is pending.
+-- avg and median are rounded to the nearest whole number (halves away from zero); median is
+-- the middle value (the mean of the two middle ones for an even count). The broker answers
+-- the same fields in the same units (seconds, messages), read from its periodic statistics
+-- table (get_system_overview_v3: averages over queues of per-queue figures, refreshed every
+-- few seconds); its min and offset median are always 0. Cost: the figures' pass over the
+-- partitions, plus one probe of the segments' primary key per partition with something
+-- pending (no message read, no scan of the log).
 CREATE OR REPLACE FUNCTION queen.admin_overview() RETURNS jsonb
 LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -413,12 +434,38 @@ DECLARE
     v_r   record;
 BEGIN
     SELECT pg_catalog.array_agg(q.id) INTO v_ids FROM queen.admin_queue_set(NULL, NULL, NULL) q;
-    SELECT count(*) AS partitions, COALESCE(sum(f.total), 0) AS total,
-           COALESCE(sum(f.pending), 0) AS pending, COALESCE(sum(f.processing), 0) AS processing,
-           COALESCE(sum(f.completed), 0) AS completed, COALESCE(sum(f.dead_letter), 0) AS dead,
-           COALESCE(round(avg(f.pending)), 0)::bigint AS avg_lag, COALESCE(max(f.pending), 0) AS max_lag
-      INTO v_r
-      FROM queen.admin_partition_figures(COALESCE(v_ids, '{}')) f;
+    WITH f AS MATERIALIZED (
+        SELECT f.partition_id, f.total, f.pending, f.processing, f.completed, f.dead_letter
+          FROM queen.admin_partition_figures(COALESCE(v_ids, '{}')) f),
+    -- the age of each partition's oldest pending message: one probe of the segments' primary
+    -- key, as queen.admin_group_members takes it
+    t AS (
+        SELECT pg_catalog.int8larger(
+                   floor(extract(epoch FROM pg_catalog.now() - o.created_at))::bigint, 0) AS age
+          FROM f
+          JOIN queen.log_partitions p ON p.id = f.partition_id
+         CROSS JOIN LATERAL (SELECT sg.created_at FROM queen.log_segments sg
+                              WHERE sg.partition_id = f.partition_id
+                                AND sg.base_offset <= p.last_offset - f.pending + 1
+                              ORDER BY sg.base_offset DESC LIMIT 1) o
+         WHERE f.pending > 0),
+    a AS (
+        SELECT count(*) AS partitions, COALESCE(sum(f.total), 0) AS total,
+               COALESCE(sum(f.pending), 0) AS pending,
+               COALESCE(sum(f.processing), 0) AS processing,
+               COALESCE(sum(f.completed), 0) AS completed, COALESCE(sum(f.dead_letter), 0) AS dead,
+               COALESCE(round(avg(f.pending)), 0)::bigint AS off_avg,
+               COALESCE(round((percentile_cont(0.5) WITHIN GROUP (ORDER BY f.pending))::numeric),
+                        0)::bigint AS off_median,
+               COALESCE(min(f.pending), 0) AS off_min, COALESCE(max(f.pending), 0) AS off_max
+          FROM f),
+    b AS (
+        SELECT COALESCE(round(avg(t.age)), 0)::bigint AS t_avg,
+               COALESCE(round((percentile_cont(0.5) WITHIN GROUP (ORDER BY t.age))::numeric),
+                        0)::bigint AS t_median,
+               COALESCE(min(t.age), 0) AS t_min, COALESCE(max(t.age), 0) AS t_max
+          FROM t)
+    SELECT a.*, b.* INTO v_r FROM a, b;
     RETURN jsonb_build_object(
         'queues', COALESCE(pg_catalog.array_length(v_ids, 1), 0),
         'partitions', v_r.partitions,
@@ -431,9 +478,10 @@ BEGIN
             'processing', v_r.processing, 'completed', v_r.completed, 'failed', 0,
             'deadLetter', v_r.dead),
         'lag', jsonb_build_object(
-            'time', jsonb_build_object('avg', 0, 'median', 0, 'min', 0, 'max', 0),
-            'offset', jsonb_build_object('avg', v_r.avg_lag, 'median', 0, 'min', 0,
-                                         'max', v_r.max_lag)),
+            'time', jsonb_build_object('avg', v_r.t_avg, 'median', v_r.t_median,
+                                       'min', v_r.t_min, 'max', v_r.t_max),
+            'offset', jsonb_build_object('avg', v_r.off_avg, 'median', v_r.off_median,
+                                         'min', v_r.off_min, 'max', v_r.off_max)),
         'throughput', jsonb_build_object('ingestedPerSecond', 0, 'processedPerSecond', 0),
         'timestamp', queen.admin_ts(pg_catalog.now()),
         'statsAge', 0);
@@ -454,9 +502,13 @@ $$;
 -- {id, name, namespace, task, partitions, totalConsumed}), messages {total, pending (without
 -- processing), processing, completed, failed 0, deadLetter, requests and batchEfficiency 0},
 -- leases (live ones: active, partitionsWithLeases, totalBatchSize, totalAcked),
--- deadLetterQueue {totalMessages, affectedPartitions, topErrors []}, errors {dbErrors 0,
--- ackFailed 0, dlqMessages}. What queen does not record is answered as the broker answers an
--- empty system: throughput [] (pointCount 0), workers []. from/to default to the last hour.
+-- deadLetterQueue {totalMessages, affectedPartitions, topErrors}, errors {dbErrors 0,
+-- ackFailed 0, dlqMessages}. topErrors: [{error, count}], the 5 error messages most dead
+-- letters of those counted in totalMessages carry (queen.consumer_dlq.error_message, as the
+-- ack that dead-lettered each recorded it), most first, then by text ("C"); the shape the dashboard's DeadLetter view reads and Queen's
+-- get_status_v1 answered (its get_status_v3 answers [] always). What queen does not record is
+-- answered as the broker answers an empty system: throughput [] (pointCount 0), workers [].
+-- from/to default to the last hour.
 CREATE OR REPLACE FUNCTION queen.admin_status(p_from timestamptz DEFAULT NULL,
                                               p_to timestamptz DEFAULT NULL,
                                               p_queue text DEFAULT NULL,
@@ -506,8 +558,17 @@ BEGIN
       FROM queen.consumer_state cs
      WHERE cs.partition_id = ANY (v_pids)
        AND cs.lease_id IS NOT NULL AND cs.lease_expires_at > pg_catalog.now();
-    SELECT count(*) AS n, count(DISTINCT d.partition_id) AS parts INTO v_dlq
-      FROM queen.consumer_dlq d WHERE d.partition_id = ANY (v_pids);
+    WITH e AS (
+        SELECT d.partition_id, d.error_message FROM queen.consumer_dlq d
+         WHERE d.partition_id = ANY (v_pids)),
+    top AS (
+        SELECT e.error_message, count(*) AS n FROM e GROUP BY e.error_message
+         ORDER BY count(*) DESC, e.error_message COLLATE "C" LIMIT 5)
+    SELECT (SELECT count(*) FROM e) AS n, (SELECT count(DISTINCT e.partition_id) FROM e) AS parts,
+           (SELECT COALESCE(jsonb_agg(jsonb_build_object('error', top.error_message, 'count', top.n)
+                                      ORDER BY top.n DESC, top.error_message COLLATE "C"),
+                            '[]'::jsonb) FROM top) AS top_errors
+      INTO v_dlq;
     RETURN jsonb_build_object(
         'timeRange', jsonb_build_object('from', queen.admin_ts(v_from), 'to', queen.admin_ts(v_to)),
         'bucketMinutes', queen.admin_bucket_minutes(extract(epoch FROM v_to - v_from) / 60),
@@ -523,7 +584,7 @@ BEGIN
         'leases', v_lease,
         'deadLetterQueue', jsonb_build_object('totalMessages', v_dlq.n,
                                               'affectedPartitions', v_dlq.parts,
-                                              'topErrors', '[]'::jsonb),
+                                              'topErrors', v_dlq.top_errors),
         'workers', '[]'::jsonb,
         'errors', jsonb_build_object('dbErrors', 0, 'ackFailed', 0, 'dlqMessages', v_dlq.n),
         'statsAge', 0);

@@ -2,7 +2,8 @@
 -- members, lag and state, one group's detail, the lagging partitions, seek (to the end, to a
 -- time, one partition to the end) and a group's deletion on one queue. Shapes: the broker's
 -- lib/schema/procedures/008_consumer_groups.sql (field names and JSON types); differences:
--- docs/queen-compatibility.md.
+-- docs/queen-compatibility.md. Names sort in collation "C" (p10 before p2, as the broker's
+-- ORDER BY name in its database's collation; docs/queen-compatibility.md, "Order by name").
 --
 -- Figures. A group's member is a partition where it has a state row (queen.consumer_state) or
 -- a cursor (queen.consumer_groups). Its cursor is committed_offset (-1 when absent), read as at

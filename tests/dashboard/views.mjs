@@ -11,7 +11,8 @@
 //    error was thrown, and the seeded names and figures appear in the page. A screenshot of each
 //    view goes to SHOTS.
 // 3. The groups' offset lag on the Consumers page ("Lagging partitions" at its smallest
-//    threshold, 1 minute: waits until the seed is a minute old).
+//    threshold, 1 minute: waits until the seed is a minute old), and the Dashboard's time lag
+//    then (the seed's age).
 // 4. Acts from the pages and checks the database with psql, exact values: the lagging group's
 //    cursor moved to the end (Consumers, "Move cursor to now"), a dead letter retried (Messages:
 //    the retry button is in a dead letter's detail; this DeadLetter view binds its retry to no
@@ -277,7 +278,17 @@ try {
     new RegExp(`${Q.payments} (—|[^ ]+) 3 pending·1 part`),
     'Consumer groups by lag 2 total · 2 lagging',
     `${GROUP} · 1 member · 1 lagging`, `${PAYER} · 1 member · 1 lagging`,
-  ])
+    // The overview's time lag (avg / max, seconds): every pending partition's oldest pending
+    // message came with the seed's one push, so both are its age.
+    /time lag (\d+)s\/\1s/,
+  ], {
+    figures: async () => {
+      const body = norm(await page.evaluate(() => document.body.innerText))
+      const age = Number(body.match(/time lag (\d+)s\/\1s/)[1])
+      const most = Math.floor((Date.now() - pushedAt) / 1000) + 1
+      return age <= most ? [] : [`time lag ${age} s, the seed was pushed at most ${most} s ago`]
+    },
+  })
   await checkView(page, 'Queues', '/queues', [
     'All namespaces ops shop', 'All tasks audit billing fulfil',
     `${Q.events} 3.0 msg/p · 0 /s — 1 parts`, `${Q.payments} 5.0 msg/p · 0 /s — 1 parts`,
@@ -317,9 +328,11 @@ try {
     `${GROUP} · ${Q.orders} 1 parts 1 behind`, `${PAYER} · ${Q.payments} 1 parts 1 behind`,
   ])
   // DeadLetter: pay-1 and pay-2, failed twice with retryLimit 1 (the retry count the ack path
-  // records: 1). Top error: the broker's status answers topErrors [] (so does queen's): None.
+  // records: 1). Top error: status' topErrors, both dead letters' error (the broker answers []
+  // there: its view reads None).
   await checkView(page, 'DeadLetter', '/dlq', [
-    'TOTAL DLQ MESSAGES 2 AFFECTED PARTITIONS 1 TOP ERROR None', '2 of 2 messages',
+    'TOTAL DLQ MESSAGES 2 AFFECTED PARTITIONS 1 TOP ERROR card declined',
+    'Top errors 1 distinct 2 card declined', '2 of 2 messages',
   ], {
     figures: () => rowChecks(page, {
       'pay-1': [Q.payments, PAYER, 'card declined 1'],
@@ -380,6 +393,26 @@ try {
       bad.map((r) => `${r.method} ${r.path} -> ${r.status || r.failure}`).join('; '))
   } catch (e) {
     failed('Consumers: "Lagging partitions" above 1m', e.message)
+  }
+
+  // Dashboard, the seed now over a minute old: the overview's time lag (avg / max) is the seed's
+  // age on both sides, shown as "1m Ns" (every pending partition's oldest message came with the
+  // seed's one push).
+  try {
+    const lo = Math.floor((Date.now() - pushedAt) / 1000) - 1
+    const log = await visit(page, '/')
+    const shown = await waitForTexts(page, [/time lag 1m( \d+s)?\/1m( \d+s)?/])
+    const hi = Math.floor((Date.now() - pushedAt) / 1000) + 1
+    const body = norm(await page.evaluate(() => document.body.innerText))
+    const m = body.match(/time lag (1m(?: (\d+)s)?)\/(1m(?: \d+s)?)/)
+    const age = m ? 60 + Number(m[2] || 0) : -1
+    await screenshot(page, 'Dashboard-a-minute-on')
+    log.detach()
+    check('Dashboard: the time lag a minute after the seed is its age, avg = max',
+      shown.length === 0 && m !== null && m[1] === m[3] && age >= lo && age <= hi,
+      `shows ${m ? m[0] : 'no time lag of a minute'}; the seed is ${lo + 1} to ${hi - 1} s old`)
+  } catch (e) {
+    failed('Dashboard: the time lag a minute after the seed', e.message)
   }
 
   // -------------------------------------------------------------- actions from the pages

@@ -6,31 +6,20 @@ watermark scenarios (seek back, delete, delete for one queue: then everything is
 as our own; group names with '/' and spaces; a lease a seek cancelled; seeks racing pops and
 acks. Usage: admin_groups.py PORT PREFIX (PG* environment for psql)."""
 import datetime
-import json
 import re
 import sys
 import threading
 import time
 import urllib.parse
 
-from http_helpers import http_request, psql
+from http_helpers import caller, Failures, psql
 
 PORT = int(sys.argv[1])
 P = sys.argv[2]
-failures = []
+failures = Failures()
+check = failures.check
+call = caller(PORT)
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-def call(method, path, body=None, raw=None):
-    data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
-    h = {"Content-Type": "application/json"} if (body is not None or raw is not None) else {}
-    st, _, out = http_request(PORT, method, path, data, h)
-    return st, (json.loads(out) if out else None)
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:800])
 
 
 def enc(s):

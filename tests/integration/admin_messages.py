@@ -1,24 +1,13 @@
 """The admin message routes (issue 29) with exact answers; see admin_messages.sh."""
-import json
 import sys
 
-from http_helpers import http_request, psql
+from http_helpers import caller, Failures, psql
 
 PORT = int(sys.argv[1])
 P = sys.argv[2]
-failures = []
-
-
-def call(method, path, body=None):
-    data = b"" if body is None else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if body is not None else {}
-    st, _, raw = http_request(PORT, method, path, data, h)
-    return st, (json.loads(raw) if raw else None)
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:800])
+failures = Failures()
+check = failures.check
+call = caller(PORT)
 
 
 def puuid(q, p):

@@ -2,36 +2,22 @@
 """The queue and status views of Queen's admin API (issue 29; sql/modules/90_admin_queues.sql,
 sidecar/api/admin_queue_routes.cpp) over HTTP against a real sidecar and PostgreSQL, with exact
 answers: a seeded system (two queues, a namespace and a task, a queue-mode lease half acked, a
-group that committed, a dead letter) and every route's figures, the broker's field names and
-types, 404 for an unknown queue and for DELETE /api/v1/queues/:queue/clear, 400 for bad
+group that committed, a dead letter) and every route's figures (the overview's time lag from
+segment times set with psql, the status' top error), the broker's field names and types, 404 for an unknown queue and for DELETE /api/v1/queues/:queue/clear, 400 for bad
 parameters. Usage: admin_queues.py SIDECAR_BIN WORK PREFIX (PG* environment: a database of the
 test's own)."""
-import json
 import os
 import re
 import sys
+import time
 
-from http_helpers import http_request, start_sidecar
+from http_helpers import call, Failures, psql, start_sidecar
 
 BIN, WORK, P = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def call(port, method, path, body=None):
-    data = b"" if body is None else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if data else {}
-    st, _, out = http_request(port, method, path, data, h)
-    try:
-        return st, (json.loads(out) if out else None)
-    except ValueError:
-        return st, out
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:900])
 
 
 def without(obj, keys):
@@ -156,15 +142,26 @@ try:
     check("tasks", (st, b) == (200, {"tasks": [
         {"task": "invoices", "queues": 1, "partitions": 3,
          "messages": {"total": 8, "pending": 5}}]}), (st, b))
+    # The time lags pinned: each lagging partition's one segment set 1000 s (a/p1), 400 s
+    # (a/p2) and 100 s (b/x) before the database's clock; the overview reads them k whole
+    # seconds later, k at most the seconds this took (every age moves by the same k): time
+    # avg 500 + k, median 400 + k, min 100 + k, max 1000 + k. The offset lags over the five
+    # partitions (pending 4, 2, 2, 0, 0): avg 2 (8/5), median 2, min 0, max 4.
+    t0 = time.monotonic()
+    psql(f"UPDATE queen.log_segments s SET created_at = now() - v.age * interval '1 second' "
+         f"FROM (VALUES ('{QA}', 'p1', 1000), ('{QA}', 'p2', 400), ('{QB}', 'x', 100)) v(q, p, age) "
+         f"WHERE s.partition_id = queen.partition_id(v.q, v.p)")
     st, b = call(port, "GET", "/api/v1/resources/overview")
-    check("overview", st == 200 and without(b, CLOCK) == {
+    took = int(time.monotonic() - t0)
+    k = b["lag"]["time"]["min"] - 100 if st == 200 else -1
+    check("overview", st == 200 and 0 <= k <= took and without(b, CLOCK) == {
         "queues": 2, "partitions": 5, "namespaces": 1, "tasks": 1,
         "messages": {"total": 10, "pending": 7, "processing": 1, "completed": 4, "failed": 0,
                      "deadLetter": 1},
-        "lag": {"time": {"avg": 0, "median": 0, "min": 0, "max": 0},
-                "offset": {"avg": 2, "median": 0, "min": 0, "max": 4}},
+        "lag": {"time": {"avg": 500 + k, "median": 400 + k, "min": 100 + k, "max": 1000 + k},
+                "offset": {"avg": 2, "median": 2, "min": 0, "max": 4}},
         "throughput": {"ingestedPerSecond": 0, "processedPerSecond": 0}, "statsAge": 0}
-          and TS.match(b["timestamp"]), (st, b))
+          and TS.match(b["timestamp"]), (st, b, took))
 
     # ------------------------------------------------------------ status
     st, b = call(port, "GET", "/api/v1/status")
@@ -177,7 +174,8 @@ try:
                      "deadLetter": 1, "requests": {"push": 0, "pop": 0, "ack": 0},
                      "batchEfficiency": {"push": 0, "pop": 0, "ack": 0}},
         "leases": {"active": 1, "partitionsWithLeases": 1, "totalBatchSize": 2, "totalAcked": 1},
-        "deadLetterQueue": {"totalMessages": 1, "affectedPartitions": 1, "topErrors": []},
+        "deadLetterQueue": {"totalMessages": 1, "affectedPartitions": 1,
+                            "topErrors": [{"error": "boom", "count": 1}]},
         "errors": {"dbErrors": 0, "ackFailed": 0, "dlqMessages": 1}}
           and TS.match(b["timeRange"]["from"]) and TS.match(b["timeRange"]["to"]), (st, b))
     st, b = call(port, "GET", "/api/v1/status?namespace=billing&from=2020-01-01T00:00:00Z&to=2020-01-08T00:00:00Z")

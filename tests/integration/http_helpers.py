@@ -1,7 +1,10 @@
 """Helpers shared by the Python halves of the integration scripts (imported, not a test):
-one HTTP request on a fresh connection, one psql statement, and a sidecar of the test's own
+one HTTP request on a fresh connection (raw, or JSON in and out: call, caller), the failed
+checks of a script (Failures), one psql statement, and a sidecar of the test's own
 (start_sidecar: tests/lib/sidecar.py's, the one Python launcher, re-exported here)."""
+import functools
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +22,34 @@ def http_request(port, method, path, body=b"", headers=None, timeout=30):
     h = {k.lower(): v for k, v in r.getheaders()}
     c.close()
     return r.status, h, data
+
+
+def call(port, method, path, body=None, raw=None, timeout=30):
+    """(status, answer) of one request to 127.0.0.1:port. Sends `body` as JSON, or the bytes
+    `raw` as they are, with Content-Type: application/json (neither: an empty body, no
+    Content-Type). The answer parsed as JSON: None when empty, the raw bytes when not JSON."""
+    data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
+    h = {"Content-Type": "application/json"} if (body is not None or raw is not None) else {}
+    st, _, out = http_request(port, method, path, data, h, timeout=timeout)
+    try:
+        return st, (json.loads(out) if out else None)
+    except ValueError:
+        return st, out
+
+
+def caller(port):
+    """call bound to one port: caller(PORT)(method, path, body=None, raw=None, timeout=30)."""
+    return functools.partial(call, port)
+
+
+class Failures(list):
+    """The failed checks of a script, in order (a list: `if failures:` and printing them work
+    as on any list). check(label, cond, got=None) records "label: got!r" (at most 900
+    characters) when cond is false; it is safe to call from several threads."""
+
+    def check(self, label, cond, got=None):
+        if not cond:
+            self.append(f"{label}: {got!r}"[:900])
 
 
 def psql(sql, check=True):

@@ -2,31 +2,20 @@
 """Every call of Queen's consuming wire over HTTP against the real sidecar and PostgreSQL, with
 the exact answers of ../shared/reference/queen-client-wire-facts.md §3 (statuses, fields, 204s).
 Usage: queen_wire_calls.py PORT PREFIX (PG* environment for psql)."""
-import json
 import re
 import sys
 import threading
 import time
 
-from http_helpers import http_request, psql
+from http_helpers import caller, Failures, psql
 
 PORT = int(sys.argv[1])
 P = sys.argv[2]
-failures = []
+failures = Failures()
+check = failures.check
+call = caller(PORT)
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-def call(method, path, body=None, timeout=30):
-    data = b"" if body is None else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if body is not None else {}
-    st, _, raw = http_request(PORT, method, path, data, h, timeout=timeout)
-    return st, (json.loads(raw) if raw else None)
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:600])
 
 
 def puuid(q, p):

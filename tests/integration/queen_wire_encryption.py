@@ -17,10 +17,11 @@ import re
 import subprocess
 import sys
 
-from http_helpers import http_request, psql, start_sidecar
+from http_helpers import call, Failures, http_request, psql, start_sidecar
 
 BIN, WORK, P = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 procs = {}
 K1 = os.urandom(32).hex()
 K2 = os.urandom(32).hex()
@@ -48,18 +49,6 @@ def sidecar(name, key=None, previous=None):
 def stop(name):
     procs[name].terminate()
     procs[name].wait(timeout=30)
-
-
-def call(port, method, path, body=None):
-    data = b"" if body is None else json.dumps(body).encode()
-    h = {"Content-Type": "application/json"} if data else {}
-    st, _, out = http_request(port, method, path, data, h)
-    return st, (json.loads(out) if out else None)
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:900])
 
 
 def sql_error(sql):

@@ -15,23 +15,12 @@ import sys
 import threading
 import time
 
-from http_helpers import http_request, psql, start_sidecar
+from http_helpers import call, Failures, psql, start_sidecar
 
 BIN, WORK, P = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 procs = []
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:600])
-
-
-def call(port, method, path, body=None):
-    data = b"" if body is None else json.dumps(body).encode()
-    st, _, raw = http_request(port, method, path, data,
-                              {"Content-Type": "application/json"} if body is not None else {})
-    return st, (json.loads(raw) if raw else None)
 
 
 def sidecar(name):

@@ -7,16 +7,16 @@ by two sidecars at once, every parked message is delivered exactly once in push 
 transactionId already stored stays one message; an id-less item keeps the id it was answered).
 Usage: queen_wire_maintenance.py SIDECAR_BIN WORK PREFIX (PG* environment: a database of the
 test's own, since the mode is the whole database's)."""
-import json
 import os
 import re
 import sys
 import threading
 
-from http_helpers import http_request, psql, start_sidecar
+from http_helpers import call, Failures, psql, start_sidecar
 
 BIN, WORK, P = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 procs = {}
 
@@ -25,18 +25,6 @@ def sidecar(name):
     proc, port = start_sidecar(BIN, os.path.join(WORK, f"sidecar-{name}.log"), ["--pool-size", "2"])
     procs[name] = proc
     return port
-
-
-def call(port, method, path, body=None, raw=None):
-    data = raw if raw is not None else (b"" if body is None else json.dumps(body).encode())
-    h = {"Content-Type": "application/json"} if data else {}
-    st, _, out = http_request(port, method, path, data, h)
-    return st, (json.loads(out) if out else None)
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:700])
 
 
 Q = P + "_mq"

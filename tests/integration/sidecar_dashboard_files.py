@@ -9,16 +9,12 @@ import re
 import subprocess
 import sys
 
-from http_helpers import http_request, psql, start_sidecar
+from http_helpers import Failures, http_request, psql, start_sidecar
 
 BIN, WORK, DB = sys.argv[1], sys.argv[2], sys.argv[3]
-failures = []
+failures = Failures()
+check = failures.check
 procs = []
-
-
-def check(label, cond, got=None):
-    if not cond:
-        failures.append(f"{label}: {got!r}"[:900])
 
 
 def sidecar(name, *args):

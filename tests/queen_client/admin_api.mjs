@@ -101,6 +101,7 @@ let t1 // between qs's two pushes
 const seeded = {}
 
 await check('seed: queues, pushes, a lagging group, a lease, dead letters', async () => {
+  seeded.start = Date.now()
   await queen.queue(qa).namespace(ns).task(task).config({ leaseTime: 60, retryLimit: 2 }).create()
   await queen.queue(qb).namespace(ns).config({ retryLimit: 1 }).create()
   await queen.queue(qs).config({ leaseTime: 60 }).create()
@@ -161,8 +162,15 @@ await check('getOverview', async () => {
   assert.equal(o.namespaces, 1)
   assert.equal(o.tasks, 1)
   assert.deepEqual(o.messages, six(13, 4, 2, 5, 2))
-  assert.deepEqual(o.lag.time, { avg: 0, median: 0, min: 0, max: 0 })
-  assert.equal(o.lag.offset.max, 2)
+  // Offset lag over the 7 partitions' pending (0, 2, 2, 1, 1, 0, 0): avg 1 (6/7), median 1.
+  assert.deepEqual(o.lag.offset, { avg: 1, median: 1, min: 0, max: 2 })
+  // Time lag: the age in whole seconds of the oldest pending message of qa/p0, p1, p2 and
+  // qb/Default, all pushed by the seed: at most the seconds since it began, within a second
+  // of one another (its pushes took milliseconds); avg and median between min and max.
+  const t = o.lag.time
+  const most = Math.floor((Date.now() - seeded.start) / 1000)
+  assert.ok(t.min >= 0 && t.max <= most && t.max - t.min <= 1, `time lag ${JSON.stringify(t)}, seed began ${most} s ago`)
+  assert.ok([t.avg, t.median].every((x) => Number.isInteger(x) && x >= t.min && x <= t.max), JSON.stringify(t))
   assert.deepEqual(o.throughput, { ingestedPerSecond: 0, processedPerSecond: 0 })
   assert.equal(o.statsAge, 0)
   assert.match(o.timestamp, iso)
@@ -292,7 +300,9 @@ await check('getStatus', async () => {
   assert.deepEqual(a.deadLetterQueue, { totalMessages: 0, affectedPartitions: 0, topErrors: [] })
   assert.deepEqual([a.throughput, a.workers, a.pointCount, a.bucketMinutes], [[], [], 0, 1])
   const b = await admin.getStatus({ queue: qb })
-  assert.deepEqual(b.deadLetterQueue, { totalMessages: 2, affectedPartitions: 1, topErrors: [] })
+  // each dead letter carries its last nack's error
+  assert.deepEqual(b.deadLetterQueue, { totalMessages: 2, affectedPartitions: 1,
+    topErrors: [{ error: 'boom d0', count: 1 }, { error: 'boom d1', count: 1 }] })
   assert.deepEqual(b.errors, { dbErrors: 0, ackFailed: 0, dlqMessages: 2 })
   const all = await admin.getStatus()
   assert.deepEqual(all.queues.map((q) => q.name).sort(), [qa, qb, qs].sort())

@@ -11,8 +11,10 @@
 // any row lock of its own: creation takes none, an ack only its group's). queen.move_slot's fence (queen.shard_fence_slot, in a
 // transaction of its own) takes the same lock in ExclusiveLock mode and nothing else, so it
 // waits for every transaction that already passed the check to end, then marks the slot
-// 'moving' and commits: from then no transaction can store a write of that slot here. The
-// fence never waits for a partition row, so nothing waits in a circle (the locking protocol at
+// 'moving' and commits: from then no transaction can store a write of that slot here. A
+// writer's check never waits for the fence: while a fence holds or awaits the lock, the check
+// refuses at once (55Q02) instead of queueing behind it. The fence never waits for a partition
+// row, so nothing waits in a circle (the locking protocol at
 // the top of sql/modules/00_core.sql; docs/architecture.md's lock order, step 6).
 //
 // Writers do not call these checks one by one: the primitives that lock a partition for

@@ -1,0 +1,241 @@
+// Maintenance mode under --router (see maintenance_shards.h). Each call runs on one SQL worker
+// with that worker's connections to the shards, one statement (one transaction) per shard at a
+// time; nothing here holds a lock.
+#include "api/maintenance_shards.h"
+
+#include <simdjson.h>
+
+#include <string_view>
+#include <vector>
+
+#include "api/api_util.h"
+#include "common/json_writer.h"
+#include "common/log.h"
+#include "db/pg_connection.h"
+
+namespace queen::sidecar {
+
+namespace {
+
+// An int64 member of an answer object (0 when absent or not a number).
+int64_t int_of(simdjson::dom::object o, const char* key) {
+    int64_t v = 0;
+    if (o[key].get(v)) return 0;
+    return v;
+}
+
+// A string member (empty when absent or null).
+std::string str_of(simdjson::dom::object o, const char* key) {
+    std::string_view v;
+    if (o[key].get(v)) return std::string();
+    return std::string(v);
+}
+
+// A jsonb statement on one shard, its answer parsed into *o (parser owns it).
+Status call_obj(SqlRoute& b, int shard, const char* name, const char* sql, int n,
+                const char* const* v, bool read_only, simdjson::dom::parser& parser,
+                std::string* text, simdjson::dom::object* o) {
+    bool null = false;
+    Status s = b.on_shard(shard, [&](PgConnection& pg) {
+        return pg.call_json(name, sql, n, v, read_only, text, &null);
+    });
+    if (!s.is_ok()) return s;
+    if (null || parser.parse(*text).get(*o))
+        return Status(StatusCode::Internal, "shard " + b.shard_name(shard) +
+                                                " answered something that is not a JSON object");
+    return Status::ok();
+}
+
+// The router's map could not be read: no shard is known.
+HttpResponse no_map() {
+    return error_response(
+        Status(StatusCode::Unavailable, "the router's shard map could not be read; retry"));
+}
+
+}  // namespace
+
+HttpResponse shards_maintenance_status(SqlRoute& b, bool* any_on) {
+    *any_on = false;
+    std::vector<int> list;
+    b.shard_list(&list);
+    if (list.empty()) return no_map();
+    bool on = false;
+    int64_t parked = 0, queues = 0, parts = 0;
+    std::string oldest, changed;
+    std::string per = "[";
+    simdjson::dom::parser parser;
+    for (std::size_t k = 0; k < list.size(); k++) {
+        std::string text;
+        simdjson::dom::object o;
+        Status s = call_obj(b, list[k], "queen_maint_status", "SELECT queen.maintenance_status()",
+                            0, nullptr, true, parser, &text, &o);
+        if (!s.is_ok()) return error_response(s);
+        bool m = false;
+        if (o["maintenanceMode"].get(m)) m = false;
+        on |= m;
+        const int64_t n = int_of(o, "bufferedMessages");
+        parked += n;
+        simdjson::dom::object st;
+        if (!o["bufferStats"].get(st)) {
+            queues += int_of(st, "queues");
+            parts += int_of(st, "partitions");
+            // ISO 8601 texts of one session time zone: the text order is the time order
+            const std::string od = str_of(st, "oldestParkedAt"), ch = str_of(st, "changedAt");
+            if (!od.empty() && (oldest.empty() || od < oldest)) oldest = od;
+            if (!ch.empty() && (changed.empty() || ch > changed)) changed = ch;
+        }
+        if (k) per += ',';
+        per += "{\"shard\":";
+        json_append_string(&per, b.shard_name(list[k]));
+        per += m ? ",\"maintenanceMode\":true" : ",\"maintenanceMode\":false";
+        per += ",\"bufferedMessages\":";
+        json_append_int(&per, n);
+        per += '}';
+    }
+    per += ']';
+    *any_on = on;
+    HttpResponse r;
+    std::string& out = r.body;
+    out = on ? "{\"maintenanceMode\":true" : "{\"maintenanceMode\":false";
+    out += ",\"popMaintenanceMode\":false,\"bufferedMessages\":";
+    json_append_int(&out, parked);
+    out += ",\"bufferHealthy\":true,\"bufferStats\":{\"parkedMessages\":";
+    json_append_int(&out, parked);
+    out += ",\"queues\":";
+    json_append_int(&out, queues);
+    out += ",\"partitions\":";
+    json_append_int(&out, parts);
+    out += ",\"oldestParkedAt\":";
+    if (oldest.empty()) out += "null";
+    else json_append_string(&out, oldest);
+    out += ",\"changedAt\":";
+    if (changed.empty()) out += "null";
+    else json_append_string(&out, changed);
+    out += "},\"shards\":";
+    out += per;
+    out += '}';
+    return r;
+}
+
+HttpResponse shards_set_maintenance(SqlRoute& b, bool enabled) {
+    std::vector<int> list;
+    b.shard_list(&list);
+    if (list.empty()) return no_map();
+    const char* v[] = {enabled ? "true" : "false"};
+    int64_t left = 0, delivered = 0, duplicates = 0;
+    std::vector<std::string> done, failed;
+    std::string per = "[";
+    bool retry_after = false;
+    simdjson::dom::parser parser;
+    // Every shard is asked even after one failed: each switch that can apply does, so the
+    // answer names exactly what is left and a repeat has only that left to do.
+    for (std::size_t k = 0; k < list.size(); k++) {
+        const std::string name = b.shard_name(list[k]);
+        std::string text;
+        simdjson::dom::object o;
+        Status s = call_obj(b, list[k], "queen_maint_set", "SELECT queen.set_maintenance($1::boolean)",
+                            1, v, false, parser, &text, &o);
+        if (k) per += ',';
+        per += "{\"shard\":";
+        json_append_string(&per, name);
+        if (!s.is_ok()) {
+            const PublicError pe = public_error(s);
+            QLOG_WARN("maintenance switch %s on shard %s failed: %s", enabled ? "on" : "off",
+                      name.c_str(), s.message().c_str());
+            retry_after |= s.code() == StatusCode::ShardUnavailable || pe.http == 503;
+            failed.push_back(name + " (" + pe.code + ": " + pe.message + ")");
+            per += ",\"switched\":false,\"error\":";
+            json_append_string(&per, pe.message);
+            per += ",\"code\":";
+            json_append_string(&per, pe.code);
+            per += '}';
+            continue;
+        }
+        const int64_t n = int_of(o, "bufferedMessages"), d = int_of(o, "delivered"),
+                      u = int_of(o, "duplicates");
+        left += n;
+        delivered += d;
+        duplicates += u;
+        done.push_back(name);
+        per += ",\"switched\":true,\"bufferedMessages\":";
+        json_append_int(&per, n);
+        per += ",\"delivered\":";
+        json_append_int(&per, d);
+        per += ",\"duplicates\":";
+        json_append_int(&per, u);
+        per += '}';
+    }
+    per += ']';
+    auto join = [](const std::vector<std::string>& xs) {
+        std::string s;
+        for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;
+        return s.empty() ? std::string("none") : s;
+    };
+    const std::string total = std::to_string(list.size());
+    HttpResponse r;
+    std::string& out = r.body;
+    if (!failed.empty()) {
+        // Never a 200 for a switch that did not apply everywhere.
+        r.status = 503;
+        const std::string msg =
+            std::string("maintenance mode switched ") + (enabled ? "on" : "off") + " on " +
+            std::to_string(done.size()) + " of " + total + " shards (" + join(done) +
+            "), not on " + join(failed) + "; repeat the same request to finish the switch" +
+            (enabled ? "" : " (nothing is lost: a shard not switched off keeps its parked messages)");
+        out = json_error_body(msg, error_code_text(ErrorCode::MaintenancePartial));
+        out.pop_back();  // the closing brace: the per-shard results follow
+        out += ",\"maintenanceMode\":";
+        out += enabled ? "true" : "false";
+        out += ",\"delivered\":";
+        json_append_int(&out, delivered);
+        out += ",\"duplicates\":";
+        json_append_int(&out, duplicates);
+        out += ",\"shards\":";
+        out += per;
+        out += '}';
+        if (retry_after) r.headers.emplace_back("Retry-After", "1");
+        QLOG_WARN("answered 503 maintenance_partial: %s", msg.c_str());
+        return r;
+    }
+    out = enabled ? "{\"maintenanceMode\":true" : "{\"maintenanceMode\":false";
+    out += ",\"bufferedMessages\":";
+    json_append_int(&out, left);
+    out += ",\"bufferHealthy\":true,\"message\":";
+    json_append_string(
+        &out, enabled ? "Maintenance mode enabled on every shard (" + total +
+                            "): pushes are parked in PostgreSQL until it is disabled"
+                      : "Maintenance mode disabled on every shard (" + total + "): " +
+                            std::to_string(delivered + duplicates) + " parked messages delivered");
+    out += ",\"delivered\":";
+    json_append_int(&out, delivered);
+    out += ",\"duplicates\":";
+    json_append_int(&out, duplicates);
+    out += ",\"shards\":";
+    out += per;
+    out += '}';
+    return r;
+}
+
+bool shards_maintenance_enabled(SqlRoute& b, bool* read) {
+    *read = false;
+    std::vector<int> list;
+    b.shard_list(&list);
+    bool on = false;
+    for (int sh : list) {
+        std::string out;
+        bool null = false;
+        Status s = b.on_shard(sh, [&](PgConnection& pg) {
+            return pg.call_json("queen_maint_enabled", "SELECT to_jsonb(queen.maintenance_enabled())",
+                                0, nullptr, true, &out, &null);
+        });
+        if (!s.is_ok()) continue;
+        *read = true;
+        if (out == "true") {
+            on = true;
+            break;
+        }
+    }
+    return on;
+}
+
+}  // namespace queen::sidecar

@@ -19,13 +19,17 @@
      ids and offsets; nothing parked anywhere;
   7. a second switch off finds nothing: 200, delivered 0;
   8. one shard switched on by SQL only: a push over both shards answers buffered for s1's
-     item (parked there) and queued for s2's (stored at once); the switch off delivers it.
+     item (parked there) and queued for s2's (stored at once); the switch off delivers it;
+  9. across sidecars and kills: on again, parks through A and B, B SIGKILLed (nothing parked is
+     lost), then A and a new sidecar C switch off at the same moment: both 200, their deliveries
+     add up to what was parked, each message stored once on its own shard.
 Usage: cluster_maintenance.py ROOT SIDECAR_BIN PGBIN WORK PORT."""
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -252,6 +256,48 @@ def main():
         rows = stored(s1, pa)
         check(rows[-1][0] == "x1" and rows[-1][1] == b[0]["message_id"] and rows[-1][2] == o + 4,
               "x1 stored on s1 with its answered id (%s)" % rows[-1:])
+
+        # 9. across sidecars and kills
+        st, _, b = call(B, "POST", "/api/v1/system/maintenance", {"enabled": True})
+        check(st == 200 and b["maintenanceMode"] is True, "on again through B (%s)" % st)
+        time.sleep(0.7)  # A's belief (off, from 8.) is trusted for 500 ms
+        want = {"s1": ["k%d" % i for i in range(0, 12, 2)], "s2": ["k%d" % i for i in range(1, 12, 2)]}
+        st, _, b = push(A, [item(pa if i % 2 == 0 else pb, "k%d" % i) for i in range(0, 8)])
+        st2, _, b2 = push(B, [item(pa if i % 2 == 0 else pb, "k%d" % i) for i in range(6, 12)])
+        check(st == 201 and st2 == 201 and all(x["status"] == "buffered" for x in b + b2),
+              "8 items through A, 6 through B (2 repeats of A's): all buffered (%s %s)" % (st, st2))
+        answered = {x["transaction_id"]: x["message_id"] for x in b}
+        pb_proc.kill()
+        pb_proc.wait()
+        check((parked(s1), parked(s2)) == (",".join(want["s1"][:4] + ["k6", "k8", "k10"]),
+                                            ",".join(want["s2"][:4] + ["k7", "k9", "k11"])),
+              "B killed: everything it parked is still parked on its shard (%s)" % ((parked(s1), parked(s2)),))
+        pc_proc, C = start_sidecar(BIN, os.path.join(WORK, "sidecar-C.log"), args)
+        pb_proc = pc_proc
+        res = {}
+        go = threading.Barrier(2)
+
+        def off(name, port):
+            go.wait()
+            res[name] = call(port, "POST", "/api/v1/system/maintenance", {"enabled": False})
+
+        ts = [threading.Thread(target=off, args=(n, p)) for n, p in (("A", A), ("C", C))]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        sts = [res[n][0] for n in ("A", "C")]
+        dl = sum(res[n][2].get("delivered", 0) for n in ("A", "C"))
+        du = sum(res[n][2].get("duplicates", 0) for n in ("A", "C"))
+        check(sts == [200, 200] and dl == 12 and du == 2,
+              "A and C switch off at once: both 200, 12 delivered and 2 duplicates between them (%s %s %s)"
+              % (sts, dl, du))
+        for name, ci, p in (("s1", s1, pa), ("s2", s2, pb)):
+            ks = [t for t, _, _ in stored(ci, p) if t.startswith("k")]
+            check(ks == want[name], "%s: its k-items once each, in push order (%s)" % (name, ks))
+        ids = {t: i for ci, p in ((s1, pa), (s2, pb)) for t, i, _ in stored(ci, p)}
+        check(all(ids[t] == answered[t] for t in answered), "stored with the ids A answered")
+        check((parked(s1), parked(s2)) == ("", ""), "nothing parked anywhere")
     finally:
         for p in (pa_proc, pb_proc):
             p.kill()

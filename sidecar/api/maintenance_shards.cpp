@@ -135,6 +135,11 @@ HttpResponse shards_set_maintenance(SqlRoute& b, bool enabled) {
         simdjson::dom::object o;
         Status s = call_obj(b, list[k], "queen_maint_set", "SELECT queen.set_maintenance($1::boolean)",
                             1, v, false, parser, &text, &o);
+        if (s.sqlstate() == "55Q01")  // the drain pushed to a slot this shard no longer owns
+            s = Status(StatusCode::Conflict,
+                       "shard " + name + " holds parked messages of a slot it no longer owns (moved "
+                       "while maintenance mode was on): move the slot back to " + name +
+                       ", switch off, then move it again");
         if (k) per += ',';
         per += "{\"shard\":";
         json_append_string(&per, name);

@@ -22,7 +22,10 @@
      item (parked there) and queued for s2's (stored at once); the switch off delivers it;
   9. across sidecars and kills: on again, parks through A and B, B SIGKILLed (nothing parked is
      lost), then A and a new sidecar C switch off at the same moment: both 200, their deliveries
-     add up to what was parked, each message stored once on its own shard.
+     add up to what was parked, each message stored once on its own shard;
+ 10. the documented limit: a slot moved while a message of it is parked on the source makes the
+     source's switch off fail (503 maintenance_partial, the shard's `conflict` saying what to
+     do; nothing delivered there, nothing lost); the slot moved back, the repeat delivers it once.
 Usage: cluster_maintenance.py ROOT SIDECAR_BIN PGBIN WORK PORT."""
 import json
 import os
@@ -298,6 +301,24 @@ def main():
         ids = {t: i for ci, p in ((s1, pa), (s2, pb)) for t, i, _ in stored(ci, p)}
         check(all(ids[t] == answered[t] for t in answered), "stored with the ids A answered")
         check((parked(s1), parked(s2)) == ("", ""), "nothing parked anywhere")
+
+        # 10. a slot moved during maintenance (the documented limit)
+        st, _, _ = call(A, "POST", "/api/v1/system/maintenance", {"enabled": True})
+        st, _, b = push(A, [item(pa, "mv1")])
+        check(st == 201 and b[0]["status"] == "buffered", "mv1 buffered on s1 (%s %s)" % (st, b))
+        slot = sql(router, "SELECT queen.slot_of('%s', '%s')" % (Q, pa))
+        sql(router, "CALL queen.move_slot(%s, 's2')" % slot)
+        st, h, b2 = call(A, "POST", "/api/v1/system/maintenance", {"enabled": False})
+        check(st == 503 and b2.get("code") == "maintenance_partial" and b2["shards"][0].get("code") == "conflict" and
+              "move the slot back to s1" in b2["shards"][0].get("error", "") and
+              b2["shards"][1].get("switched") is True and parked(s1) == "mv1",
+              "slot moved to s2 while mv1 parked on s1: 503, s1's conflict says what to do (%s %s)" % (st, b2))
+        sql(router, "CALL queen.move_slot(%s, 's1')" % slot)
+        st, _, b2 = call(A, "POST", "/api/v1/system/maintenance", {"enabled": False})
+        rows = stored(s1, pa)
+        check(st == 200 and b2.get("delivered") == 1 and parked(s1) == "" and
+              [r for r in rows if r[0] == "mv1"] == [("mv1", b[0]["message_id"], rows[-1][2])],
+              "moved back: the repeat delivers mv1 once, with its answered id (%s %s)" % (st, b2))
     finally:
         for p in (pa_proc, pb_proc):
             p.kill()

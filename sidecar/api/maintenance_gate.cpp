@@ -72,7 +72,6 @@ void append_parked(std::string* out, const PushRequest& req, std::size_t i) {
     *out += ",\"status\":\"buffered\"}";
 }
 
-
 // --router: what became of each item of a push believed in maintenance.
 enum class Fate : char { Flush, Parked, Failed };
 
@@ -248,7 +247,6 @@ void MaintenanceGate::submit_sharded(SqlRoute& b, bool on, std::shared_ptr<PushJ
     f->why.assign(n, Status::ok());
     // Each leader's shard, as the flusher places it (the map's owner of its partition's slot);
     // a follower (a repeat inside the request: same queue and partition) goes with its leader.
-    std::vector<int> shard(n, -1);
     std::map<int, std::vector<std::size_t>> groups;  // shard -> its leaders, in request order
     for (std::size_t i = 0; i < n; i++) {
         const PushItem& it = req.items[i];
@@ -260,7 +258,6 @@ void MaintenanceGate::submit_sharded(SqlRoute& b, bool on, std::shared_ptr<PushJ
             f->why[i] = s;
             continue;
         }
-        shard[i] = sh;
         groups[sh].push_back(i);
     }
     bool parked = false;

@@ -23,7 +23,11 @@
   9. across sidecars and kills: on again, parks through A and B, B SIGKILLed (nothing parked is
      lost), then A and a new sidecar C switch off at the same moment: both 200, their deliveries
      add up to what was parked, each message stored once on its own shard;
- 10. the documented limit: a slot moved while a message of it is parked on the source makes the
+ 10. a sidecar SIGKILLed in the middle of its switch off (4,000 parked messages; s1 drained, its
+     switch waiting on s2's mode row, held by a psql session as a park in flight holds it): no
+     answer; the switch through C then answers 200 and every parked message is stored exactly
+     once, whether A's drain on s2 went on after the kill or not;
+ 11. the documented limit: a slot moved while a message of it is parked on the source makes the
      source's switch off fail (503 maintenance_partial, the shard's `conflict` saying what to
      do; nothing delivered there, nothing lost); the slot moved back, the repeat delivers it once.
 Usage: cluster_maintenance.py ROOT SIDECAR_BIN PGBIN WORK PORT."""
@@ -302,7 +306,49 @@ def main():
         check(all(ids[t] == answered[t] for t in answered), "stored with the ids A answered")
         check((parked(s1), parked(s2)) == ("", ""), "nothing parked anywhere")
 
-        # 10. a slot moved during maintenance (the documented limit)
+        # 10. a sidecar killed in the middle of its switch off
+        st, _, _ = call(C, "POST", "/api/v1/system/maintenance", {"enabled": True})
+        ok = st == 200
+        for r in range(4):
+            st, _, b = push(C, [item(pa if i % 2 == 0 else pb, "z%d-%d" % (r, i)) for i in range(1000)])
+            ok = ok and st == 201 and all(x["status"] == "buffered" for x in b)
+        check(ok, "4,000 items parked through C")
+        # s2's mode row held FOR SHARE (as a park in flight holds it) for 3 s: A's switch off
+        # drains s1, then waits on s2, where A is killed
+        holder = subprocess.Popen(["psql", "-X", "-q", "-d", s2, "-c",
+                                   "SELECT 1 FROM queen.maintenance_mode FOR SHARE; SELECT pg_sleep(3)"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        done = {}
+
+        def off_a():
+            try:
+                done["r"] = call(A, "POST", "/api/v1/system/maintenance", {"enabled": False})
+            except Exception as e:  # the sidecar is killed under it
+                done["r"] = type(e).__name__
+
+        t = threading.Thread(target=off_a)
+        t.start()
+        time.sleep(0.8)
+        n1, n2 = (sql(ci, "SELECT count(*) FROM queen.maintenance_parked") for ci in (s1, s2))
+        pa_proc.kill()
+        pa_proc.wait()
+        t.join()
+        check(isinstance(done.get("r"), str) and (n1, n2) == ("0", "2000"),
+              "A killed while its switch off waits on s2 (s1 drained: %s parked, s2: %s): no answer (%s)"
+              % (n1, n2, str(done.get("r"))[:80]))
+        holder.wait()
+        st, _, b = call(C, "POST", "/api/v1/system/maintenance", {"enabled": False})
+        check(st == 200 and b["maintenanceMode"] is False,
+              "A killed mid-switch (its answer: %s); the switch through C: 200 (%s, %s delivered)"
+              % (str(done.get("r"))[:80], st, b.get("delivered")))
+        counts = [sql(ci, "SELECT count(*) || '/' || count(DISTINCT r.transaction_id) FROM queen.read('%s', '%s', 0,"
+                          " 1000000) r WHERE r.transaction_id LIKE 'z%%'" % (Q, p)) for ci, p in ((s1, pa), (s2, pb))]
+        check(counts == ["2000/2000", "2000/2000"] and (parked(s1), parked(s2)) == ("", ""),
+              "every one of the 4,000 stored exactly once on its shard, nothing parked (%s)" % counts)
+        pa_proc, A = start_sidecar(BIN, os.path.join(WORK, "sidecar-A2.log"), args)
+
+        # 11. a slot moved during maintenance (the documented limit)
         st, _, _ = call(A, "POST", "/api/v1/system/maintenance", {"enabled": True})
         st, _, b = push(A, [item(pa, "mv1")])
         check(st == 201 and b[0]["status"] == "buffered", "mv1 buffered on s1 (%s %s)" % (st, b))

@@ -4,8 +4,9 @@
 # QUEEN_CLUSTER_PORT (default 29320) to +2): the switch on every shard, pushes parked on the shard
 # of their partition, a shard down during the switch off (503 maintenance_partial, the repeat
 # converges), every parked message stored exactly once on its own shard, a partly switched
-# cluster, three sidecars (one SIGKILLed, two switching off at once), a slot moved during
-# maintenance (the documented limit). Runtime: 15-20 s measured on the shared 2-core machine.
+# cluster, three sidecars (one SIGKILLed with messages parked, two switching off at once, one
+# SIGKILLed in the middle of its switch off), a slot moved during maintenance (the documented
+# limit). Runtime: 15-20 s measured on the shared 2-core machine.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ -z ${QUEEN_PGBIN:-} && -n ${PG_CONFIG:-} ]]; then QUEEN_PGBIN=$("$PG_CONFIG" --bindir); fi

@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <cstdio>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +30,47 @@ std::string str_of(simdjson::dom::object o, const char* key) {
     std::string_view v;
     if (o[key].get(v)) return std::string();
     return std::string(v);
+}
+
+// Microseconds since the epoch of a jsonb timestamptz text ("2026-12-07T21:01:05.152265+00:00";
+// the offset is the session's, which may differ between shards); false when it is not one.
+bool iso_us(const std::string& t, int64_t* out) {
+    int y, mo, d, h, mi, sec, n = 0;
+    if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6)
+        return false;
+    std::size_t i = static_cast<std::size_t>(n);
+    int64_t frac = 0, scale = 1000000;
+    if (i < t.size() && t[i] == '.') {
+        for (i++; i < t.size() && t[i] >= '0' && t[i] <= '9'; i++)
+            if (scale > 1) frac += (t[i] - '0') * (scale /= 10);
+    }
+    int64_t off = 0;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) {
+        int oh = 0, om = 0, os = 0;
+        const int got = std::sscanf(t.c_str() + i + 1, "%2d:%2d:%2d", &oh, &om, &os);
+        if (got < 1) return false;
+        off = (t[i] == '-' ? -1 : 1) * (oh * 3600 + om * 60 + os);
+    }
+    // days from 1970-01-01 of the civil date (H. Hinnant's algorithm)
+    const int yy = y - (mo <= 2);
+    const int era = (yy >= 0 ? yy : yy - 399) / 400;
+    const int yoe = yy - era * 400;
+    const int doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    const int64_t days = static_cast<int64_t>(era) * 146097 + doe - 719468;
+    *out = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * 1000000 + frac;
+    return true;
+}
+
+// Keep in *best the earlier (or later) of two timestamptz texts by their instant.
+void keep(std::string* best, const std::string& t, bool earliest) {
+    if (t.empty()) return;
+    int64_t a = 0, b = 0;
+    if (best->empty() || !iso_us(*best, &b) || !iso_us(t, &a)) {
+        if (best->empty()) *best = t;
+        return;
+    }
+    if (earliest ? a < b : a > b) *best = t;
 }
 
 // A jsonb statement on one shard, its answer parsed into *o (parser owns it).
@@ -79,10 +121,9 @@ HttpResponse shards_maintenance_status(SqlRoute& b, bool* any_on) {
         if (!o["bufferStats"].get(st)) {
             queues += int_of(st, "queues");
             parts += int_of(st, "partitions");
-            // ISO 8601 texts of one session time zone: the text order is the time order
-            const std::string od = str_of(st, "oldestParkedAt"), ch = str_of(st, "changedAt");
-            if (!od.empty() && (oldest.empty() || od < oldest)) oldest = od;
-            if (!ch.empty() && (changed.empty() || ch > changed)) changed = ch;
+            // compared as instants (each shard's text carries its own session's offset)
+            keep(&oldest, str_of(st, "oldestParkedAt"), true);
+            keep(&changed, str_of(st, "changedAt"), false);
         }
         if (k) per += ',';
         per += "{\"shard\":";

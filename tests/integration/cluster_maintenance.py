@@ -7,7 +7,8 @@
      asking the shards): 201, every item "buffered" with its exact body (a repeat inside the
      request names its first copy's id; an id-less item's transaction_id is its message id);
      each shard parked its own items, in push order, and stored nothing;
-  4. GET on: summed counts, the per-shard list;
+  4. GET on: summed counts, the per-shard list, the oldest and latest times compared as instants
+     (s2's sessions are in another time zone);
   5. shard s2 down (immediate shutdown) during the switch off: 503 maintenance_partial with
      Retry-After naming what switched (s1, its parked messages delivered) and what did not
      (s2: shard_unavailable); meanwhile a push to s1 is stored as usual (s1 is off), GET
@@ -124,6 +125,8 @@ def main():
     shards = {k[len("QUEEN_SHARD_"):].lower(): v for k, v in env.items() if k.startswith("QUEEN_SHARD_")}
     s1, s2 = shards["s1"], shards["s2"]
     print("     (cluster up in %.1f s)" % (time.monotonic() - t0), flush=True)
+    # s2's sessions in another time zone: GET compares the shards' times as instants
+    sql(s2, "ALTER DATABASE postgres SET timezone TO 'America/New_York'")
     args = ["--router", router, "--pool-size", "2", "--router-refresh-ms", "200"]
     pa_proc, A = start_sidecar(BIN, os.path.join(WORK, "sidecar-A.log"), args)
     pb_proc, B = start_sidecar(BIN, os.path.join(WORK, "sidecar-B.log"), args)
@@ -190,6 +193,11 @@ def main():
             b["bufferStats"]["partitions"] == 2 and b["bufferStats"]["queues"] == 2 and
             b["bufferStats"]["oldestParkedAt"] is not None and b["bufferStats"]["changedAt"] is not None,
             "GET on: 5 parked, summed (%s %s)" % (st, b))
+        # s1 parked first and switched first; s2's texts are at -05:00, so a text order would
+        # pick s2's for both
+        check(st == 200 and b["bufferStats"]["oldestParkedAt"].endswith("+00:00") and
+              b["bufferStats"]["changedAt"].endswith("-05:00"),
+              "GET on: oldestParkedAt s1's (UTC), changedAt s2's (New York), as instants (%s)" % b["bufferStats"])
 
         # 5. s2 down during the switch off: partial, honest; the repeat converges
         subprocess.run(["bash", os.path.join(ROOT, "scripts", "pg.sh"), "crash"], check=True,

@@ -88,6 +88,13 @@ Status call_obj(SqlRoute& b, int shard, const char* name, const char* sql, int n
     return Status::ok();
 }
 
+// The switches' session advisory lock on the map's first shard (one key: "queen maintenance
+// switch"); pg_advisory_lock waits, bounded by the session's lock_timeout (--pg-lock-timeout-ms).
+constexpr const char* kLockSql =
+    "SELECT to_jsonb(true) FROM pg_catalog.pg_advisory_lock(7310575183665250305)";
+constexpr const char* kUnlockSql =
+    "SELECT to_jsonb(pg_catalog.pg_advisory_unlock(7310575183665250305))";
+
 // The router's map could not be read: no shard is known.
 HttpResponse no_map() {
     return error_response(
@@ -162,6 +169,23 @@ HttpResponse shards_set_maintenance(SqlRoute& b, bool enabled) {
     std::vector<int> list;
     b.shard_list(&list);
     if (list.empty()) return no_map();
+    // Switches through any sidecar run one at a time: a session advisory lock on the map's
+    // first shard, held across the fan-out (released at the end, or by the session's end if this
+    // sidecar dies). So two opposite switches sent at once leave every shard as the later one
+    // says, and a 200 means every shard holds this value. The first shard unreachable: no lock,
+    // but then its switch fails too and no switch answers 200.
+    const int lock_shard = list.front();
+    bool locked = false;
+    {
+        std::string out;
+        bool null = false;
+        Status s = b.on_shard(lock_shard, [&](PgConnection& pg) {
+            return pg.call_json("queen_maint_lock", kLockSql, 0, nullptr, false, &out, &null);
+        });
+        if (s.is_ok()) locked = true;
+        else if (s.code() != StatusCode::ShardUnavailable && s.code() != StatusCode::Unknown)
+            return error_response(s);  // e.g. lock_timeout: another switch holds it; nothing done
+    }
     const char* v[] = {enabled ? "true" : "false"};
     int64_t left = 0, delivered = 0, duplicates = 0;
     std::vector<std::string> done, failed;
@@ -212,6 +236,13 @@ HttpResponse shards_set_maintenance(SqlRoute& b, bool enabled) {
         per += '}';
     }
     per += ']';
+    if (locked) {
+        std::string out;
+        bool null = false;
+        b.on_shard(lock_shard, [&](PgConnection& pg) {
+             return pg.call_json("queen_maint_unlock", kUnlockSql, 0, nullptr, false, &out, &null);
+         }).ignore();  // a broken session released it already
+    }
     auto join = [](const std::vector<std::string>& xs) {
         std::string s;
         for (const auto& x : xs) s += (s.empty() ? "" : ", ") + x;

@@ -9,7 +9,9 @@
 // shard and drains them all; nothing crosses shards, so nothing needs a distributed commit.
 //
 //   - POST: queen.set_maintenance on every shard of the map, each in its own transaction
-//     (switching off drains that shard's parked messages there). 200 only when every shard
+//     (switching off drains that shard's parked messages there), under a session advisory lock
+//     on the map's first shard so that switches through any sidecar run one at a time (two
+//     opposite switches at once never leave the shards mixed). 200 only when every shard
 //     answered; otherwise 503 maintenance_partial (Retry-After: 1) naming which shards switched
 //     and which did not (and why): the switched shards stay switched (each switch is idempotent),
 //     so the same POST repeated converges. Nothing is lost either way: a shard not switched off

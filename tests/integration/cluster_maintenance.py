@@ -23,7 +23,8 @@
      item (parked there) and queued for s2's (stored at once); the switch off delivers it;
   9. across sidecars and kills: on again, parks through A and B, B SIGKILLed (nothing parked is
      lost), then A and a new sidecar C switch off at the same moment: both 200, their deliveries
-     add up to what was parked, each message stored once on its own shard;
+     add up to what was parked, each message stored once on its own shard; opposite switches
+     sent at once through A and C (6 rounds) leave the shards never mixed (the switch lock);
  10. a sidecar SIGKILLed in the middle of its switch off (4,000 parked messages; s1 drained, its
      switch waiting on s2's mode row, held by a psql session as a park in flight holds it): no
      answer; the switch through C then answers 200 and every parked message is stored exactly
@@ -313,6 +314,28 @@ def main():
         ids = {t: i for ci, p in ((s1, pa), (s2, pb)) for t, i, _ in stored(ci, p)}
         check(all(ids[t] == answered[t] for t in answered), "stored with the ids A answered")
         check((parked(s1), parked(s2)) == ("", ""), "nothing parked anywhere")
+
+        # opposite switches sent at once through A and C run one after the other: every shard
+        # ends as one of them says, never mixed
+        mixed = []
+        for r in range(6):
+            res = {}
+            go = threading.Barrier(2)
+
+            def sw(name, port, on):
+                go.wait()
+                res[name] = call(port, "POST", "/api/v1/system/maintenance", {"enabled": on})
+
+            ts = [threading.Thread(target=sw, args=(n, p, v)) for n, p, v in (("A", A, r % 2 == 0), ("C", C, r % 2 == 1))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            modes = [sql(ci, "SELECT queen.maintenance_enabled()") for ci in (s1, s2)]
+            if res["A"][0] != 200 or res["C"][0] != 200 or modes[0] != modes[1]:
+                mixed.append((res["A"][0], res["C"][0], modes))
+        check(not mixed, "6 rounds of opposite switches at once: both 200, the shards never mixed (%s)" % mixed)
+        st, _, _ = call(A, "POST", "/api/v1/system/maintenance", {"enabled": False})
 
         # 10. a sidecar killed in the middle of its switch off
         st, _, _ = call(C, "POST", "/api/v1/system/maintenance", {"enabled": True})

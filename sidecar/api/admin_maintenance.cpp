@@ -1,7 +1,9 @@
 // Queen's maintenance mode routes (sql/modules/70_maintenance.sql): GET and POST
 // /api/v1/system/maintenance. Both refresh the maintenance gate's belief about the mode at once
-// (api/maintenance_gate.h decides each push). Under --router both answer 501.
+// (api/maintenance_gate.h decides each push). Under --router both go to every shard
+// (api/maintenance_shards.h).
 #include "api/api_util.h"
+#include "api/maintenance_shards.h"
 #include "db/pg_connection.h"
 #include "api/routes.h"
 #include "common/json_writer.h"
@@ -10,12 +12,6 @@
 namespace queen::sidecar {
 
 namespace {
-
-// The 501 of the maintenance routes under --router.
-HttpResponse not_sharded() {
-    return coded_error(501, ErrorCode::NotSupportedSharded,
-                       "maintenance mode is not supported with --router");
-}
 
 // A 200 with a relayed JSON body.
 HttpResponse json_200(std::string body) {
@@ -31,7 +27,12 @@ void maintenance_get(ApiContext& cx, RouteArgs&&, Reply reply) {
     MaintenanceGate* gate = &cx.maintenance;
     cx.sql.run([gate, reply = std::move(reply)](SqlRoute& b) {
         auto* pg = b.single();
-        if (pg == nullptr) return reply(not_sharded());
+        if (pg == nullptr) {  // --router: every shard, summed
+            bool on = false;
+            HttpResponse r = shards_maintenance_status(b, &on);
+            if (r.status == 200) gate->note(on);
+            return reply(std::move(r));
+        }
         std::string out;
         bool null = false;
         Status s = pg->call_json("queen_maint_status", "SELECT queen.maintenance_status()", 0,
@@ -55,7 +56,15 @@ void maintenance_set(ApiContext& cx, RouteArgs&& a, Reply reply) {
     MaintenanceGate* gate = &cx.maintenance;
     cx.sql.run([gate, enabled, reply = std::move(reply)](SqlRoute& b) {
         auto* pg = b.single();
-        if (pg == nullptr) return reply(not_sharded());
+        if (pg == nullptr) {  // --router: every shard, each in its own transaction
+            HttpResponse r = shards_set_maintenance(b, enabled);
+            // believed off only when every shard switched off; otherwise some shard may be on
+            // (a switch on that applied partly, a switch off that did not reach every shard):
+            // pushes then ask the shards they touch
+            gate->note(enabled || r.status != 200);
+            if (!enabled && r.status == 200) QLOG_INFO("maintenance mode disabled: %s", r.body.c_str());
+            return reply(std::move(r));
+        }
         const char* v[] = {enabled ? "true" : "false"};
         std::string out;
         bool null = false;

@@ -17,6 +17,17 @@
 // Locks: none. on_, checked_ms_ and checking_ (a check is in flight) are atomics read and
 // written without a lock (a stale pair costs at most one extra check). While one push checks,
 // the others go by the belief, so the bound above is kMaintenanceRecheckMs plus one round trip.
+//
+// Under --router (issue 31; api/maintenance_shards.h) the mode and the parked rows are each
+// shard's own, not the router database's: a parked message must be drained through the exact
+// push path in the transaction that deletes it from the park, which only the shard owning its
+// partition can do. The belief is "some shard is on" (every shard asked); a push believed on has
+// its items grouped by the shard owning their partition's slot (ShardMap::slot_of and the map's
+// owner, as the flusher places them) and each group parked on its shard by that shard's
+// queen.maintenance_park (its own mode row lock and drain, as on one server). A group whose
+// shard is off (false) goes to the flusher; a group whose park failed gets that failure per item
+// (as a shard's failure in a push: 503 when nothing else of the request was answered). The
+// answer keeps request order: parked items "buffered", the others as the flusher answered them.
 #pragma once
 
 #include <atomic>
@@ -46,6 +57,10 @@ public:
     void note(bool on);
 
 private:
+    // --router: the sharded check and parks (see the top), on a SQL worker.
+    void submit_sharded(SqlRoute& b, bool on, std::shared_ptr<PushJob> job,
+                        std::shared_ptr<Reply> reply);
+
     Flusher& flusher_;
     SqlPool& sql_;
     std::atomic<bool> on_{false};

@@ -42,6 +42,7 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::CrossShard, "cross_shard"},
     {ErrorCode::ShardUnavailable, "shard_unavailable"},
     {ErrorCode::NotSupportedSharded, "not_supported_sharded"},
+    {ErrorCode::MaintenancePartial, "maintenance_partial"},
     {ErrorCode::NotSupported, "not_supported"},
     {ErrorCode::ExtensionVersion, "extension_version"},
     {ErrorCode::EncryptionRequired, "encryption_required"},

@@ -47,6 +47,7 @@ enum class ErrorCode : int {
     CrossShard,
     ShardUnavailable,
     NotSupportedSharded,
+    MaintenancePartial,  // --router: a maintenance switch applied on some shards only (issue 31)
     NotSupported,  // an operation of the broker that queen does not offer (issue 29)
     ExtensionVersion,
     // Payload encryption (issue 27, docs/encryption.md).

@@ -43,6 +43,7 @@ constexpr CodeText kCodes[] = {
     {ErrorCode::ShardUnavailable, "shard_unavailable"},
     {ErrorCode::NotSupportedSharded, "not_supported_sharded"},
     {ErrorCode::MaintenancePartial, "maintenance_partial"},
+    {ErrorCode::SlotMoving, "slot_moving"},
     {ErrorCode::NotSupported, "not_supported"},
     {ErrorCode::ExtensionVersion, "extension_version"},
     {ErrorCode::EncryptionRequired, "encryption_required"},
@@ -120,6 +121,11 @@ const StateMap kStates[] = {
     // issue 27: encryptionEnabled switched on for a queue that holds messages
     {"55QE1", 409, ErrorCode::EncryptionQueueNotEmpty, true},
     {"55P03", 503, ErrorCode::LockTimeout, false},
+    // A shard's slot fence (src/pg/storage/slot_fence.h): the slot is being moved (55Q02) or
+    // has moved and this sidecar's map is older (55Q01); nothing was written, a retry reaches
+    // the owner once the map is read again.
+    {"55Q01", 503, ErrorCode::SlotMoving, false},
+    {"55Q02", 503, ErrorCode::SlotMoving, false},
     // Made by the sidecar itself (db/extension_version.h): the database needs an update.
     {"55Q03", 503, ErrorCode::ExtensionVersion, true},
     {"57014", 503, ErrorCode::StatementTimeout, false},
@@ -144,6 +150,8 @@ const char* fixed_message(ErrorCode code) {
             return "a concurrent transaction interfered; retry";
         case ErrorCode::Unavailable:
             return "PostgreSQL is unavailable; retry";
+        case ErrorCode::SlotMoving:
+            return "the partition's slot is being moved between shards; nothing was written, retry";
         case ErrorCode::EncryptionRequired:
             return "the queue is encrypted and this push was not sealed (the queue was switched "
                    "to encryption after this sidecar last looked); send it again";

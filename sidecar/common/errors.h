@@ -48,6 +48,7 @@ enum class ErrorCode : int {
     ShardUnavailable,
     NotSupportedSharded,
     MaintenancePartial,  // --router: a maintenance switch applied on some shards only (issue 31)
+    SlotMoving,  // a shard's slot fence refused the call (55Q01/55Q02): nothing written, retry
     NotSupported,  // an operation of the broker that queen does not offer (issue 29)
     ExtensionVersion,
     // Payload encryption (issue 27, docs/encryption.md).

@@ -3,7 +3,7 @@
 // maps alike, after a short per-surface override list; each surface words its own messages.
 //
 //   shared         no SQLSTATE / a broken connection -> Broken; 22xxx -> BadInput;
-//                  anything else -> Other
+//                  55Q01, 55Q02 (a shard's slot fence) -> Transient; anything else -> Other
 //   Push overrides 53300 (too many connections), 25006 (no longer the primary) -> Broken;
 //                  57014, 55P03, 40001, 40P01, 53xxx -> Transient; 42704 -> NotFound;
 //                  23505 -> Conflict

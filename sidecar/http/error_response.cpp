@@ -12,7 +12,8 @@ HttpResponse error_response(const Status& s, int64_t index) {
     PublicError e = public_error(s);
     r.status = e.http;
     r.body = json_error_body(e.message, e.code, index);
-    if (s.code() == StatusCode::ShardUnavailable) r.headers.emplace_back("Retry-After", "1");
+    if (s.code() == StatusCode::ShardUnavailable || e.code == "slot_moving")
+        r.headers.emplace_back("Retry-After", "1");
     if (e.http >= 500)
         QLOG_WARN("answered %d %s: %s%s%s", e.http, e.code.c_str(), s.message().c_str(),
                   s.sqlstate().empty() ? "" : " SQLSTATE ", s.sqlstate().c_str());

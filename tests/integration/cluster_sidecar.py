@@ -293,6 +293,53 @@ def consuming(port, router, shards):
     check(st2 == 204, "a pop of the deleted queue: 204 (%s)" % st2)
 
 
+def fenced(port, router, shards):
+    """8. a slot whose fence is being raised (queen.shard_fence_slot's transaction open on its
+    shard): an ack and a pop there answer 503 slot_moving with Retry-After at once (the writer
+    does not wait for the fence), nothing is written; once the fence rolls back both go through."""
+    q = "cf-%d" % os.getpid()
+    on = places(router, q)
+    pa = on["s1"][0]
+    slot = int(sql(router, "SELECT queen.slot_of('%s', '%s')" % (q, pa)))
+    push(port, [item(pa, "f1", q), item(pa, "f2", q)])
+    st, _, got = pop(port, q, pa)
+    check(st == 200 and got["messages"][0]["transactionId"] == "f1", "cf: f1 popped (%s)" % st)
+    fence = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", shards["s1"]],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        fence.stdin.write("BEGIN;\nSELECT queen.shard_fence_slot(%d);\n" % slot)
+        fence.stdin.flush()
+        held = False
+        for _ in range(100):
+            held = sql(shards["s1"], "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND"
+                                     " mode = 'ExclusiveLock' AND granted AND objid = %d" % slot) == "1"
+            if held:
+                break
+            time.sleep(0.05)
+        check(held, "cf: the fence of slot %d is held on s1" % slot)
+        t0 = time.monotonic()
+        st, h, ans = call(port, "POST", "/api/v1/ack", ack_of(got["messages"][0]))
+        took = time.monotonic() - t0
+        check(st == 503 and ans == {"error": "the partition's slot is being moved between shards;"
+                                             " nothing was written, retry", "code": "slot_moving"} and
+              h.get("retry-after") == "1" and took < 1.0,
+              "cf: an ack while the fence is raised: 503 slot_moving, Retry-After, at once"
+              " (%s %s %.2f s)" % (st, ans, took))
+        st, h, ans = pop(port, q, pa)
+        check(st == 503 and ans.get("code") == "slot_moving" and h.get("retry-after") == "1",
+              "cf: a pop there: 503 slot_moving (%s %s)" % (st, ans))
+    finally:
+        fence.stdin.write("ROLLBACK;\n")
+        fence.stdin.close()
+        fence.wait(timeout=30)
+    st, _, ans = call(port, "POST", "/api/v1/ack", ack_of(got["messages"][0]))
+    check(st == 200 and ans == [ack_answer(0, "f1", q, pa)],
+          "cf: after the fence rolled back the ack goes through (%s %s)" % (st, ans))
+    st, _, ans = pop(port, q, pa)
+    check(st == 200 and ans["messages"][0]["transactionId"] == "f2",
+          "cf: and the next pop takes f2 (%s)" % st)
+
+
 def consuming_prepare(port, router):
     """7, before s2 goes down: a message on a partition of s1 and one of s2, popped."""
     q = "cd-%d" % os.getpid()
@@ -388,6 +435,7 @@ def main():
         # 6. the consuming wire over three shards
         t6 = time.monotonic()
         consuming(port, router, shards)
+        fenced(port, router, shards)  # 8.
         down = consuming_prepare(port, router)
         print("     (6. took %.1f s)" % (time.monotonic() - t6), flush=True)
 

@@ -3,6 +3,7 @@
 
 #include "common/errors.h"
 #include "db/extension_version.h"
+#include "http/error_response.h"
 
 using queen::sidecar::public_error;
 using queen::sidecar::Status;
@@ -58,4 +59,24 @@ TEST(PublicError, ExtensionVersionSaysWhatToRun) {
     EXPECT_EQ(e.http, 503);
     EXPECT_EQ(e.code, "extension_version");
     EXPECT_EQ(e.message, extension_version_message("0.2.0"));
+}
+
+// A shard's slot fence (moving 55Q02, moved 55Q01): 503 slot_moving with a fixed text (the
+// shard's message names slots and partitions), and Retry-After on the answer.
+TEST(PublicError, SlotFenceIsRetryable) {
+    for (const char* state : {"55Q01", "55Q02"}) {
+        Status s(StatusCode::Unavailable, "ERROR:  slot 34 is moving: partition 7 was not written",
+                 state);
+        auto e = public_error(s);
+        EXPECT_EQ(e.http, 503) << state;
+        EXPECT_EQ(e.code, "slot_moving") << state;
+        EXPECT_EQ(e.message,
+                  "the partition's slot is being moved between shards; nothing was written, retry")
+            << state;
+        auto r = queen::sidecar::error_response(s);
+        EXPECT_EQ(r.status, 503);
+        bool retry_after = false;
+        for (const auto& h : r.headers) retry_after |= h.first == "Retry-After" && h.second == "1";
+        EXPECT_TRUE(retry_after) << state;
+    }
 }

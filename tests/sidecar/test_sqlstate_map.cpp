@@ -15,7 +15,8 @@ TEST(SqlstateMap, NoConnectionIsBroken) {
     }
 }
 
-// A good connection's codes, per surface: the push overrides, the streams' shared table only.
+// A good connection's codes, per surface: the push overrides, the streams' shared table only
+// (both: a shard's slot fence is passing, 503, not an internal 500).
 TEST(SqlstateMap, PushAndStreamsTables) {
     struct Row {
         const char* state;
@@ -36,7 +37,9 @@ TEST(SqlstateMap, PushAndStreamsTables) {
         {"23505", SqlFailure::Conflict, SqlFailure::Other},
         {"P0001", SqlFailure::Other, SqlFailure::Other},
         {"42883", SqlFailure::Other, SqlFailure::Other},
-        {"55Q01", SqlFailure::Other, SqlFailure::Other},
+        {"55Q01", SqlFailure::Transient, SqlFailure::Transient},
+        {"55Q02", SqlFailure::Transient, SqlFailure::Transient},
+        {"55Q03", SqlFailure::Other, SqlFailure::Other},
     };
     for (const Row& r : rows) {
         EXPECT_EQ(classify_sqlstate(SqlSurface::Push, r.state), r.push) << r.state;

@@ -6,8 +6,11 @@ One cluster of 3 shards (scripts/cluster.sh, synchronous_commit = on) and one si
 is filled with N messages through the router; then three writers push one message at a time
 through the sidecar, each to its own partition: `moving` to the partition about to move,
 `same-shard` to a partition of another slot on the same (source) shard, `other-shard` to a
-partition on the move's target shard. Both control partitions are chosen in the moving
-partition's flush lane (flush_lane: the sidecar's lane_of), the worker a move could hold.
+partition on the move's target shard. Both control partitions are chosen at the moving
+partition's place in their shard's group of flush lanes (flush_lane: the sidecar's lane_of;
+since 0.4.0 each shard has its own group of max(1, --pool-size / shards) lanes,
+push/flusher.h): the same-shard control in the moving partition's own lane, the worker a move
+could hold; the target-shard control in the target group's lane at that place.
 Every write is sent again unchanged until it is answered (201 with a verdict that is not
 `failed`). While they run, CALL queen.move_slot(slot, target) on the router.
 
@@ -59,7 +62,8 @@ def _std_hash(b):
 
 
 def flush_lane(q, p, lanes):
-    """The sidecar's flush lane (worker) of a partition: sidecar/push/flusher.cpp lane_of."""
+    """A partition's place in its shard's group of `lanes` flush lanes (workers):
+    sidecar/push/flusher.cpp lane_of, whose lane is the shard's group times `lanes` plus this."""
     return _std_hash((q + "\x1f" + p).encode()) % lanes
 
 
@@ -136,9 +140,10 @@ def run_size(c, args, size):
                       "generate_series(%d, %d) g))" % (q, size - left, size - left + n - 1))
         left -= n
     fill_s = time.time() - t
-    lane = flush_lane(q, "big", args.pool_size)
-    same = partition_on(c, q, src, slot, lane, args.pool_size)
-    other = partition_on(c, q, dst, slot, lane, args.pool_size)
+    per = max(1, args.pool_size // 3)  # the lanes of each of the 3 shards' groups
+    lane = flush_lane(q, "big", per)
+    same = partition_on(c, q, src, slot, lane, per)
+    other = partition_on(c, q, dst, slot, lane, per)
     proc, port = start_sidecar(args.sidecar, os.path.join(args.work, "sidecar-%d.log" % size),
                                ["--router", c.router, "--pool-size", str(args.pool_size),
                                 "--router-refresh-ms", "200"])
@@ -160,7 +165,7 @@ def run_size(c, args, size):
         proc.kill()
         proc.wait()
     res = {"messages": size, "slot": slot, "from": src, "to": dst, "fill_s": round(fill_s, 1),
-           "move_s": round(t1 - t0, 2), "lane": lane, "lanes": args.pool_size,
+           "move_s": round(t1 - t0, 2), "lane": lane, "lanes": per,
            "controls": [same, other]}
     for name, w in writers.items():
         res[name] = w.figures(t0, t1)

@@ -34,11 +34,29 @@ std::unique_ptr<shard::Directory> make_directory(const Settings& st, const pg::C
     return d;
 }
 
+// The shards of the map read at start (1 when none could be read).
+int64_t start_shards(shard::Directory* shards) {
+    auto m = shards ? shards->map() : nullptr;
+    int top = -1;
+    if (m)
+        for (int s : m->slot_shard) top = std::max(top, s);
+    return std::max(top + 1, 1);
+}
+
+// With --router, each shard's group of flush lanes (push/flusher.h): --pool-size shared out
+// over the shards of the map read at start, at least one lane each.
+int64_t lanes_per_shard(const Settings& st, shard::Directory* shards) {
+    return std::max<int64_t>(1, st.pool_size / start_shards(shards));
+}
+
 // --pool-size push connections (flush workers); on one server the first is tried at once.
+// With --router, lanes_per_shard workers per shard of the map read at start, each connecting
+// to the shards it meets (its own; after a slot move, the new owner too).
 std::vector<std::unique_ptr<PushStore>> push_backends(const Settings& st, const pg::ConnSettings& pgc,
                                                     shard::Directory* shards, Metrics* metrics) {
     std::vector<std::unique_ptr<PushStore>> backends;
-    for (int64_t i = 0; shards && i < st.pool_size; i++)
+    const int64_t sharded = shards ? lanes_per_shard(st, shards) * start_shards(shards) : 0;
+    for (int64_t i = 0; i < sharded; i++)
         backends.push_back(std::make_unique<shard::ShardedBackend>(*shards, pgc, metrics));
     for (int64_t i = 0; !shards && i < st.pool_size; i++) {
         auto pg = std::make_unique<PgConnection>(st.pg, pgc, metrics);
@@ -155,10 +173,12 @@ Daemon::Daemon(const Settings& st)
       server_(ioc_, cors_, metrics_, server_limits(st_)),
       drain_timer_(ioc_) {
     if (shards_)
-        flusher_.set_placement([d = shards_.get()](std::string_view q, std::string_view p) {
-            auto m = d->map();
-            return m ? m->owner(m->slot_of(q, p)) : 0;
-        });
+        flusher_.set_placement(
+            [d = shards_.get()](std::string_view q, std::string_view p) {
+                auto m = d->map();
+                return m ? m->owner(m->slot_of(q, p)) : 0;
+            },
+            static_cast<std::size_t>(lanes_per_shard(st_, shards_.get())));
     stream_engine_.set_changed_hook([this](const std::string& n) { stream_waiters_.local_commit(n); });
     // The streams' direct path: its connection watched by this loop (destroyed before ioc_).
     if (st_.stream_direct && !shards_) {  // one connection: a single server only

@@ -100,9 +100,14 @@ void Flusher::abandon() {
     for (auto& cv : cvs_) cv.notify_all();
 }
 
-// A stable spread of partitions over the workers.
-std::size_t Flusher::lane_of(const std::string& key) const {
-    return std::hash<std::string>{}(key) % ready_.size();
+// A stable spread of partitions over the workers: over every lane, or (lanes per shard set)
+// over the lanes of the shard's group.
+std::size_t Flusher::lane_of(const std::string& key, int shard) const {
+    const std::size_t h = std::hash<std::string>{}(key);
+    const std::size_t per = lanes_per_shard_;
+    if (per == 0 || per >= ready_.size() || shard < 0) return h % ready_.size();
+    const std::size_t groups = ready_.size() / per;
+    return (static_cast<std::size_t>(shard) % groups) * per + h % per;
 }
 
 // Workers drain what is queued, then exit.
@@ -172,11 +177,11 @@ void Flusher::submit(std::shared_ptr<PushJob> job) {
                     auto& slot = parts_[key];
                     if (!slot) {
                         slot = std::make_unique<PartQueue>();
-                        slot->lane = lane_of(key);
+                        if (placement_) slot->shard = placement_(it.queue, it.partition);
+                        slot->lane = lane_of(key, placement_ ? slot->shard : -1);
                         slot->key = std::move(key);
                         slot->queue = it.queue;
                         slot->partition = it.partition;
-                        if (placement_) slot->shard = placement_(it.queue, it.partition);
                     }
                     pq = slot.get();
                 }

@@ -41,7 +41,12 @@
 //
 // Shards (set_placement, queen-sidecar --router): every partition queue notes its shard when it
 // is made, and a batch takes only partitions of one shard, so each fused call goes to one shard
-// (sidecar/shard/sharded_backend.h routes it) and a shard that is down fails only its own.
+// (sidecar/shard/sharded_backend.h routes it) and a shard that is down fails only its own. The
+// lanes come in groups of lanes_per_shard, one group per shard (issue 30): a partition's lane is
+// in its shard's group (shard index modulo the number of groups), so a lane holds one shard's
+// partitions and its fused calls carry all of them, not the third of a mixed lane's that is
+// its first shard's. A partition keeps its lane when its slot moves (its calls go to the owner
+// the map names).
 //
 // A slot being moved (SQLSTATE 55Q02 under --router; push/parking.h): the call rolled back, so
 // it is split by partition until the moving slot's partitions are alone; those are parked (kept
@@ -136,8 +141,11 @@ public:
     void submit(std::shared_ptr<PushJob> job);
 
     // Sharded: the shard (any stable number) of a partition; set before start().
-    void set_placement(std::function<int(std::string_view queue, std::string_view partition)> f) {
+    // lanes_per_shard: the size of each shard's group of lanes (0: every lane takes every shard).
+    void set_placement(std::function<int(std::string_view queue, std::string_view partition)> f,
+                       std::size_t lanes_per_shard = 0) {
         placement_ = std::move(f);
+        lanes_per_shard_ = lanes_per_shard;
     }
 
     // Run one queued batch on the calling thread with backend b (tests drive the flusher
@@ -173,7 +181,7 @@ private:
     void take_batch_locked(std::size_t lane, std::vector<PartQueue*>* parts,
                            std::vector<std::vector<Pending>>* items);
     // The lane of a partition key.
-    std::size_t lane_of(const std::string& key) const;
+    std::size_t lane_of(const std::string& key, int shard) const;
     // Flush a batch; *parked[p] are partition p's items to park (a slot being moved).
     void process(PushStore& b, const std::vector<PartQueue*>& parts,
                  std::vector<std::vector<Pending>>& items,
@@ -239,6 +247,7 @@ private:
     MoveParking parking_;  // its lot guarded by mu_ (push/parking.h)
     PartitionMemo memo_;
     std::function<int(std::string_view, std::string_view)> placement_;
+    std::size_t lanes_per_shard_ = 0;  // set_placement: the lanes of one shard's group
     InDoubtResolver in_doubt_;  // lost answers and failovers (push/in_doubt.h)
 };
 

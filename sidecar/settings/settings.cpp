@@ -128,7 +128,8 @@ const std::vector<SettingSpec>& setting_specs() {
                          "libpq connection string (empty: libpq's defaults and PG* environment)")),
         int_row("pool-size", &S::pool_size, 4, 1, 64, Plain,
                 "PostgreSQL connections = flush workers (on 2 cores, 2-4 measure alike; 6+ makes "
-                "smaller transactions and costs more CPU per message)"),
+                "smaller transactions and costs more CPU per message); with --router shared out "
+                "over the shards, at least one each"),
         int_row("http-threads", &S::http_threads, 1, 1, 64, Plain, "HTTP event-loop threads"),
         int_row("dedup-cache", &S::dedup_cache, 1, 0, 1, Plain,
                 "1: block cache on; 0: off, every p_verified is -1"),

@@ -5,6 +5,7 @@
 // down fails only its own items.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/common/slot.h"
@@ -220,6 +221,46 @@ TEST(ShardedFlusher, AShardDownFailsOnlyItsOwnItemsAndARetryIsExact) {
     ASSERT_EQ(out.size(), 2u);
     EXPECT_EQ(out[0].first, 1) << "stored by the first try";
     EXPECT_EQ(out[1].first, 0) << "stored now";
+}
+
+// With lanes in groups per shard (issue 30), every partition's lane is in its shard's group, so a
+// lane holds one shard's partitions: taking the lanes in order (run_once takes the first lane
+// with work) drains all of shard 0's partitions before any of shard 1's. Without groups, 32
+// partitions spread over the 4 lanes by hash and the shards interleave.
+TEST(ShardedFlusher, EachShardHasItsOwnGroupOfLanes) {
+    for (bool grouped : {true, false}) {
+        ManualClock clock;
+        TwoShards be(clock);
+        Metrics metrics;
+        BlockCache cache(cache_config(Settings()), clock);
+        std::vector<std::unique_ptr<PushStore>> lanes;
+        for (int i = 0; i < 4; i++) lanes.push_back(std::make_unique<TwoShards>(clock));
+        FlusherConfig cfg = flusher_config(Settings());
+        cfg.max_flush_partitions = 1;  // one partition a call: the calls show the lanes' order
+        Flusher fl(cfg, std::move(lanes), cache, metrics, clock);
+        fl.set_placement([](std::string_view, std::string_view p) { return TwoShards::of_name(p); },
+                         grouped ? 2 : 0);
+        queen::UuidV7Generator gen(5);
+        std::vector<std::pair<int, StatusCode>> out;
+        std::vector<std::pair<std::string, std::string>> items;
+        for (int i = 0; i < 16; i++) {
+            items.push_back({"b" + std::to_string(i), "tb" + std::to_string(i)});
+            items.push_back({"a" + std::to_string(i), "ta" + std::to_string(i)});
+        }
+        fl.submit(job_of(items, gen, &out));
+        while (fl.run_once(be)) {
+        }
+        ASSERT_EQ(out.size(), 32u);
+        for (const auto& o : out) EXPECT_EQ(o.first, 0);
+        std::vector<int> order;
+        for (const auto& c : be.calls) {
+            ASSERT_EQ(c.size(), 1u);
+            order.push_back(*c.begin());
+        }
+        ASSERT_EQ(order.size(), 32u);
+        const bool drained_in_turn = std::is_sorted(order.begin(), order.end());
+        EXPECT_EQ(drained_in_turn, grouped) << (grouped ? "grouped" : "ungrouped");
+    }
 }
 
 }  // namespace

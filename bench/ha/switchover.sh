@@ -2,7 +2,7 @@
 # How long a clean switchover (`scripts/ha.sh failover`) holds writes, and where the time goes
 # (issue 31). A measurement, not a test (not in scripts/test.sh).
 #
-#   bash bench/ha/switchover.sh [--rounds N] [--variants "base tuned"] [--out DIR] [--no-sidecar]
+#   bash bench/ha/switchover.sh [--rounds N] [--variants "stale base"] [--out DIR] [--no-sidecar] [--keep]
 #
 # Starts a formation of its own through scripts/ha.sh (QUEEN_HA_PORT, default 57600: monitor on
 # it, nodes on the next three ports; QUEEN_HA_DIR, default /tmp/queen-bench-ha), then two writers
@@ -11,8 +11,8 @@
 #         multi-host string (target_session_attrs=read-write), reconnecting on any error;
 #   http  one push of one item through a queen-sidecar on the same string (--no-sidecar: none).
 # Each round runs one switchover per variant (interleaved, so the machine's noise hits them
-# alike); a variant is a set of pg_auto_failover settings applied before its switchover (see
-# apply_variant). Per switchover it reports, for each writer: command -> last write before the
+# alike); a variant is a state of the formation set up before its switchover (apply_variant:
+# base, stale, clear). Per switchover it reports, for each writer: command -> last write before the
 # gap, the gap (longest time without a committed write around the switchover), command -> first
 # write after; and the monitor's events (pgautofailover.event) with their times relative to the
 # command. Median per variant. Writes the report to OUT/report.txt and the raw logs beside it
@@ -54,18 +54,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A variant's settings, applied to the running formation before its switchover. `base` is what
-# scripts/ha.sh sets; the others are the candidates measured against it (bench/ha/RESULTS.md).
-keepers() {  # pg_autoctl config set on every data node, then a reload of its keeper
-    local n d
-    for n in node1 node2 node3; do
-        d=$QUEEN_HA_DIR/$n
-        runuser -u postgres -- env XDG_CONFIG_HOME="$QUEEN_HA_DIR/xdg/config" XDG_DATA_HOME="$QUEEN_HA_DIR/xdg/data" \
-            XDG_RUNTIME_DIR="$QUEEN_HA_DIR/xdg/run" pg_autoctl config set --pgdata "$d" "$@" >/dev/null
-        runuser -u postgres -- env XDG_CONFIG_HOME="$QUEEN_HA_DIR/xdg/config" XDG_DATA_HOME="$QUEEN_HA_DIR/xdg/data" \
-            XDG_RUNTIME_DIR="$QUEEN_HA_DIR/xdg/run" pg_autoctl reload --pgdata "$d" >/dev/null 2>&1 || true
-    done
-}
+# A variant's settings, applied to the running formation before its switchover: `base` is what
+# scripts/ha.sh leaves; `stale` gives every standby the primary's synchronous_standby_names (what
+# ha.sh before issue 31 left on a node that had been primary once); `clear` empties it on every
+# standby (what ha.sh now does itself). bench/ha/RESULTS.md compares them.
 NODE_SQL() { psql -X -q -At -h 127.0.0.1 -p "$1" -U postgres -d postgres -c "$2"; }
 # synchronous_standby_names on every standby (set to $1), as the standbys' postgresql.auto.conf
 # carries it: a node that was primary once keeps the value its keeper set then (ALTER SYSTEM); a
@@ -96,8 +88,6 @@ apply_variant() {
            "variant_$1" ;;
     esac
 }
-# Extra variants may be defined in a file named by SWITCHOVER_VARIANTS (bash functions variant_NAME).
-[[ -n ${SWITCHOVER_VARIANTS:-} ]] && source "$SWITCHOVER_VARIANTS"
 
 echo "switchover bench: rounds $ROUNDS, variants $VARIANTS, formation port $QUEEN_HA_PORT, out $OUT" | tee "$OUT/meta"
 { echo "start $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg) commit $(git -C "$ROOT" rev-parse --short HEAD)"; } >>"$OUT/meta"
@@ -106,7 +96,7 @@ eval "$(HA env)"
 python3 "$ROOT/bench/ha/writer.py" --conninfo "$QUEEN_HA_CONNINFO" >"$OUT/writes-sql.log" 2>"$OUT/writer-sql.err" &
 PIDS+=($!)
 if ((SIDECAR)); then
-    # shellcheck source=../../scripts/lib/sidecar.sh
+    # shellcheck source=/dev/null
     source "$ROOT/scripts/lib/sidecar.sh"
     sidecar_start "${SIDECAR_BIN:-$ROOT/build/queen-sidecar}" "$OUT/sidecar.log" --pg "$QUEEN_HA_CONNINFO" --pool-size 2 \
         --resolve-deadline-ms 30000

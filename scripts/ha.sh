@@ -410,9 +410,11 @@ ensure_extension() {
 # a standby ignores it, but once promoted it applies it from the end of recovery until its keeper
 # empties it for wait_primary (fsm_disable_replication, after pg_auto_failover 2.0's fixed 1 s
 # promotion poll and a checkpoint), and every commit meanwhile waits for standbys that are not
-# connected to it yet; the keeper then releases them unreplicated. An empty value changes only
-# when those commits return (no later durability: wait_primary runs without a synchronous standby
-# either way, docs/failover.md). The check and the change are one session: a primary (recovery
+# connected to it yet; the keeper then releases them unreplicated (unless a named standby
+# re-joined first: never seen). With an empty value they are answered at once with one copy, as
+# every commit in wait_primary is: the single-copy window after a switchover starts about 1 s
+# earlier (docs/failover.md). Roles are untouched (never two primaries) and nothing the old
+# primary answered depends on it. The check and the change are one session: a primary (recovery
 # over) is never touched (its value is the keeper's, and a node promoted after the check gets its
 # primary value from its keeper only after wait_primary, seconds later).
 clear_standby_sync_names() {

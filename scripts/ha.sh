@@ -36,6 +36,9 @@
 # waits 6 s for a lost primary to demote itself (primary_demote_timeout), and each keeper
 # demotes its own primary after 4 s cut off from the monitor and the other nodes
 # (timeout.network_partition_timeout < primary_demote_timeout: never two primaries).
+# A clean switchover (`failover`) uses none of these: it holds writes about 1.2 s, once `start`
+# and `failover` empty synchronous_standby_names on the standbys (clear_standby_sync_names;
+# bench/ha/RESULTS.md).
 #
 # As root every process runs as user postgres (PostgreSQL refuses root), like scripts/pg.sh.
 # pg_autoctl makes the monitor and the standbys; the script's own initdb (node1's cluster) and
@@ -384,6 +387,7 @@ cmd_start() {
             die "could not set number_sync_standbys"
     fi
     wait_healthy "${QUEEN_HA_WAIT_S:-180}"
+    clear_standby_sync_names
     local p
     p=$(primary_name)
     ensure_extension "$p"
@@ -398,6 +402,37 @@ ensure_extension() {
         -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null 2>&1 ||
         as_pg "$PGBIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres \
             -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
+}
+
+# Empty synchronous_standby_names on every standby (issue 31: a clean switchover held writes
+# 2.3-3.2 s with it set, 1.0-1.2 s without; bench/ha/RESULTS.md). The keeper of a primary sets it
+# with ALTER SYSTEM (postgresql.auto.conf) and nothing takes it back when that node is demoted:
+# a standby ignores it, but once promoted it applies it from the end of recovery until its keeper
+# empties it for wait_primary (fsm_disable_replication, after pg_auto_failover 2.0's fixed 1 s
+# promotion poll and a checkpoint), and every commit meanwhile waits for standbys that are not
+# connected to it yet; the keeper then releases them unreplicated (unless a named standby
+# re-joined first: never seen). With an empty value they are answered at once with one copy, as
+# every commit in wait_primary is: the single-copy window after a switchover starts about 1 s
+# earlier (docs/failover.md). Roles are untouched (never two primaries) and nothing the old
+# primary answered depends on it. The check and the change are one session: a primary (recovery
+# over) is never touched (its value is the keeper's, and a node promoted after the check gets its
+# primary value from its keeper only after wait_primary, seconds later).
+clear_standby_sync_names() {
+    local n port out
+    for n in "${NODES[@]}"; do
+        supervisor_pid "$n" >/dev/null || continue
+        port=$(port_of "$n")
+        out=$(as_pg "$PGBIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres <<'SQL' 2>&1
+SELECT pg_is_in_recovery() AND current_setting('synchronous_standby_names') <> '' AS stale \gset
+\if :stale
+ALTER SYSTEM SET synchronous_standby_names = '';
+SELECT pg_reload_conf() AND pg_is_in_recovery();
+\endif
+SQL
+        ) || say "could not check synchronous_standby_names on $n: $out"
+        [[ ${out##*$'\n'} == f ]] && say "warning: $n was promoted while its synchronous_standby_names was emptied"
+    done
+    return 0
 }
 
 # Wait until one primary and two secondaries are reported, every keeper running.
@@ -455,6 +490,7 @@ cmd_failover() {
     as_pg pg_autoctl perform switchover --pgdata "$(data_of monitor)" --formation "$FORMATION" \
         --wait 120 >>"$DIR/monitor.log" 2>&1 || die "switchover failed (log: $DIR/monitor.log)"
     wait_healthy 120
+    clear_standby_sync_names
     say "switched over: $before -> $(primary_name)"
 }
 

@@ -12,6 +12,7 @@
 #include "api/maintenance_shards.h"
 #include "api/routes.h"
 #include "db/pg_connection.h"
+#include "common/json_fields.h"
 #include "common/json_writer.h"
 
 namespace queen::sidecar {
@@ -100,21 +101,6 @@ void append_failed(std::string* out, const PushItem& it, std::size_t i, const St
     *out += '}';
 }
 
-// An answer object's text with its "index" replaced by idx.
-std::string reindexed(simdjson::dom::object o, std::size_t idx) {
-    std::string s = "{\"index\":";
-    json_append_int(&s, static_cast<int64_t>(idx));
-    for (auto f : o) {
-        if (f.key == "index") continue;
-        s += ',';
-        json_append_string(&s, f.key);
-        s += ':';
-        s += simdjson::minify(f.value);
-    }
-    s += '}';
-    return s;
-}
-
 // The answer of a push whose items were partly parked, partly failed, partly pushed (rest: the
 // pushed part's job, answered by the flusher; nullptr when there is none): 201 in request order.
 HttpResponse merged_response(const PushRequest& req, const ShardedFates& f, PushJob* rest) {
@@ -129,7 +115,7 @@ HttpResponse merged_response(const PushRequest& req, const ShardedFates& f, Push
             std::size_t j = 0;
             for (auto el : arr) {
                 simdjson::dom::object o;
-                if (!el.get(o)) pushed[f.rest[j]] = reindexed(o, f.rest[j]);
+                if (!el.get(o)) pushed[f.rest[j]] = with_index(o, static_cast<int64_t>(f.rest[j]));
                 j++;
             }
             for (const auto& h : pr.headers) retry_after |= h.first == "Retry-After";

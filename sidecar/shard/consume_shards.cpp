@@ -14,6 +14,7 @@
 
 #include "core/common/partition_uuid.h"
 #include "common/errors.h"
+#include "common/json_fields.h"
 #include "common/json_writer.h"
 #include "http/error_response.h"
 #include "consume/consume_sql.h"
@@ -76,21 +77,6 @@ Status for_each_shard(SqlRoute& b, const char* name, const char* sql, int n, con
         if (!s.is_ok()) return s;
     }
     return down;
-}
-
-// An answer object's text with its "index" replaced by idx (the other members as answered).
-std::string with_index(simdjson::dom::object o, int64_t idx) {
-    std::string s = "{\"index\":";
-    json_append_int(&s, idx);
-    for (auto f : o) {
-        if (f.key == "index") continue;
-        s += ',';
-        json_append_string(&s, f.key);
-        s += ':';
-        s += simdjson::minify(f.value);
-    }
-    s += '}';
-    return s;
 }
 
 // The failure of an ack its shard did not answer, in the ack answer's shape plus the public

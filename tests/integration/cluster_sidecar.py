@@ -41,34 +41,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from http_helpers import http_request, start_sidecar  # noqa: E402
+from cluster_helpers import call, checker, cluster_script, sql  # noqa: E402,F401
 
 ROOT, BIN, PGBIN, WORK, PORT = sys.argv[1:6]
 Q = "cs"
 ENV = dict(os.environ, QUEEN_CLUSTER_PORT=PORT, QUEEN_CLUSTER_DIR=os.path.join(WORK, "cluster"),
            QUEEN_PGBIN=PGBIN)
 failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def cluster(*args):
-    r = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), *args], env=ENV,
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("cluster.sh %s failed: %s" % (" ".join(args), r.stderr[-2000:]))
-    return r.stdout
-
-
-def sql(ci, q):
-    r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d", ci, "-c", q],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("psql failed: %s: %s" % (q, r.stderr))
-    return r.stdout.strip()
+check = checker(failures)
+cluster = cluster_script(ROOT, ENV)
 
 
 def push(port, items):
@@ -88,13 +69,6 @@ def stored(ci, p):
 
 def item(p, t, q=Q):
     return {"queue": q, "partition": p, "transactionId": t, "payload": {"t": t}}
-
-
-def call(port, method, path, body=None):
-    """(status, headers, parsed JSON or None) of one request."""
-    data = json.dumps(body).encode() if body is not None else b""
-    st, h, raw = http_request(port, method, path, data, {"Content-Type": "application/json"})
-    return st, h, (json.loads(raw) if raw else None)
 
 
 def places(router, q, n=200):

@@ -82,25 +82,6 @@ struct ShardedFates {
     std::vector<std::size_t> rest;   // the Flush items' indexes, in order (the sub-request's)
 };
 
-// A failed item, as push_response writes one: {index, transaction_id, queueName, partition,
-// status: "failed", error, code}.
-void append_failed(std::string* out, const PushItem& it, std::size_t i, const Status& s) {
-    const PublicError pe = public_error(s);
-    *out += "{\"index\":";
-    json_append_int(out, static_cast<int64_t>(i));
-    *out += ",\"transaction_id\":";
-    json_append_string(out, it.txn);
-    *out += ",\"queueName\":";
-    json_append_string(out, it.queue);
-    *out += ",\"partition\":";
-    json_append_string(out, it.partition);
-    *out += ",\"status\":\"failed\",\"error\":";
-    json_append_string(out, pe.message);
-    *out += ",\"code\":";
-    json_append_string(out, pe.code);
-    *out += '}';
-}
-
 // The answer of a push whose items were partly parked, partly failed, partly pushed (rest: the
 // pushed part's job, answered by the flusher; nullptr when there is none): 201 in request order.
 HttpResponse merged_response(const PushRequest& req, const ShardedFates& f, PushJob* rest) {
@@ -126,7 +107,7 @@ HttpResponse merged_response(const PushRequest& req, const ShardedFates& f, Push
                 if (e.is_ok()) e = Status(StatusCode::Internal, "the push was not answered");
                 retry_after |= e.code() == StatusCode::ShardUnavailable;
                 std::string one;
-                append_failed(&one, req.items[f.rest[j]], f.rest[j], e);
+                append_failed_item(&one, req.items[f.rest[j]], f.rest[j], e);
                 pushed[f.rest[j]] = std::move(one);
             }
         }
@@ -141,7 +122,7 @@ HttpResponse merged_response(const PushRequest& req, const ShardedFates& f, Push
             case Fate::Parked: append_parked(&out, req, i); break;
             case Fate::Failed:
                 retry_after |= f.why[i].code() == StatusCode::ShardUnavailable;
-                append_failed(&out, req.items[i], i, f.why[i]);
+                append_failed_item(&out, req.items[i], i, f.why[i]);
                 break;
             case Fate::Flush: out += pushed[i]; break;
         }

@@ -37,6 +37,25 @@ void push_route(ApiContext& cx, RouteArgs&& a, Reply reply) {
     seal_push(cx, std::move(job), std::move(shared_reply));
 }
 
+// See routes.h. The same public form as a request-level error: a stable code, no internals.
+void append_failed_item(std::string* out, const PushItem& it, std::size_t i, const Status& error) {
+    const PublicError pe = public_error(error);
+    *out += "{\"index\":";
+    json_append_int(out, static_cast<int64_t>(i));
+    *out += ",\"transaction_id\":";
+    json_append_string(out, it.txn);
+    *out += ",\"queueName\":";
+    json_append_string(out, it.queue);
+    *out += ",\"partition\":";
+    json_append_string(out, it.partition);
+    *out += ",\"status\":\"failed\",\"error\":";
+    json_append_string(out, pe.message);
+    *out += ",\"code\":";
+    json_append_string(out, pe.code);
+    *out += '}';
+}
+
+
 // 201 + one object per item in input order, or one error when no item was stored or found
 // stored (then nothing of the request was written). As the broker: a stored item is
 // {"index","message_id","transaction_id","queueName","partition_id" (UUID),"trace_id":null,
@@ -66,24 +85,12 @@ HttpResponse push_response(PushJob& job) {
         const ItemAnswer& a = job.answers[i];
         retry_after |= a.failed && a.error.code() == StatusCode::ShardUnavailable;
         if (i) out.push_back(',');
-        out += "{\"index\":";
-        json_append_int(&out, static_cast<int64_t>(i));
         if (a.failed) {
-            out += ",\"transaction_id\":";
-            json_append_string(&out, it.txn);
-            out += ",\"queueName\":";
-            json_append_string(&out, it.queue);
-            out += ",\"partition\":";
-            json_append_string(&out, it.partition);
-            // The same public form as a request-level error: a stable code, no server internals.
-            const PublicError pe = public_error(a.error);
-            out += ",\"status\":\"failed\",\"error\":";
-            json_append_string(&out, pe.message);
-            out += ",\"code\":";
-            json_append_string(&out, pe.code);
-            out += "}";
+            append_failed_item(&out, it, i, a.error);
             continue;
         }
+        out += "{\"index\":";
+        json_append_int(&out, static_cast<int64_t>(i));
         out += ",\"message_id\":\"";
         queen::uuid_to_text(a.id, idbuf);
         out.append(idbuf, 36);

@@ -106,5 +106,9 @@ void no_route(ApiContext& cx, RouteArgs&& a, Reply reply);
 
 // The push answer body for a finished job (201 array, or an error body) (push_routes.cpp).
 HttpResponse push_response(PushJob& job);
+// Append item i's failed answer as push_response writes it: {index, transaction_id, queueName,
+// partition, status: "failed", error, code} (the public form of error: a stable code, no server
+// internals).
+void append_failed_item(std::string* out, const PushItem& it, std::size_t i, const Status& error);
 
 }  // namespace queen::sidecar

@@ -107,11 +107,12 @@ static bool fence_member() {
     return cache.member;
 }
 
-// Take the slot's fence lock (mode), transaction-scoped.
-static void fence_lock(int32 slot, LOCKMODE mode) {
+// Take the slot's fence lock (mode), transaction-scoped; with no_wait, only if it can be had
+// at once (false when it cannot: nothing taken).
+static bool fence_lock(int32 slot, LOCKMODE mode, bool no_wait = false) {
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0x71756565, static_cast<uint32>(slot), kSlotFenceLockClass);
-    (void) LockAcquire(&tag, mode, false, false);
+    return LockAcquire(&tag, mode, false, no_wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 // The slot's state as committed now, its fence lock held: kSlotOwned also when this server
@@ -129,15 +130,6 @@ static SlotState fence_lock_state(int32 slot) {
     return fence_state_locked(slot);
 }
 
-// The slot's fence lock in ShareLock mode if it can be had at once (to the end of the
-// transaction): false when a fence holds it or waits for it (an ExclusiveLock granted or queued
-// ahead), without waiting.
-static bool fence_try_share(int32 slot) {
-    LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, 0x71756565, static_cast<uint32>(slot), kSlotFenceLockClass);
-    return LockAcquire(&tag, ShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
-}
-
 // The check proper: refuse unless the slot is owned here. A writer never waits for a fence:
 // when one holds or awaits the lock (queen.shard_fence_slot's transaction, an import or a
 // give-up of the slot), the write is refused at once, 55Q02 (55Q01 when this backend already
@@ -147,7 +139,8 @@ static bool fence_try_share(int32 slot) {
 // the call waiting out the fence's transaction (issue 30: 0.3-1 s measured).
 static void fence_check_slot(int32 slot, const char* what) {
     SlotState st;
-    if (fence_try_share(slot)) {
+    // not at once: a fence holds the lock or waits for it (ExclusiveLock granted or queued ahead)
+    if (fence_lock(slot, ShareLock, true)) {
         st = fence_state_locked(slot);
     } else {
         st = static_cast<uint32>(slot) < cache.slot_count &&

@@ -41,7 +41,7 @@ GRANT EXECUTE ON FUNCTION
     queen.txn_hash(text), queen.log_unnest_hashes(bytea), queen.probe_cache_stats(),
     queen.push_hint_stats(), queen.push_last_stamp(), queen.read(text, text, bigint, int), queen.partition_id(text, text),
     queen.committed_offset(text, text, text), queen.explain(text, text, text),
-    queen.probe_index_stats()
+    queen.probe_index_stats(), queen.probe_runs_stats()
     TO queen_reader, queen_writer, queen_admin;
 -- placement (sql/modules/00_core.sql; docs/scale-out.md)
 GRANT EXECUTE ON FUNCTION queen.slot_of(text, text), queen.slot_of(text, text, integer)

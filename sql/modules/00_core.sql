@@ -224,6 +224,12 @@ CREATE OR REPLACE FUNCTION queen.probe_index_stats() RETURNS bigint
     AS 'MODULE_PATHNAME', 'queen_probe_index_stats_v1'
     LANGUAGE C VOLATILE;
 
+-- How many of this backend's probes went through the hash runs (issue 28: windows larger than
+-- queen.probe_index_min_hashes without the hash index; src/pg/probe/runs_probe.cpp).
+CREATE OR REPLACE FUNCTION queen.probe_runs_stats() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'queen_probe_runs_stats_v1'
+    LANGUAGE C VOLATILE;
+
 -- Per-backend counters of the hinted vouch (push_segment(s)' p_hint(s)): segments whose hints
 -- were looked at, hints, segments whose hints all confirmed, segments sent to the full probe.
 CREATE OR REPLACE FUNCTION queen.push_hint_stats(OUT hinted_segments bigint, OUT hints bigint,

@@ -81,6 +81,26 @@ ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
 -- newest stamp is inside the window (src/pg/storage/log_scan.cpp). A hand-edited created_at is
 -- caught by the trigger queen.log_segments_order_guard (sql/modules/00_core.sql).
 
+-- issue 28, 0.4.0: hash runs. A partition's stored hashes sorted by key, in immutable runs, so a
+-- probe of a window too large to read (or to hold in a probe cache) costs a few index descents
+-- per message, and no cache has to be warm (after a restart, a failover, without preloading).
+-- One row per chunk of a run (about 160 entries of 12 bytes: a hash's first 8 bytes, its offset
+-- minus run_lo): the run covers the partition's rows with base_offset in [run_lo, run_hi];
+-- key_hi is the chunk's last key; the newest run's last chunk carries `runs`, the list of every
+-- run of the partition ({lo, hi, lo, hi, ...}, ascending). Derived data, like an index: built
+-- and merged by queen.push under the partition lock (src/pg/probe/runs_probe.cpp says how and
+-- why it is exact), never dumped (a restore rebuilds them), dropped with their partition.
+CREATE TABLE queen.log_hash_runs (
+    partition_id bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
+    run_lo       bigint NOT NULL,
+    key_hi       bigint NOT NULL,
+    run_hi       bigint NOT NULL,
+    entries      bytea NOT NULL,
+    runs         bigint[],
+    PRIMARY KEY (partition_id, run_lo, key_hi)
+);
+ALTER TABLE queen.log_hash_runs ALTER COLUMN entries SET STORAGE MAIN;
+
 CREATE TABLE queen.consumer_groups (
     partition_id     bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
     group_name       text NOT NULL,

@@ -79,6 +79,10 @@ struct Storage {
     // queen.hash_keys(partition_id, hashes) of the rows with hashes); InvalidOid while it is off
     // (the probe then reads the window; src/pg/probe/indexed_probe.cpp).
     Oid hash_keys;
+    // Hash runs (issue 28, 0.4.0: queen.log_hash_runs and its primary key); InvalidOid before
+    // the upgrade (src/pg/probe/runs_probe.cpp).
+    Oid hash_runs;
+    Oid hash_runs_pkey;
 };
 void storage_lookup(Storage* out);  // src/pg/storage/direct_write.cpp
 

@@ -8,6 +8,7 @@
 #include "pg/probe/partition_probe.h"
 #include "pg/probe/probe_cache_backend.h"
 #include "pg/probe/probe_cache_shm.h"
+#include "pg/probe/runs_probe.h"
 #include "pg/storage/written_here.h"
 
 namespace queen_pg {
@@ -26,8 +27,9 @@ namespace queen_pg {
 // created_at itself, whatever order the rows were stamped in. With a vouch (or on 0.1.0's
 // schema) the span (floor, last_offset] is read by primary key and filtered by time, as the
 // vouch already bounds it to a few rows. A window that may hold more than
-// queen.probe_index_min_hashes hashes is not read: its leaders are looked up in the hash index
-// (indexed_probe.cpp), a few index pages per message however large the window.
+// queen.probe_index_min_hashes hashes is not read: its leaders are looked up in the opt-in hash
+// index (indexed_probe.cpp) when it exists, else in the partition's hash runs (runs_probe.cpp)
+// once it has them, a few index pages per message however large the window.
 static void probe_full(ProbeCtx* c) {
     LogRow row;
     LogScan scan;
@@ -36,6 +38,7 @@ static void probe_full(ProbeCtx* c) {
         probe_indexed(c);
         return;
     }
+    if (!vouched && runs_wanted(c) && probe_runs(c)) return;
     if (!vouched && log_scan_since_ok(c->st)) {
         log_scan_begin_since(&scan, c->st, c->pid, c->win_start, c->ps->unordered_upto,
                              c->ps->unordered_newest, c->snap);

@@ -3,6 +3,7 @@
 #include "pg/probe/gap_scan.h"
 #include "pg/probe/indexed_probe.h"
 #include "pg/probe/probe_history.h"
+#include "pg/probe/runs_probe.h"
 
 extern "C" {
 #include "utils/guc.h"
@@ -56,8 +57,8 @@ bool ProbeCache::probe(ProbeCtx* c, bool dirty) {
     if (!have) {
         if (dirty) return false;  // our own uncommitted rows are there: do not learn now
         // a window too large to read at once (issue 28: no stall when the cache is cold after a
-        // restart, no cliff when it is full) is probed through the hash index instead
-        if (probe_index_wanted(c)) return false;
+        // restart, no cliff when it is full) is probed through the hash index or the hash runs
+        if (probe_index_wanted(c) || runs_wanted(c)) return false;
         if (!admit(c)) return false;  // the full probe decides; no digest is built in vain
         hydrate(c);
         release(c);

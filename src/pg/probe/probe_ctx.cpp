@@ -4,7 +4,7 @@
 
 namespace queen_pg {
 
-ProbeCacheStats cache_stats = {0, 0, 0, 0, 0};
+ProbeCacheStats cache_stats = {0, 0, 0, 0, 0, 0};
 
 // Hash count of a stored row, rejecting a corrupt blob.
 Size row_hash_count(const ProbeCtx* c, const LogRow* row) {

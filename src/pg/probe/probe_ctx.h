@@ -33,6 +33,7 @@ struct ProbeCacheStats {
     int64 fallbacks;
     int64 rows_read;
     int64 index_probes;  // probes decided through the hash index (indexed_probe.cpp)
+    int64 runs_probes;   // probes decided through the hash runs (runs_probe.cpp)
 };
 extern ProbeCacheStats cache_stats;
 

@@ -35,6 +35,7 @@
 // and every hit is confirmed against the stored row, else the full-window probe decides.
 #include "pg/queue/push_path.h"
 #include "pg/probe/partition_probe.h"
+#include "pg/probe/runs_probe.h"
 #include "pg/queue/push_allocate.h"
 #include "pg/queue/push_encryption.h"
 #include "pg/queue/push_narrow.h"
@@ -76,6 +77,8 @@ void push_prelocked(const Storage* st, int64 pid, const PartitionState* locked, 
         if (!nw.vouched) partition_order_ensure(st, pid, &ps, nw.probe.snap);
         probe_partition(&nw.probe, !nw.vouched && push_options.probe_cache);
     }
+    // issue 28: the hash runs brought up to date under the lock, before this push's rows
+    runs_maintain(st, pid, &ps, nw.probe.snap);
 
     queen::ItemVerdict* v = static_cast<queen::ItemVerdict*>(palloc(sizeof(queen::ItemVerdict) * nb->n));
     int survivors = push_allocate(&nw.probe, nb, v, nw.answers);

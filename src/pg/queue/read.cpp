@@ -10,6 +10,7 @@ extern "C" {
 PG_FUNCTION_INFO_V1(queen_read_v1);
 PG_FUNCTION_INFO_V1(queen_probe_cache_stats_v1);
 PG_FUNCTION_INFO_V1(queen_probe_index_stats_v1);
+PG_FUNCTION_INFO_V1(queen_probe_runs_stats_v1);
 }
 
 namespace queen_pg {
@@ -150,4 +151,13 @@ extern "C" Datum queen_probe_index_stats_v1(PG_FUNCTION_ARGS) {
     int64 bytes;
     probe_cache_stats(&s, &parts, &bytes);
     PG_RETURN_INT64(s.index_probes);
+}
+
+// queen.probe_runs_stats(): how many of this backend's probes went through the hash runs.
+extern "C" Datum queen_probe_runs_stats_v1(PG_FUNCTION_ARGS) {
+    ProbeCacheStats s;
+    int parts;
+    int64 bytes;
+    probe_cache_stats(&s, &parts, &bytes);
+    PG_RETURN_INT64(s.runs_probes);
 }

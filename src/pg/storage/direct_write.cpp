@@ -71,6 +71,8 @@ static void fill_queen_rels(QueenRels* out) {
     r.log_segments_pkey = rel_named(nsp, "log_segments_pkey", false);
     r.log_segments_created = rel_named(nsp, "log_segments_created_idx", true);
     r.log_segments_hash_keys = rel_named(nsp, "log_segments_hash_keys_idx", true);
+    r.log_hash_runs = rel_named(nsp, "log_hash_runs", true);
+    r.log_hash_runs_pkey = rel_named(nsp, "log_hash_runs_pkey", true);
     r.log_txns = rel_named(nsp, "log_txns", true);
     r.log_txns_pkey = rel_named(nsp, "log_txns_pkey", true);
     r.log_txns_created = rel_named(nsp, "log_txns_created_idx", true);
@@ -101,6 +103,8 @@ void storage_lookup(Storage* out) {
     out->hashes_pkey = out->split ? r->log_txns_pkey : r->log_segments_pkey;
     out->hashes_created = out->split ? r->log_txns_created : r->log_segments_created;
     out->hash_keys = out->split ? InvalidOid : r->log_segments_hash_keys;
+    out->hash_runs = out->split ? InvalidOid : r->log_hash_runs;
+    out->hash_runs_pkey = out->split ? InvalidOid : r->log_hash_runs_pkey;
     out->window_by_pk = !out->split && !OidIsValid(r->log_segments_created) &&
                         r->p_unordered_upto != InvalidAttrNumber &&
                         r->p_unordered_newest != InvalidAttrNumber;

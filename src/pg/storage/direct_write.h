@@ -26,6 +26,7 @@ struct QueenRels {
     Oid log_segments, log_segments_pkey;
     Oid log_segments_created;  // (partition_id, created_at) of the hash-carrying rows (0.3.0 only)
     Oid log_segments_hash_keys;  // the opt-in hash index (issue 28); InvalidOid while it is off
+    Oid log_hash_runs, log_hash_runs_pkey;  // hash runs (issue 28, 0.4.0), else InvalidOid
     Oid log_txns, log_txns_pkey, log_txns_created;  // before 0.3.0's upgrade only, else InvalidOid
     AttrNumber q_id, q_name, q_window, q_dedup_by;
     AttrNumber q_encrypted;  // encryption_enabled (0.4.0); InvalidAttrNumber before the upgrade

@@ -89,7 +89,8 @@ ALTER TABLE queen.log_segments ALTER COLUMN message_ids SET STORAGE MAIN;
 -- key_hi is the chunk's last key; the newest run's last chunk carries `runs`, the list of every
 -- run of the partition ({lo, hi, lo, hi, ...}, ascending). Derived data, like an index: built
 -- and merged by queen.push under the partition lock (src/pg/probe/runs_probe.cpp says how and
--- why it is exact), never dumped (a restore rebuilds them), dropped with their partition.
+-- why it is exact), dumped with the rows they describe (so a restored database needs no
+-- rebuild), dropped with their partition.
 CREATE TABLE queen.log_hash_runs (
     partition_id bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
     run_lo       bigint NOT NULL,
@@ -125,3 +126,4 @@ SELECT pg_catalog.pg_extension_config_dump('queen.log_partitions_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.log_segments', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_groups', '');
 SELECT pg_catalog.pg_extension_config_dump('queen.consumer_acks', '');
+SELECT pg_catalog.pg_extension_config_dump('queen.log_hash_runs', '');

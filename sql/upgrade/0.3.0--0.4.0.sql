@@ -115,8 +115,9 @@ UPDATE queen.log_partitions p
  WHERE d.id = p.id;
 DROP INDEX queen.log_segments_created_idx;
 
--- issue 28, hash runs: queen.log_hash_runs (sql/schema/00_core.sql). It starts empty: the first
--- push of a partition whose window is large builds its runs from the stored rows.
+-- issue 28, hash runs: queen.log_hash_runs (sql/schema/00_core.sql), dumped like the rows it
+-- describes. It starts empty: the first push of a partition whose window is large builds its
+-- runs from the stored rows.
 CREATE TABLE queen.log_hash_runs (
     partition_id bigint NOT NULL REFERENCES queen.log_partitions (id) ON DELETE CASCADE,
     run_lo       bigint NOT NULL,
@@ -127,3 +128,4 @@ CREATE TABLE queen.log_hash_runs (
     PRIMARY KEY (partition_id, run_lo, key_hi)
 );
 ALTER TABLE queen.log_hash_runs ALTER COLUMN entries SET STORAGE MAIN;
+SELECT pg_catalog.pg_extension_config_dump('queen.log_hash_runs', '');

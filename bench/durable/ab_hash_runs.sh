@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# What hash runs (queen.hash_runs, issue 28) cost and buy a push, side by side on one server: the
+# same 100 partitions x H hashes of history (bench.prefill_queen), CL clients of queenbench,
+# synchronous_commit as the server has it, cells of DUR seconds in ROUNDS rounds:
+#   runs    push through the hash runs (the default: the windows exceed
+#           queen.probe_index_min_hashes, so no probe cache is hydrated for them)
+#   cache   push through the probe cache, runs neither used nor kept (queen.hash_runs = off)
+#   scan    push reading the window (runs off, the probe cache off): what a push costs when no
+#           cache holds the partition (full, cold after a restart, or not preloaded) without runs
+#   oc      INSERT ... ON CONFLICT DO NOTHING into bench.oc_msgs with H rows per partition
+# Every cell uses new transactionIds (its own seed). A measurement, not a test. Prints one CSV
+# line per cell (queenbench's columns after the label and batch).
+#
+#   eval "$(bash scripts/pg.sh env)"; H=100000 DUR=8 ROUNDS=2 bash bench/durable/ab_hash_runs.sh
+# Uses (and drops first) the database queen_ab; SKIP_PREFILL=1 reuses it. CELLS picks cells.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$REPO"
+H=${H:-100000} DUR=${DUR:-8} ROUNDS=${ROUNDS:-2} BATCHES=${BATCHES:-1 10 100} CL=${CL:-8}
+CELLS=${CELLS:-runs cache scan oc}
+DB=queen_ab
+CLIENT=build/bench/queenbench
+make -s build/bench/queenbench
+if [ -z "${SKIP_PREFILL:-}" ]; then
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
+    psql -X -q -d $DB -c "CREATE EXTENSION queen" -f bench/sql/setup.sql \
+         -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
+    t0=$(date +%s)
+    psql -X -q -d $DB -c "SELECT bench.make_hash_blobs($H)" \
+         -c "SELECT bench.prefill_queen('bench_w3600', 'h-', 100, $H)" >/dev/null
+    psql -X -q -d $DB -c "INSERT INTO bench.oc_msgs (partition_id, txn, payload)
+                          SELECT p, md5(p || '-' || g), '{}' FROM generate_series(0, 99) p, generate_series(1, $H) g" \
+         -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null
+    echo "prefill $(($(date +%s) - t0)) s"
+fi
+CONN="host=${PGHOST:-} port=${PGPORT:-5432} dbname=$DB user=${PGUSER:-postgres}"
+SEED=$(($(date +%s) % 100000))
+# One cell: label, queenbench variant, batch, extra conninfo.
+run() {
+    SEED=$((SEED + 1))
+    local line
+    line=$($CLIENT --conninfo "$CONN $4" --variant "$2" --label "$1" --clients "$CL" --partitions 100 \
+        --prefix h- --queue bench_w3600 --part-base 0 --batch "$3" --dups $(($3 / 10)) --warmup 2 \
+        --duration "$DUR" --seed "$SEED" 2>&1 | tail -1)
+    echo "$1,b=$3,$line"
+}
+echo "label,batch,$($CLIENT --header)"
+for _ in $(seq "$ROUNDS"); do
+    for b in $BATCHES; do
+        for c in $CELLS; do
+            case $c in
+                runs) run runs push "$b" "" ;;
+                cache) run cache push "$b" "options='-c queen.hash_runs=off'" ;;
+                scan) run scan push "$b" "options='-c queen.hash_runs=off -c queen.probe_cache=off'" ;;
+                oc) run oc onconflict "$b" "" ;;
+            esac
+        done
+    done
+done

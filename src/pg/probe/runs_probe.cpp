@@ -33,6 +33,8 @@
 extern "C" {
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/guc.h"
 }
@@ -54,6 +56,45 @@ void runs_probe_define_settings() {
         "few index reads per message (queen.log_hash_runs) instead of being read or hydrated "
         "whole. Off: neither built nor used; verdicts are identical.",
         &guc_hash_runs, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+}
+
+// This backend's last known newest run end per partition: a hint that lets a push skip the
+// upkeep's read of the list while the tail is short. Never used by a probe (which reads the list
+// itself): a stale hint only delays a build until the tail looks long enough, then the list is
+// read. Forgotten wholesale beyond kHintMax partitions.
+struct NewestHint {
+    int64 pid;
+    int64 newest;
+};
+static HTAB* hints = nullptr;
+static const long kHintMax = 65536;
+
+// Remember `newest` for the partition (best effort: nothing on failure).
+static void hint_set(int64 pid, int64 newest) {
+    if (hints == nullptr || hash_get_num_entries(hints) >= kHintMax) {
+        if (hints != nullptr) hash_destroy(hints);
+        HASHCTL ctl;
+        memset(&ctl, 0, sizeof ctl);
+        ctl.keysize = sizeof(int64);
+        ctl.entrysize = sizeof(NewestHint);
+        ctl.hcxt = TopMemoryContext;
+        hints = hash_create("queen hash run hints", 1024, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    }
+    bool found;
+    NewestHint* h = static_cast<NewestHint*>(hash_search(hints, &pid, HASH_ENTER_NULL, &found));
+    if (h != nullptr) h->newest = newest;
+}
+
+// Forget the partition's hint (its list was missing or not usable: the next upkeep reads it).
+static void hint_forget(int64 pid) {
+    if (hints != nullptr) (void) hash_search(hints, &pid, HASH_REMOVE, nullptr);
+}
+
+// The hinted newest run end, or -2 when none.
+static int64 hint_get(int64 pid) {
+    if (hints == nullptr) return -2;
+    NewestHint* h = static_cast<NewestHint*>(hash_search(hints, &pid, HASH_FIND, nullptr));
+    return h != nullptr ? h->newest : -2;
 }
 
 // A window large enough for runs: more offsets above `floor` than the setting allows to read.
@@ -86,8 +127,12 @@ static void sort_offsets(int64* a, int n) {
 // candidates in the runs confirmed in ascending order (the header says why that is exact).
 bool probe_runs(ProbeCtx* c) {
     RunsDir d;
-    if (!runs_dir_read(c->st, c->pid, c->snap, &d) || !dir_usable(d, c->ps)) return false;
+    if (!runs_dir_read(c->st, c->pid, c->snap, &d) || !dir_usable(d, c->ps)) {
+        hint_forget(c->pid);
+        return false;
+    }
     int64 newest = d.runs[d.n - 1].hi;
+    hint_set(c->pid, newest);
     reset_best(c);
     LogRow row;
     LogScan scan;
@@ -175,6 +220,8 @@ static bool read_tail(const Storage* st, int64 pid, int64 lo, int64 hi, Snapshot
 // runs it replaces or that lie wholly below txns_start are deleted in the same statement pair.
 void runs_maintain(const Storage* st, int64 pid, const PartitionState* ps, Snapshot snap) {
     if (!window_large(st, ps, ps->txns_start - 1)) return;
+    int64 hinted = hint_get(pid);
+    if (hinted >= -1 && hinted <= ps->last_offset && ps->last_offset - hinted < kRunBuild) return;
     bool own_snap = snap == nullptr;
     if (own_snap) {  // as the probe takes it (push_path.cpp, protocol 3)
         CommandCounterIncrement();
@@ -186,6 +233,7 @@ void runs_maintain(const Storage* st, int64 pid, const PartitionState* ps, Snaps
     bool usable = have && dir_usable(d, ps);
     int64 newest = usable ? d.runs[d.n - 1].hi : -1;
     if (usable && ps->last_offset - newest < kRunBuild) {
+        hint_set(pid, newest);
         if (own_snap) UnregisterSnapshot(snap);
         return;
     }
@@ -231,6 +279,7 @@ void runs_maintain(const Storage* st, int64 pid, const PartitionState* ps, Snaps
     n = (int64) queen::drop_purged(e, (size_t) n, ps->txns_start);
     RunsDir out = {nspan, spans};
     runs_write(pid, spans[nspan - 1].lo, hi, e, n, &out, gone, ngone);
+    hint_set(pid, hi);
     pfree(e);
     pfree(gone);
     pfree(spans);

@@ -23,6 +23,9 @@ namespace queen_pg {
 // Column numbers (sql/schema/00_core.sql fixes the order).
 static const AttrNumber kRunLo = 2, kKeyHi = 3, kRunHi = 4, kEntries = 5, kRuns = 6;
 
+// Chunk rows per INSERT statement (about 390 kB of entries).
+static const int kInsertBatch = 200;
+
 static SPIPlanPtr plan_insert = nullptr;
 static SPIPlanPtr plan_delete = nullptr;
 static SPIPlanPtr plan_delete_all = nullptr;
@@ -214,19 +217,37 @@ void runs_write(int64 partition_id, int64 lo, int64 hi, const queen::RunEntry* e
         if (SPI_execute_plan(del, del_args, nullptr, false, 0) != SPI_OK_DELETE)
             elog(ERROR, "queen: deleting merged hash runs failed");
     }
+    // in statements of kInsertBatch chunks, so the unnested rows stay within work_mem
     Oid ins_types[6] = {INT8OID, INT8OID, INT8OID, INT8ARRAYOID, BYTEAARRAYOID, INT8ARRAYOID};
     SPIPlanPtr ins = spi_plan(&plan_insert,
         "INSERT INTO queen.log_hash_runs (partition_id, run_lo, key_hi, run_hi, entries, runs)"
-        " SELECT $1, $2, u.k, $3, u.e, CASE WHEN u.o = pg_catalog.cardinality($4) THEN $6 END"
-        "   FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) WITH ORDINALITY AS u(k, e, o)",
+        " SELECT $1, $2, u.k, $3, u.e, $6"
+        "   FROM ROWS FROM (pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(k, e)",
         6, ins_types);
-    Datum ins_args[6] = {
-        Int64GetDatum(partition_id), Int64GetDatum(lo), Int64GetDatum(hi),
-        PointerGetDatum(construct_array(keys, nchunks, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
-        PointerGetDatum(construct_array(blobs, nchunks, BYTEAOID, -1, false, TYPALIGN_INT)),
-        dir_array(dir)};
-    if (SPI_execute_plan(ins, ins_args, nullptr, false, 0) != SPI_OK_INSERT)
-        elog(ERROR, "queen: writing a hash run failed");
+    for (int from = 0; from < nchunks; from += kInsertBatch) {
+        int m = Min(kInsertBatch, nchunks - from);
+        bool last = from + m == nchunks;
+        Datum ins_args[6] = {
+            Int64GetDatum(partition_id), Int64GetDatum(lo), Int64GetDatum(hi),
+            PointerGetDatum(construct_array(keys + from, m, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE)),
+            PointerGetDatum(construct_array(blobs + from, m, BYTEAOID, -1, false, TYPALIGN_INT)),
+            (Datum) 0};
+        char nulls[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
+        if (last) {  // the list rides on the run's last chunk only: a statement of its own
+            if (m > 1) {
+                ins_args[3] = PointerGetDatum(construct_array(keys + from, m - 1, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+                ins_args[4] = PointerGetDatum(construct_array(blobs + from, m - 1, BYTEAOID, -1, false, TYPALIGN_INT));
+                if (SPI_execute_plan(ins, ins_args, nulls, false, 0) != SPI_OK_INSERT)
+                    elog(ERROR, "queen: writing a hash run failed");
+            }
+            ins_args[3] = PointerGetDatum(construct_array(keys + nchunks - 1, 1, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+            ins_args[4] = PointerGetDatum(construct_array(blobs + nchunks - 1, 1, BYTEAOID, -1, false, TYPALIGN_INT));
+            ins_args[5] = dir_array(dir);
+            nulls[5] = ' ';
+        }
+        if (SPI_execute_plan(ins, ins_args, nulls, false, 0) != SPI_OK_INSERT)
+            elog(ERROR, "queen: writing a hash run failed");
+    }
     SPI_finish();
 }
 

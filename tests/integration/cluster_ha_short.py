@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""A shard's failover inside the replicated cluster (scripts/cluster.sh start --ha: one monitor,
+the router's formation and two shard formations of a primary and a synchronous standby each),
+exact answers (run through cluster_ha_short.sh):
+  1. queen-sidecar --router on the router's multi-host connection string; pushes with
+     transactionIds to partitions of both shards (3 each), one client thread per partition,
+     every request retried unchanged until it is answered, under a small load;
+  2. s1's primary is SIGKILLed (its whole process tree, cluster.sh kill-primary s1) while they
+     run: every answer for s2's partitions is a 201 with every item queued, throughout; every
+     answer for s1's partitions is a 201 with every item queued/duplicate or a 503
+     shard_unavailable / outcome_unknown with Retry-After; s1 accepts pushes again on its promoted
+     standby (kill-to-first-accepted-push printed);
+  3. afterwards the unchanged retry of every request ever answered is answered `duplicate` with
+     the message id and offset of its first answer; by SQL on each shard's primary now: every
+     answered transactionId stored exactly once with that id and offset, nothing stored that
+     was not sent, 0 duplicates, and each partition only on the shard the router's map names.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from http_helpers import http_request, start_sidecar  # noqa: E402
+from cluster_helpers import checker, cluster_script, sql  # noqa: E402
+
+ROOT, BIN, PGBIN, WORK, PORT = sys.argv[1:6]
+Q = "cha"
+ENV = dict(os.environ, QUEEN_CLUSTER_PORT=PORT, QUEEN_CLUSTER_DIR=os.path.join(WORK, "cluster"),
+           QUEEN_PGBIN=PGBIN)
+failures = []
+check = checker(failures)
+cluster = cluster_script(ROOT, ENV)
+OK_CODES = ("shard_unavailable", "outcome_unknown")
+
+
+def push(port, items):
+    """(status, headers, parsed body or None, time answered) of one push; a connection error
+    or timeout is (0, {}, None, t)."""
+    try:
+        st, h, body = http_request(port, "POST", "/api/v1/push", json.dumps({"items": items}).encode(),
+                                   {"Content-Type": "application/json"}, timeout=60)
+        return st, h, (json.loads(body) if body else None), time.time()
+    except (OSError, ValueError) as e:
+        return 0, {}, str(e), time.time()
+
+
+def item(p, t):
+    return {"queue": Q, "partition": p, "transactionId": t, "payload": {"t": t}}
+
+
+def stored_rows(ci, p):
+    """[(transactionId, message_id, offset)] of partition p on the server of ci, every row."""
+    out = sql(ci, "SELECT coalesce(json_agg(json_build_object('t', r.transaction_id, 'id', r.message_id,"
+                  " 'o', r.message_offset)), '[]') FROM queen.log_partitions lp JOIN queen.queues q ON"
+                  " q.id = lp.queue_id CROSS JOIN LATERAL queen.read(q.name, lp.name, 0, 1000000) r"
+                  " WHERE q.name = '%s' AND lp.name = '%s'" % (Q, p))
+    return [(r["t"], r["id"], r["o"]) for r in json.loads(out)]
+
+
+def role_rows(status, role):
+    """The node names that `cluster.sh status` (pg_autoctl show state) reports and assigns role
+    (primary, or wait_primary for a primary whose standby is down, counted as primary)."""
+    names = []
+    for ln in status.split("\n"):
+        cols = [c.strip() for c in ln.split("|")]
+        if len(cols) == 7 and cols[5] == cols[6] and (cols[5] == role or
+                                                     (role == "primary" and cols[5] == "wait_primary")):
+            names.append(cols[0])
+    return names
+
+
+class Client(threading.Thread):
+    """Pushes requests of 2 items to one partition, each retried unchanged until it is answered
+    (201 with no failed item); records every attempt and the first exact answer per request."""
+
+    def __init__(self, port, shard, p, stop):
+        super().__init__(daemon=True)
+        self.port, self.shard, self.p, self.stop = port, shard, p, stop
+        self.attempts = []   # (sent, answered, status, code or item statuses, retry-after)
+        self.answers = {}    # transactionId -> (message_id, offset)
+        self.requests = []   # the item lists, in order
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            items = [item(self.p, "%s-%d-%d" % (self.p, n, k)) for k in (0, 1)]
+            self.requests.append(items)
+            while True:
+                sent = time.time()
+                st, h, body, at = push(self.port, items)
+                if st == 201 and isinstance(body, list):
+                    what = [a.get("status") for a in body]
+                    self.attempts.append((sent, at, st, what, h.get("retry-after")))
+                    if all(s in ("queued", "duplicate") for s in what):
+                        for a in body:
+                            self.answers[a["transaction_id"]] = (a["message_id"], a["offset"])
+                        break
+                    what = [a.get("code") for a in body if a.get("status") not in ("queued", "duplicate")]
+                    self.attempts[-1] = (sent, at, st, ["failed:" + str(c) for c in what], h.get("retry-after"))
+                else:
+                    code = body.get("code") if isinstance(body, dict) else str(body)[:80]
+                    self.attempts.append((sent, at, st, code, h.get("retry-after")))
+                time.sleep(0.2)
+            time.sleep(0.1)
+
+
+def main():
+    t0 = time.monotonic()
+    cluster("start", "--ha", "--shards", "2")
+    print("     (the replicated cluster started in %.1f s)" % (time.monotonic() - t0), flush=True)
+    env = {}
+    for line in cluster("env").split("\n"):
+        k, _, v = line.partition("=")
+        if k:
+            env[k] = v.strip("'")
+    router = env["QUEEN_ROUTER_CONNINFO"]
+    shards = {k[len("QUEEN_SHARD_"):].lower(): v for k, v in env.items() if k.startswith("QUEEN_SHARD_")}
+    check(sorted(shards) == ["s1", "s2"] and all("target_session_attrs=read-write" in c and
+                                                  c.count("127.0.0.1") == 2 for c in [router, *shards.values()]),
+          "env: the router and s1, s2 on multi-host read-write connection strings")
+    check(sql(router, "SELECT string_agg(conninfo, ' | ' ORDER BY name) FROM queen.shards()") ==
+          shards["s1"] + " | " + shards["s2"], "the router's shard entries are the formations' strings")
+    status = cluster("status")
+    check(len(role_rows(status, "primary")) == 3 and len(role_rows(status, "secondary")) == 3,
+          "status: a primary and a secondary in each formation" + ("" if len(role_rows(status, "primary")) == 3 else " (%s)" % status))
+    proc, port = start_sidecar(BIN, os.path.join(WORK, "sidecar.log"),
+                               ["--router", router, "--pool-size", "2", "--router-refresh-ms", "200"])
+    try:
+        rows = sql(router, "SELECT 'p' || i, m.shard FROM generate_series(0, 99) i JOIN queen.slot_map() m"
+                           " ON m.slot = queen.slot_of('%s', 'p' || i) ORDER BY i" % Q)
+        on = {}
+        for line in rows.split("\n"):
+            p, s = line.split("|")
+            on.setdefault(s, []).append(p)
+        check(sorted(on) == ["s1", "s2"], "partitions spread over s1 and s2")
+        stop = threading.Event()
+        clients = [Client(port, s, p, stop) for s in ("s1", "s2") for p in on[s][:3]]
+        for c in clients:
+            c.start()
+        time.sleep(3)
+        out = cluster("kill-primary", "s1").split()
+        killed, kill_at = out[0], float(out[1])
+        print("     killed %s at %.3f" % (killed, kill_at), flush=True)
+        # until s1 accepted a push sent after the kill, then 3 s more of load (at most 60 s)
+        first = None
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            acc = [a[1] for c in clients if c.shard == "s1" for a in c.attempts
+                   if a[0] > kill_at and a[2] == 201 and all(s in ("queued", "duplicate") for s in a[3])]
+            if acc:
+                first = min(acc)
+                break
+            time.sleep(0.1)
+        check(first is not None, "s1 accepts pushes again after the kill")
+        if first is not None:
+            print("     kill-to-first-accepted-push on s1: %.2f s" % (first - kill_at), flush=True)
+        time.sleep(3)
+        stop.set()
+        for c in clients:
+            c.join(90)
+        check(not any(c.is_alive() for c in clients), "every client's last request answered")
+
+        # 2. what the clients were told
+        for c in clients:
+            bad = [a for a in c.attempts if not (
+                (a[2] == 201 and all(s in ("queued", "duplicate") for s in a[3])) or
+                (c.shard == "s1" and a[2] == 503 and a[3] in OK_CODES and a[4] is not None))]
+            if c.shard == "s2":
+                bad += [a for a in c.attempts if a[2] == 201 and a[3] != ["queued", "queued"]]
+            fails = sum(1 for a in c.attempts if a[2] != 201)
+            check(not bad, "%s %s: %d requests, %d attempts, %d answered 503, none else; slowest answer"
+                  " %.2f s (%s)" % (c.shard, c.p, len(c.requests), len(c.attempts), fails,
+                                   max(a[1] - a[0] for a in c.attempts), bad[:3]))
+        s2_during = [a for c in clients if c.shard == "s2" for a in c.attempts if kill_at <= a[0] <= (first or kill_at)]
+        check(len(s2_during) > 0 or first is None or first - kill_at < 0.5,
+              "s2 answered %d pushes during s1's failover (all 201 above)" % len(s2_during))
+        if s2_during:
+            print("     s2 during the failover: %d pushes, slowest %.3f s" % (
+                len(s2_during), max(a[1] - a[0] for a in s2_during)), flush=True)
+
+        # 3. the unchanged retries, then SQL on each shard's primary now
+        wrong = []
+        for c in clients:
+            for items in c.requests:
+                st, _, body, _ = push(port, items)
+                exp = [c.answers.get(i["transactionId"]) for i in items]
+                got = [(a.get("status"), (a.get("message_id"), a.get("offset"))) for a in body] if st == 201 else body
+                if st != 201 or any(g[0] != "duplicate" or g[1] != tuple(e) for g, e in zip(got, exp)):
+                    wrong.append((st, got, exp))
+        total = sum(len(c.requests) for c in clients)
+        check(not wrong, "the unchanged retry of all %d requests: duplicate of the first answer (%s)" % (total, wrong[:3]))
+        placed = {p: s for s, ps in on.items() for p in ps}
+        for c in clients:
+            here = {s: stored_rows(ci, c.p) for s, ci in shards.items()}
+            rows = here[placed[c.p]]
+            tids = [r[0] for r in rows]
+            sent = {i["transactionId"] for items in c.requests for i in items}
+            check(len(tids) == len(set(tids)), "%s: 0 duplicates stored (%d rows)" % (c.p, len(tids)))
+            lost = [t for t in c.answers if (t, *c.answers[t]) not in set(rows)]
+            check(not lost, "%s: 0 of %d answered messages lost or changed (%s)" % (c.p, len(c.answers), lost[:3]))
+            check(set(tids) <= sent, "%s: nothing stored that was not sent" % c.p)
+            other = [s for s in here if s != placed[c.p] and here[s]]
+            check(not other, "%s: only on %s, the shard the map names" % (c.p, placed[c.p]))
+        r = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "status"], env=ENV,
+                           capture_output=True, text=True)  # exit 3: the killed node is down
+        status = r.stdout
+        now = role_rows(status, "primary")
+        check(r.returncode == 3 and len(now) == 3 and killed not in now and
+              ({"s1_1", "s1_2"} - {killed}) <= set(now),
+              "status: s1's other node is its primary now (primaries %s), exit 3 (%s down)" % (now, killed))
+    finally:
+        proc.kill()
+        proc.wait()
+    print("     (%.1f s in all)" % (time.monotonic() - t0), flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

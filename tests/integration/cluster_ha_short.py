@@ -76,9 +76,9 @@ class Client(threading.Thread):
     """Pushes requests of 2 items to one partition, each retried unchanged until it is answered
     (201 with no failed item); records every attempt and the first exact answer per request."""
 
-    def __init__(self, port, shard, p, stop):
+    def __init__(self, port, shard, p, stop, tag):
         super().__init__(daemon=True)
-        self.port, self.shard, self.p, self.stop = port, shard, p, stop
+        self.port, self.shard, self.p, self.stop, self.tag = port, shard, p, stop, tag
         self.attempts = []   # (sent, answered, status, code or item statuses, retry-after)
         self.answers = {}    # transactionId -> (message_id, offset)
         self.requests = []   # the item lists, in order
@@ -87,7 +87,7 @@ class Client(threading.Thread):
         n = 0
         while not self.stop.is_set():
             n += 1
-            items = [item(self.p, "%s-%d-%d" % (self.p, n, k)) for k in (0, 1)]
+            items = [item(self.p, "%s-%s-%d-%d" % (self.tag, self.p, n, k)) for k in (0, 1)]
             self.requests.append(items)
             while True:
                 sent = time.time()
@@ -108,6 +108,93 @@ class Client(threading.Thread):
             time.sleep(0.1)
 
 
+def accepted(a):
+    """Whether attempt a was answered 201 with every item queued or duplicate."""
+    return a[2] == 201 and isinstance(a[3], list) and all(s in ("queued", "duplicate") for s in a[3])
+
+
+def load(port, on, tag):
+    """One client thread per partition, three partitions of each shard, started; (clients, stop)."""
+    stop = threading.Event()
+    clients = [Client(port, s, p, stop, tag) for s in ("s1", "s2") for p in on[s][:3]]
+    for c in clients:
+        c.start()
+    return clients, stop
+
+
+def end(clients, stop):
+    """Stops the clients once each has its last request answered."""
+    stop.set()
+    for c in clients:
+        c.join(90)
+    check(not any(c.is_alive() for c in clients), "every client's last request answered")
+
+
+def judge(clients, may_fail):
+    """Every attempt of every client: accepted, or (shards in may_fail) 503 shard_unavailable /
+    outcome_unknown with Retry-After; a shard not in may_fail: every item `queued` (new ids)."""
+    for c in clients:
+        bad = [a for a in c.attempts if not (
+            accepted(a) or (c.shard in may_fail and a[2] == 503 and a[3] in OK_CODES and a[4] is not None))]
+        if c.shard not in may_fail:
+            bad += [a for a in c.attempts if a[2] == 201 and a[3] != ["queued", "queued"]]
+        fails = sum(1 for a in c.attempts if a[2] != 201)
+        check(not bad, "%s %s: %d requests, %d attempts, %d answered 503, none else; slowest answer"
+              " %.2f s (%s)" % (c.shard, c.p, len(c.requests), len(c.attempts), fails,
+                               max(a[1] - a[0] for a in c.attempts), bad[:3]))
+
+
+def kill_primary(formation):
+    """cluster.sh kill-primary: (the node killed, the moment it was frozen, Unix seconds)."""
+    out = cluster("kill-primary", formation).split()
+    print("     killed %s (%s's primary) at %.3f" % (out[0], formation, float(out[1])), flush=True)
+    return out[0], float(out[1])
+
+
+def retries_exact(port, clients):
+    """The unchanged retry of every request of clients: `duplicate` of its first answer."""
+    wrong = []
+    for c in clients:
+        for items in c.requests:
+            st, _, body, _ = push(port, items)
+            exp = [c.answers.get(i["transactionId"]) for i in items]
+            got = [(a.get("status"), (a.get("message_id"), a.get("offset"))) for a in body] if st == 201 else body
+            if st != 201 or any(g[0] != "duplicate" or g[1] != tuple(e or ()) for g, e in zip(got, exp)):
+                wrong.append((st, got, exp))
+    total = sum(len(c.requests) for c in clients)
+    check(not wrong, "the unchanged retry of all %d requests: duplicate of the first answer (%s)" % (total, wrong[:3]))
+
+
+def stored_exact(router, shards, clients, extra=None):
+    """By SQL on each shard's primary now: per partition, every answered transactionId stored once
+    with its answer's id and offset, nothing else (but `extra`: partition -> transactionIds sent
+    otherwise), and the partition on the shard the router's map names only."""
+    answers, sent = {}, {}
+    for c in clients:
+        answers.setdefault(c.p, {}).update(c.answers)
+        sent.setdefault(c.p, set()).update(i["transactionId"] for items in c.requests for i in items)
+    for p, t in (extra or {}).items():
+        sent.setdefault(p, set()).update(t)
+    for p in sorted(answers):
+        owner = sql(router, "SELECT m.shard FROM queen.slot_map() m WHERE m.slot = queen.slot_of('%s', '%s')" % (Q, p))
+        here = {s: stored_rows(ci, p) for s, ci in shards.items()}
+        rows = here[owner]
+        tids = [r[0] for r in rows]
+        check(len(tids) == len(set(tids)), "%s: 0 duplicates stored (%d rows)" % (p, len(tids)))
+        lost = [t for t in answers[p] if (t, *answers[p][t]) not in set(rows)]
+        check(not lost, "%s: 0 of %d answered messages lost or changed (%s)" % (p, len(answers[p]), lost[:3]))
+        check(set(tids) <= sent[p], "%s: nothing stored that was not sent" % p)
+        other = [s for s in here if s != owner and here[s]]
+        check(not other, "%s: only on %s, the shard the map names (%s)" % (p, owner, other))
+
+
+def primaries():
+    """(exit status, the primaries) of cluster.sh status (exit 3 while a node is down)."""
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "status"], env=ENV,
+                       capture_output=True, text=True)
+    return r.returncode, role_rows(r.stdout, "primary")
+
+
 def main():
     t0 = time.monotonic()
     cluster("start", "--ha", "--shards", "2")
@@ -126,7 +213,8 @@ def main():
           shards["s1"] + " | " + shards["s2"], "the router's shard entries are the formations' strings")
     status = cluster("status")
     check(len(role_rows(status, "primary")) == 3 and len(role_rows(status, "secondary")) == 3,
-          "status: a primary and a secondary in each formation" + ("" if len(role_rows(status, "primary")) == 3 else " (%s)" % status))
+          "status: a primary and a secondary in each formation" +
+          ("" if len(role_rows(status, "primary")) == 3 else " (%s)" % status))
     proc, port = start_sidecar(BIN, os.path.join(WORK, "sidecar.log"),
                                ["--router", router, "--pool-size", "2", "--router-refresh-ms", "200"])
     try:
@@ -137,44 +225,24 @@ def main():
             p, s = line.split("|")
             on.setdefault(s, []).append(p)
         check(sorted(on) == ["s1", "s2"], "partitions spread over s1 and s2")
-        stop = threading.Event()
-        clients = [Client(port, s, p, stop) for s in ("s1", "s2") for p in on[s][:3]]
-        for c in clients:
-            c.start()
+
+        # 1-2. s1's primary killed under load
+        clients, stop = load(port, on, "a")
         time.sleep(3)
-        out = cluster("kill-primary", "s1").split()
-        killed, kill_at = out[0], float(out[1])
-        print("     killed %s at %.3f" % (killed, kill_at), flush=True)
+        killed, kill_at = kill_primary("s1")
         # until s1 accepted a push sent after the kill, then 3 s more of load (at most 60 s)
         first = None
         deadline = time.time() + 60
-        while time.time() < deadline:
-            acc = [a[1] for c in clients if c.shard == "s1" for a in c.attempts
-                   if a[0] > kill_at and a[2] == 201 and all(s in ("queued", "duplicate") for s in a[3])]
-            if acc:
-                first = min(acc)
-                break
+        while time.time() < deadline and first is None:
+            acc = [a[1] for c in clients if c.shard == "s1" for a in c.attempts if a[0] > kill_at and accepted(a)]
+            first = min(acc) if acc else None
             time.sleep(0.1)
         check(first is not None, "s1 accepts pushes again after the kill")
         if first is not None:
             print("     kill-to-first-accepted-push on s1: %.2f s" % (first - kill_at), flush=True)
         time.sleep(3)
-        stop.set()
-        for c in clients:
-            c.join(90)
-        check(not any(c.is_alive() for c in clients), "every client's last request answered")
-
-        # 2. what the clients were told
-        for c in clients:
-            bad = [a for a in c.attempts if not (
-                (a[2] == 201 and all(s in ("queued", "duplicate") for s in a[3])) or
-                (c.shard == "s1" and a[2] == 503 and a[3] in OK_CODES and a[4] is not None))]
-            if c.shard == "s2":
-                bad += [a for a in c.attempts if a[2] == 201 and a[3] != ["queued", "queued"]]
-            fails = sum(1 for a in c.attempts if a[2] != 201)
-            check(not bad, "%s %s: %d requests, %d attempts, %d answered 503, none else; slowest answer"
-                  " %.2f s (%s)" % (c.shard, c.p, len(c.requests), len(c.attempts), fails,
-                                   max(a[1] - a[0] for a in c.attempts), bad[:3]))
+        end(clients, stop)
+        judge(clients, ("s1",))
         s2_during = [a for c in clients if c.shard == "s2" for a in c.attempts if kill_at <= a[0] <= (first or kill_at)]
         check(len(s2_during) > 0 or first is None or first - kill_at < 0.5,
               "s2 answered %d pushes during s1's failover (all 201 above)" % len(s2_during))
@@ -183,35 +251,68 @@ def main():
                 len(s2_during), max(a[1] - a[0] for a in s2_during)), flush=True)
 
         # 3. the unchanged retries, then SQL on each shard's primary now
-        wrong = []
-        for c in clients:
-            for items in c.requests:
-                st, _, body, _ = push(port, items)
-                exp = [c.answers.get(i["transactionId"]) for i in items]
-                got = [(a.get("status"), (a.get("message_id"), a.get("offset"))) for a in body] if st == 201 else body
-                if st != 201 or any(g[0] != "duplicate" or g[1] != tuple(e) for g, e in zip(got, exp)):
-                    wrong.append((st, got, exp))
-        total = sum(len(c.requests) for c in clients)
-        check(not wrong, "the unchanged retry of all %d requests: duplicate of the first answer (%s)" % (total, wrong[:3]))
-        placed = {p: s for s, ps in on.items() for p in ps}
-        for c in clients:
-            here = {s: stored_rows(ci, c.p) for s, ci in shards.items()}
-            rows = here[placed[c.p]]
-            tids = [r[0] for r in rows]
-            sent = {i["transactionId"] for items in c.requests for i in items}
-            check(len(tids) == len(set(tids)), "%s: 0 duplicates stored (%d rows)" % (c.p, len(tids)))
-            lost = [t for t in c.answers if (t, *c.answers[t]) not in set(rows)]
-            check(not lost, "%s: 0 of %d answered messages lost or changed (%s)" % (c.p, len(c.answers), lost[:3]))
-            check(set(tids) <= sent, "%s: nothing stored that was not sent" % c.p)
-            other = [s for s in here if s != placed[c.p] and here[s]]
-            check(not other, "%s: only on %s, the shard the map names" % (c.p, placed[c.p]))
-        r = subprocess.run(["bash", os.path.join(ROOT, "scripts/cluster.sh"), "status"], env=ENV,
-                           capture_output=True, text=True)  # exit 3: the killed node is down
-        status = r.stdout
-        now = role_rows(status, "primary")
-        check(r.returncode == 3 and len(now) == 3 and killed not in now and
-              ({"s1_1", "s1_2"} - {killed}) <= set(now),
+        retries_exact(port, clients)
+        stored_exact(router, shards, clients)
+        rc, now = primaries()
+        check(rc == 3 and len(now) == 3 and killed not in now and ({"s1_1", "s1_2"} - {killed}) <= set(now),
               "status: s1's other node is its primary now (primaries %s), exit 3 (%s down)" % (now, killed))
+
+        # 4. the router's primary killed under load: the sidecar keeps its map (both shards 201
+        #    throughout), SQL through the router resumes on its new primary, a map change made
+        #    there reaches the sidecar
+        clients2, stop = load(port, on, "b")
+        time.sleep(2)
+        rkilled, rkill_at = kill_primary("router")
+        back, n, sql_sent = None, 0, {}
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            n += 1
+            t = "sql-%d" % n
+            p = on["s1"][3]
+            sql_sent.setdefault(p, set()).add(t)
+            try:
+                out = sql(router, "SELECT status FROM queen.push('%s', '%s', '[{\"transactionId\": \"%s\","
+                                  " \"payload\": %d}]')" % (Q, p, t, n))
+                if out == "queued":
+                    back = time.time()
+                    break
+            except RuntimeError:
+                pass
+            time.sleep(0.2)
+        check(back is not None, "SQL through the router (a push) answered again after the kill")
+        if back is not None:
+            print("     router kill-to-first-SQL-push through the router: %.2f s" % (back - rkill_at), flush=True)
+        time.sleep(2)
+        end(clients2, stop)
+        judge(clients2, ())
+        during = [a for c in clients2 for a in c.attempts if rkill_at <= a[0] <= (back or rkill_at)]
+        print("     pushes through the sidecar while the router failed over: %d, slowest %.3f s" % (
+            len(during), max([a[1] - a[0] for a in during] or [0])), flush=True)
+        check(len(during) > 0, "the sidecar kept pushing to both shards while the router failed over")
+        pm = on["s2"][0]
+        slot = int(sql(router, "SELECT queen.slot_of('%s', '%s')" % (Q, pm)))
+        sql(router, "CALL queen.move_slot(%d, 's1')" % slot)
+        c0 = [c for c in clients if c.p == pm][0]
+        t_old = c0.requests[0][0]["transactionId"]
+        moved = None
+        for _ in range(50):
+            st, _, body, _ = push(port, [item(pm, t_old), item(pm, "moved-1")])
+            if st == 201 and [a["status"] for a in body] == ["duplicate", "queued"]:
+                moved = body
+                break
+            time.sleep(0.2)
+        check(moved is not None and (moved[0]["message_id"], moved[0]["offset"]) == c0.answers[t_old],
+              "slot %d moved to s1 through the new router primary: the sidecar pushes %s there, an earlier"
+              " transactionId answers duplicate of the original (%s)" % (slot, pm, moved))
+        if moved:
+            c0.answers["moved-1"] = (moved[1]["message_id"], moved[1]["offset"])
+        retries_exact(port, clients + clients2)
+        c0.answers.pop("moved-1", None)
+        stored_exact(router, shards, clients + clients2, dict(sql_sent, **{pm: {"moved-1"}}))
+        check("moved-1" in [r[0] for r in stored_rows(shards["s1"], pm)], "moved-1 stored on s1")
+        rc, now = primaries()
+        check(rkilled not in now and ({"router_1", "router_2"} - {rkilled}) <= set(now),
+              "status: the router's other node is its primary now (primaries %s)" % now)
     finally:
         proc.kill()
         proc.wait()

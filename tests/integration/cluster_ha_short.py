@@ -24,6 +24,7 @@ Runtime: 38-60 s on the shared 2-core machine (load 1-4), of which the cluster's
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -111,6 +112,37 @@ class Client(threading.Thread):
                 else:
                     code = body.get("code") if isinstance(body, dict) else str(body)[:80]
                     self.attempts.append((sent, at, st, code, h.get("retry-after")))
+                time.sleep(0.2)
+            time.sleep(0.1)
+
+
+class SqlPusher(threading.Thread):
+    """SQL pushes through the router (queen.push, one item) to one partition, each retried with
+    the same transactionId until answered; records the SQLSTATEs of the failed tries and when
+    each push was answered."""
+
+    def __init__(self, router, p, stop, tag):
+        super().__init__(daemon=True)
+        self.router, self.p, self.stop, self.tag = router, p, stop, tag
+        self.states, self.answered, self.sent = [], [], set()
+
+    def run(self):
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            t = "%s-sql-%d" % (self.tag, n)
+            self.sent.add(t)
+            while True:
+                r = subprocess.run(["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-v",
+                                    "VERBOSITY=verbose", "-d", self.router, "-c",
+                                    "SELECT status FROM queen.push('%s', '%s', '[{\"transactionId\": \"%s\","
+                                    " \"payload\": %d}]')" % (Q, self.p, t, n)],
+                                   capture_output=True, text=True)
+                if r.returncode == 0 and r.stdout.strip() in ("queued", "duplicate"):
+                    self.answered.append((time.time(), t, r.stdout.strip()))
+                    break
+                m = re.search(r"(?:ERROR|FATAL):\s+([0-9A-Z]{5}):", r.stderr)
+                self.states.append(m.group(1) if m else r.stderr.strip()[:120])
                 time.sleep(0.2)
             time.sleep(0.1)
 
@@ -235,6 +267,8 @@ def main():
 
         # 1-2. s1's primary killed under load
         clients, stop = load(port, on, "a")
+        sqlp = SqlPusher(router, on["s1"][3], stop, "a")
+        sqlp.start()
         time.sleep(3)
         killed, kill_at = kill_primary("s1")
         # until s1 accepted a push sent after the kill, then 3 s more of load (at most 60 s)
@@ -249,7 +283,13 @@ def main():
             print("     kill-to-first-accepted-push on s1: %.2f s" % (first - kill_at), flush=True)
         time.sleep(3)
         end(clients, stop)
+        sqlp.join(60)
         judge(clients, ("s1",))
+        after = [a for a in sqlp.answered if a[0] > kill_at]
+        check(not sqlp.is_alive() and after and set(sqlp.states) <= {"08006"},
+              "SQL pushes through the router to s1: %d answered, %d after the kill; the failed tries"
+              " (%d) all 08006 shard unavailable (%s)" % (len(sqlp.answered), len(after), len(sqlp.states),
+                                                         sorted(set(sqlp.states))[:3]))
         s2_during = [a for c in clients if c.shard == "s2" for a in c.attempts if kill_at <= a[0] <= (first or kill_at)]
         check(len(s2_during) > 0 or first is None or first - kill_at < 0.5,
               "s2 answered %d pushes during s1's failover (all 201 above)" % len(s2_during))
@@ -260,6 +300,10 @@ def main():
         # 3. the unchanged retries, then SQL on each shard's primary now
         retries_exact(port, clients)
         stored_exact(router, shards, clients)
+        rows = stored_rows(shards["s1"], on["s1"][3])
+        tids = [r[0] for r in rows]
+        check(len(tids) == len(set(tids)) and {a[1] for a in sqlp.answered} <= set(tids) <= sqlp.sent,
+              "SQL pushes: every answered one stored once on s1, nothing else (%d rows)" % len(tids))
         rc, now = primaries()
         check(rc == 3 and len(now) == 3 and killed not in now and ({"s1_1", "s1_2"} - {killed}) <= set(now),
               "status: s1's other node is its primary now (primaries %s), exit 3 (%s down)" % (now, killed))
@@ -315,8 +359,12 @@ def main():
             c0.answers["moved-1"] = (moved[1]["message_id"], moved[1]["offset"])
         retries_exact(port, clients + clients2)
         c0.answers.pop("moved-1", None)
+        sql_sent.setdefault(on["s1"][3], set()).update(sqlp.sent)
         stored_exact(router, shards, clients + clients2, dict(sql_sent, **{pm: {"moved-1"}}))
         check("moved-1" in [r[0] for r in stored_rows(shards["s1"], pm)], "moved-1 stored on s1")
+        tids = [r[0] for r in stored_rows(shards["s1"], on["s1"][3])]
+        check(len(tids) == len(set(tids)) and {a[1] for a in sqlp.answered} <= set(tids) <=
+              sql_sent[on["s1"][3]], "SQL pushes of both phases: stored once each, nothing else (%d rows)" % len(tids))
         rc, now = primaries()
         check(rkilled not in now and ({"router_1", "router_2"} - {rkilled}) <= set(now),
               "status: the router's other node is its primary now (primaries %s)" % now)

@@ -20,7 +20,7 @@ exact answers (run through cluster_ha_short.sh):
      there (queen.move_slot) reaches the sidecar (an earlier transactionId of the partition answers
      `duplicate` of its original, a new one is stored on the new owner), and 3. holds again over
      both phases (the SQL pushes counted as sent).
-Runtime: 38-60 s on the shared 2-core machine (load 1-4), of which the cluster's start 17-22 s.
+Runtime: 56-64 s on the shared 2-core machine (load 1-5), of which the cluster's start 16-27 s.
 """
 import json
 import os

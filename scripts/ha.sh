@@ -229,10 +229,21 @@ monitor_sql() {
 }
 
 # Wait until the monitor accepts connections.
+# The monitor's PostgreSQL listens on '*' (pg_autoctl's choice): when its IPv4 bind fails (a
+# fixed port in the kernel's ephemeral range, held for a moment by some outgoing connection) it
+# still starts, on IPv6 only, and never answers on 127.0.0.1; so after 5 s without an answer and
+# with that failure in its log it is stopped, and its pg_autoctl supervisor starts it again.
 wait_monitor() {
-    local i
+    local i d
+    d=$(data_of monitor)
     for ((i = 0; i < 120; i++)); do
         "$SYSBIN/pg_isready" -q -h 127.0.0.1 -p "$BASE" -t 1 && return 0
+        if ((i % 10 == 9)) && grep -qs 'could not bind IPv4 address' "$d"/log/*.log; then
+            say "the monitor could not bind 127.0.0.1:$BASE (port in use for a moment): restarting it"
+            as_pg mkdir -p "$d/log/old"
+            as_pg sh -c 'mv "$1"/log/*.log "$1"/log/old/' sh "$d" 2>/dev/null || true
+            PGBIN=$SYSBIN pg_ctl_stop "$d" fast 30 >/dev/null 2>&1 || true
+        fi
         sleep 0.5
     done
     die "the monitor does not answer on port $BASE (log: $DIR/monitor.log)"

@@ -354,7 +354,7 @@ start_node() {
         as_pg pg_autoctl create postgres --pgdata "$d" --pgport "$port" --pgctl "$PGBIN/pg_ctl" \
             --hostname 127.0.0.1 --listen 127.0.0.1 --name "$name" --username postgres \
             --dbname postgres --formation "$FORMATION" --monitor "$(monitor_uri)" --auth trust \
-            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log): $(tail -5 "$DIR/$name.log" 2>/dev/null)"
+            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log): $(tail -5 "$DIR/$name.log" 2>/dev/null); its PostgreSQL said: $(grep -hsE 'FATAL|PANIC|could not bind' "$d"/startup.log "$d"/log/*.log | tail -4)"
         as_pg pg_autoctl config set --pgdata "$d" timeout.network_partition_timeout 4 >/dev/null
         touch "$DIR/$name.created"
     elif ! supervisor_pid "$name" >/dev/null; then

@@ -258,8 +258,8 @@ cmd_start() {
 }
 
 # The replicated cluster's start: record the mode and each new formation's node count, start
-# the router's formation first (it creates the monitor), then the shards' formations side by
-# side (their logs in $DIR/start-NAME.log), then the extensions and the router's shard entries.
+# the monitor, then every formation side by side (their logs in $DIR/start-NAME.log), then the
+# router's extension and shard entries.
 start_ha() {
     local shards=() counts=() s h pids=() rc=0
     while [[ $1 != -- ]]; do shards+=("$1"); shift; done
@@ -277,17 +277,18 @@ start_ha() {
         for h in "${counts[@]}"; do [[ $h == "$s="* ]] && want=${h#*=}; done
         echo "$want" >"$DIR/formations/$s"
     done
-    if ! ha_of router start 2>&1 | sed "s/^/[router] /" >&2; then
-        die "the router's formation did not start"
-    fi
-    for s in "${shards[@]}"; do
+    ha_of router monitor || die "the monitor did not start"
+    local all=(router "${shards[@]}")
+    for s in "${all[@]}"; do
         ha_of "$s" start >"$DIR/start-$s.log" 2>&1 &
         pids+=($!)
     done
     for k in "${!pids[@]}"; do
         if ! wait "${pids[$k]}"; then
-            say "${shards[$k]}'s formation did not start: $(tail -5 "$DIR/start-${shards[$k]}.log")"
+            say "${all[$k]}'s formation did not start: $(tail -5 "$DIR/start-${all[$k]}.log")"
             rc=1
+        else
+            tail -n1 "$DIR/start-${all[$k]}.log" | sed "s/^/[${all[$k]}] /" >&2
         fi
     done
     ((rc == 0)) || die "the cluster did not start"

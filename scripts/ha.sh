@@ -23,6 +23,7 @@
 #   scripts/ha.sh env            print QUEEN_HA_CONNINFO=... (multi-host, read-write) and the
 #                                node ports: eval "$(scripts/ha.sh env)"
 #   scripts/ha.sh remove         stop, then delete .ha/
+#   scripts/ha.sh monitor        create (first time) and start the monitor only
 # Environment:
 #   QUEEN_HA_PORT   base port (default 55300): the monitor listens on it, node N on base + N
 #   QUEEN_HA_DIR    data folder (default .ha/ in the checkout; user postgres must traverse it)
@@ -388,11 +389,15 @@ primary_name() {
     monitor_sql "SELECT nodename FROM pgautofailover.node WHERE formationid = '$FORMATION' AND reportedstate IN ('primary','wait_primary','single') AND goalstate IN ('primary','wait_primary','single') ORDER BY nodeid LIMIT 1" 2>/dev/null || true
 }
 
-# Start everything that does not run; create what does not exist; wait for a healthy formation.
-cmd_start() {
-    [[ -x $PGBIN/pg_ctl ]] || die "PostgreSQL 15 not found in $PGBIN (run scripts/install-deps.sh)"
-    command -v pg_autoctl >/dev/null || die "pg_autoctl not found (run scripts/install-deps.sh)"
-    [[ -f $("$PGBIN/pg_config" --pkglibdir)/queen.so ]] || die "queen is not installed in $PGBIN's PostgreSQL (make install)"
+# Create (once) and start the monitor only, with its folders (scripts/cluster.sh, before it
+# starts its formations side by side).
+cmd_monitor() {
+    prepare_dir
+    start_monitor
+}
+
+# The data folder, pg_autoctl's folders and the log files, owned by the servers' user.
+prepare_dir() {
     mkdir -p "$DIR/xdg/config" "$DIR/xdg/data" "$DIR/xdg/run"
     chmod 0755 "$DIR"
     chmod 0700 "$DIR/xdg/run"
@@ -402,6 +407,16 @@ cmd_start() {
         touch "$DIR/$n.log"
         pg_is_root && chown postgres:postgres "$DIR/$n.log"
     done
+    return 0
+}
+
+# Start everything that does not run; create what does not exist; wait for a healthy formation.
+cmd_start() {
+    [[ -x $PGBIN/pg_ctl ]] || die "PostgreSQL 15 not found in $PGBIN (run scripts/install-deps.sh)"
+    command -v pg_autoctl >/dev/null || die "pg_autoctl not found (run scripts/install-deps.sh)"
+    [[ -f $("$PGBIN/pg_config" --pkglibdir)/queen.so ]] || die "queen is not installed in $PGBIN's PostgreSQL (make install)"
+    prepare_dir
+    local n
     start_monitor
     ensure_formation
     local fresh=0
@@ -602,6 +617,7 @@ take_lock() {
 main() {
     case "${1:-}" in
         start) take_lock && cmd_start ;;
+        monitor) take_lock && cmd_monitor ;;
         stop) take_lock && cmd_stop ;;
         status) cmd_status ;;
         wait) wait_healthy "${QUEEN_HA_WAIT_S:-120}" ;;
@@ -612,7 +628,7 @@ main() {
         env) cmd_env ;;
         remove) take_lock && cmd_remove ;;
         *)
-            echo "usage: $0 start|stop|status|wait|failover|kill-primary|prefer NODE|primary|env|remove" >&2
+            echo "usage: $0 start|stop|status|wait|failover|kill-primary|prefer NODE|primary|env|remove|monitor" >&2
             exit 2
             ;;
     esac

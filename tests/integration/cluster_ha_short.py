@@ -20,7 +20,8 @@ exact answers (run through cluster_ha_short.sh):
      there (queen.move_slot) reaches the sidecar (an earlier transactionId of the partition answers
      `duplicate` of its original, a new one is stored on the new owner), and 3. holds again over
      both phases (the SQL pushes counted as sent).
-Runtime: 56-64 s on the shared 2-core machine (load 1-5), of which the cluster's start 16-27 s.
+Runtime: 56-64 s on the shared 2-core machine at load 1-5 (the cluster's start 16-27 s of it);
+106-146 s at load 24-58 (the start 49-91 s).
 """
 import json
 import os

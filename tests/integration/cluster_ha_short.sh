@@ -7,7 +7,8 @@
 # 0 duplicates and 0 answered messages lost by SQL on the new primaries, each partition on the
 # shard the map names; prints kill-to-first-accepted-push; then the router's primary SIGKILLed:
 # the sidecar keeps its map, SQL through the router resumes on its new primary, a slot moved there
-# reaches the sidecar (cluster_ha_short.py). About 60 s on the shared 2-core machine.
+# reaches the sidecar (cluster_ha_short.py). About 60 s on the shared 2-core machine (load <= 5),
+# 106-146 s at load 24-58.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ -z ${QUEEN_PGBIN:-} && -n ${PG_CONFIG:-} ]]; then QUEEN_PGBIN=$("$PG_CONFIG" --bindir); fi

@@ -9,9 +9,21 @@
 #   scripts/cluster.sh env                  QUEEN_ROUTER_CONNINFO=... and one
 #                                           QUEEN_SHARD_<NAME>=... line per shard
 #   scripts/cluster.sh remove               stop, then delete the cluster's data folders
+# A replicated cluster (docs/scale-out.md, "The replicated cluster"): `start --ha` on a new
+# folder makes every server a pg_auto_failover formation through scripts/ha.sh: one monitor
+# (on the base port) for all, the router's formation `router` (nodes on base + 1, + 2) and one
+# formation per shard sK (nodes on base + 10K + 1, + 2; `--ha-nodes 3` or `--ha-nodes sK=3` for
+# three), each a primary and a synchronous standby. The router's shard entries, and so the
+# sidecar's per-shard pools, are multi-host connection strings with target_session_attrs=read-write
+# that reach each formation's primary. The mode is part of the cluster (every later command
+# knows it); in it also:
+#   scripts/cluster.sh kill-primary SHARD   SIGKILL of that formation's primary (SHARD: s1.. or
+#                                           router; ha.sh kill-primary); prints node and moment
+#   scripts/cluster.sh failover SHARD       a clean switchover of that formation (ha.sh failover)
+#   `status` prints each formation's nodes and the monitor's view (primary, standbys)
 # Environment:
 #   QUEEN_CLUSTER_PORT   base port (default 55500, or the one the cluster was created on):
-#                        the router on it, shard k on it + k
+#                        the router on it, shard k on it + k (with --ha: see above)
 #   QUEEN_CLUSTER_DIR    data folder (default .cluster/ in the checkout)
 #   QUEEN_SLOT_COUNT     slot count of a new cluster (default 64; a power of two)
 #   QUEEN_PGBIN          PostgreSQL 15's programs (as for scripts/pg.sh)
@@ -43,6 +55,9 @@ PG=$ROOT/scripts/pg.sh
 source "$ROOT/scripts/lib/pg.sh"
 
 say() { echo "cluster.sh: $*" >&2; }
+# The replicated mode (start --ha on a new folder), recorded as $DIR/ha.
+HA=0
+[[ -f $DIR/ha ]] && HA=1
 die() {
     say "$*"
     exit 1
@@ -51,6 +66,10 @@ die() {
 # The shard names of the cluster on disk (s1 s2 ...), in order.
 existing_shards() {
     local d
+    if ((HA)); then
+        for d in "$DIR"/formations/s*; do [[ -f $d ]] && basename "$d"; done | sort -V
+        return 0
+    fi
     for d in "$DIR"/s*; do
         [[ -d $d && $(basename "$d") =~ ^s[0-9]+$ ]] && basename "$d"
     done | sort -V
@@ -61,8 +80,33 @@ port_of() {
     if [[ $1 == router ]]; then echo "$BASE"; else echo $((BASE + ${1#s})); fi
 }
 
-# The libpq connection string of a server (TCP, so other servers' PL/Proxy can use it).
-conninfo_of() { echo "host=127.0.0.1 port=$(port_of "$1") dbname=postgres user=postgres"; }
+# The libpq connection string of a server (TCP, so other servers' PL/Proxy can use it); in the
+# replicated mode its formation's multi-host, read-write string (ha.sh env).
+conninfo_of() {
+    if ((HA)); then
+        ha_of "$1" env | sed -n "s/^export QUEEN_HA_CONNINFO='\(.*\)'$/\1/p"
+        return 0
+    fi
+    echo "host=127.0.0.1 port=$(port_of "$1") dbname=postgres user=postgres"
+}
+
+# Run scripts/ha.sh for one formation of the replicated cluster (router or sK): the shared
+# monitor on the base port and folder, the formation's nodes NAME_1.. on base + 10K + 1.. (the
+# router's on base + 1..), its node count as recorded at creation (2 unless asked).
+ha_of() {
+    local name=$1 nodes off=0
+    shift
+    nodes=$(cat "$DIR/formations/$name" 2>/dev/null || echo 2)
+    [[ $name == router ]] || off=$((10 * ${name#s}))
+    local env=(QUEEN_HA_DIR="$DIR" QUEEN_HA_PORT="$BASE" QUEEN_HA_FORMATION="$name"
+        QUEEN_HA_NODES="$nodes" QUEEN_HA_NODE_PREFIX="${name}_" QUEEN_HA_NODE_PORT=$((BASE + off))
+        QUEEN_HA_SHARED_MONITOR=1 QUEEN_PGBIN="$PGBIN")
+    # The router: no queen preloaded (as its single server), its extension made by setup_router.
+    [[ $name == router ]] && env+=(QUEEN_HA_PRELOAD=0 QUEEN_HA_EXTENSION=)
+    # The router's stop is the last one: it stops the monitor too.
+    [[ $name == router && ${1:-} == stop ]] && env+=(QUEEN_HA_SHARED_MONITOR=0)
+    env "${env[@]}" bash "$ROOT/scripts/ha.sh" "$@"
+}
 
 # Run scripts/pg.sh for one server of the cluster (the router without queen preloaded).
 pg_of() {
@@ -163,15 +207,30 @@ start_one() {
 }
 
 cmd_start() {
-    local n="" shards=() s k
+    local n="" shards=() s k ha=$HA hanodes=() h
     while [[ $# -gt 0 ]]; do
         case $1 in
             --shards)
                 n=${2:?--shards needs a number}
                 shift 2
                 ;;
+            --ha)
+                ha=1
+                shift
+                ;;
+            --ha-nodes)
+                hanodes+=("${2:?--ha-nodes needs N or SHARD=N}")
+                shift 2
+                ;;
             *) die "unknown option $1" ;;
         esac
+    done
+    if ((ha && !HA)) && [[ -d $DIR/router ]]; then
+        die "the cluster in $DIR is not replicated (remove it first to make one with --ha)"
+    fi
+    ((ha || ${#hanodes[@]} == 0)) || die "--ha-nodes needs --ha"
+    for h in "${hanodes[@]}"; do
+        [[ $h =~ ^((s[1-9][0-9]*|router)=)?[23]$ ]] || die "--ha-nodes takes 2, 3 or SHARD=2|3, not $h"
     done
     mapfile -t shards < <(existing_shards)
     if [[ -z $n ]]; then
@@ -187,6 +246,10 @@ cmd_start() {
     echo "$BASE" >"$DIR/base_port"
     shards=()
     for ((k = 1; k <= n; k++)); do shards+=("s$k"); done
+    if ((ha)); then
+        start_ha "${shards[@]}" -- "${hanodes[@]}"
+        return 0
+    fi
     seed_data "${shards[@]}" router
     for s in "${shards[@]}" router; do start_one "$s"; done
     for s in "${shards[@]}"; do setup_shard "$s"; done
@@ -194,8 +257,51 @@ cmd_start() {
     say "cluster running: router on port $BASE, ${#shards[@]} shards (ports $((BASE + 1))-$((BASE + n)))"
 }
 
+# The replicated cluster's start: record the mode and each new formation's node count, start
+# the monitor, then every formation side by side (their logs in $DIR/start-NAME.log), then the
+# router's extension and shard entries.
+start_ha() {
+    local shards=() counts=() s h pids=() rc=0
+    while [[ $1 != -- ]]; do shards+=("$1"); shift; done
+    shift
+    counts=("$@")
+    HA=1
+    touch "$DIR/ha"
+    mkdir -p "$DIR/formations"
+    for s in router "${shards[@]}"; do
+        [[ -f $DIR/formations/$s ]] && continue
+        local want=2
+        for h in "${counts[@]}"; do
+            [[ $h =~ ^[23]$ && $s != router ]] && want=$h
+        done
+        for h in "${counts[@]}"; do [[ $h == "$s="* ]] && want=${h#*=}; done
+        echo "$want" >"$DIR/formations/$s"
+    done
+    ha_of router monitor || die "the monitor did not start"
+    local all=(router "${shards[@]}")
+    for s in "${all[@]}"; do
+        ha_of "$s" start >"$DIR/start-$s.log" 2>&1 &
+        pids+=($!)
+    done
+    for k in "${!pids[@]}"; do
+        if ! wait "${pids[$k]}"; then
+            say "${all[$k]}'s formation did not start: $(tail -5 "$DIR/start-${all[$k]}.log")"
+            rc=1
+        else
+            tail -n1 "$DIR/start-${all[$k]}.log" | sed "s/^/[${all[$k]}] /" >&2
+        fi
+    done
+    ((rc == 0)) || die "the cluster did not start"
+    setup_router "${shards[@]}"
+    say "replicated cluster running: monitor on port $BASE, formations router ${shards[*]}"
+}
+
 cmd_stop() {
     local s
+    if ((HA)); then
+        for s in $(existing_shards) router; do ha_of "$s" stop 2>&1 | sed "s/^/[$s] /" >&2; done
+        return 0
+    fi
     for s in router $(existing_shards); do
         [[ -d $DIR/$s ]] || continue
         pg_of "$s" stop 2>&1 | sed "s/^/[$s] /" >&2
@@ -204,6 +310,13 @@ cmd_stop() {
 
 cmd_status() {
     local s rc=0 out
+    if ((HA)); then
+        for s in router $(existing_shards); do
+            echo "== formation $s"
+            ha_of "$s" status || rc=3
+        done
+        return $rc
+    fi
     [[ -d $DIR/router ]] || {
         echo "no cluster in $DIR"
         return 3
@@ -219,16 +332,21 @@ cmd_status() {
 
 cmd_env() {
     local s
-    [[ -d $DIR/router ]] || die "no cluster yet: run scripts/cluster.sh start"
+    ((HA)) || [[ -d $DIR/router ]] || die "no cluster yet: run scripts/cluster.sh start"
     echo "QUEEN_ROUTER_CONNINFO='$(conninfo_of router)'"
     for s in $(existing_shards); do
         echo "QUEEN_SHARD_${s^^}='$(conninfo_of "$s")'"
     done
+    if ((HA)); then echo "QUEEN_HA_MONITOR_URI='postgres://autoctl_node@127.0.0.1:$BASE/pg_auto_failover?sslmode=disable'"; fi
 }
 
 cmd_remove() {
     cmd_stop
     local s
+    if ((HA)); then
+        rm -rf "$DIR"
+        return 0
+    fi
     for s in router $(existing_shards); do pg_of "$s" remove 2>&1 | sed "s/^/[$s] /" >&2; done
     rm -f "$DIR/base_port"
     rmdir "$DIR" 2>/dev/null || true
@@ -241,12 +359,18 @@ main() {
     shift || true
     case $cmd in
         start) cmd_start "$@" ;;
+        kill-primary | failover)
+            ((HA)) || die "$cmd needs a replicated cluster (start --ha)"
+            local f=${1:?usage: $0 $cmd SHARD (s1.. or router)}
+            [[ -f $DIR/formations/$f ]] || die "no formation named $f"
+            ha_of "$f" "$cmd"
+            ;;
         stop) cmd_stop ;;
         status) cmd_status ;;
         env) cmd_env ;;
         remove) cmd_remove ;;
         *)
-            echo "usage: $0 start [--shards N] | stop | status | env | remove" >&2
+            echo "usage: $0 start [--shards N] [--ha [--ha-nodes N|SHARD=N]...] | stop | status | env | remove | kill-primary SHARD | failover SHARD" >&2
             exit 2
             ;;
     esac

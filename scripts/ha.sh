@@ -23,12 +23,25 @@
 #   scripts/ha.sh env            print QUEEN_HA_CONNINFO=... (multi-host, read-write) and the
 #                                node ports: eval "$(scripts/ha.sh env)"
 #   scripts/ha.sh remove         stop, then delete .ha/
+#   scripts/ha.sh monitor        create (first time) and start the monitor only
 # Environment:
 #   QUEEN_HA_PORT   base port (default 55300): the monitor listens on it, node N on base + N
 #   QUEEN_HA_DIR    data folder (default .ha/ in the checkout; user postgres must traverse it)
 #   QUEEN_PGBIN     PostgreSQL 15's programs with queen installed (scripts/dev-prefix.sh sets it;
 #                   default /usr/lib/postgresql/15/bin); the monitor runs the system PostgreSQL
 #                   (it needs only the pgautofailover extension of postgresql-15-auto-failover)
+# One monitor for several formations (scripts/cluster.sh start --ha sets these; the defaults give
+# the single formation above):
+#   QUEEN_HA_FORMATION   the formation's name (default `default`, the monitor's own)
+#   QUEEN_HA_NODES       its number of data nodes, 2 or 3 (default 3; number_sync_standbys is 1
+#                        with 3 nodes, 0 with 2: the one standby is still synchronous, see
+#                        docs/scale-out.md)
+#   QUEEN_HA_NODE_PREFIX its nodes' names are PREFIX1..PREFIXn (default `node`)
+#   QUEEN_HA_NODE_PORT   node N listens on QUEEN_HA_NODE_PORT + N (default QUEEN_HA_PORT)
+#   QUEEN_HA_PRELOAD     0: no queen in shared_preload_libraries (a router formation)
+#   QUEEN_HA_EXTENSION   the extension `start` creates on the primary (default queen; empty: none)
+#   QUEEN_HA_SHARED_MONITOR  1: `stop` leaves the monitor running (other formations use it);
+#                        the last formation's stop without it stops the monitor too
 #
 # Failover timing (short, for tests; production keeps pg_auto_failover's defaults, see
 # docs/failover.md): the monitor checks every node each second and calls a node unhealthy after
@@ -52,9 +65,15 @@ PGBIN=${QUEEN_PGBIN:-/usr/lib/postgresql/15/bin}
 SYSBIN=/usr/lib/postgresql/15/bin
 BASE=${QUEEN_HA_PORT:-55300}
 DIR=$(realpath -m "${QUEEN_HA_DIR:-$ROOT/.ha}")
-NODES=(node1 node2 node3)
-FORMATION=default
-SYNC_STANDBYS=1
+FORMATION=${QUEEN_HA_FORMATION:-default}
+NODE_COUNT=${QUEEN_HA_NODES:-3}
+NODE_PREFIX=${QUEEN_HA_NODE_PREFIX:-node}
+NODE_BASE=${QUEEN_HA_NODE_PORT:-$BASE}
+[[ $NODE_COUNT =~ ^[23]$ ]] || { echo "ha.sh: QUEEN_HA_NODES must be 2 or 3" >&2; exit 2; }
+NODES=()
+for ((i = 1; i <= NODE_COUNT; i++)); do NODES+=("$NODE_PREFIX$i"); done
+FIRST=${NODES[0]}
+SYNC_STANDBYS=$((NODE_COUNT >= 3 ? 1 : 0))
 # initdb and pg_ctl start/stop: scripts/lib/pg.sh (shared with scripts/pg.sh and cluster.sh),
 # run through as_pg below (PG_RUN_AS). pg_autoctl makes the standbys and the monitor itself.
 # shellcheck source=lib/pg.sh
@@ -90,7 +109,7 @@ as_pg() {
 port_of() {
     case $1 in
         monitor) echo "$BASE" ;;
-        node*) echo $((BASE + ${1#node})) ;;
+        "$NODE_PREFIX"*) echo $((NODE_BASE + ${1#"$NODE_PREFIX"})) ;;
     esac
 }
 data_of() { echo "$DIR/$1"; }
@@ -211,10 +230,21 @@ monitor_sql() {
 }
 
 # Wait until the monitor accepts connections.
+# The monitor's PostgreSQL listens on '*' (pg_autoctl's choice): when its IPv4 bind fails (a
+# fixed port in the kernel's ephemeral range, held for a moment by some outgoing connection) it
+# still starts, on IPv6 only, and never answers on 127.0.0.1; so after 5 s without an answer and
+# with that failure in its log it is stopped, and its pg_autoctl supervisor starts it again.
 wait_monitor() {
-    local i
+    local i d
+    d=$(data_of monitor)
     for ((i = 0; i < 120; i++)); do
         "$SYSBIN/pg_isready" -q -h 127.0.0.1 -p "$BASE" -t 1 && return 0
+        if ((i % 10 == 9)) && grep -qs 'could not bind IPv4 address' "$d"/log/*.log; then
+            say "the monitor could not bind 127.0.0.1:$BASE (port in use for a moment): restarting it"
+            as_pg mkdir -p "$d/log/old"
+            as_pg sh -c 'mv "$1"/log/*.log "$1"/log/old/' sh "$d" 2>/dev/null || true
+            PGBIN=$SYSBIN pg_ctl_stop "$d" fast 30 >/dev/null 2>&1 || true
+        fi
         sleep 0.5
     done
     die "the monitor does not answer on port $BASE (log: $DIR/monitor.log)"
@@ -263,11 +293,13 @@ start_monitor() {
 init_first_node() {
     local d=$1
     rm -rf "$d"
-    pg_initdb "$d" C.UTF-8 >>"$DIR/node1.log" 2>&1 || die "initdb failed (log: $DIR/node1.log)"
+    pg_initdb "$d" C.UTF-8 >>"$DIR/$FIRST.log" 2>&1 || die "initdb failed (log: $DIR/$FIRST.log)"
+    local preload="shared_preload_libraries = 'queen'
+queen.shared_probe_cache_mb = 64"
+    [[ ${QUEEN_HA_PRELOAD:-1} == 0 ]] && preload="# no queen preloaded (QUEEN_HA_PRELOAD=0)"
     as_pg tee -a "$d/postgresql.conf" >/dev/null <<EOF
 # Written by scripts/ha.sh (every node has it: the standbys are copies of this one).
-shared_preload_libraries = 'queen'
-queen.shared_probe_cache_mb = 64
+$preload
 max_connections = 100
 shared_buffers = 128MB
 wal_log_hints = on
@@ -315,7 +347,7 @@ start_node() {
     port=$(port_of "$name")
     if [[ ! -f $DIR/$name.created ]]; then
         say "creating $name on port $port"
-        if [[ $name == node1 ]]; then
+        if [[ $name == "$FIRST" ]]; then
             init_first_node "$d"
         else
             rm -rf "$d"
@@ -323,7 +355,7 @@ start_node() {
         as_pg pg_autoctl create postgres --pgdata "$d" --pgport "$port" --pgctl "$PGBIN/pg_ctl" \
             --hostname 127.0.0.1 --listen 127.0.0.1 --name "$name" --username postgres \
             --dbname postgres --formation "$FORMATION" --monitor "$(monitor_uri)" --auth trust \
-            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log): $(tail -5 "$DIR/$name.log" 2>/dev/null)"
+            --no-ssl >>"$DIR/$name.log" 2>&1 || die "pg_autoctl create postgres $name failed (log: $DIR/$name.log): $(tail -5 "$DIR/$name.log" 2>/dev/null); its PostgreSQL said: $(grep -hsE 'FATAL|PANIC|could not bind' "$d"/startup.log "$d"/log/*.log | tail -4)"
         as_pg pg_autoctl config set --pgdata "$d" timeout.network_partition_timeout 4 >/dev/null
         touch "$DIR/$name.created"
     elif ! supervisor_pid "$name" >/dev/null; then
@@ -354,14 +386,18 @@ wait_state() {
 
 # The node the monitor holds primary (reported and assigned), or nothing.
 primary_name() {
-    monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate IN ('primary','wait_primary','single') AND goalstate IN ('primary','wait_primary','single') ORDER BY nodeid LIMIT 1" 2>/dev/null || true
+    monitor_sql "SELECT nodename FROM pgautofailover.node WHERE formationid = '$FORMATION' AND reportedstate IN ('primary','wait_primary','single') AND goalstate IN ('primary','wait_primary','single') ORDER BY nodeid LIMIT 1" 2>/dev/null || true
 }
 
-# Start everything that does not run; create what does not exist; wait for a healthy formation.
-cmd_start() {
-    [[ -x $PGBIN/pg_ctl ]] || die "PostgreSQL 15 not found in $PGBIN (run scripts/install-deps.sh)"
-    command -v pg_autoctl >/dev/null || die "pg_autoctl not found (run scripts/install-deps.sh)"
-    [[ -f $("$PGBIN/pg_config" --pkglibdir)/queen.so ]] || die "queen is not installed in $PGBIN's PostgreSQL (make install)"
+# Create (once) and start the monitor only, with its folders (scripts/cluster.sh, before it
+# starts its formations side by side).
+cmd_monitor() {
+    prepare_dir
+    start_monitor
+}
+
+# The data folder, pg_autoctl's folders and the log files, owned by the servers' user.
+prepare_dir() {
     mkdir -p "$DIR/xdg/config" "$DIR/xdg/data" "$DIR/xdg/run"
     chmod 0755 "$DIR"
     chmod 0700 "$DIR/xdg/run"
@@ -371,12 +407,23 @@ cmd_start() {
         touch "$DIR/$n.log"
         pg_is_root && chown postgres:postgres "$DIR/$n.log"
     done
+    return 0
+}
+
+# Start everything that does not run; create what does not exist; wait for a healthy formation.
+cmd_start() {
+    [[ -x $PGBIN/pg_ctl ]] || die "PostgreSQL 15 not found in $PGBIN (run scripts/install-deps.sh)"
+    command -v pg_autoctl >/dev/null || die "pg_autoctl not found (run scripts/install-deps.sh)"
+    [[ -f $("$PGBIN/pg_config" --pkglibdir)/queen.so ]] || die "queen is not installed in $PGBIN's PostgreSQL (make install)"
+    prepare_dir
+    local n
     start_monitor
+    ensure_formation
     local fresh=0
-    [[ -f $DIR/node1.created ]] || fresh=1
-    start_node node1
-    ((fresh)) && wait_state node1 "single|primary|wait_primary" 120
-    for n in node2 node3; do
+    [[ -f $DIR/$FIRST.created ]] || fresh=1
+    start_node "$FIRST"
+    ((fresh)) && wait_state "$FIRST" "single|primary|wait_primary" 120
+    for n in "${NODES[@]:1}"; do
         start_node "$n"
         if ((fresh)); then wait_state "$n" "secondary" 240; fi
     done
@@ -390,18 +437,29 @@ cmd_start() {
     clear_standby_sync_names
     local p
     p=$(primary_name)
-    ensure_extension "$p"
-    say "formation running: primary $p; $(cmd_env | head -n1)"
+    [[ -z ${QUEEN_HA_EXTENSION-queen} ]] || ensure_extension "$p"
+    say "formation $FORMATION running: primary $p; $(cmd_env | head -n1)"
 }
 
-# CREATE EXTENSION queen on the primary (replicated to the standbys) when it is missing.
+# Create the formation on the monitor when it is not the monitor's own `default` and is missing
+# (number_sync_standbys is set once its nodes joined, in cmd_start).
+ensure_formation() {
+    [[ $FORMATION == default ]] && return 0
+    [[ $FORMATION =~ ^[A-Za-z0-9_]+$ ]] || die "a formation name is letters, digits and _"
+    [[ -n $(monitor_sql "SELECT 1 FROM pgautofailover.formation WHERE formationid = '$FORMATION'") ]] && return 0
+    monitor_sql "SELECT pgautofailover.create_formation('$FORMATION', 'pgsql', 'postgres', true, 0)" >/dev/null ||
+        die "could not create formation $FORMATION on the monitor"
+}
+
+# CREATE EXTENSION QUEEN_HA_EXTENSION (queen) on the primary (replicated to the standbys) when it
+# is missing.
 ensure_extension() {
-    local port
+    local port ext=${QUEEN_HA_EXTENSION-queen}
     port=$(port_of "$1")
     as_pg "$PGBIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres \
-        -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null 2>&1 ||
+        -c "CREATE EXTENSION IF NOT EXISTS $ext" >/dev/null 2>&1 ||
         as_pg "$PGBIN/psql" -X -q -At -h 127.0.0.1 -p "$port" -U postgres -d postgres \
-            -c "CREATE EXTENSION IF NOT EXISTS queen" >/dev/null
+            -c "CREATE EXTENSION IF NOT EXISTS $ext" >/dev/null
 }
 
 # Empty synchronous_standby_names on every standby (issue 31: a clean switchover held writes
@@ -435,24 +493,25 @@ SQL
     return 0
 }
 
-# Wait until one primary and two secondaries are reported, every keeper running.
+# Wait until one primary and every other node secondary are reported, every keeper running.
 wait_healthy() {
     local limit=$1 i rows
     for ((i = 0; i < limit * 2; i++)); do
         rows=$(monitor_sql "SELECT count(*) FILTER (WHERE reportedstate = 'primary' AND goalstate = 'primary') || ' ' ||
                                    count(*) FILTER (WHERE reportedstate = 'secondary' AND goalstate = 'secondary')
                             FROM pgautofailover.node WHERE formationid = '$FORMATION'" 2>/dev/null || true)
-        [[ $rows == "1 2" ]] && return 0
+        [[ $rows == "1 $((NODE_COUNT - 1))" ]] && return 0
         sleep 0.5
     done
-    monitor_sql "SELECT nodename, reportedstate, goalstate FROM pgautofailover.node ORDER BY nodeid" >&2 || true
-    die "the formation is not healthy after ${limit}s"
+    monitor_sql "SELECT nodename, reportedstate, goalstate FROM pgautofailover.node WHERE formationid = '$FORMATION' ORDER BY nodeid" >&2 || true
+    die "the formation $FORMATION is not healthy after ${limit}s"
 }
 
-# Stop the nodes (pg_autoctl stop, then the tree by force), then the monitor.
+# Stop the nodes (pg_autoctl stop, then the tree by force), then the monitor (unless shared).
 cmd_stop() {
-    local n pid i
-    for n in "${NODES[@]}" monitor; do
+    local n pid i mon=monitor
+    [[ ${QUEEN_HA_SHARED_MONITOR:-0} == 1 ]] && mon=""
+    for n in "${NODES[@]}" $mon; do
         if pid=$(supervisor_pid "$n"); then
             as_pg pg_autoctl stop --pgdata "$(data_of "$n")" >/dev/null 2>&1 || true
             for ((i = 0; i < 150; i++)); do
@@ -477,7 +536,7 @@ cmd_status() {
         fi
     done
     if supervisor_pid monitor >/dev/null; then
-        as_pg pg_autoctl show state --pgdata "$(data_of monitor)" 2>/dev/null || true
+        as_pg pg_autoctl show state --pgdata "$(data_of monitor)" --formation "$FORMATION" 2>/dev/null || true
     fi
     [[ $down == 0 && -n $(primary_name) ]] || return 3
 }
@@ -535,21 +594,30 @@ cmd_env() {
     echo "export QUEEN_HA_MONITOR_PORT=$BASE QUEEN_HA_NODE_PORTS=$ports"
 }
 
-# Stop, then delete the data folder.
+# Stop, then delete the data folder (scripts/cluster.sh removes its shared folder itself).
 cmd_remove() {
     cmd_stop
     [[ -d $DIR ]] && rm -rf "$DIR"
     say "removed $DIR"
 }
 
+# One ha.sh at a time per formation: on the script itself for the single formation, on a file
+# of the formation's own in the shared folder for a named one (scripts/cluster.sh starts the
+# shards' formations side by side once the monitor runs).
 take_lock() {
-    exec 9<"${BASH_SOURCE[0]}"
+    if [[ $FORMATION == default ]]; then
+        exec 9<"${BASH_SOURCE[0]}"
+    else
+        mkdir -p "$DIR"
+        exec 9>>"$DIR/.lock-$FORMATION"
+    fi
     flock -w 600 9 || die "timed out waiting for another ha.sh"
 }
 
 main() {
     case "${1:-}" in
         start) take_lock && cmd_start ;;
+        monitor) take_lock && cmd_monitor ;;
         stop) take_lock && cmd_stop ;;
         status) cmd_status ;;
         wait) wait_healthy "${QUEEN_HA_WAIT_S:-120}" ;;
@@ -560,7 +628,7 @@ main() {
         env) cmd_env ;;
         remove) take_lock && cmd_remove ;;
         *)
-            echo "usage: $0 start|stop|status|wait|failover|kill-primary|prefer NODE|primary|env|remove" >&2
+            echo "usage: $0 start|stop|status|wait|failover|kill-primary|prefer NODE|primary|env|remove|monitor" >&2
             exit 2
             ;;
     esac

@@ -83,7 +83,8 @@ HttpResponse push_response(PushJob& job) {
     for (std::size_t i = 0; i < job.req.items.size(); i++) {
         const PushItem& it = job.req.items[i];
         const ItemAnswer& a = job.answers[i];
-        retry_after |= a.failed && a.error.code() == StatusCode::ShardUnavailable;
+        retry_after |= a.failed && (a.error.code() == StatusCode::ShardUnavailable ||
+                                    a.error.code() == StatusCode::Unknown);
         if (i) out.push_back(',');
         if (a.failed) {
             append_failed_item(&out, it, i, a.error);
@@ -116,7 +117,7 @@ HttpResponse push_response(PushJob& job) {
                                                : ",\"status\":\"duplicate\"}";
     }
     out.push_back(']');
-    if (retry_after) r.headers.emplace_back("Retry-After", "1");  // a shard's items failed
+    if (retry_after) r.headers.emplace_back("Retry-After", "1");  // items to retry unchanged
     return r;
 }
 

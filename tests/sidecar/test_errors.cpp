@@ -80,3 +80,20 @@ TEST(PublicError, SlotFenceIsRetryable) {
         EXPECT_TRUE(retry_after) << state;
     }
 }
+
+// A push in doubt (outcome_unknown), a server unavailable and a shard unavailable: 503 with
+// Retry-After: 1, the unchanged retry being the way to the exact answer (a shard's failover in
+// the replicated cluster answered outcome_unknown without it: tests/integration/cluster_ha_short).
+TEST(PublicError, RetryableAnswersCarryRetryAfter) {
+    for (StatusCode c : {StatusCode::Unknown, StatusCode::Unavailable, StatusCode::ShardUnavailable}) {
+        Status s(c, "connection lost during COMMIT");
+        auto r = queen::sidecar::error_response(s);
+        EXPECT_EQ(r.status, 503) << static_cast<int>(c);
+        bool retry_after = false;
+        for (const auto& h : r.headers) retry_after |= h.first == "Retry-After" && h.second == "1";
+        EXPECT_TRUE(retry_after) << static_cast<int>(c);
+    }
+    Status bad(StatusCode::BadRequest, "no items");
+    for (const auto& h : queen::sidecar::error_response(bad).headers)
+        EXPECT_NE(h.first, "Retry-After");
+}

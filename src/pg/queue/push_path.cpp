@@ -28,6 +28,11 @@
 //      survivors of a partially duplicate segment are written in the same call. The writes
 //      take no further row lock: the allocator update replaces the version this transaction
 //      locked.
+//   6. The hash runs' upkeep (runs_probe.cpp, issue 28) writes queen.log_hash_runs rows of this
+//      partition only, after the probe and before the write, under the same lock: no other
+//      transaction reads or writes them meanwhile, and they commit or roll back with the push.
+//      Their foreign key's check locks the partition row FOR KEY SHARE, which this
+//      transaction's own lock on that row (step 1) already covers: no wait, no new order.
 //
 // The probe caches only narrow what is read (probe_cache.h): each learns only rows read back
 // under the lock that other transactions committed (never this backend's own writes of the

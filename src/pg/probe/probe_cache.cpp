@@ -57,8 +57,10 @@ bool ProbeCache::probe(ProbeCtx* c, bool dirty) {
     if (!have) {
         if (dirty) return false;  // our own uncommitted rows are there: do not learn now
         // a window too large to read at once (issue 28: no stall when the cache is cold after a
-        // restart, no cliff when it is full) is probed through the hash index or the hash runs
-        if (probe_index_wanted(c) || runs_wanted(c)) return false;
+        // restart, no cliff when it is full) is probed through the hash index, or through the
+        // hash runs while another backend holds the server's one turn to hydrate such a window
+        if (probe_index_wanted(c)) return false;
+        if (runs_wanted(c)) return hydrate_large(c);
         if (!admit(c)) return false;  // the full probe decides; no digest is built in vain
         hydrate(c);
         release(c);
@@ -107,6 +109,29 @@ void ProbeCache::hydrate(ProbeCtx* c) {
     }
     log_scan_end(&scan);
     hydration_end(c, learning, learning ? anchor_at_last(c, newest) : queen::DigestAnchor());
+}
+
+// Hydrate a window large enough for hash runs, one at a time server-wide (the turn is given
+// back even when the hydration raises): after a restart the digests come back one by one
+// while every other cold partition is probed through its runs, so no push waits for a wave of
+// hydrations. False (the full probe, that is the runs, decides) without the turn or admission.
+bool ProbeCache::hydrate_large(ProbeCtx* c) {
+    if (!large_hydration_begin()) return false;
+    if (!admit(c)) {
+        large_hydration_end();
+        return false;
+    }
+    PG_TRY();
+    {
+        hydrate(c);
+    }
+    PG_FINALLY();
+    {
+        large_hydration_end();
+    }
+    PG_END_TRY();
+    release(c);
+    return true;
 }
 
 // Bring the digest up to date: read its anchor back (the very tuple it was), then the gap

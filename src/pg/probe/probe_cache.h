@@ -80,10 +80,16 @@ protected:
                         int64* cand) = 0;
     // After a probe that used the digest (budget upkeep).
     virtual void release(ProbeCtx* c) {}
+    // A window large enough for hash runs (issue 28) is hydrated by one backend of the server at
+    // a time: begin claims the server-wide turn (false: another backend holds it, or this cache
+    // never hydrates such windows; the runs decide meanwhile), end gives it back.
+    virtual bool large_hydration_begin() { return false; }
+    virtual void large_hydration_end() {}
 
 private:
     bool trusted(const ProbeCtx* c, const DigestView& v) const;
     void hydrate(ProbeCtx* c);
+    bool hydrate_large(ProbeCtx* c);
     bool catch_up(ProbeCtx* c, const DigestView& v, bool learn, queen::DigestAnchor* next);
     bool confirm(ProbeCtx* c, const int64* cand);
     bool fall_back(ProbeCtx* c);

@@ -21,6 +21,9 @@
 // memory is read or written (hash_search with HASH_FIND / HASH_REMOVE / HASH_ENTER_NULL raises
 // nothing). A digest whose update is under way has valid = 0, so even a failure there (none
 // can raise) would leave a digest nobody trusts (it is dropped when next found).
+// The large-hydration turn (issue 28, large_turn_us) is no lock anyone waits for: a
+// compare-and-swap either takes it or the push goes through its hash runs; it is given back
+// by the holder (also when its hydration raises), or taken over once stale.
 //
 // This file is the shared implementation of the probe-cache interface (probe_cache.h): the
 // algorithm's steps (check, hydrate, catch up, look up, confirm, fall back) are written once
@@ -122,6 +125,9 @@ struct ShmHeader {
     pg_atomic_uint64 lookups, hydrations, evictions, refusals, invalidations, compactions, grows;
     pg_atomic_uint64 refusals_logged;  // the refusals counter when the server log last said so
     pg_atomic_uint64 refusal_log_us;   // and when (at most one line a minute)
+    // issue 28: the one turn to hydrate a window large enough for hash runs: 0 free, else when
+    // it was taken (a turn older than kLargeTurnStaleUs is taken over: its holder died)
+    pg_atomic_uint64 large_turn_us;
 };
 
 ShmHeader* hdr = nullptr;
@@ -196,6 +202,7 @@ void shm_startup() {
         pg_atomic_init_u64(&hdr->grows, 0);
         pg_atomic_init_u64(&hdr->refusals_logged, 0);
         pg_atomic_init_u64(&hdr->refusal_log_us, 0);
+        pg_atomic_init_u64(&hdr->large_turn_us, 0);
         for (int32 i = 0; i < n; i++) pg_atomic_init_u64(&slots[i].last_use_us, 0);
     }
     LWLockRelease(AddinShmemInitLock);
@@ -540,8 +547,11 @@ protected:
     bool gap_add(ProbeCtx* c, const LogRow* row, Size count) override;
     bool settle(ProbeCtx* c, bool learn, const queen::DigestAnchor& next, int64 known,
                 int64* cand) override;
+    bool large_hydration_begin() override;
+    void large_hydration_end() override;
 
 private:
+    bool holds_turn_ = false;  // this backend holds the server's large-hydration turn
     ShmKey k_;
     Found f_;
     bool have_ = false;  // f_ holds the key's slot (resident or refused)
@@ -738,6 +748,25 @@ bool SharedProbeCache::lookup_and_apply(ProbeCtx* c, bool learn, const queen::Di
     }
     LWLockRelease(slot_lock(f_.slot));
     return applied;
+}
+
+// A turn held this long was left by a backend that died holding it (a hydration of a million
+// hashes takes well under a second): the next backend takes it over.
+static const uint64 kLargeTurnStaleUs = 30 * 1000000ULL;
+
+// See probe_cache.h: the turn is a timestamp in shared memory, taken by compare-and-swap.
+bool SharedProbeCache::large_hydration_begin() {
+    uint64 now = now_us(), seen = pg_atomic_read_u64(&hdr->large_turn_us);
+    if (seen != 0 && now - seen < kLargeTurnStaleUs) return false;
+    if (!pg_atomic_compare_exchange_u64(&hdr->large_turn_us, &seen, now)) return false;
+    holds_turn_ = true;
+    return true;
+}
+
+// See probe_cache.h.
+void SharedProbeCache::large_hydration_end() {
+    if (holds_turn_) pg_atomic_write_u64(&hdr->large_turn_us, 0);
+    holds_turn_ = false;
 }
 
 // Free the kept gap rows.

@@ -20,9 +20,13 @@
 //      AccessShareLock on queues), kept until the transaction ends.
 //   4. Callers that lock several partitions take them in ascending id order (push_segments,
 //      transaction, run_retention): one global order, so no two of them can deadlock.
-//   5. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent push updated after
+//   5. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent writer updated after
 //      the transaction's snapshot fails with 40001 (retry the transaction), as the statement
-//      does: a stale snapshot can never produce a verdict.
+//      does; since 0.4.0 a push no longer updates the row, so right after the lock the newest
+//      segment row visible to the transaction snapshot is compared with the newest one under a
+//      snapshot taken after the lock, and a difference (a push committed after our snapshot)
+//      raises the same 40001 (partition_end_after_lock, partition_end.cpp): a stale snapshot
+//      can never produce a verdict.
 //   6. On a shard, the slot fence (issue 20, slot_fence.h) is part of the lock: right after the
 //      row lock, both functions take the slot's fence lock (ShareLock, to the end of the
 //      transaction) and refuse a moving or foreign slot (55Q02 / 55Q01), so no writer of the
@@ -38,8 +42,15 @@
 //      the lock; in REPEATABLE READ it fails with 40001 (step 5). The SQL statements below read
 //      the flag again after the lock for the same reason (queue_flag_after_lock). So no push
 //      that committed after the switch stored anything but an envelope.
+//   8. issue 28: the allocator state read with the lock is the log's true end: the column
+//      last_offset (a floor since 0.4.0: a push no longer updates it) raised to the newest
+//      segment row's end_offset, read after the lock and the fence under a snapshot taken
+//      then (partition_end_after_lock). The row lock is what still serializes the writers, so
+//      no writer can commit a row between that read and our commit; the lock itself writes a
+//      heap lock record, not a new row version.
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/partition_end.h"
 #include "pg/storage/log_scan.h"
 #include "pg/storage/slot_fence.h"
 
@@ -304,7 +315,10 @@ void partition_lock(int64 partition_id, PartitionState* out) {
         if (rc == 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                             errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
-        if (rc == 1) return slot_fence_check_partition(partition_id);  // issue 20: the fence
+        if (rc == 1) {
+            slot_fence_check_partition(partition_id);  // issue 20: the fence
+            return partition_end_after_lock(partition_id, out);  // issue 28: the true end
+        }
     }
     spi_open();
     Oid types[1] = {INT8OID};
@@ -324,6 +338,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
     order_after_lock(partition_id, out);
     SPI_finish();
     slot_fence_check_partition(partition_id);  // issue 20: the shard's slot fence
+    partition_end_after_lock(partition_id, out);  // issue 28: the true end (protocol, 8)
 }
 
 // Find the partition by its names and lock it, reading the same state as partition_lock(). In
@@ -335,7 +350,10 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
     out->direct = false;
     if (guc_direct_write) {
         int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
-        if (rc == 1) slot_fence_check_partition(*partition_id);  // issue 20: the fence
+        if (rc == 1) {
+            slot_fence_check_partition(*partition_id);  // issue 20: the fence
+            partition_end_after_lock(*partition_id, out);  // issue 28: the true end
+        }
         if (rc >= 0) return rc == 1;
     }
     spi_open();
@@ -359,7 +377,10 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         order_after_lock(*partition_id, out);
     }
     SPI_finish();
-    if (found) slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence
+    if (found) {
+        slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence
+        partition_end_after_lock(*partition_id, out);  // issue 28: the true end (protocol, 8)
+    }
     return found;
 }
 

@@ -58,8 +58,11 @@ static bool keeps_hashes(const PartitionState* ps) {
 // are always a top range of base_offset: the window is found from the primary key
 // (log_scan_begin_since, queen.log_window_start) and needs no index. Every writer of a segment
 // row (queen.push, push_segment(s), transaction, stream appends; direct or SQL statements)
-// comes through here.
-static TimestampTz monotone_stamp(int64 pid, TimestampTz now) {
+// comes through here. The newest row is the one the lock step read with the log's end
+// (ps->newest_at, partition_end_after_lock: nothing was written to the partition since, as
+// this push holds the lock and writes only here), else it is read now.
+static TimestampTz monotone_stamp(int64 pid, const PartitionState* ps, TimestampTz now) {
+    if (ps->newest_known) return ps->newest_at > now ? ps->newest_at : now;
     const QueenRels* r = queen_rels();
     TimestampTz last;
     CommandCounterIncrement();  // this transaction's own earlier rows too
@@ -168,7 +171,7 @@ static void write_survivors(int64 pid, const PartitionState* ps,
             }
     }
 
-    now = monotone_stamp(pid, now);
+    now = monotone_stamp(pid, ps, now);
     if (last_stamp_lxid != compat_my_lxid() || now > last_stamp) last_stamp = now;
     last_stamp_lxid = compat_my_lxid();
     if (!(ps->direct && guc_direct_write &&

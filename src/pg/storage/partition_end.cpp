@@ -35,8 +35,9 @@ void partition_end_after_lock(int64 partition_id, PartitionState* out) {
     CommandCounterIncrement();  // this transaction's own earlier rows too
     Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
     int64 end = -1;
+    TimestampTz at = DT_NOBEGIN;
     bool found =
-        log_newest_row(r->log_segments, r->log_segments_pkey, partition_id, latest, &end, nullptr);
+        log_newest_row(r->log_segments, r->log_segments_pkey, partition_id, latest, &end, &at);
     UnregisterSnapshot(latest);
     if (IsolationUsesXactSnapshot()) {
         Snapshot xact = RegisterSnapshot(GetTransactionSnapshot());
@@ -49,6 +50,8 @@ void partition_end_after_lock(int64 partition_id, PartitionState* out) {
                             errmsg("could not serialize access due to concurrent update")));
     }
     if (found && end > out->last_offset) out->last_offset = end;
+    out->newest_known = true;  // for the push's monotone stamp (push_write.cpp)
+    out->newest_at = found ? at : DT_NOBEGIN;
 }
 
 }  // namespace queen_pg

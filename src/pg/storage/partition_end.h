@@ -31,7 +31,8 @@ int64 partition_end(int64 partition_id, int64 column, Snapshot snap);
 // true end under a snapshot taken now (this transaction's own earlier rows included). In
 // REPEATABLE READ / SERIALIZABLE, when the newest row visible to the transaction snapshot is
 // not the newest one (a push committed after our snapshot), raise 40001 as locking a row a
-// concurrent push updated did before 0.4.0 (partition_lock.cpp, protocol 5).
+// concurrent push updated did before 0.4.0 (partition_lock.cpp, protocol 5). Also records the
+// newest row's created_at (out->newest_known, newest_at) for the push's monotone stamp.
 void partition_end_after_lock(int64 partition_id, PartitionState* out);
 
 }  // namespace queen_pg

@@ -309,6 +309,7 @@ void partition_order_ensure(const Storage* st, int64 partition_id, PartitionStat
 // Lock the partition row and read its allocator state and its queue's window.
 void partition_lock(int64 partition_id, PartitionState* out) {
     out->direct = false;
+    out->newest_known = false;
     if (guc_direct_write) {
         int64 pid;
         int rc = lock_direct(nullptr, nullptr, partition_id, &pid, nullptr, out);
@@ -348,6 +349,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out) {
     out->direct = false;
+    out->newest_known = false;
     if (guc_direct_write) {
         int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
         if (rc == 1) {

@@ -1,9 +1,10 @@
 // The partition row lock (see partition_lock.h).
 //
 // Locking protocol
-//   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE (the allocator
-//      update changes no key, and this strength leaves foreign-key checks of consumer_groups
-//      alone, so acks never queue behind pushes) and held until the transaction ends. Every
+//   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE (no key changes,
+//      and this strength leaves foreign-key checks of consumer_groups alone, so acks never
+//      queue behind pushes) and held until the transaction ends; since 0.4.0 a push writes no
+//      new version of the row (step 8), the lock alone serializes. Every
 //      writer of the partition's log (push, push_segment(s), transaction, run_retention) takes
 //      this lock before touching log_segments, so it serializes all writes of one
 //      partition: nobody can commit rows into the span a push probes between its probe and its

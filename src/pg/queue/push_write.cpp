@@ -86,10 +86,11 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
     bool with_txns = split && hashes != nullptr;
     EState* estate = CreateExecutorState();
     DirectTable parts, segs, txns;
-    direct_open(&parts, r->log_partitions, estate, true);
+    // issue 28: no allocator update on 0.4.0 (log_txns: a schema older than 0.3.0 bumps)
+    bool bump = split || partition_end_in_column();
+    if (bump) direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
     if (with_txns) direct_open(&txns, r->log_txns, estate);
-    bool bump = partition_end_in_column();  // issue 28: no allocator update on 0.4.0
     bool ok = (!bump || direct_update_ok(parts.rel)) && direct_insert_ok(segs.rel) &&
               RelationGetDescr(segs.rel)->natts == (split ? 6 : 8) &&
               (!with_txns ||
@@ -125,7 +126,7 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
     }
     if (with_txns) direct_close(&txns);
     direct_close(&segs);
-    direct_close(&parts);
+    if (bump) direct_close(&parts);
     FreeExecutorState(estate);
     if (ok) CommandCounterIncrement();  // visible to what follows, as after a statement
     return ok;

@@ -2,8 +2,10 @@
 # What hash runs (queen.hash_runs, issue 28) cost and buy a push, side by side on one server: the
 # same 100 partitions x H hashes of history (bench.prefill_queen), CL clients of queenbench,
 # synchronous_commit as the server has it, cells of DUR seconds in ROUNDS rounds:
-#   runs    push through the hash runs (the default: the windows exceed
-#           queen.probe_index_min_hashes, so no probe cache is hydrated for them)
+#   runs    push through the hash runs alone (queen.probe_cache off: the windows exceed
+#           queen.probe_index_min_hashes, so the runs decide; by default a preloaded server
+#           also hydrates such windows into the shared cache, one at a time, and a digest it
+#           holds is used first)
 #   cache   push through the probe cache, runs neither used nor kept (queen.hash_runs = off)
 #   scan    push reading the window (runs off, the probe cache off): what a push costs when no
 #           cache holds the partition (full, cold after a restart, or not preloaded) without runs
@@ -56,7 +58,7 @@ for _ in $(seq "$ROUNDS"); do
     for b in $BATCHES; do
         for c in $CELLS; do
             case $c in
-                runs) catch_up; run runs push "$b" "" ;;
+                runs) catch_up; run runs push "$b" "options='-c queen.probe_cache=off'" ;;
                 cache) run cache push "$b" "options='-c queen.hash_runs=off'" ;;
                 scan) run scan push "$b" "options='-c queen.hash_runs=off -c queen.probe_cache=off'" ;;
                 oc) run oc onconflict "$b" "" ;;

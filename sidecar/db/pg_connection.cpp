@@ -57,9 +57,13 @@ const StmtDef kStmts[] = {
     // The window from the primary key (issue 28: no created_at index since 0.4.0):
     // queen.log_window_start bounds base_offset from below (a binary search over the ordered
     // rows, the out-of-order history read only while it can count; src/pg/storage/log_scan.cpp)
-    // and the created_at predicate, which alone defines the window, stays.
+    // and the created_at predicate, which alone defines the window, stays. The log's end is
+    // the column raised to the newest segment row's end_offset (issue 28: a push no longer
+    // updates last_offset; queen.log_end, written inline to run on every schema version).
     {"queen_window",
-     "SELECT p.last_offset::int8, t.base_offset::int8, t.end_offset::int8, "
+     "SELECT GREATEST(p.last_offset, (SELECT le.end_offset FROM queen.log_segments le "
+     "WHERE le.partition_id = p.id ORDER BY le.base_offset DESC LIMIT 1))::int8, "
+     "t.base_offset::int8, t.end_offset::int8, "
      "floor(extract(epoch FROM t.created_at) * 1000)::int8, t.hashes "
      "FROM queen.log_partitions p LEFT JOIN queen.log_segments t ON t.partition_id = p.id "
      "AND t.base_offset >= queen.log_window_start($1, now() - make_interval(secs => $2::int8)) "

@@ -326,6 +326,22 @@ BEGIN
 END
 $$;
 
+-- issue 28: the true end of partition p_partition_id's log, given its log_partitions.last_offset
+-- p_last_offset: a push no longer updates the column (src/pg/storage/partition_end.h), so the
+-- end is the greater of the column (a floor: retention raises it to the end it deletes before
+-- deleting the newest rows, so offsets never go back) and the newest segment row's end_offset
+-- (one backward descent of the primary key). Every SQL reader of last_offset reads it through
+-- this. Internal.
+CREATE OR REPLACE FUNCTION queen.log_end(p_partition_id bigint, p_last_offset bigint)
+RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT GREATEST(p_last_offset, (SELECT s.end_offset FROM queen.log_segments s
+                                     WHERE s.partition_id = p_partition_id
+                                     ORDER BY s.base_offset DESC LIMIT 1))
+$$;
+
 -- One partition, as queen.partitions_lock_for_write, for a pop: with p_skip the row is taken
 -- SKIP LOCKED and a slot this shard may not write (moving, or not its own) is passed by
 -- instead of refused (queen.slot_fence_owns_partition: the fence lock held all the same).
@@ -383,7 +399,7 @@ BEGIN
     END IF;
     PERFORM queen.reserved_queue_guard(p_queue);
     LOOP
-        SELECT p.id, q.id, q.dedup_window_seconds, p.last_offset, p.txns_start, q.dedup_by
+        SELECT p.id, q.id, q.dedup_window_seconds, queen.log_end(p.id, p.last_offset), p.txns_start, q.dedup_by
           INTO partition_id, queue_id, dedup_window_seconds, last_offset, txns_start, dedup_by
           FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
          WHERE q.name = p_queue AND p.name = p_partition;
@@ -745,7 +761,7 @@ DECLARE
     v_pos  bigint;
 BEGIN
     PERFORM queen.ack_check_group(p_consumer_group);
-    SELECT last_offset INTO v_last FROM queen.log_partitions WHERE id = v_pid;
+    SELECT queen.log_end(id, last_offset) INTO v_last FROM queen.log_partitions WHERE id = v_pid;
     IF p_offset IS NULL OR p_offset < 0 OR p_offset > v_last THEN
         RAISE EXCEPTION 'offset % is not a stored offset of partition "%" (0..%)',
             coalesce(p_offset::text, 'NULL'), p_partition, v_last USING ERRCODE = '22023';
@@ -791,7 +807,7 @@ BEGIN
         RAISE EXCEPTION 'at most 100000 acks per call, got %', jsonb_array_length(p_items)
             USING ERRCODE = '22023';
     END IF;
-    SELECT last_offset INTO v_last FROM queen.log_partitions WHERE id = v_pid;
+    SELECT queen.log_end(id, last_offset) INTO v_last FROM queen.log_partitions WHERE id = v_pid;
     -- 1. check every item
     FOR v_item IN SELECT value FROM jsonb_array_elements(p_items) LOOP
         IF jsonb_typeof(v_item) <> 'object'
@@ -1246,7 +1262,9 @@ BEGIN
             UPDATE queen.log_segments SET data = ''::bytea
              WHERE partition_id = p_partition_id AND base_offset >= v_start
                AND base_offset <= v_upto AND octet_length(data) > 0;
-            UPDATE queen.log_partitions SET log_start = v_upto + 1 WHERE id = p_partition_id;
+            -- the column keeps the end of what goes (issue 28: the newest rows may go)
+            UPDATE queen.log_partitions SET log_start = v_upto + 1,
+                   last_offset = GREATEST(last_offset, v_upto) WHERE id = p_partition_id;
             segments_deleted := v_n;
             v_left := v_left - v_n;
         END IF;
@@ -1276,7 +1294,9 @@ BEGIN
         UPDATE queen.log_segments SET hashes = NULL, message_ids = NULL
          WHERE partition_id = p_partition_id AND base_offset >= v_tstart
            AND base_offset <= v_upto AND hashes IS NOT NULL;
-        UPDATE queen.log_partitions SET txns_start = v_upto + 1 WHERE id = p_partition_id;
+        -- the column keeps the end of what goes (issue 28: the newest rows may go)
+        UPDATE queen.log_partitions SET txns_start = v_upto + 1,
+               last_offset = GREATEST(last_offset, v_upto) WHERE id = p_partition_id;
         txns_deleted := v_n;
     END IF;
 END

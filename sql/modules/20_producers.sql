@@ -168,7 +168,7 @@ BEGIN
 
     LOOP
         -- the partition of that name, locked (created when absent)
-        SELECT p.id, p.last_offset INTO v_pid, v_last FROM queen.log_partitions p
+        SELECT p.id, queen.log_end(p.id, p.last_offset) INTO v_pid, v_last FROM queen.log_partitions p
          WHERE p.queue_id = v_qid AND p.name = p_name FOR NO KEY UPDATE;
         IF NOT FOUND THEN
             INSERT INTO queen.log_partitions (queue_id, name) VALUES (v_qid, p_name)
@@ -301,7 +301,7 @@ BEGIN
     END IF;
     -- the stream and its tail in one statement: every segment up to that tail is immutable
     SELECT s.partition_id, s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.touched_at,
-           lp.last_offset, lp.log_start
+           queen.log_end(lp.id, lp.last_offset) AS last_offset, lp.log_start
       INTO v_s
       FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
      WHERE s.name = p_name;
@@ -377,7 +377,7 @@ DECLARE
 BEGIN
     PERFORM queen.stream_check_name(p_name);
     SELECT s.content_type, s.closed, s.ttl_seconds, s.expires_at, s.created_at, s.touched_at,
-           lp.last_offset, s.partition_id
+           queen.log_end(lp.id, lp.last_offset) AS last_offset, s.partition_id
       INTO v_s
       FROM queen.streams s JOIN queen.log_partitions lp ON lp.id = s.partition_id
      WHERE s.name = p_name;

@@ -197,7 +197,7 @@ BEGIN
         -- partition of the queue, so one in a moving slot refuses this first pop (55Q02)
         PERFORM queen.slot_fence_check_partition(p.id)
            FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-          WHERE q.name = p_queue AND p.last_offset >= 0 ORDER BY p.id;
+          WHERE q.name = p_queue AND queen.log_end(p.id, p.last_offset) >= 0 ORDER BY p.id;
     END IF;
     INSERT INTO queen.consumer_subscriptions (queue_name, group_name, mode, start_at)
     VALUES (p_queue, p_group, COALESCE(v_mode, 'all'), v_start)
@@ -210,9 +210,9 @@ BEGIN
             -- on each partition at its end now (ascending id), rather than searching each
             -- partition by time at its first pop there
             INSERT INTO queen.consumer_groups AS g (partition_id, group_name, committed_offset)
-            SELECT p.id, p_group, p.last_offset
+            SELECT p.id, p_group, queen.log_end(p.id, p.last_offset)
               FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-             WHERE q.name = p_queue AND p.last_offset >= 0
+             WHERE q.name = p_queue AND queen.log_end(p.id, p.last_offset) >= 0
              ORDER BY p.id
             ON CONFLICT (partition_id, group_name) DO UPDATE
                SET committed_offset = greatest(g.committed_offset, EXCLUDED.committed_offset);

@@ -255,7 +255,7 @@ BEGIN
         RETURN NULL;  -- a "new" subscription's first pop answers empty
     END IF;
     IF p_partition IS NOT NULL THEN
-        SELECT p.id, p.last_offset INTO v_r FROM queen.log_partitions p
+        SELECT p.id, queen.log_end(p.id, p.last_offset) AS last_offset INTO v_r FROM queen.log_partitions p
          WHERE p.queue_id = v_qid AND p.name = p_partition;
         IF NOT FOUND THEN
             RETURN NULL;
@@ -297,13 +297,19 @@ BEGIN
             -- live lease in it, as this statement sees them (the claim checks again under its
             -- locks); the drained and leased partitions before it are passed over inside the
             -- one statement
-            SELECT p.id, p.name, p.last_offset, s.partition_id IS NULL AS fresh INTO v_r
+            -- (the log's end as queen.log_end computes it, written out here: a function call
+            -- per partition passed over would cost more than the index descent)
+            SELECT p.id, p.name, e.last_offset, s.partition_id IS NULL AS fresh INTO v_r
               FROM queen.log_partitions p
+             CROSS JOIN LATERAL (SELECT GREATEST(p.last_offset,
+                                     (SELECT le.end_offset FROM queen.log_segments le
+                                       WHERE le.partition_id = p.id
+                                       ORDER BY le.base_offset DESC LIMIT 1)) AS last_offset) e
               LEFT JOIN queen.consumer_groups g ON g.partition_id = p.id AND g.group_name = v_group
               LEFT JOIN queen.consumer_state s ON s.partition_id = p.id AND s.group_name = v_group
              WHERE p.queue_id >= v_qid AND p.queue_id <= v_qid  -- the index's order (above)
                AND p.id >= v_from AND p.id <= v_to
-               AND p.last_offset > COALESCE(g.committed_offset, -1)
+               AND e.last_offset > COALESCE(g.committed_offset, -1)
                AND (s.lease_id IS NULL OR s.lease_expires_at <= v_now)
                AND (s.partition_id IS NOT NULL OR v_fresh < 64)
              ORDER BY p.queue_id, p.id

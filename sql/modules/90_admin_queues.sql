@@ -58,9 +58,10 @@ LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
     WITH p AS MATERIALIZED (
-        SELECT p.queue_id, p.id, p.name, p.created_at, p.last_offset, p.log_start,
-               pg_catalog.int8larger(p.last_offset - p.log_start + 1, 0) AS total
+        SELECT p.queue_id, p.id, p.name, p.created_at, e.last_offset, p.log_start,
+               pg_catalog.int8larger(e.last_offset - p.log_start + 1, 0) AS total
           FROM queen.log_partitions p
+         CROSS JOIN LATERAL (SELECT queen.log_end(p.id, p.last_offset) AS last_offset) e
          WHERE p.queue_id = ANY (p_queue_ids)
            AND (p_pids IS NULL OR p.id = ANY (p_pids))),
     d AS (
@@ -446,7 +447,7 @@ BEGIN
           JOIN queen.log_partitions p ON p.id = f.partition_id
          CROSS JOIN LATERAL (SELECT sg.created_at FROM queen.log_segments sg
                               WHERE sg.partition_id = f.partition_id
-                                AND sg.base_offset <= p.last_offset - f.pending + 1
+                                AND sg.base_offset <= queen.log_end(p.id, p.last_offset) - f.pending + 1
                               ORDER BY sg.base_offset DESC LIMIT 1) o
          WHERE f.pending > 0),
     a AS (
@@ -635,8 +636,8 @@ BEGIN
                                           v_w) AS bucket),
     m AS (
         SELECT pg_catalog.date_trunc(v_iv, s.created_at AT TIME ZONE 'UTC') AS bucket,
-               sum(pg_catalog.int8smaller(s.end_offset, p.last_offset)
-                   - pg_catalog.int8larger(s.base_offset, p.log_start) + 1) AS n
+               -- (a visible row ends at or below the log's end, queen.log_end)
+               sum(s.end_offset - pg_catalog.int8larger(s.base_offset, p.log_start) + 1) AS n
           FROM queen.log_partitions p
           JOIN queen.log_segments s ON s.partition_id = p.id
          WHERE p.queue_id = ANY (COALESCE(v_ids, '{}'))

@@ -88,7 +88,7 @@ AS $$
         SELECT m.group_name, q.name AS queue_name, p.id AS partition_id, p.name AS partition_name,
                greatest(COALESCE(g.committed_offset, -1), p.log_start - 1) AS cursor_offset,
                g.partition_id IS NOT NULL AND g.committed_offset >= 0 AS has_cursor,
-               greatest(p.last_offset - greatest(COALESCE(g.committed_offset, -1), p.log_start - 1), 0)
+               greatest(queen.log_end(p.id, p.last_offset) - greatest(COALESCE(g.committed_offset, -1), p.log_start - 1), 0)
                    AS pending,
                s.lease_id IS NOT NULL AND s.lease_expires_at > pg_catalog.clock_timestamp()
                    AS lease_active
@@ -349,9 +349,10 @@ BEGIN
         PERFORM queen.admin_group_lock(p_group, v_pids);
         -- the targets read after the locks (a partition deleted meanwhile is skipped)
         SELECT COALESCE(array_agg(p.id ORDER BY p.id), '{}'),
-               COALESCE(array_agg(CASE WHEN p_to_end THEN p.last_offset
+               COALESCE(array_agg(CASE WHEN p_to_end THEN queen.log_end(p.id, p.last_offset)
                                        ELSE queen.admin_offset_at(p.id, p.log_start - 1,
-                                                                  p.last_offset + 1, p_ts) - 1 END
+                                                                  queen.log_end(p.id, p.last_offset) + 1,
+                                                                  p_ts) - 1 END
                                   ORDER BY p.id), '{}')
           INTO v_pids, v_cursors
           FROM queen.log_partitions p WHERE p.id = ANY (v_pids);
@@ -397,7 +398,7 @@ BEGIN
        OR EXISTS (SELECT 1 FROM queen.consumer_groups g WHERE g.partition_id = v_pid AND g.group_name = p_group) THEN
         PERFORM queen.partitions_lock_for_write(ARRAY[v_pid], 'key share');
         PERFORM queen.admin_group_lock(p_group, ARRAY[v_pid]);
-        SELECT p.last_offset INTO v_last FROM queen.log_partitions p WHERE p.id = v_pid;
+        SELECT queen.log_end(p.id, p.last_offset) INTO v_last FROM queen.log_partitions p WHERE p.id = v_pid;
         IF FOUND THEN
             v_n := queen.admin_group_set_cursors(p_group, ARRAY[v_pid], ARRAY[v_last]);
         END IF;

@@ -170,17 +170,19 @@ BEGIN
     -- probe), the range cut by `to` when that segment is not before it (a binary search)
     WITH c AS (
         SELECT p.id AS pid, q.name AS queue, p.name AS part, q.namespace AS ns, q.task,
-               COALESCE((o.options ->> 'priority')::int, 0) AS priority, p.log_start, p.last_offset,
+               COALESCE((o.options ->> 'priority')::int, 0) AS priority, p.log_start,
+               e.last_offset,
                g.qm_cursor, g.qm_batch, g.qm_expires, g.bus_groups, g.bus_cursors,
                (SELECT min(x) FROM unnest(g.bus_cursors) x) AS bus_min
           FROM queen.log_partitions p
           JOIN queen.queues q ON q.id = p.queue_id
           LEFT JOIN queen.queue_options o ON o.queue_id = q.id
+          CROSS JOIN LATERAL (SELECT queen.log_end(p.id, p.last_offset) AS last_offset) e
           CROSS JOIN LATERAL queen.admin_partition_groups(p.id, v_now) g
          WHERE (p_queue IS NULL OR q.name = p_queue)
            AND (p_partition IS NULL OR p.name = p_partition)
            AND NOT pg_catalog.starts_with(q.name, '__queen_')
-           AND p.last_offset >= p.log_start),
+           AND e.last_offset >= p.log_start),
     r AS (
         SELECT c.*,
                CASE p_status
@@ -377,7 +379,7 @@ SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    SELECT p.id, q.name, p.name, p.log_start, p.last_offset, q.id
+    SELECT p.id, q.name, p.name, p.log_start, queen.log_end(p.id, p.last_offset), q.id
       INTO pid, queue, part, log_start, last_offset, queue_id
       FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
      WHERE p.id = queen.partition_of_uuid(p_partition_id)

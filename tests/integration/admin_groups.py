@@ -193,7 +193,7 @@ if st == 200:
     check("renewal of the cancelled lease fails", st2 == 200 and r[0]["success"] is False, (st2, r))
     check("cursors untouched by that ack", cursors(QS, GS) == ",".join(f"p-{i}=-1" for i in range(N)),
           cursors(QS, GS))
-    total = psql(f"SELECT sum(p.last_offset + 1) FROM queen.log_partitions p JOIN queen.queues q "
+    total = psql(f"SELECT sum(queen.log_end(p.id, p.last_offset) + 1) FROM queen.log_partitions p JOIN queen.queues q "
                  f"ON q.id = p.queue_id WHERE q.name = '{QS}'")
     got = consume_all(QS, GS)
     check("after the seek back: every message once", len(got) == int(total), (len(got), total))

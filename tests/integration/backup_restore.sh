@@ -41,7 +41,7 @@ sql "$SRC" "SELECT queen.ack('orders', 'p1', 'o-1', 'billing'), queen.ack('order
 fingerprint() {
     psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SELECT 'queue', id, name, dedup_window_seconds, retention_seconds, dedup_by, created_at, updated_at FROM queen.queues ORDER BY id;
-SELECT 'partition', id, queue_id, name, last_offset, log_start, txns_start, created_at FROM queen.log_partitions ORDER BY id;
+SELECT 'partition', id, queue_id, name, queen.log_end(id, last_offset), log_start, txns_start, created_at FROM queen.log_partitions ORDER BY id;
 SELECT 'segment', partition_id, base_offset, end_offset, created_at, message_count, md5(data) FROM queen.log_segments ORDER BY 2, 3;
 SELECT 'txns', partition_id, base_offset, end_offset, created_at, md5(hashes), md5(message_ids) FROM queen.log_segments WHERE hashes IS NOT NULL ORDER BY 2, 3;
 SELECT 'group', partition_id, group_name, committed_offset FROM queen.consumer_groups ORDER BY 2, 3;
@@ -73,7 +73,7 @@ src_cdup=$(sql "$SRC" "BEGIN; SELECT status, message_id, message_offset FROM que
 [[ $src_dup == duplicate* && $src_cdup == duplicate* ]] || fail "source: repeats are not duplicates: $src_dup / $src_cdup"
 next_pid=$(sql "$SRC" "SELECT last_value + 1 FROM queen.log_partitions_id_seq")
 next_qid=$(sql "$SRC" "SELECT last_value + 1 FROM queen.queues_id_seq")
-next_off=$(sql "$SRC" "SELECT last_offset + 1 FROM queen.log_partitions WHERE id = queen.partition_id('orders', 'p1')")
+next_off=$(sql "$SRC" "SELECT queen.log_end(id, last_offset) + 1 FROM queen.log_partitions WHERE id = queen.partition_id('orders', 'p1')")
 
 for db in "$PLAIN" "$CUSTOM"; do
     fingerprint "$db" >"$WORK/$db.txt"

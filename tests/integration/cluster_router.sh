@@ -198,7 +198,7 @@ q "$(shard s1)" "UPDATE queen.log_segments SET created_at = created_at - interva
 K3=$(push "$R" keep "$KP" k3)  # in window
 # a partition's start offsets and every segment's offsets, data, hashes and ids
 snap() {
-    q "$1" "SELECT p.log_start || ',' || p.txns_start || ',' || p.last_offset || ':' ||
+    q "$1" "SELECT p.log_start || ',' || p.txns_start || ',' || queen.log_end(p.id, p.last_offset) || ':' ||
                    (SELECT string_agg(s.base_offset || '-' || s.end_offset || '/' || md5(s.data) || '/' ||
                                       COALESCE(md5(s.hashes), '-') || '/' || COALESCE(md5(s.message_ids), '-'),
                                       ';' ORDER BY s.base_offset)

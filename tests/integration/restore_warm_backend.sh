@@ -80,7 +80,7 @@ post_t150_id=${got##* }
 # --- the restore, with the warm session connected (idle, outside a transaction)
 pg_restore --clean --if-exists --exit-on-error -d "$DB" "$WORK/dump.custom" >"$WORK/restore.log" 2>&1 ||
     fail "pg_restore failed: $(cat "$WORK/restore.log")"
-[[ $(sql "SELECT last_offset FROM queen.log_partitions WHERE name = 'p'") == 109 ]] ||
+[[ $(sql "SELECT queen.log_end(id, last_offset) FROM queen.log_partitions WHERE name = 'p'") == 109 ]] ||
     fail "the restored partition's last offset is not 109"
 
 # --- the warm session answers from the restored rows

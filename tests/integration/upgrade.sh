@@ -101,7 +101,9 @@ life_02() {
 fingerprint() {
     psql -X -q -t -A -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SELECT 'queue', id, name, dedup_window_seconds, retention_seconds, dedup_by, created_at, updated_at FROM queen.queues ORDER BY id;
-SELECT 'partition', id, queue_id, name, last_offset, log_start, txns_start FROM queen.log_partitions ORDER BY id;
+SELECT 'partition', p.id, p.queue_id, p.name,
+       GREATEST(p.last_offset, (SELECT max(s.end_offset) FROM queen.log_segments s WHERE s.partition_id = p.id)),
+       p.log_start, p.txns_start FROM queen.log_partitions p ORDER BY p.id;
 SELECT to_regclass('queen.log_txns') IS NOT NULL AS txns_table \gset
 \if :txns_table
 SELECT 'segment', partition_id, base_offset, end_offset, created_at, message_count, md5(data) FROM queen.log_segments ORDER BY 2, 3;

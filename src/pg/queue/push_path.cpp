@@ -1,11 +1,13 @@
 // The push driver: lock -> narrow -> probe -> allocate -> write, each stage a room entered
 // once from here (docs/push-path.md):
-//   lock      pg/storage/partition_lock.cpp   the partition row, FOR NO KEY UPDATE
+//   lock      pg/storage/partition_lock.cpp   the partition row, FOR NO KEY UPDATE, and the
+//                                             log's end (storage/partition_end.h, issue 28)
 //   narrow    pg/queue/push_narrow.cpp        the vouch, the leaders, hinted originals
 //                                             (push_hints.cpp), the floor and window
 //   probe     pg/probe/partition_probe.cpp    a probe cache narrows, the full probe decides
 //   allocate  pg/queue/push_allocate.cpp      verdicts, offsets for survivors, answers
-//   write     pg/queue/push_write.cpp         allocator bump, the segment row (with its hashes)
+//   write     pg/queue/push_write.cpp         the segment row (with its hashes); no allocator
+//                                             bump since 0.4.0 (issue 28)
 //
 // Locking protocol (which locks, in which order, why it is safe)
 //   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE first and held
@@ -18,16 +20,18 @@
 //   3. Only after the lock is held do we take the snapshot the probe reads with
 //      (CommandCounterIncrement + GetTransactionSnapshot). In READ COMMITTED that snapshot is
 //      new, so a pusher that waited for the lock sees every row the previous holder
-//      committed. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent push
-//      updated after our snapshot fails with 40001 (retry the transaction): a stale snapshot
-//      can never produce a verdict.
+//      committed. In REPEATABLE READ / SERIALIZABLE, a push committed to the partition after
+//      our snapshot fails the lock step with 40001 (retry the transaction): since 0.4.0 a push
+//      updates no partition row, so partition_end_after_lock() compares the newest segment row
+//      under the transaction snapshot with the newest one after the lock (a writer that does
+//      update the row still fails the row lock itself): a stale snapshot can never produce a
+//      verdict.
 //   4. The probe caches take their own locks inside the probe stage and never hold one across
 //      a scan or anything that can raise (probe_cache_shm.cpp: directory lock, then at most
 //      one digest lock); the per-backend cache takes none.
-//   5. A duplicate writes nothing: no allocator bump, no segment row; the
-//      survivors of a partially duplicate segment are written in the same call. The writes
-//      take no further row lock: the allocator update replaces the version this transaction
-//      locked.
+//   5. A duplicate writes nothing: no segment row; the survivors of a partially duplicate
+//      segment are written in the same call. The writes take no further row lock (on a schema
+//      older than 0.4.0 the allocator update replaces the version this transaction locked).
 //   6. The hash runs' upkeep (runs_probe.cpp, issue 28) writes queen.log_hash_runs rows of this
 //      partition only, after the probe and before the write, under the same lock: no other
 //      transaction reads or writes them meanwhile, and they commit or roll back with the push.

@@ -1,8 +1,12 @@
 // The write stage of a push (see push_write.h).
 //
 // Locks: no further row lock. The caller holds the partition row lock (FOR NO KEY UPDATE,
-// partition_lock.cpp), and the allocator update replaces the very row version this transaction
-// locked; the inserts take the RowExclusiveLock of the equivalent INSERT (direct_write.cpp).
+// partition_lock.cpp); the inserts take the RowExclusiveLock of the equivalent INSERT
+// (direct_write.cpp). issue 28: on 0.4.0's schema there is no allocator update: the offsets
+// follow the log's true end read under the lock (max(last_offset, the newest segment row's
+// end_offset), partition_end.h), so the segment row is the push's only heap write. On an
+// older schema (its SQL reads the column alone) the allocator update of the very row version
+// this transaction locked is kept.
 // A duplicate writes nothing: this stage runs only when something survived.
 //
 // Appends to a reserved queue of window 0 (the streams module's __queen_streams) keep no hashes
@@ -13,6 +17,7 @@
 #include "pg/common/pg_compat.h"
 #include "pg/storage/direct_write.h"
 #include "pg/storage/log_scan.h"
+#include "pg/storage/partition_end.h"
 #include "pg/storage/written_here.h"
 
 extern "C" {
@@ -53,8 +58,11 @@ static bool keeps_hashes(const PartitionState* ps) {
 // are always a top range of base_offset: the window is found from the primary key
 // (log_scan_begin_since, queen.log_window_start) and needs no index. Every writer of a segment
 // row (queen.push, push_segment(s), transaction, stream appends; direct or SQL statements)
-// comes through here.
-static TimestampTz monotone_stamp(int64 pid, TimestampTz now) {
+// comes through here. The newest row is the one the lock step read with the log's end
+// (ps->newest_at, partition_end_after_lock: nothing was written to the partition since, as
+// this push holds the lock and writes only here), else it is read now.
+static TimestampTz monotone_stamp(int64 pid, const PartitionState* ps, TimestampTz now) {
+    if (ps->newest_known) return ps->newest_at > now ? ps->newest_at : now;
     const QueenRels* r = queen_rels();
     TimestampTz last;
     CommandCounterIncrement();  // this transaction's own earlier rows too
@@ -64,8 +72,9 @@ static TimestampTz monotone_stamp(int64 pid, TimestampTz now) {
     return found && last > now ? last : now;
 }
 
-// The two writes done directly (see direct_write.cpp): the allocator bump of the row version
-// this transaction locked (a HOT update: no index entry), then the segment row (data, and its
+// The writes done directly (see direct_write.cpp): on a schema older than 0.4.0 the allocator
+// bump of the row version this transaction locked (a HOT update: no index entry), then the
+// segment row (data, and its
 // hashes and ids unless hashes is nullptr) with its index entries. On a database not yet
 // updated to 0.3.0 (a log_txns table: QueenRels::log_txns) the hashes and ids go to their own
 // log_txns row instead, as 0.2.0 wrote them. False (nothing written) when a table's shape
@@ -77,10 +86,12 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
     bool with_txns = split && hashes != nullptr;
     EState* estate = CreateExecutorState();
     DirectTable parts, segs, txns;
-    direct_open(&parts, r->log_partitions, estate, true);
+    // issue 28: no allocator update on 0.4.0 (log_txns: a schema older than 0.3.0 bumps)
+    bool bump = split || partition_end_in_column();
+    if (bump) direct_open(&parts, r->log_partitions, estate, true);
     direct_open(&segs, r->log_segments, estate);
     if (with_txns) direct_open(&txns, r->log_txns, estate);
-    bool ok = direct_update_ok(parts.rel) && direct_insert_ok(segs.rel) &&
+    bool ok = (!bump || direct_update_ok(parts.rel)) && direct_insert_ok(segs.rel) &&
               RelationGetDescr(segs.rel)->natts == (split ? 6 : 8) &&
               (!with_txns ||
                (direct_insert_ok(txns.rel) && RelationGetDescr(txns.rel)->natts == 6));
@@ -100,10 +111,12 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
             direct_insert(&txns, a_txn, nulls);
         }
     } else if (ok) {
-        int cols[1] = {r->p_last_offset};
-        Datum last[1] = {Int64GetDatum(end)};
-        ItemPointerData tid = ps->tid;
-        direct_update(&parts, &tid, 1, cols, last);
+        if (bump) {
+            int cols[1] = {r->p_last_offset};
+            Datum last[1] = {Int64GetDatum(end)};
+            ItemPointerData tid = ps->tid;
+            direct_update(&parts, &tid, 1, cols, last);
+        }
         bool nulls[8] = {false, false, false, false, false, false, hashes == nullptr, ids == nullptr};
         Datum a_seg[8] = {Int64GetDatum(pid),         Int64GetDatum(base),
                           Int64GetDatum(end),         TimestampTzGetDatum(now),
@@ -113,7 +126,7 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
     }
     if (with_txns) direct_close(&txns);
     direct_close(&segs);
-    direct_close(&parts);
+    if (bump) direct_close(&parts);
     FreeExecutorState(estate);
     if (ok) CommandCounterIncrement();  // visible to what follows, as after a statement
     return ok;
@@ -122,7 +135,7 @@ static bool write_direct(int64 pid, const PartitionState* ps, int64 base, int64 
 static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int survivors,
                       bytea* seg, bytea* hashes, bytea* ids);
 
-// Write the survivors: bump the allocator, insert one segment row carrying (keeps_hashes) their
+// Write the survivors: (before 0.4.0) bump the allocator, insert one segment row carrying (keeps_hashes) their
 // hashes and message ids.
 static void write_survivors(int64 pid, const PartitionState* ps,
                             const PushBatch* b, const queen::ItemVerdict* v, int survivors,
@@ -159,7 +172,7 @@ static void write_survivors(int64 pid, const PartitionState* ps,
             }
     }
 
-    now = monotone_stamp(pid, now);
+    now = monotone_stamp(pid, ps, now);
     if (last_stamp_lxid != compat_my_lxid() || now > last_stamp) last_stamp = now;
     last_stamp_lxid = compat_my_lxid();
     if (!(ps->direct && guc_direct_write &&
@@ -203,7 +216,8 @@ static void write_spi(int64 pid, int64 base, int64 end, TimestampTz now, int sur
     spi_open();
     Oid t_set[2] = {INT8OID, INT8OID};
     Datum a_set[2] = {Int64GetDatum(pid), Int64GetDatum(end)};
-    if (SPI_execute_plan(spi_plan(&plan_set_last,
+    if (partition_end_in_column() &&  // issue 28: no allocator update on 0.4.0
+        SPI_execute_plan(spi_plan(&plan_set_last,
                              "UPDATE queen.log_partitions SET last_offset = $2 WHERE id = $1", 2,
                              t_set),
                          a_set, nullptr, false, 0) != SPI_OK_UPDATE)

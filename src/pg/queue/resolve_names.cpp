@@ -18,6 +18,7 @@
 #include "pg/queue/reserved_queues.h"
 #include "pg/queue/resolve_names.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/partition_end.h"
 #include "pg/storage/slot_fence.h"
 
 extern "C" {
@@ -96,7 +97,9 @@ static bool lookup_direct(const NamePairs* p, const int* pos, int m, ResolvedNam
             found[k] = true;
             out[i].partition_id = DatumGetInt64(slot_getattr(ps, r->p_id, &isnull));
             out[i].window = window;
-            out[i].last_offset = DatumGetInt64(slot_getattr(ps, r->p_last_offset, &isnull));
+            out[i].last_offset = partition_end(  // issue 28: the log's true end
+                out[i].partition_id, DatumGetInt64(slot_getattr(ps, r->p_last_offset, &isnull)),
+                snap);
             out[i].txns_start = DatumGetInt64(slot_getattr(ps, r->p_txns_start, &isnull));
         }
         ExecDropSingleTupleTableSlot(qs);
@@ -113,7 +116,7 @@ static void lookup_spi(const NamePairs* p, const int* pos, int m, ResolvedName* 
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "queen: SPI_connect failed");
     Oid types[2] = {TEXTOID, TEXTOID};
     SPIPlanPtr plan = spi_plan(&plan_lookup,
-        "SELECT lp.id, qq.dedup_window_seconds, lp.last_offset, lp.txns_start"
+        "SELECT lp.id, qq.dedup_window_seconds, " QUEEN_LOG_END_SQL("lp") ", lp.txns_start"
         "  FROM queen.queues qq JOIN queen.log_partitions lp ON lp.queue_id = qq.id"
         " WHERE qq.name = $1 AND lp.name = $2", 2, types);
     for (int k = 0; k < m; k++) {

@@ -329,6 +329,27 @@ bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partitio
     return found;
 }
 
+// See log_scan.h.
+bool log_newest_row(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
+                    Snapshot snapshot, int64* end, TimestampTz* at) {
+    Relation heap = table_open(log_segments, AccessShareLock);
+    Relation index = index_open(log_segments_pkey, AccessShareLock);
+    TupleTableSlot* slot = table_slot_create(heap, nullptr);
+    int64 base;
+    TimestampTz stamp;
+    bool found = created_at_or_before(heap, index, partition_id, PG_INT64_MAX, snapshot, slot,
+                                      &stamp, &base);
+    if (found) {
+        bool isnull;
+        *end = DatumGetInt64(slot_getattr(slot, kEnd, &isnull));
+        if (at != nullptr) *at = stamp;
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, AccessShareLock);
+    table_close(heap, AccessShareLock);
+    return found;
+}
+
 // See log_scan.h. The ordered part's binary search: invariant: every row below lo is older than since (none when lo is the
 // first row), the row at or below hi is not (or hi is past the end). Rows are found by offset
 // through "the newest row at or below", so gaps between rows (none in queen's logs) are fine.

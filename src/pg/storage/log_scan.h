@@ -75,6 +75,13 @@ inline bool log_scan_since_ok(const Storage* st) {
 // partition lock (push_write.cpp).
 bool log_last_created_at(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
                          Snapshot snapshot, TimestampTz* at);
+// The partition's newest row (the highest base_offset, one backward descent of the primary
+// key): its end_offset into *end and (at not nullptr) its created_at into *at; false when the
+// partition has no row visible to snapshot. issue 28: the log's true end is
+// max(log_partitions.last_offset, this end) (partition_end.h): a push no longer updates the
+// column.
+bool log_newest_row(Oid log_segments, Oid log_segments_pkey, int64 partition_id,
+                    Snapshot snapshot, int64* end, TimestampTz* at);
 // The lowest base_offset of the rows with created_at >= since on 0.4.0's schema, or
 // PG_INT64_MAX when none: the rows at or below unordered_upto read forwards while
 // unordered_newest >= since, else a binary search over the ordered rows above it (each step one

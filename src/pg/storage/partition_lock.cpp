@@ -1,9 +1,10 @@
 // The partition row lock (see partition_lock.h).
 //
 // Locking protocol
-//   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE (the allocator
-//      update changes no key, and this strength leaves foreign-key checks of consumer_groups
-//      alone, so acks never queue behind pushes) and held until the transaction ends. Every
+//   1. The partition's queen.log_partitions row is locked FOR NO KEY UPDATE (no key changes,
+//      and this strength leaves foreign-key checks of consumer_groups alone, so acks never
+//      queue behind pushes) and held until the transaction ends; since 0.4.0 a push writes no
+//      new version of the row (step 8), the lock alone serializes. Every
 //      writer of the partition's log (push, push_segment(s), transaction, run_retention) takes
 //      this lock before touching log_segments, so it serializes all writes of one
 //      partition: nobody can commit rows into the span a push probes between its probe and its
@@ -20,9 +21,13 @@
 //      AccessShareLock on queues), kept until the transaction ends.
 //   4. Callers that lock several partitions take them in ascending id order (push_segments,
 //      transaction, run_retention): one global order, so no two of them can deadlock.
-//   5. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent push updated after
+//   5. In REPEATABLE READ / SERIALIZABLE, locking a row that a concurrent writer updated after
 //      the transaction's snapshot fails with 40001 (retry the transaction), as the statement
-//      does: a stale snapshot can never produce a verdict.
+//      does; since 0.4.0 a push no longer updates the row, so right after the lock the newest
+//      segment row visible to the transaction snapshot is compared with the newest one under a
+//      snapshot taken after the lock, and a difference (a push committed after our snapshot)
+//      raises the same 40001 (partition_end_after_lock, partition_end.cpp): a stale snapshot
+//      can never produce a verdict.
 //   6. On a shard, the slot fence (issue 20, slot_fence.h) is part of the lock: right after the
 //      row lock, both functions take the slot's fence lock (ShareLock, to the end of the
 //      transaction) and refuse a moving or foreign slot (55Q02 / 55Q01), so no writer of the
@@ -38,8 +43,15 @@
 //      the lock; in REPEATABLE READ it fails with 40001 (step 5). The SQL statements below read
 //      the flag again after the lock for the same reason (queue_flag_after_lock). So no push
 //      that committed after the switch stored anything but an envelope.
+//   8. issue 28: the allocator state read with the lock is the log's true end: the column
+//      last_offset (a floor since 0.4.0: a push no longer updates it) raised to the newest
+//      segment row's end_offset, read after the lock and the fence under a snapshot taken
+//      then (partition_end_after_lock). The row lock is what still serializes the writers, so
+//      no writer can commit a row between that read and our commit; the lock itself writes a
+//      heap lock record, not a new row version.
 #include "pg/storage/partition_lock.h"
 #include "pg/storage/direct_write.h"
+#include "pg/storage/partition_end.h"
 #include "pg/storage/log_scan.h"
 #include "pg/storage/slot_fence.h"
 
@@ -298,13 +310,17 @@ void partition_order_ensure(const Storage* st, int64 partition_id, PartitionStat
 // Lock the partition row and read its allocator state and its queue's window.
 void partition_lock(int64 partition_id, PartitionState* out) {
     out->direct = false;
+    out->newest_known = false;
     if (guc_direct_write) {
         int64 pid;
         int rc = lock_direct(nullptr, nullptr, partition_id, &pid, nullptr, out);
         if (rc == 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
                             errmsg("partition id " INT64_FORMAT " does not exist", partition_id)));
-        if (rc == 1) return slot_fence_check_partition(partition_id);  // issue 20: the fence
+        if (rc == 1) {
+            slot_fence_check_partition(partition_id);  // issue 20: the fence
+            return partition_end_after_lock(partition_id, out);  // issue 28: the true end
+        }
     }
     spi_open();
     Oid types[1] = {INT8OID};
@@ -324,6 +340,7 @@ void partition_lock(int64 partition_id, PartitionState* out) {
     order_after_lock(partition_id, out);
     SPI_finish();
     slot_fence_check_partition(partition_id);  // issue 20: the shard's slot fence
+    partition_end_after_lock(partition_id, out);  // issue 28: the true end (protocol, 8)
 }
 
 // Find the partition by its names and lock it, reading the same state as partition_lock(). In
@@ -333,9 +350,13 @@ void partition_lock(int64 partition_id, PartitionState* out) {
 bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, bool* by_content,
                             PartitionState* out) {
     out->direct = false;
+    out->newest_known = false;
     if (guc_direct_write) {
         int rc = lock_direct(queue, partition, -1, partition_id, by_content, out);
-        if (rc == 1) slot_fence_check_partition(*partition_id);  // issue 20: the fence
+        if (rc == 1) {
+            slot_fence_check_partition(*partition_id);  // issue 20: the fence
+            partition_end_after_lock(*partition_id, out);  // issue 28: the true end
+        }
         if (rc >= 0) return rc == 1;
     }
     spi_open();
@@ -359,7 +380,10 @@ bool partition_lock_by_name(text* queue, text* partition, int64* partition_id, b
         order_after_lock(*partition_id, out);
     }
     SPI_finish();
-    if (found) slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence
+    if (found) {
+        slot_fence_check_partition(*partition_id);  // issue 20: the shard's slot fence
+        partition_end_after_lock(*partition_id, out);  // issue 28: the true end (protocol, 8)
+    }
     return found;
 }
 

@@ -25,6 +25,11 @@ struct PartitionState {
     bool order_known;
     int64 unordered_upto;
     TimestampTz unordered_newest;
+    // issue 28: the newest segment row's created_at as read with the log's end right after
+    // the lock (partition_end_after_lock; DT_NOBEGIN: no row), for the push's monotone stamp
+    // (push_write.cpp), so the stamp needs no second read; newest_known false: not read
+    bool newest_known;
+    TimestampTz newest_at;
     bool direct;          // locked by direct access (tid valid) rather than by SQL
     ItemPointerData tid;  // the locked row version (direct only)
 };
@@ -33,7 +38,9 @@ struct PartitionState {
 bool queue_name_reserved(const char* name, Size len);
 
 // Lock the partition row FOR NO KEY UPDATE (42704 when it does not exist), then check the
-// shard's slot fence (55Q02 / 55Q01; see partition_lock.cpp, step 6).
+// shard's slot fence (55Q02 / 55Q01; see partition_lock.cpp, step 6), then read the log's true
+// end into out->last_offset (step 8; 40001 in REPEATABLE READ when a push committed after the
+// transaction's snapshot).
 void partition_lock(int64 partition_id, PartitionState* out);
 
 // Look the partition up by name and lock it in the same statement (for queen.push: one

@@ -28,6 +28,7 @@
 #include <cmath>
 
 #include "pg/streams/append.h"
+#include "pg/storage/partition_end.h"
 #include "pg/storage/slot_fence.h"
 #include "pg/streams/stream_messages.h"
 #include "pg/streams/direct.h"
@@ -220,7 +221,7 @@ static bool read_stream(int64 pid, text* name, text* producer_id, StreamRead* r)
     // by partition id (after the lock) or, pid < 0, by name (pass 1: no lock, one statement)
 #define QUEEN_STREAM_READ_COLUMNS                                                          \
     "SELECT s.content_type, s.ttl_seconds, s.expires_at, s.closed, s.epoch_floor,"         \
-    "       s.last_stream_seq, s.touched_at, lp.last_offset,"                              \
+    "       s.last_stream_seq, s.touched_at, " QUEEN_LOG_END_SQL("lp") ","                \
     "       sp.producer_id IS NOT NULL, sp.epoch, sp.seq, sp.newest_digest,"               \
     "       sp.newest_start, sp.newest_next, sp.newest_closed, sp.claim_digest,"           \
     "       sp.claim_closed_epoch, sp.claim_closed_seq, sp.last_seen, s.partition_id"      \

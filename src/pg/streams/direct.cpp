@@ -6,6 +6,7 @@
 #include "pg/streams/direct.h"
 
 #include "pg/storage/direct_write.h"
+#include "pg/storage/partition_end.h"
 #include "pg/common/relcache_cached.h"
 
 extern "C" {
@@ -118,7 +119,9 @@ bool stream_read_direct(int64 pid, text* producer_id, StreamRowsDirect* o) {
         Relation prel = table_open(q->log_partitions, AccessShareLock);
         slot = table_slot_create(prel, nullptr);
         found = direct_fetch_one(prel, q->log_partitions_pkey, 1, eq8, key, snap, slot);
-        if (found) o->last_offset = DatumGetInt64(col(slot, q->p_last_offset, &n));
+        if (found)  // issue 28: the log's true end (partition_end.h)
+            o->last_offset =
+                partition_end(pid, DatumGetInt64(col(slot, q->p_last_offset, &n)), snap);
         ExecDropSingleTupleTableSlot(slot);
         table_close(prel, NoLock);
     }

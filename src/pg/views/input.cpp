@@ -6,6 +6,7 @@
 #include "pg/views/view_call.h"
 #include "core/views/merge.h"
 #include "pg/storage/log_scan.h"
+#include "pg/storage/partition_end.h"
 #include "pg/queue/read.h"
 
 extern "C" {
@@ -206,7 +207,7 @@ void read_input(Run* run, const ViewRow* v, int32 max_rows, CxxError* err) {
         "  FROM queen.log_partitions p"
         "  JOIN queen.queues q ON q.id = p.queue_id"
         "  LEFT JOIN queen.dedup_offsets o ON o.view_id = $1 AND o.partition_id = p.id"
-        " WHERE q.name = $2 AND p.last_offset >= COALESCE(o.next_offset, 0)"
+        " WHERE q.name = $2 AND " QUEEN_LOG_END_SQL("p") " >= COALESCE(o.next_offset, 0)"
         " ORDER BY p.name, p.id", 2, types);
     if (SPI_execute_plan(plan, args, nullptr, false, 0) != SPI_OK_SELECT)
         elog(ERROR, "queen: dedup read failed");

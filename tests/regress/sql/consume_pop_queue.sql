@@ -24,7 +24,12 @@ SELECT count(*) AS queued FROM generate_series(0, 299) g,
 -- about the index walk, and without them the planner's choice for the freshly filled table
 -- depends on when autovacuum last analyzed it (seen once in a full run: a scan of the table).
 ANALYZE queen.log_partitions, queen.consumer_groups, queen.consumer_state;
+-- Since issue 28 (0.4.0) a push no longer updates its partition row, so these 300 rows fill a
+-- handful of pages and the planner rightly reads them whole for a lookup by id (the lock by id,
+-- the foreign-key check); what is bounded here is the walk over the queue's partitions, so
+-- sequential scans are off for this one pop.
 BEGIN;
+SET LOCAL enable_seqscan = off;
 CREATE TEMP TABLE before AS SELECT pg_temp.lp_rows() AS n;
 SELECT jsonb_array_length(queen.pop('cpq_dense') -> 'messages') AS got;
 SELECT pg_temp.lp_rows() - n < 20 AS few_partition_rows_read FROM before;

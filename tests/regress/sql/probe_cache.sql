@@ -190,7 +190,7 @@ SELECT (SELECT count(*) FROM stored WHERE q = 'pc_off') AS rows_ref, count(*) AS
     (SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'dw_off_pc_off'
      EXCEPT ALL
      SELECT base_offset, end_offset, hashes, message_count, ids_len FROM stored WHERE q = 'pc_off')) d;
-SELECT (SELECT last_offset FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+SELECT (SELECT queen.log_end(lp.id, lp.last_offset) FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
          WHERE q.name = 'pc_off') AS last_offset_ref,
-       (SELECT last_offset FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
+       (SELECT queen.log_end(lp.id, lp.last_offset) FROM queen.log_partitions lp JOIN queen.queues q ON q.id = lp.queue_id
          WHERE q.name = 'dw_off_pc_off') AS last_offset_sql;

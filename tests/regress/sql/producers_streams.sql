@@ -134,7 +134,7 @@ COMMIT;
 -- ---- streams are ordinary log partitions (dense offsets, one segment per append)
 SELECT g.base_offset, g.end_offset, g.message_count
   FROM queen.log_segments g JOIN queen.streams s USING (partition_id) WHERE s.name = 'a' ORDER BY 1;
-SELECT p.last_offset, q.dedup_window_seconds
+SELECT queen.log_end(p.id, p.last_offset) AS last_offset, q.dedup_window_seconds
   FROM queen.streams s JOIN queen.log_partitions p ON p.id = s.partition_id
   JOIN queen.queues q ON q.id = p.queue_id WHERE s.name = 'a';
 

@@ -38,7 +38,7 @@ END $$;
 CREATE FUNCTION pg_temp.stats() RETURNS TABLE(hinted_segments bigint, hints bigint, confirmed bigint, fallbacks bigint)
     LANGUAGE sql AS $$ SELECT * FROM queen.push_hint_stats() $$;
 CREATE FUNCTION pg_temp.state(pid bigint) RETURNS TABLE(last_offset bigint, txns bigint) LANGUAGE sql AS $$
-    SELECT lp.last_offset, (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
+    SELECT queen.log_end(lp.id, lp.last_offset), (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp WHERE lp.id = pid $$;
 
 SELECT partition_id AS p FROM queen.resolve_partition('hint_q', 'p') \gset

@@ -49,7 +49,7 @@ SELECT * FROM queen.push_segments_named(ARRAY[NULL, NULL]::bigint[], ARRAY['pn_a
 WHERE idx = -1;
 SELECT m.seg, m.last_offset, m.partition_id = lp.id AS same_id,
        m.dedup_window_seconds = qq.dedup_window_seconds AS same_window,
-       m.last_offset = lp.last_offset AS same_last, m.txns_start = lp.txns_start AS same_start
+       m.last_offset = queen.log_end(lp.id, lp.last_offset) AS same_last, m.txns_start = lp.txns_start AS same_start
 FROM pn_meta m JOIN queen.log_partitions lp ON lp.id = m.partition_id
 JOIN queen.queues qq ON qq.id = lp.queue_id ORDER BY m.seg;
 SELECT q.name, p.name, r.message_offset, r.transaction_id
@@ -84,7 +84,7 @@ FROM queen.push_segments_named(ARRAY[NULL, NULL]::bigint[], ARRAY['pn_w', 'pn_s'
     ARRAY[pg_temp.seg(70, '{k1,k9}'), pg_temp.seg(80, '{s1}')], ARRAY[-1, -1]::bigint[], ARRAY[0, 0])
 ORDER BY idx = -1, seg, idx;
 RESET queen.direct_write;
-SELECT name, last_offset FROM queen.log_partitions WHERE id IN (SELECT lp.id FROM queen.log_partitions lp
+SELECT name, queen.log_end(id, last_offset) AS last_offset FROM queen.log_partitions WHERE id IN (SELECT lp.id FROM queen.log_partitions lp
   JOIN queen.queues q ON q.id = lp.queue_id WHERE q.name IN ('pn_w', 'pn_s')) ORDER BY name;
 
 -- Several missing partitions of one queue (unsorted, one named twice) are created once each,

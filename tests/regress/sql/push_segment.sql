@@ -39,7 +39,7 @@ CREATE FUNCTION pg_temp.seg(pid bigint, ids int[], txns text[], verified bigint)
 \i tests/regress/sql/sqlstate_of.psql
 CREATE FUNCTION pg_temp.state(pid bigint)
     RETURNS TABLE(last_offset bigint, segments bigint, txns bigint) LANGUAGE sql AS $$
-    SELECT lp.last_offset,
+    SELECT queen.log_end(lp.id, lp.last_offset),
            (SELECT count(*) FROM queen.log_segments s WHERE octet_length(s.data) > 0 AND s.partition_id = lp.id),
            (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp WHERE lp.id = pid $$;

@@ -35,7 +35,7 @@ SELECT status, next_offset FROM queen.stream_create('rs', 'application/octet-str
                                                     p_messages => ARRAY['\x01'::bytea],
                                                     p_now => '2026-01-01');
 SELECT status, stream_offset, next_offset FROM queen.stream_append('rs', ARRAY['\x02'::bytea]);
-SELECT q.name, p.name AS partition, p.last_offset
+SELECT q.name, p.name AS partition, queen.log_end(p.id, p.last_offset) AS last_offset
   FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = pg_temp.rs();
 SELECT pg_temp.census() AS before;
 
@@ -87,7 +87,7 @@ SELECT pg_temp.error_of($$SELECT queen.drop_queue('__queen_absent')$$) AS drop_a
 -- Nothing of the refused calls was stored (ok_q of the refused transaction and of the refused
 -- batch resolution included), and the streams module still reads and writes its queue.
 SELECT pg_temp.census() AS after;
-SELECT q.name, p.name AS partition, p.last_offset
+SELECT q.name, p.name AS partition, queen.log_end(p.id, p.last_offset) AS last_offset
   FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id WHERE p.id = pg_temp.rs();
 SELECT status, stream_offset, next_offset FROM queen.stream_append('rs', ARRAY['\x04'::bytea]);
 SELECT next_offset FROM queen.stream_head('rs');

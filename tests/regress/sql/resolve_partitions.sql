@@ -155,6 +155,6 @@ BEGIN;
 SELECT count(*) AS rows FROM pg_temp.named_hinted(:h, :t, 'new5', 50, ARRAY['b', 'n5'], -1, NULL);
 SELECT current_setting('queen.probe_cache') AS setting_in_transaction;
 COMMIT;
-SELECT last_offset AS h_last_offset FROM queen.log_partitions WHERE id = :h;
+SELECT queen.log_end(id, last_offset) AS h_last_offset FROM queen.log_partitions WHERE id = :h;
 
 SELECT count(queen.drop_queue(name)) AS dropped FROM queen.queues WHERE name LIKE 'rps\_%';

@@ -8,7 +8,7 @@
 CREATE FUNCTION pg_temp.state(q text)
     RETURNS TABLE(part text, last_offset bigint, log_start bigint, txns_start bigint, segments bigint, txns bigint)
     LANGUAGE sql AS $$
-    SELECT lp.name, lp.last_offset, lp.log_start, lp.txns_start,
+    SELECT lp.name, queen.log_end(lp.id, lp.last_offset), lp.log_start, lp.txns_start,
            (SELECT count(*) FROM queen.log_segments s WHERE octet_length(s.data) > 0 AND s.partition_id = lp.id),
            (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id

@@ -10,7 +10,7 @@ CREATE FUNCTION pg_temp.rows(s text) RETURNS text LANGUAGE sql AS $$
     SELECT format('segments=%s txns=%s last_offset=%s',
                   (SELECT count(*) FROM queen.log_segments g WHERE octet_length(g.data) > 0 AND g.partition_id = st.partition_id),
                   (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = st.partition_id),
-                  (SELECT p.last_offset FROM queen.log_partitions p WHERE p.id = st.partition_id))
+                  (SELECT queen.log_end(p.id, p.last_offset) FROM queen.log_partitions p WHERE p.id = st.partition_id))
       FROM queen.streams st WHERE st.name = s $$;
 
 -- direct writes

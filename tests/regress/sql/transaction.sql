@@ -7,7 +7,7 @@
 CREATE FUNCTION pg_temp.state(q text, p text)
     RETURNS TABLE(last_offset bigint, segments bigint, txns bigint)
     LANGUAGE sql AS $$
-    SELECT lp.last_offset,
+    SELECT queen.log_end(lp.id, lp.last_offset),
            (SELECT count(*) FROM queen.log_segments s WHERE octet_length(s.data) > 0 AND s.partition_id = lp.id),
            (SELECT count(*) FROM queen.log_segments t WHERE t.hashes IS NOT NULL AND t.partition_id = lp.id)
     FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id

@@ -14,7 +14,8 @@ SELECT queen.transaction('{"operations":[
     {"type":"push","queue":"to_q1","partition":"B","items":[{"transactionId":"t1","payload":1}]},
     {"type":"push","queue":"to_q2","partition":"a","items":[{"transactionId":"t1","payload":1}]}]}') -> 'results' -> 1 AS ack_result;
 SELECT qu.name AS queue, lp.name AS partition,
-       rank() OVER (ORDER BY lp.id) AS creation_order, lp.last_offset
+       rank() OVER (ORDER BY lp.id) AS creation_order,
+       queen.log_end(lp.id, lp.last_offset) AS last_offset
 FROM queen.log_partitions lp JOIN queen.queues qu ON qu.id = lp.queue_id
 WHERE qu.name IN ('to_q1', 'to_q2') ORDER BY lp.id;
 SELECT queen.committed_offset('to_q2', 'z', 'g') AS committed;

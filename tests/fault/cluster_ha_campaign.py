@@ -29,8 +29,9 @@ Figures per failover (from the moment the primary's processes were frozen):
   other_max_gap_s    the longest time without a `queued` answer on any other shard's slots from
                      the kill to that moment (the router: on every shard)
   p99_push_s         p99 of the HTTP attempts sent in the 30 s around the kill (each answered
-                     attempt's own latency, any status), p99_request_s of the requests first sent
-                     in those 30 s (first send to final answer, retries included)
+                     attempt's own latency, any status), p99_request_s (and max_request_s) of the
+                     requests first sent in those 30 s (first send to final answer, retries
+                     included)
 One JSON line, then a markdown summary; exit 1 on any violation.
 """
 import argparse
@@ -127,7 +128,8 @@ def figures_for(tl, what, t_k, owner, shards):
     f = {"failed": what, "unavailable_s": round(first - t_k, 2) if first else None,
          "other_max_gap_s": round(gap, 2), "other_max_gap_on": gap_on,
          "p99_push_s": p99([t1 - t0 for t0, t1, st, _ in att if st and win[0] <= t0 < win[1]]),
-         "p99_request_s": p99([b - a for a, b in reqs if win[0] <= a < win[1]])}
+         "p99_request_s": p99([b - a for a, b in reqs if win[0] <= a < win[1]]),
+         "max_request_s": round(max([b - a for a, b in reqs if win[0] <= a < win[1]] or [0]), 2)}
     # what the other shards' clients were told while it failed over (the issue: they keep
     # answering): items of other shards answered failed, whole requests answered 503
     f["other_items_failed"] = sum(1 for t0, t1, st, its in att if t_k <= t0 <= end
@@ -166,7 +168,8 @@ KINDS = [("duplicates stored", "times in"), ("answered messages lost", "but not 
 
 def summary(fig, violations):
     """The run in markdown: totals, violations by kind, one row per failover."""
-    out = ["### cluster_ha_campaign: %s shards, seed %s, %s s" % (fig["shards"], fig["seed"], fig["seconds"]),
+    out = ["### cluster_ha_campaign: %s shards, seed %s, %s s (%s, commit %s)" % (
+               fig["shards"], fig["seed"], fig["seconds"], fig["date"], fig["commit"]),
            "",
            "%d requests (%d attempts), %d answers checked (%d `queued`), %d messages stored; "
            "%d HTTP clients, %d probe clients, %d SQL clients; load average %s at the start, %s at the end."
@@ -177,13 +180,13 @@ def summary(fig, violations):
         out.append("| %s | %d |" % (name, sum(1 for v in violations if key in v)))
     out += ["| all | %d |" % len(violations), "",
             "| failover | node | kill to first accepted push of its slots | longest gap of the other shards' slots "
-            "| p99 of pushes (30 s around) | p99 of requests (30 s around, retries included) "
+            "| p99 of pushes (30 s around) | p99 (max) of requests (30 s around, retries included) "
             "| other shards' items failed | SQL through the router back | healed in |",
             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for f in fig["failovers"]:
-        out.append("| %s | %s | %s s%s | %s s (%s) | %s s | %s s | %d | %s | %s s |" % (
+        out.append("| %s | %s | %s s%s | %s s (%s) | %s s | %s s (%s s) | %d | %s | %s s |" % (
             f["failed"], f["node"], f["unavailable_s"], " (first SQL push)" if f["failed"] == "router" else "",
-            f["other_max_gap_s"], f["other_max_gap_on"], f["p99_push_s"], f["p99_request_s"],
+            f["other_max_gap_s"], f["other_max_gap_on"], f["p99_push_s"], f["p99_request_s"], f["max_request_s"],
             f["other_items_failed"], ("%s s" % f["sql_unavailable_s"]) if f.get("sql_unavailable_s") is not None
             else "-", f["healed_s"]))
     out += ["", "Slot moves: %s; sidecar SIGKILLs: %s." % (
@@ -332,6 +335,9 @@ def main():
                    "answered_queued": queued, "messages_stored": rows, "violations": len(violations),
                    "failovers": faults, "moved": moved, "sidecar_kills": skills,
                    "load_start": load_start, "load_end": loadavg(),
+                   "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_start)),
+                   "commit": subprocess.run(["git", "-C", args.root, "rev-parse", "--short", "HEAD"],
+                                            capture_output=True, text=True).stdout.strip(),
                    "seconds": round(time.time() - t_start, 1)}
         print(json.dumps(figures))
         print()

@@ -13,7 +13,8 @@ QUEEN_CLUSTER_HA_PORT's ports) and two sidecars with --router. Under load:
 Meanwhile, one after the other with a few seconds of steady load between: a shard's primary is
 SIGKILLed (cluster.sh kill-primary) --shard-kills times, each time another shard, the router's
 primary once, a slot is moved (CALL queen.move_slot on the router), and each sidecar is SIGKILLed
-and started again. After each kill the campaign waits for the failed formation to answer again,
+and started again (with --overlap also one sidecar 4 s into each shard's failover, while it holds
+that shard's requests: their outcome is in doubt for the sidecar that dies). After each kill the campaign waits for the failed formation to answer again,
 then heals the cluster (cluster.sh start: the killed node rejoins as a standby, every formation
 healthy) before the next event.
 
@@ -191,8 +192,19 @@ def summary(fig, violations):
             else "-", f["healed_s"]))
     out += ["", "Slot moves: %s; sidecar SIGKILLs: %s." % (
         ", ".join("slot %d %s -> %s in %.2f s" % (m["slot"], m["from"], m["to"], m["s"]) for m in fig["moved"]) or "none",
-        ", ".join("%s (back in %.2f s)" % (k["sidecar"], k["restart_s"]) for k in fig["sidecar_kills"]) or "none")]
+        ", ".join("%s %s (back in %.2f s)" % (k["sidecar"], k["when"], k["restart_s"])
+                  for k in fig["sidecar_kills"]) or "none")]
     return "\n".join(out)
+
+
+def restart(s, rng, when):
+    """SIGKILL of sidecar s, started again on its port 0-0.3 s later: its record."""
+    s.kill()
+    t0 = time.time()
+    time.sleep(rng.uniform(0.0, 0.3))
+    s.start()
+    log("sidecar %s SIGKILLed and started again (%s)" % (s.name, when))
+    return {"sidecar": s.name, "when": when, "restart_s": round(time.time() - t0, 2)}
 
 
 def loadavg():
@@ -218,6 +230,9 @@ def main():
     ap.add_argument("--max-items", type=int, default=6)
     ap.add_argument("--steady-s", type=float, default=5)
     ap.add_argument("--answer-deadline-s", type=float, default=150)
+    ap.add_argument("--overlap", action="store_true",
+                    help="also SIGKILL a sidecar (and start it again) 4 s into each shard's failover,"
+                         " while it holds that shard's requests")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--queue", default="hafault")
     args = ap.parse_args()
@@ -284,6 +299,9 @@ def main():
                 node, t_k = cluster.sh("kill-primary", what).split()
                 t_k = float(t_k)
                 log("killed %s (%s's primary)" % (node, what))
+                if args.overlap and kind == "shard":
+                    time.sleep(max(0.0, t_k + 4 - time.time()))
+                    skills.append(restart(sidecars[len(failovers) % 2], rng, "in %s's failover" % what))
                 deadline = t_k + args.answer_deadline_s
                 while time.time() < deadline and figures_for(tl, what, t_k, owner, names)["unavailable_s"] is None:
                     time.sleep(0.2)
@@ -300,13 +318,7 @@ def main():
                     raise RuntimeError("the cluster is not healthy after cluster.sh start")
                 failovers.append((f, what, t_k, owner, node))
             elif kind == "sidecar":
-                s = sidecars[int(arg)]
-                s.kill()
-                t0 = time.time()
-                time.sleep(rng.uniform(0.0, 0.3))
-                s.start()
-                skills.append({"sidecar": s.name, "restart_s": round(time.time() - t0, 2)})
-                log("sidecar %s SIGKILLed and started again" % s.name)
+                skills.append(restart(sidecars[int(arg)], rng, "alone"))
             else:
                 p = "p%d" % rng.randrange(args.partitions)
                 slot = int(sql(cluster.router, "SELECT queen.slot_of(%s, %s)" % (quote(args.queue), quote(p))))

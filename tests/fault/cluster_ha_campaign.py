@@ -67,6 +67,7 @@ class Timeline:
         self.attempts, self.requests, self.sql = [], [], []
 
     def on_attempt(self, t0, t1, items, status, ans):
+        """http_client's on_attempt: one attempt, with each item's status when answered 201."""
         st = [a.get("status") if a.get("status") != "failed" else "failed:%s" % a.get("code")
               for a in ans] if ans else []
         with self.lock:
@@ -74,10 +75,12 @@ class Timeline:
                                                    zip(items, st or [None] * len(items))]))
 
     def on_answered(self, first, t0, t1, ans):
+        """http_client's on_answered: a request's first send and final answer."""
         with self.lock:
             self.requests.append((first, t1))
 
     def on_sql(self, p, t0, t1):
+        """sql_client's on_answered: an answered SQL call through the router."""
         with self.lock:
             self.sql.append((p, t0, t1))
 
@@ -208,11 +211,13 @@ def restart(s, rng, when):
 
 
 def loadavg():
+    """The machine's load averages (1, 5, 15 min) as /proc/loadavg gives them."""
     with open("/proc/loadavg") as f:
         return " ".join(f.read().split()[:3])
 
 
 def main():
+    """Start the cluster and the load, run the events, check; exit status 1 on a violation."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True)
     ap.add_argument("--sidecar", required=True)

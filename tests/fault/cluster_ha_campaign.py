@@ -246,6 +246,8 @@ def main():
     sidecars = []
     t_start = time.time()
     load_start = loadavg()
+    commit = subprocess.run(["git", "-C", args.root, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()  # the checkout run
     stop = threading.Event()
     threads = []
     try:
@@ -353,8 +355,7 @@ def main():
                    "failovers": faults, "moved": moved, "sidecar_kills": skills,
                    "load_start": load_start, "load_end": loadavg(),
                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t_start)),
-                   "commit": subprocess.run(["git", "-C", args.root, "rev-parse", "--short", "HEAD"],
-                                            capture_output=True, text=True).stdout.strip(),
+                   "commit": commit,
                    "seconds": round(time.time() - t_start, 1)}
         print(json.dumps(figures))
         print()

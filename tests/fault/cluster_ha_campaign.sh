@@ -4,8 +4,9 @@
 # router and one per shard), two sidecars with --router, HTTP, probe and SQL clients retrying
 # unchanged requests; a shard's primary SIGKILLed three times (each time another shard, the
 # cluster healed before the next event), the router's primary once, a slot moved, each sidecar
-# SIGKILLed and started again. A long form, not in the test command (scripts/test.sh): 264-367 s
-# in two runs on the shared 2-core machine at load 25-67 (tests/fault/RESULTS.md).
+# SIGKILLed and started again (--overlap: also one 4 s into each shard's failover). A long form, not in
+# the test command (scripts/test.sh): 205-367 s
+# in four runs on the shared 2-core machine at load 12-67 (tests/fault/RESULTS.md).
 #   tests/fault/cluster_ha_campaign.sh [--seed N] [--shard-kills N] [--clients N] ...
 #   (the arguments go to cluster_ha_campaign.py)
 # It starts its own cluster in a scratch folder, ports QUEEN_CLUSTER_HA_PORT (default 29000):

@@ -54,8 +54,10 @@ class Cluster:
         return subprocess.run(["bash", os.path.join(self.root, "scripts/cluster.sh"), *args],
                               env=self.env, check=True, capture_output=True, text=True).stdout
 
-    def start(self):
-        self.sh("start", "--shards", str(self.n))
+    def start(self, *opts):
+        """cluster.sh start --shards N opts..., then the router's and the shards' connection
+        strings (cluster.sh env)."""
+        self.sh("start", "--shards", str(self.n), *opts)
         self.shards = {}
         for line in self.sh("env").split("\n"):
             k, _, v = line.strip().partition("=")
@@ -89,8 +91,10 @@ def quote(s):
     return "'" + s.replace("'", "''") + "'"
 
 
-def sql_client(cid, args, cluster, hist, stop, rng):
-    """Pushes through the router: one partition per call, resent unchanged until answered."""
+def sql_client(cid, args, cluster, hist, stop, rng, on_answered=None):
+    """Pushes through the router: one partition per call, resent unchanged until answered;
+    on_answered(partition, t0, t1), when given, hears of each answered attempt (its start and
+    answer)."""
     r = 0
     while not stop.is_set():
         p = "p%d" % rng.randrange(args.partitions)
@@ -114,6 +118,7 @@ def sql_client(cid, args, cluster, hist, stop, rng):
              % (quote(args.queue), quote(p), quote(json.dumps(items))))
 
         def attempt(first):
+            t0 = time.time()
             try:
                 out = sql(cluster.router, q, timeout=30)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
@@ -125,6 +130,8 @@ def sql_client(cid, args, cluster, hist, stop, rng):
                     hist.bad_answers.append(("sql", out[:300]))
                 for row in rows:
                     hist.answers.append((p, row["t"], row["s"], row["id"], row["o"]))
+            if on_answered:
+                on_answered(p, t0, time.time())
             return None
 
         send_until_answered(hist, args.answer_deadline_s, "sql %s" % p, attempt)

@@ -234,9 +234,9 @@ def check_rotation(rotation, no_heal):
 def guarded(fn, hist):
     """A client thread's body; an exception (an answer the client cannot read) is a violation,
     not a thread that silently stops."""
-    def run(*a):
+    def run(*a, **kw):
         try:
-            fn(*a)
+            fn(*a, **kw)
         except Exception as e:  # noqa: BLE001
             with hist.lock:
                 hist.bad_answers.append(("client", "%s died: %r" % (fn.__name__, e)))

@@ -74,15 +74,18 @@ def send_until_answered(hist, deadline_s, what, attempt):
 
 
 def http_client(cid, args, sidecars, hist, stop, rng, auto_share=0.05, retry_codes=RETRY_CODES,
-                pace=SIDECAR_PACE, on_answered=None):
-    """Client cid until stop is set: requests of items_for() POSTed to /api/v1/push of a random
-    sidecar (each attempt picks one), resent unchanged until every item is answered. Answers
-    `queued`/`duplicate` go to hist.answers; an item `failed` with a code outside retry_codes,
-    or a status other than 201/429/503, is a bad answer. on_answered(first, t0, t1, answers),
-    when given, hears of each request's final 201 (first send, that attempt's start, its answer)."""
+                pace=SIDECAR_PACE, on_answered=None, on_attempt=None, make_items=items_for):
+    """Client cid until stop is set: requests of make_items() (items_for() unless given, same
+    arguments) POSTed to /api/v1/push of a random sidecar (each attempt picks one), resent
+    unchanged until every item is answered. Answers `queued`/`duplicate` go to hist.answers; an
+    item `failed` with a code outside retry_codes, or a status other than 201/429/503, is a bad
+    answer. on_answered(first, t0, t1, answers), when given, hears of each request's final 201
+    (first send, that attempt's start, its answer); on_attempt(t0, t1, items, status, answers),
+    when given, of every attempt (status 0 and answers None for no answer, answers None unless
+    201)."""
     r = 0
     while not stop.is_set():
-        items = items_for(cid, r, args, hist, rng, auto_share)
+        items = make_items(cid, r, args, hist, rng, auto_share)
         body = json.dumps({"items": items})
         r += 1
 
@@ -100,9 +103,13 @@ def http_client(cid, args, sidecars, hist, stop, rng, auto_share=0.05, retry_cod
                 status, data = resp.status, resp.read()
                 c.close()
             except (OSError, http.client.HTTPException) as e:
+                if on_attempt:
+                    on_attempt(t0, time.time(), items, 0, None)
                 time.sleep(rng.uniform(*pace["error_pause"]))
                 return "%s from sidecar %s" % (type(e).__name__, sc.port)
             last = "%s %s" % (status, data[:160])
+            if on_attempt:
+                on_attempt(t0, time.time(), items, status, json.loads(data) if status == 201 else None)
             if status in (429, 503):
                 time.sleep(rng.uniform(*pace["busy_pause"]))
                 return last

@@ -2,6 +2,7 @@
 // cut into chunks, purging and the tiering policy.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -117,8 +118,39 @@ TEST(HashRuns, TieringPicksTheNewestRunsOfOneClass) {
     EXPECT_FALSE(queen::runs_to_merge(few.data(), few.size(), 64, &f, &l));
     // a merge never spans more than a run can store
     int64_t m = queen::kRunMaxSpan;
-    std::vector<RunSpan> wide = {{0, m / 2}, {m / 2 + 1, m}, {m + 1, m + m / 2}, {m + m / 2 + 1, 2 * m}};
+    int64_t w = m / 2 + 1;  // any two side by side span more than m
+    std::vector<RunSpan> wide = {{0, w - 1}, {w, 2 * w - 1}, {2 * w, 3 * w - 1}, {3 * w, 4 * w - 1}};
     EXPECT_FALSE(queen::runs_to_merge(wide.data(), wide.size(), 64, &f, &l));
+}
+
+// An older run smaller than the next is merged with it first, so small runs are never stranded
+// behind a large one; applied until false, the policy keeps a few runs per class.
+TEST(HashRuns, TieringNeverStrandsSmallRuns) {
+    size_t f = 0, l = 0;
+    std::vector<RunSpan> r = {{0, 999}, {1000, 1089}, {1090, 6859}, {6860, 6891}};
+    ASSERT_TRUE(queen::runs_to_merge(r.data(), r.size(), 32, &f, &l));
+    EXPECT_EQ(f, 1u);  // the 90 before the 5,770
+    EXPECT_EQ(l, 2u);
+    // a simulated partition: builds of irregular size (32 to 5,000 offsets), merged until the
+    // policy says no; spans end non-increasing and the run count stays small
+    std::vector<RunSpan> runs;
+    std::mt19937_64 rng(3);
+    int64_t next = 0;
+    size_t most = 0;
+    for (int b = 0; b < 3000; b++) {
+        int64_t span = (b % 97 == 0) ? 5000 : 32 + static_cast<int64_t>(rng() % 70);
+        runs.push_back({next, next + span - 1});
+        next += span;
+        while (queen::runs_to_merge(runs.data(), runs.size(), 32, &f, &l)) {
+            runs[f].hi = runs[l].hi;
+            runs.erase(runs.begin() + static_cast<long>(f) + 1, runs.begin() + static_cast<long>(l) + 1);
+        }
+        ASSERT_TRUE(queen::runs_contiguous(runs.data(), runs.size()));
+        most = std::max(most, runs.size());
+    }
+    for (size_t i = 1; i < runs.size(); i++)
+        EXPECT_GE(runs[i - 1].hi - runs[i - 1].lo, runs[i].hi - runs[i].lo);
+    EXPECT_LE(most, 30u);
 }
 
 // Contiguity: each run starts right after the previous one.

@@ -98,14 +98,25 @@ int run_class(int64_t span, int64_t base) noexcept {
     return c;
 }
 
-// See hash_runs.h.
+// See hash_runs.h: first an older run smaller than the one after it (so spans never grow
+// towards the newest end, which the fan-out rule needs: a large run written after small ones,
+// such as the first run after a long pause, would otherwise strand them), then the newest
+// fan-out runs of one class.
 bool runs_to_merge(const RunSpan* runs, std::size_t n, int64_t base, std::size_t* first,
                    std::size_t* last) noexcept {
+    auto span = [&](std::size_t i) { return runs[i].hi - runs[i].lo + 1; };
+    for (std::size_t i = n; i-- > 1;) {
+        if (span(i - 1) < span(i) && runs[i].hi - runs[i - 1].lo + 1 <= kRunMaxSpan) {
+            *first = i - 1;
+            *last = i;
+            return true;
+        }
+    }
     if (n < static_cast<std::size_t>(kRunFanout)) return false;
     std::size_t f = n - kRunFanout;
-    int c = run_class(runs[n - 1].hi - runs[n - 1].lo + 1, base);
+    int c = run_class(span(n - 1), base);
     for (std::size_t i = f; i < n; i++)
-        if (run_class(runs[i].hi - runs[i].lo + 1, base) != c) return false;
+        if (run_class(span(i), base) != c) return false;
     if (runs[n - 1].hi - runs[f].lo + 1 > kRunMaxSpan) return false;
     *first = f;
     *last = n - 1;

@@ -88,9 +88,11 @@ int64_t chunk_offset(const uint8_t* data, std::size_t i, int64_t lo) noexcept;
 int run_class(int64_t span, int64_t base) noexcept;
 
 // The tiering policy over a partition's n runs (ascending, contiguous): the index range
-// [*first, *last] of the newest kRunFanout runs when they share one size class, so they are
-// merged into one run of the next class. False when nothing is to be merged. A merge never
-// produces a run spanning more than kRunMaxSpan offsets.
+// [*first, *last] of adjacent runs to merge into one, or false. First, an older run smaller than
+// the run right after it is merged with it (spans stay non-increasing towards the newest end);
+// then the newest kRunFanout runs, when they share one size class, become one run of the next
+// class. A merge never produces a run spanning more than kRunMaxSpan offsets. Applied until it
+// says false, it keeps about (fan-out - 1) runs per size class.
 bool runs_to_merge(const RunSpan* runs, std::size_t n, int64_t base, std::size_t* first,
                    std::size_t* last) noexcept;
 

@@ -215,9 +215,9 @@ static bool read_tail(const Storage* st, int64 pid, int64 lo, int64 hi, Snapshot
     return ok;
 }
 
-// See runs_probe.h. The new run and the newest runs the tiering policy merges into it are
-// planned first, so one run is written per upkeep (its last chunk carrying the new list), and the
-// runs it replaces or that lie wholly below txns_start are deleted in the same statement pair.
+// See runs_probe.h. The new run and the merges the tiering policy asks for are planned first;
+// then every new run is written (the newest, holding the new rows, last, its last chunk carrying
+// the new list), after the runs they replace and those wholly below txns_start are deleted.
 void runs_maintain(const Storage* st, int64 pid, const PartitionState* ps, Snapshot snap) {
     if (!window_large(st, ps, ps->txns_start - 1)) return;
     int64 hinted = hint_get(pid);
@@ -243,46 +243,85 @@ void runs_maintain(const Storage* st, int64 pid, const PartitionState* ps, Snaps
         if (own_snap) UnregisterSnapshot(snap);
         return;
     }
-    // plan: runs wholly below txns_start go; then the new run absorbs the newest runs while the
-    // policy says so (every merge includes the newest run, so one run results)
+    // plan: runs wholly below txns_start go; the kept runs (items 0..k-1) and the new one (item
+    // k) are merged as the tiering policy says, each span remembering the items it covers
     int nspan = 0, first_kept = 0;
     queen::RunSpan* spans = static_cast<queen::RunSpan*>(palloc(sizeof(queen::RunSpan) * (total + 1)));
+    int* from = static_cast<int*>(palloc(sizeof(int) * (total + 1)));
+    int* to = static_cast<int*>(palloc(sizeof(int) * (total + 1)));
     if (usable) {
         while (first_kept < d.n && d.runs[first_kept].hi < ps->txns_start) first_kept++;
-        for (int i = first_kept; i < d.n; i++) spans[nspan++] = d.runs[i];
+        for (int i = first_kept; i < d.n; i++) {
+            from[nspan] = to[nspan] = nspan;
+            spans[nspan++] = d.runs[i];
+        }
     }
+    int k = nspan;  // the new run's item
+    from[nspan] = to[nspan] = k;
     spans[nspan++] = {lo, hi};
-    int merged_from = nspan - 1;  // spans[merged_from..] become the new run
     size_t f, l;
     while (queen::runs_to_merge(spans, (size_t) nspan, kRunBuild, &f, &l)) {
         spans[f] = {spans[f].lo, spans[l].hi};
-        nspan = (int) f + 1;
-        merged_from = (int) f;
+        to[f] = to[l];
+        int drop = (int) (l - f);
+        for (int i = (int) l + 1; i < nspan; i++) {
+            spans[i - drop] = spans[i];
+            from[i - drop] = from[i];
+            to[i - drop] = to[i];
+        }
+        nspan -= drop;
     }
-    int64 cap = 1024, n = 0;
-    queen::RunEntry* e = static_cast<queen::RunEntry*>(palloc(sizeof(queen::RunEntry) * cap));
+    // what goes: the purged runs and every kept run a merge took in (or, with no usable list,
+    // every chunk of the partition)
     int ngone = 0;
     int64* gone = static_cast<int64*>(palloc(sizeof(int64) * (total + 1)));
-    if (d.any && !usable) {  // no usable list: every run goes, the new one starts from scratch
+    if (d.any && !usable) {
         ngone = -1;
     } else if (usable) {
         for (int i = 0; i < first_kept; i++) gone[ngone++] = d.runs[i].lo;
-        for (int i = first_kept + merged_from; i < d.n; i++) {
-            gone[ngone++] = d.runs[i].lo;
-            runs_read_entries(st, pid, d.runs[i].lo, snap, &e, &n, &cap);
-        }
+        for (int s = 0; s < nspan; s++)
+            if (to[s] > from[s] || to[s] == k)
+                for (int it = from[s]; it <= to[s] && it < k; it++) gone[ngone++] = d.runs[first_kept + it].lo;
     }
-    bool ok = read_tail(st, pid, lo, hi, snap, &e, &n, &cap);
+    // the new rows first: when they are not as the lock said, nothing is written
+    int64 tcap = 256, tn = 0;
+    queen::RunEntry* tail = static_cast<queen::RunEntry*>(palloc(sizeof(queen::RunEntry) * tcap));
+    if (!read_tail(st, pid, lo, hi, snap, &tail, &tn, &tcap)) {
+        if (own_snap) UnregisterSnapshot(snap);
+        return;
+    }
+    // write every new span in ascending order, the newest (which holds the new run) last with
+    // the list; the deletions go with the first write, before any run that reuses a start
+    RunsDir out = {nspan, spans, false};
+    bool first_write = true;
+    for (int s = 0; s < nspan; s++) {
+        if (!(to[s] > from[s] || to[s] == k)) continue;
+        int64 cap = 1024, n = 0;
+        queen::RunEntry* e = static_cast<queen::RunEntry*>(palloc(sizeof(queen::RunEntry) * cap));
+        for (int it = from[s]; it <= to[s] && it < k; it++)
+            runs_read_entries(st, pid, d.runs[first_kept + it].lo, snap, &e, &n, &cap);
+        if (to[s] == k) {
+            if (n + tn > cap) {
+                cap = n + tn;
+                e = static_cast<queen::RunEntry*>(repalloc_huge(e, sizeof(queen::RunEntry) * (Size) cap));
+            }
+            memcpy(e + n, tail, sizeof(queen::RunEntry) * (Size) tn);
+            n += tn;
+        }
+        queen::sort_entries(e, (size_t) n);
+        n = (int64) queen::drop_purged(e, (size_t) n, ps->txns_start);
+        runs_write(pid, spans[s].lo, spans[s].hi, e, n, s == nspan - 1 ? &out : nullptr,
+                   first_write ? gone : nullptr, first_write ? ngone : 0);
+        first_write = false;
+        pfree(e);
+    }
     if (own_snap) UnregisterSnapshot(snap);
-    if (!ok) return;
-    queen::sort_entries(e, (size_t) n);
-    n = (int64) queen::drop_purged(e, (size_t) n, ps->txns_start);
-    RunsDir out = {nspan, spans};
-    runs_write(pid, spans[nspan - 1].lo, hi, e, n, &out, gone, ngone);
     hint_set(pid, hi);
-    pfree(e);
     pfree(gone);
     pfree(spans);
+    pfree(from);
+    pfree(to);
+    pfree(tail);
     if (d.runs != nullptr) pfree(d.runs);
 }
 

@@ -233,7 +233,7 @@ void runs_write(int64 partition_id, int64 lo, int64 hi, const queen::RunEntry* e
             PointerGetDatum(construct_array(blobs + from, m, BYTEAOID, -1, false, TYPALIGN_INT)),
             (Datum) 0};
         char nulls[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
-        if (last) {  // the list rides on the run's last chunk only: a statement of its own
+        if (last && dir != nullptr) {  // the list rides on the run's last chunk only: a statement of its own
             if (m > 1) {
                 ins_args[3] = PointerGetDatum(construct_array(keys + from, m - 1, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
                 ins_args[4] = PointerGetDatum(construct_array(blobs + from, m - 1, BYTEAOID, -1, false, TYPALIGN_INT));

@@ -45,7 +45,8 @@ void runs_read_entries(const Storage* st, int64 partition_id, int64 lo, Snapshot
 
 // Delete the runs starting at gone[ngone] (merged into this one, or purged), then write run
 // [lo, hi] of sorted entries in chunks; its last chunk carries `dir` (every run of the partition
-// after this write, this one last). A merged run may start where a deleted one did.
+// after this write, this one last; nullptr for a run that is not the newest). A merged run may
+// start where a deleted one did.
 // ngone < 0: every run of the partition goes first.
 void runs_write(int64 partition_id, int64 lo, int64 hi, const queen::RunEntry* entries, int64 n,
                 const RunsDir* dir, const int64* gone, int ngone);

@@ -97,7 +97,7 @@ done
 # contrast: the same history read whole by primary key (0.1.0's probe): since 0.4.0 (issue 28)
 # the window comes from the primary key, so the partition is told that all its rows may be out
 # of time order (unordered_upto = its last offset, newest = infinity), which reads every row
-psql_q -c "UPDATE queen.log_partitions p SET unordered_upto = p.last_offset, unordered_newest = 'infinity'
+psql_q -c "UPDATE queen.log_partitions p SET unordered_upto = queen.log_end(p.id, p.last_offset), unordered_newest = 'infinity'
            FROM queen.queues q WHERE q.id = p.queue_id AND q.name = 'pb_hist'" >/dev/null
 for r in $(seq 1 "$rounds"); do
     run_one probe history_pkey_probe_no_index "$r" "$tmp/probe_pb_hist_noidx.sql" "-c queen.probe_cache=off"
@@ -107,7 +107,7 @@ psql_q -c "UPDATE queen.log_partitions p SET unordered_upto = NULL, unordered_ne
            FROM queen.queues q WHERE q.id = p.queue_id AND q.name = 'pb_hist'" >/dev/null
 # every probe push must have answered duplicate (nothing written): the allocators did not move
 moved=$(psql -XAtc "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
-                    WHERE q.name IN ('pb_plain', 'pb_hist') AND p.last_offset <> p.log_start")
+                    WHERE q.name IN ('pb_plain', 'pb_hist') AND queen.log_end(p.id, p.last_offset) <> p.log_start")
 [[ $moved == 0 ]] || { echo "a probe push was not a duplicate" >&2; exit 1; }
 python3 "$here/report.py" "$out" "$sync_commit" "$secs" "$clients" > "${ACKS_OUT_DIR:-$here}/RESULTS.md"
 echo "wrote $out and ${ACKS_OUT_DIR:-$here}/RESULTS.md" >&2

@@ -88,7 +88,7 @@ left_in() {  # messages of queue $1 not consumed in queue mode
     q -c "SELECT count(*) FROM queen.log_partitions p JOIN queen.queues qq ON qq.id = p.queue_id
             LEFT JOIN queen.consumer_groups g
               ON g.partition_id = p.id AND g.group_name = '__QUEUE_MODE__'
-           WHERE qq.name = '$1' AND p.last_offset > COALESCE(g.committed_offset, -1)"
+           WHERE qq.name = '$1' AND queen.log_end(p.id, p.last_offset) > COALESCE(g.committed_offset, -1)"
 }
 # One pgbench run of side $1 on queue $2: $3 transactions a client (named: from the name block
 # $4); adds its time to secs[$1], its transactions to tx[$1] and their summed latency to lat[$1].

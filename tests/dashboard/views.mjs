@@ -446,7 +446,7 @@ try {
   // version offers only Purge: its retryMessage is bound to no button). The dead-letter row is
   // deleted and its payload appended to the partition as pay-1.retry-<dead-letter id>, pending.
   const inDlq = (txn) => psql(`SELECT count(*) FROM queen.consumer_dlq WHERE transaction_id = '${txn}'`)
-  const payLast = `SELECT p.last_offset FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
+  const payLast = `SELECT queen.log_end(p.id, p.last_offset) FROM queen.log_partitions p JOIN queen.queues q ON q.id = p.queue_id
       WHERE q.name = '${Q.payments}' AND p.name = 'Default'`
   try {
     if (inDlq('pay-1') !== '1') throw new Error('pay-1 is not a dead letter before the retry')

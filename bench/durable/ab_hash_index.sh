@@ -21,19 +21,9 @@ H=${H:-100000} DUR=${DUR:-8} ROUNDS=${ROUNDS:-2} BATCHES=${BATCHES:-1 10 100} CL
 DB=queen_ab
 CLIENT=build/bench/queenbench
 make -s build/bench/queenbench
-if [ -z "${SKIP_PREFILL:-}" ]; then
-    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-    psql -X -q -d $DB -c "CREATE EXTENSION queen" -c "SELECT queen.hash_index(true)" \
-         -f bench/sql/setup.sql \
-         -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" >/dev/null
-    t0=$(date +%s)
-    psql -X -q -d $DB -c "SELECT bench.make_hash_blobs($H)" \
-         -c "SELECT bench.prefill_queen('bench_w3600', 'h-', 100, $H)" >/dev/null
-    psql -X -q -d $DB -c "INSERT INTO bench.oc_msgs (partition_id, txn, payload)
-                          SELECT p, md5(p || '-' || g), '{}' FROM generate_series(0, 99) p, generate_series(1, $H) g" \
-         -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null
-    echo "prefill $(($(date +%s) - t0)) s"
-fi
+# shellcheck source=bench/durable/ab_prefill.sh
+. bench/durable/ab_prefill.sh
+[ -n "${SKIP_PREFILL:-}" ] || ab_prefill "$DB" "$H" -c "SELECT queen.hash_index(true)"
 CONN="host=${PGHOST:-} port=${PGPORT:-5432} dbname=$DB user=${PGUSER:-postgres}"
 SEED=$(($(date +%s) % 100000))
 # One cell: label, queenbench variant, batch, extra conninfo.

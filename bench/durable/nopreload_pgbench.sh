@@ -19,14 +19,10 @@ H=${H:-100000} DUR=${DUR:-15} ROUNDS=${ROUNDS:-2} CL=${CL:-64}
 DB=queen_np
 TMP=$(mktemp -d /tmp/queen-np.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=bench/durable/ab_prefill.sh
+. bench/durable/ab_prefill.sh
 if [ -z "${SKIP_PREFILL:-}" ]; then
-    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null
-    psql -X -q -d $DB -c "CREATE EXTENSION queen" -f bench/sql/setup.sql \
-         -c "SELECT queen.configure('bench_w3600', '{\"dedupWindowSeconds\": 3600}')" \
-         -c "SELECT bench.make_hash_blobs($H)" -c "SELECT bench.prefill_queen('bench_w3600', 'h-', 100, $H)" \
-         -c "INSERT INTO bench.oc_msgs (partition_id, txn, payload)
-             SELECT p, md5(p || '-' || g), '{}' FROM generate_series(0, 99) p, generate_series(1, $H) g" \
-         -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null
+    ab_prefill "$DB" "$H"
     # one push per partition: each builds its first run from its prefilled window (untimed)
     psql -X -q -d $DB -c "SELECT count(*) FROM generate_series(0, 99) i,
         LATERAL queen.push('bench_w3600', 'h-' || i, jsonb_build_array(jsonb_build_object('transactionId', 'warm-' || i, 'payload', 1)))" >/dev/null
